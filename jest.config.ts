@@ -1,0 +1,28 @@
+import type { Config } from 'jest';
+
+// ESM mode: several dependencies (pkijs, asn1js, @kubernetes/client-node) ship ESM only.
+// Tests import workspace packages from source, so no build is needed before `jest`.
+const config: Config = {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  setupFiles: ['reflect-metadata'],
+  transform: {
+    '^.+\\.ts$': [
+      '@swc/jest',
+      {
+        jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+        module: { type: 'es6' },
+        sourceMaps: 'inline',
+      },
+    ],
+  },
+  moduleNameMapper: {
+    '^@eso-mtls/core/node$': '<rootDir>/packages/core/src/node/index.ts',
+    '^@eso-mtls/([a-z-]+)$': '<rootDir>/packages/$1/src/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/examples/*/test/**/*.test.ts', '<rootDir>/testing/**/*.test.ts'],
+  testTimeout: 60_000,
+};
+
+export default config;

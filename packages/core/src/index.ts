@@ -1,0 +1,5 @@
+export * from './time.js';
+export * from './names.js';
+export * from './policy.js';
+export * from './crypto.js';
+export * from './certificate.js';

@@ -1,0 +1,32 @@
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { transform } from '@swc/core';
+
+const workspace = new URL('../packages/', import.meta.url);
+
+export async function resolve(specifier, context, next) {
+  // Workspace packages resolve to their sources, as in jest and tsc.
+  const ws = /^@eso-mtls\/([a-z-]+)(\/node)?$/.exec(specifier);
+  if (ws) {
+    const entry = ws[2] ? `${ws[1]}/src/node/index.ts` : `${ws[1]}/src/index.ts`;
+    return { url: new URL(entry, workspace).href, shortCircuit: true };
+  }
+  if (specifier.endsWith('.js') && context.parentURL?.endsWith('.ts') && specifier.startsWith('.')) {
+    const ts = new URL(specifier.replace(/\.js$/, '.ts'), context.parentURL);
+    if (existsSync(fileURLToPath(ts))) return { url: ts.href, shortCircuit: true };
+  }
+  return next(specifier, context);
+}
+
+export async function load(url, context, next) {
+  if (!url.endsWith('.ts')) return next(url, context);
+  const source = await readFile(fileURLToPath(url), 'utf8');
+  const { code } = await transform(source, {
+    filename: fileURLToPath(url),
+    jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+    module: { type: 'es6' },
+    sourceMaps: 'inline',
+  });
+  return { format: 'module', source: code, shortCircuit: true };
+}
