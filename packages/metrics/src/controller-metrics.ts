@@ -1,0 +1,233 @@
+import type { Instant } from '@eso-mtls/core';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { isInstant, secondsUntil } from './expiry.js';
+import { MetricLabelError, type ServiceLabels, serviceKey, serviceLabels } from './labels.js';
+import { METRIC_NAMES } from './metric-names.js';
+import { assertRotationReason, ROTATION_REASONS, type RotationReason } from './rotation-reason.js';
+
+/** One labelled Service, as the controller currently sees it. */
+export interface ProviderCertificateEntry {
+  readonly namespace: string;
+  readonly service: string;
+  /** notAfter of the namespace's server certificate; undefined while the namespace has no usable one. */
+  readonly notAfter: Instant | undefined;
+}
+
+/** Where a CA stands in the overlap rotation. */
+export type CaState = 'active' | 'next' | 'retired';
+/** All {@link CaState} values. */
+export const CA_STATES: readonly CaState[] = Object.freeze(['active', 'next', 'retired'] as const);
+
+/** One CA certificate the controller holds. */
+export interface CaCertificateEntry {
+  readonly state: CaState;
+  readonly notAfter: Instant;
+}
+
+/**
+ * The controller's current view, read at every scrape (cert-manager's lesson: gauges computed
+ * from the cache cannot go stale). Implemented by the controller; must be cheap and not throw.
+ */
+export interface ControllerCertificateSource {
+  /** Only the leader exports gauges, so two replicas never report the same series twice. */
+  isLeader(): boolean;
+  /** Exactly one entry per Service that carries the provider label now, whether or not it has a certificate. */
+  providerCertificates(): Iterable<ProviderCertificateEntry>;
+  /** The ESO client certificate, if one exists. */
+  clientCertificate(): { readonly notAfter: Instant } | undefined;
+  /** Every CA certificate still in the CA Secret: active, next and retired. */
+  caCertificates(): Iterable<CaCertificateEntry>;
+}
+
+/** Options of {@link ControllerMetrics}. */
+export interface ControllerMetricsOptions {
+  /** Registry to register in; a fresh one by default. Never the global registry. */
+  readonly registry?: Registry;
+  /** The current time, epoch milliseconds. */
+  readonly now: () => Instant;
+  readonly source: ControllerCertificateSource;
+  /** Told about a source entry that was skipped because it cannot become a series. */
+  readonly onInvalidEntry?: (error: MetricLabelError) => void;
+}
+
+const SERVICE_LABELS = ['namespace', 'service'] as const;
+
+/**
+ * The controller's metrics: expiry gauges computed at scrape time from a
+ * {@link ControllerCertificateSource}, and rotation counters fed by {@link recordRotation}.
+ */
+export class ControllerMetrics {
+  readonly registry: Registry;
+  private readonly rotations: Counter<'namespace' | 'service' | 'reason'>;
+  private readonly rotationFailures: Counter<'namespace' | 'service'>;
+  // Series each counter holds, so a departed Service's series can be removed.
+  private readonly rotationSeries = new Map<string, ServiceLabels>();
+  private readonly failureSeries = new Map<string, ServiceLabels>();
+
+  constructor(options: ControllerMetricsOptions) {
+    const { now, source } = options;
+    const report = options.onInvalidEntry ?? (() => undefined);
+    this.registry = options.registry ?? new Registry();
+    const registers = [this.registry];
+    const listServices = (): Map<string, ServiceLabels & { notAfter: Instant | undefined }> =>
+      currentServices(source, report);
+    const rotationSeries = this.rotationSeries;
+    const failureSeries = this.failureSeries;
+
+    new Gauge({
+      name: METRIC_NAMES.providerCertificateExpiry,
+      help: "Seconds until the namespace's provider server certificate expires, per labelled Service. Exported by the leading controller only.",
+      labelNames: SERVICE_LABELS,
+      registers,
+      collect() {
+        this.reset();
+        if (!source.isLeader()) return;
+        const t = now();
+        for (const s of listServices().values()) {
+          if (s.notAfter !== undefined) this.set({ namespace: s.namespace, service: s.service }, secondsUntil(s.notAfter, t));
+        }
+      },
+    });
+
+    new Gauge({
+      name: METRIC_NAMES.clientCertificateExpiry,
+      help: 'Seconds until the ESO client certificate expires. Exported by the leading controller only.',
+      registers,
+      collect() {
+        // reset() of an unlabelled gauge leaves a 0 sample, which would read as "expired now".
+        this.reset();
+        this.remove();
+        if (!source.isLeader()) return;
+        const client = source.clientCertificate();
+        if (client === undefined) return;
+        if (!isInstant(client.notAfter)) {
+          report(new MetricLabelError(`client certificate notAfter ${String(client.notAfter)} is not an epoch-millisecond instant; skipped`));
+          return;
+        }
+        this.set(secondsUntil(client.notAfter, now()));
+      },
+    });
+
+    new Gauge({
+      name: METRIC_NAMES.caCertificateExpiry,
+      help: 'Seconds until a CA certificate expires, per state (active, next, retired); the soonest when a state holds several. Exported by the leading controller only.',
+      labelNames: ['state'] as const,
+      registers,
+      collect() {
+        this.reset();
+        if (!source.isLeader()) return;
+        const t = now();
+        for (const [state, notAfter] of soonestPerState(source.caCertificates(), report)) {
+          this.set({ state }, secondsUntil(notAfter, t));
+        }
+      },
+    });
+
+    this.rotations = new Counter({
+      name: METRIC_NAMES.providerCertificateRotations,
+      help: 'Server certificates issued, per labelled Service of the namespace and reason. One issuance adds one to each Service of its namespace.',
+      labelNames: [...SERVICE_LABELS, 'reason'] as const,
+      registers,
+      collect() {
+        const listed = listServices();
+        for (const [key, labels] of rotationSeries) {
+          if (listed.has(key)) continue;
+          for (const reason of ROTATION_REASONS) this.remove({ ...labels, reason });
+          rotationSeries.delete(key);
+        }
+      },
+    });
+
+    this.rotationFailures = new Counter({
+      name: METRIC_NAMES.providerCertificateRotationFailures,
+      help: 'Server certificate issuances that failed, per labelled Service of the namespace.',
+      labelNames: SERVICE_LABELS,
+      registers,
+      collect() {
+        const listed = listServices();
+        for (const [key, labels] of failureSeries) {
+          if (listed.has(key)) continue;
+          this.remove({ ...labels });
+          failureSeries.delete(key);
+        }
+        // A series born at 1 shows no increase() to Prometheus: start every Service's at 0.
+        for (const [key, s] of listed) {
+          if (failureSeries.has(key)) continue;
+          const labels = { namespace: s.namespace, service: s.service };
+          this.inc(labels, 0);
+          failureSeries.set(key, labels);
+        }
+      },
+    });
+  }
+
+  /**
+   * Counts one issuance of `namespace`'s server certificate: each distinct Service in `services`
+   * goes up by exactly one under `reason`. Validates everything before counting anything and
+   * throws {@link MetricLabelError} naming a bad name or reason.
+   */
+  recordRotation(namespace: string, services: readonly string[], reason: RotationReason): void {
+    assertRotationReason(reason);
+    for (const labels of validServices(namespace, services)) {
+      this.rotations.inc({ ...labels, reason });
+      this.rotationSeries.set(serviceKey(labels), labels);
+    }
+  }
+
+  /**
+   * Counts one failed issuance of `namespace`'s server certificate, once for each distinct Service
+   * in `services`. Throws {@link MetricLabelError} naming a bad name, before counting anything.
+   */
+  recordRotationFailure(namespace: string, services: readonly string[]): void {
+    for (const labels of validServices(namespace, services)) {
+      this.rotationFailures.inc({ ...labels });
+      this.failureSeries.set(serviceKey(labels), labels);
+    }
+  }
+}
+
+function validServices(namespace: string, services: readonly string[]): ServiceLabels[] {
+  if (!Array.isArray(services)) {
+    throw new MetricLabelError(`services of namespace ${JSON.stringify(namespace)} must be an array of Service names, got ${JSON.stringify(services)}`);
+  }
+  const unique = new Map<string, ServiceLabels>();
+  for (const service of services) {
+    const labels = serviceLabels(namespace, service);
+    unique.set(serviceKey(labels), labels);
+  }
+  return [...unique.values()];
+}
+
+function currentServices(source: ControllerCertificateSource, report: (e: MetricLabelError) => void) {
+  const services = new Map<string, ServiceLabels & { notAfter: Instant | undefined }>();
+  for (const entry of source.providerCertificates()) {
+    try {
+      const labels = serviceLabels(entry.namespace, entry.service);
+      if (entry.notAfter !== undefined && !isInstant(entry.notAfter)) {
+        throw new MetricLabelError(`notAfter ${String(entry.notAfter)} of Service ${labels.namespace}/${labels.service} is not an epoch-millisecond instant`);
+      }
+      services.set(serviceKey(labels), { ...labels, notAfter: entry.notAfter });
+    } catch (e) {
+      if (!(e instanceof MetricLabelError)) throw e;
+      report(new MetricLabelError(`${e.message}; entry skipped`));
+    }
+  }
+  return services;
+}
+
+function soonestPerState(entries: Iterable<CaCertificateEntry>, report: (e: MetricLabelError) => void): Map<CaState, Instant> {
+  const soonest = new Map<CaState, Instant>();
+  for (const { state, notAfter } of entries) {
+    if (!CA_STATES.includes(state)) {
+      report(new MetricLabelError(`CA state ${JSON.stringify(state)} is not one of ${CA_STATES.join(', ')}; entry skipped`));
+      continue;
+    }
+    if (!isInstant(notAfter)) {
+      report(new MetricLabelError(`notAfter ${String(notAfter)} of the ${state} CA is not an epoch-millisecond instant; entry skipped`));
+      continue;
+    }
+    const current = soonest.get(state);
+    if (current === undefined || notAfter < current) soonest.set(state, notAfter);
+  }
+  return soonest;
+}

@@ -1,0 +1,25 @@
+/**
+ * Every metric this package exports, by its exposition name. The alert rules in
+ * deploy/prometheus/alerts.yaml use these names; a test holds the two together.
+ */
+export const METRIC_NAMES = Object.freeze({
+  /** Controller gauge: seconds until a namespace's server certificate expires, per labelled Service. */
+  providerCertificateExpiry: 'eso_provider_certificate_expiry_seconds',
+  /** Controller gauge: seconds until the ESO client certificate expires. */
+  clientCertificateExpiry: 'eso_client_certificate_expiry_seconds',
+  /** Controller gauge: seconds until a CA certificate expires, per CA state. */
+  caCertificateExpiry: 'eso_ca_certificate_expiry_seconds',
+  /** Controller counter: server certificates issued, per Service and reason. */
+  providerCertificateRotations: 'eso_provider_certificate_rotation_total',
+  /** Controller counter: server certificate issuances that failed, per Service. */
+  providerCertificateRotationFailures: 'eso_provider_certificate_rotation_failures_total',
+  /** Provider counter: certificate pairs swapped in by the hot reload. */
+  providerHotReloads: 'eso_provider_certificate_hot_reload_total',
+  /** Provider counter: reload attempts that kept the last good pair. */
+  providerHotReloadFailures: 'eso_provider_certificate_hot_reload_failures_total',
+  /** Provider gauge: seconds until the certificate the provider actually serves expires. */
+  providerServedCertificateExpiry: 'eso_provider_served_certificate_expiry_seconds',
+} as const);
+
+/** One of the {@link METRIC_NAMES}. */
+export type MetricName = (typeof METRIC_NAMES)[keyof typeof METRIC_NAMES];

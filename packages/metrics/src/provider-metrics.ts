@@ -1,0 +1,75 @@
+import type { Instant } from '@eso-mtls/core';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { isInstant, secondsUntil } from './expiry.js';
+import { serviceLabels } from './labels.js';
+import { METRIC_NAMES } from './metric-names.js';
+
+/** Options of {@link ProviderMetrics}. */
+export interface ProviderMetricsOptions {
+  /** Registry to register in; a fresh one by default. Never the global registry. */
+  readonly registry?: Registry;
+  /** The provider's own namespace and Service, e.g. from {@link providerIdentityFromEnv}. */
+  readonly namespace: string;
+  readonly service: string;
+  /** The current time, epoch milliseconds. */
+  readonly now: () => Instant;
+  /** The certificate being served right now; undefined before the first good load. */
+  readonly servedCertificate: () => { readonly notAfter: Instant } | undefined;
+}
+
+/**
+ * A provider process's metrics: hot-reload counters, and the expiry of the certificate it
+ * actually serves, computed at scrape time, so a provider stuck on an old pair shows up next to
+ * the controller's `eso_provider_certificate_expiry_seconds`.
+ */
+export class ProviderMetrics {
+  readonly registry: Registry;
+  private readonly reloads: Counter<'namespace' | 'service'>;
+  private readonly reloadFailures: Counter<'namespace' | 'service'>;
+  private readonly labels: { namespace: string; service: string };
+
+  /** Throws {@link MetricLabelError} when `namespace` or `service` is not a Kubernetes name. */
+  constructor(options: ProviderMetricsOptions) {
+    const { now, servedCertificate } = options;
+    const labels = { ...serviceLabels(options.namespace, options.service) };
+    this.labels = labels;
+    this.registry = options.registry ?? new Registry();
+    const registers = [this.registry];
+    const labelNames = ['namespace', 'service'] as const;
+
+    this.reloads = new Counter({
+      name: METRIC_NAMES.providerHotReloads,
+      help: 'Certificate pairs the provider swapped in after a change on disk.',
+      labelNames, registers,
+    });
+    this.reloadFailures = new Counter({
+      name: METRIC_NAMES.providerHotReloadFailures,
+      help: 'Reload attempts that found an unusable pair and kept serving the last good one.',
+      labelNames, registers,
+    });
+    // Series born at 0, so increase() and the alerts see the first reload or failure.
+    this.reloads.inc(labels, 0);
+    this.reloadFailures.inc(labels, 0);
+
+    new Gauge({
+      name: METRIC_NAMES.providerServedCertificateExpiry,
+      help: 'Seconds until the certificate this provider serves right now expires. Absent before the first good load.',
+      labelNames, registers,
+      collect() {
+        this.reset();
+        const served = servedCertificate();
+        if (served !== undefined && isInstant(served.notAfter)) this.set(labels, secondsUntil(served.notAfter, now()));
+      },
+    });
+  }
+
+  /** Counts one certificate pair swapped in. */
+  recordReload(): void {
+    this.reloads.inc(this.labels);
+  }
+
+  /** Counts one reload attempt that kept the last good pair. */
+  recordReloadFailure(): void {
+    this.reloadFailures.inc(this.labels);
+  }
+}
