@@ -1,0 +1,3 @@
+export * from './messages.js';
+export * from './proto.js';
+export * from './service.js';
