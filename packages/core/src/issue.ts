@@ -1,0 +1,168 @@
+import type { CertificateView } from './certificate.js';
+import type { CryptoBackend, GeneratedKey } from './crypto.js';
+import { encodeCommonNameDn, formatCommonNameDn } from './distinguished-name.js';
+import { CLIENT_COMMON_NAME, clientSpiffeId, isDnsName } from './names.js';
+import type { KeyedCertificate } from './observe.js';
+import { CERTIFICATE_LABEL, fromHex, serialHex, toHex } from './parse.js';
+import { encodePem } from './pem.js';
+import type { KeyAlgorithm, Policy } from './policy.js';
+import {
+  KeyUsage, authorityKeyIdentifierExtension, basicConstraintsExtension, encodeCertificate, encodeTbsCertificate,
+  extendedKeyUsageExtension, keyFamilyOf, keyIdentifier, keyUsageExtension, signatureAlgorithmFor, subjectAltNameExtension,
+  subjectKeyIdentifierExtension, subjectNameOf,
+} from './tbs.js';
+import { type Instant, truncateToSecond } from './time.js';
+
+/** Everything an issuance needs: injected crypto, the policy, and the time to issue at. */
+export interface IssueContext {
+  readonly crypto: CryptoBackend;
+  readonly policy: Policy;
+  readonly now: Instant;
+}
+
+/** A freshly issued certificate with its private key, and the algorithm of that key. */
+export interface Issued extends KeyedCertificate {
+  readonly keyAlgorithm: KeyAlgorithm;
+}
+
+/** Raised when a certificate cannot be issued as asked; the message names the value and the fix. */
+export class IssueError extends Error {
+  override readonly name = 'IssueError';
+}
+
+/** Octets of a serial number: 16 of them carry 126 random bits, well above RFC 5280's 20-octet cap. */
+const SERIAL_OCTETS = 16;
+// X.509 upper bound on a commonName (ub-common-name, RFC 5280 appendix A).
+const MAX_COMMON_NAME = 64;
+
+/**
+ * A random positive serial: the top bit is cleared so the INTEGER is positive, and the next bit
+ * set so the first octet is never zero, which keeps the DER encoding exactly 16 octets long.
+ */
+export function randomSerialNumber(random: CryptoBackend['random']): Uint8Array {
+  const bytes = Uint8Array.from(random(SERIAL_OCTETS));
+  if (bytes.length !== SERIAL_OCTETS) throw new IssueError(`the RandomSource returned ${bytes.length} bytes where ${SERIAL_OCTETS} were asked for`);
+  bytes[0] = (bytes[0]! & 0x7f) | 0x40;
+  return bytes;
+}
+
+/** What varies between a CA, a server leaf and a client leaf. */
+interface Profile {
+  readonly commonName: string;
+  readonly isCa: boolean;
+  readonly dnsNames: readonly string[];
+  readonly uris: readonly string[];
+  /** The one extendedKeyUsage of a leaf; a CA has none. */
+  readonly purpose: 'serverAuth' | 'clientAuth' | undefined;
+}
+
+/**
+ * Self-signed CA: basicConstraints cA:TRUE pathLen 0, critical; keyUsage keyCertSign|cRLSign,
+ * critical; validity policy.caValidity. The commonName defaults to
+ * `eso-provider-ca-<yyyymmdd>-<serial prefix>`, distinct per CA so that an old and a new CA never
+ * share an issuer name.
+ */
+export async function issueCa(ctx: IssueContext, options: { readonly commonName?: string } = {}): Promise<Issued> {
+  const key = await ctx.crypto.signer.generateKey(ctx.policy.keyAlgorithm);
+  const serialNumber = randomSerialNumber(ctx.crypto.random);
+  const day = new Date(truncateToSecond(ctx.now)).toISOString().slice(0, 10).replaceAll('-', '');
+  const commonName = options.commonName ?? `eso-provider-ca-${day}-${toHex(serialNumber).slice(0, 8)}`;
+  const profile: Profile = { commonName, isCa: true, dnsNames: [], uris: [], purpose: undefined };
+  return sign(ctx, key, serialNumber, profile, truncateToSecond(ctx.now + ctx.policy.caValidity), undefined);
+}
+
+/**
+ * Server leaf for a namespace: EKU serverAuth only; keyUsage digitalSignature (+keyEncipherment
+ * for RSA); basicConstraints cA:FALSE; subjectAltName = `dnsNames` (non-empty, DNS names), subject
+ * CN the first of them that fits in a commonName (64 characters). Its notAfter is clamped to the CA's.
+ */
+export async function issueServerLeaf(ctx: IssueContext, issuer: KeyedCertificate, dnsNames: readonly string[]): Promise<Issued> {
+  if (dnsNames.length === 0) throw new IssueError('a server certificate needs at least one DNS name');
+  const bad = dnsNames.find((n) => !isDnsName(n));
+  if (bad !== undefined) throw new IssueError(`${JSON.stringify(bad)} is not a DNS name (RFC 1123 labels, at most 253 characters)`);
+  const commonName = dnsNames.find((n) => n.length <= MAX_COMMON_NAME);
+  if (commonName === undefined) throw new IssueError(`none of the DNS names ${dnsNames.join(', ')} fits in a ${MAX_COMMON_NAME}-character commonName`);
+  return issueLeaf(ctx, issuer, { commonName, isCa: false, dnsNames, uris: [], purpose: 'serverAuth' });
+}
+
+/**
+ * The ESO core client leaf: EKU clientAuth only; subject CN `external-secrets-core` and the URI
+ * SAN `spiffe://<clusterDomain>/ns/<esoNamespace>/sa/<serviceAccount>` from the policy.
+ */
+export async function issueClientLeaf(ctx: IssueContext, issuer: KeyedCertificate): Promise<Issued> {
+  const { clusterDomain, esoNamespace, serviceAccount } = ctx.policy;
+  const uri = clientSpiffeId(clusterDomain, esoNamespace, serviceAccount);
+  return issueLeaf(ctx, issuer, { commonName: CLIENT_COMMON_NAME, isCa: false, dnsNames: [], uris: [uri], purpose: 'clientAuth' });
+}
+
+async function issueLeaf(ctx: IssueContext, issuer: KeyedCertificate, profile: Profile): Promise<Issued> {
+  const ca = issuer.certificate;
+  if (!ca.isCa) throw new IssueError(`issuer ${ca.subject} (serial ${ca.serialNumber}) is not a CA certificate`);
+  const notAfter = Math.min(truncateToSecond(ctx.now + ctx.policy.leafValidity), ca.notAfter);
+  if (notAfter <= ctx.now) {
+    throw new IssueError(`issuer ${ca.subject} expired at ${new Date(ca.notAfter).toISOString()}; rotate the CA before issuing leaves`);
+  }
+  const key = await ctx.crypto.signer.generateKey(ctx.policy.keyAlgorithm);
+  return sign(ctx, key, randomSerialNumber(ctx.crypto.random), profile, notAfter, issuer);
+}
+
+/** Builds the TBSCertificate for `key` and has the issuer's key (or `key` itself, for a CA) sign it. */
+async function sign(
+  ctx: IssueContext, key: GeneratedKey, serialNumber: Uint8Array, profile: Profile, notAfter: Instant,
+  issuer: KeyedCertificate | undefined,
+): Promise<Issued> {
+  const notBefore = truncateToSecond(ctx.now - ctx.policy.notBeforeBackdate);
+  const subject = encodeCommonNameDn(profile.commonName);
+  const ski = keyIdentifier(key.subjectPublicKeyInfo);
+  // AKI must equal the CA's SKI byte for byte; a CA lacking one (not ours) gets the derived identifier.
+  const aki = issuer ? akiFor(issuer.certificate) : ski;
+  const signerSpki = issuer ? issuer.certificate.subjectPublicKeyInfo : key.subjectPublicKeyInfo;
+  const algorithm = signatureAlgorithmFor(signerSpki);
+
+  const extensions = profile.purpose === undefined
+    ? [basicConstraintsExtension({ pathLen: 0 }), keyUsageExtension([KeyUsage.keyCertSign, KeyUsage.cRLSign])]
+    : [
+      basicConstraintsExtension(undefined),
+      // keyEncipherment only for RSA: an ECDSA key cannot encrypt (RFC 8813 section 3).
+      keyUsageExtension(keyFamilyOf(key.subjectPublicKeyInfo) === 'rsa'
+        ? [KeyUsage.digitalSignature, KeyUsage.keyEncipherment] : [KeyUsage.digitalSignature]),
+      extendedKeyUsageExtension([profile.purpose]),
+    ];
+  extensions.push(subjectKeyIdentifierExtension(ski), authorityKeyIdentifierExtension(aki));
+  if (profile.purpose !== undefined) extensions.push(subjectAltNameExtension(profile.dnsNames, profile.uris));
+
+  const tbsCertificate = encodeTbsCertificate({
+    serialNumber, signatureAlgorithm: algorithm.der, issuer: issuer ? subjectNameOf(issuer.certificate) : subject,
+    notBefore, notAfter, subject, subjectPublicKeyInfo: key.subjectPublicKeyInfo, extensions,
+  });
+  const signatureValue = await ctx.crypto.signer.sign(issuer ? issuer.privateKeyPem : key.privateKeyPem, tbsCertificate);
+  const der = encodeCertificate(tbsCertificate, algorithm.der, signatureValue);
+  const subjectString = formatCommonNameDn(profile.commonName);
+  // The view is assembled from what was just encoded; a test checks it equals parseCertificate(pem).
+  const certificate: CertificateView = Object.freeze({
+    pem: encodePem(CERTIFICATE_LABEL, der),
+    der,
+    serialNumber: serialHex(serialNumber),
+    subject: subjectString,
+    issuer: issuer ? issuer.certificate.subject : subjectString,
+    subjectCommonName: profile.commonName,
+    notBefore,
+    notAfter,
+    isCa: profile.isCa,
+    pathLenConstraint: profile.isCa ? 0 : undefined,
+    dnsNames: [...profile.dnsNames],
+    uris: [...profile.uris],
+    extendedKeyUsage: profile.purpose ? [profile.purpose] : [],
+    subjectKeyIdentifier: toHex(ski),
+    authorityKeyIdentifier: toHex(aki),
+    subjectPublicKeyInfo: key.subjectPublicKeyInfo,
+    tbsCertificate,
+    signatureAlgorithm: algorithm.oid,
+    signatureValue,
+  });
+  return { certificate, privateKeyPem: key.privateKeyPem, keyAlgorithm: key.algorithm };
+}
+
+function akiFor(ca: CertificateView): Uint8Array {
+  return ca.subjectKeyIdentifier === undefined ? keyIdentifier(ca.subjectPublicKeyInfo) : fromHex(ca.subjectKeyIdentifier);
+}
