@@ -1,0 +1,241 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { locateTestBinaries, type TestBinaries } from './binaries.js';
+import { type Identity, type IdentitySpec, provisionIdentities, writeKubeconfig, writeTokenFile } from './identities.js';
+import { freePorts } from './ports.js';
+import { ProcessGroup } from './process-group.js';
+
+/** What a suite asks of its control plane. */
+export interface ControlPlaneOptions {
+  /** Users besides the admin, each with a static token and a kubeconfig. */
+  readonly identities?: readonly IdentitySpec[];
+  /** Extra kube-apiserver flags, e.g. `--min-request-timeout=4`. */
+  readonly apiServerFlags?: readonly string[];
+  /** Write an audit log (JSON lines); `true` logs every request at Metadata level. */
+  readonly audit?: boolean | { readonly policyYaml: string };
+  /** Seconds to wait for /readyz before failing (default 90: a busy 2-core machine is slow). */
+  readonly startTimeoutSeconds?: number;
+}
+
+/** A running etcd + kube-apiserver on 127.0.0.1. */
+export interface ControlPlane {
+  /** https://127.0.0.1:<port> */
+  readonly url: string;
+  /** Temp dir holding data, certificates, logs and kubeconfigs; removed by stop(). */
+  readonly dir: string;
+  readonly adminKubeConfig: KubeConfig;
+  readonly adminKubeconfigPath: string;
+  /** The apiserver's serving CA (PEM), as the kubeconfigs trust it. */
+  readonly caPem: string;
+  /** Path of the JSON-lines audit log when `audit` was requested. */
+  readonly auditLogPath: string | undefined;
+  /** A fresh KubeConfig for a declared identity (or `admin`). */
+  kubeconfigFor(identity: string): KubeConfig;
+  /** The identity's token and kubeconfig path. */
+  identity(name: string): Identity;
+  /** Audit events recorded so far (requires `audit`). */
+  auditEvents(): AuditEvent[];
+  /** Stops kube-apiserver (SIGTERM, then SIGKILL); etcd keeps running. */
+  stopApiServer(): Promise<void>;
+  /** Starts kube-apiserver again on the same port against the same etcd and waits for /readyz. */
+  startApiServer(): Promise<void>;
+  /** stopApiServer() then startApiServer(). */
+  restartApiServer(): Promise<void>;
+  /** Process-group ids of etcd and kube-apiserver (for leak checks). */
+  processGroupIds(): number[];
+  /** Stops everything and removes the temp dir. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** The fields of an audit.k8s.io/v1 Event that tests read. */
+export interface AuditEvent {
+  readonly stage: string;
+  readonly verb: string;
+  readonly requestURI: string;
+  readonly user: { readonly username: string; readonly groups?: string[] };
+  readonly objectRef?: { readonly resource?: string; readonly namespace?: string; readonly name?: string };
+  readonly responseStatus?: { readonly code?: number };
+  readonly requestReceivedTimestamp: string;
+  readonly stageTimestamp: string;
+}
+
+const DEFAULT_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`;
+
+const stopOnExit = new Set<ControlPlane>();
+
+/**
+ * Starts etcd and kube-apiserver on free loopback ports in a temp dir, with RBAC authorisation,
+ * static-token identities (an admin in system:masters plus `options.identities`), service-account
+ * signing keys (for TokenRequest), and a kubeconfig per identity. Resolves once /readyz is 200.
+ * Retries with fresh ports if another process grabbed one first.
+ */
+export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const binaries = await locateTestBinaries();
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      return await startOnce(binaries, options);
+    } catch (e) {
+      lastError = e;
+      if (!(e instanceof PortInUseError)) throw e;
+    }
+  }
+  throw lastError;
+}
+
+class PortInUseError extends Error {}
+
+async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): Promise<ControlPlane> {
+  const dir = mkdtempSync(join(tmpdir(), 'eso-mtls-envtest-'));
+  const [etcdClientPort, etcdPeerPort, apiPort] = (await freePorts(3)) as [number, number, number];
+  const url = `https://127.0.0.1:${apiPort}`;
+  const timeoutMs = (options.startTimeoutSeconds ?? 90) * 1000;
+
+  const identities = provisionIdentities(options.identities ?? []);
+  writeTokenFile(join(dir, 'tokens.csv'), identities);
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+
+  let auditLogPath: string | undefined;
+  const auditFlags: string[] = [];
+  if (options.audit) {
+    auditLogPath = join(dir, 'audit.log');
+    const policy = typeof options.audit === 'object' ? options.audit.policyYaml : DEFAULT_AUDIT_POLICY;
+    writeFileSync(join(dir, 'audit-policy.yaml'), policy);
+    auditFlags.push(`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLogPath}`,
+      '--audit-log-format=json', '--audit-log-mode=blocking', '--audit-log-maxbackup=0');
+  }
+
+  const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
+  const etcd = ProcessGroup.start('etcd', binaries.etcd, [
+    `--data-dir=${join(dir, 'etcd')}`, '--unsafe-no-fsync', `--listen-client-urls=${etcdUrl}`,
+    `--advertise-client-urls=${etcdUrl}`, `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+    `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`, '--log-level=warn',
+  ], join(dir, 'etcd.log'));
+
+  const apiArgs = [
+    `--etcd-servers=${etcdUrl}`, `--cert-dir=${join(dir, 'certs')}`, `--secure-port=${apiPort}`,
+    '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', '--authorization-mode=RBAC',
+    '--service-cluster-ip-range=10.96.0.0/16', '--endpoint-reconciler-type=none',
+    `--token-auth-file=${join(dir, 'tokens.csv')}`,
+    '--service-account-issuer=https://kubernetes.default.svc',
+    `--service-account-key-file=${join(dir, 'sa.key')}`, `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+    ...auditFlags, ...(options.apiServerFlags ?? []),
+  ];
+  const adminToken = identities.get('admin')!.token;
+  let apiServer: ProcessGroup | undefined;
+  const startApi = async (): Promise<void> => {
+    apiServer = ProcessGroup.start('kube-apiserver', binaries.kubeApiServer, apiArgs, join(dir, 'kube-apiserver.log'));
+    await waitReady(url, adminToken, apiServer, etcd, timeoutMs);
+  };
+
+  const stopAll = async (): Promise<void> => {
+    await apiServer?.stop();
+    await etcd.stop();
+  };
+
+  try {
+    await startApi();
+  } catch (e) {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+
+  // The apiserver generated its serving certificate (and the CA that signed it) in --cert-dir.
+  const caPem = readFileSync(join(dir, 'certs', 'apiserver.crt'), 'utf8');
+  const resolved = new Map<string, Identity>();
+  for (const [name, { spec, token }] of identities) {
+    resolved.set(name, { ...spec, token, kubeconfigPath: writeKubeconfig(dir, name, token, url, caPem) });
+  }
+  const identity = (name: string): Identity => {
+    const found = resolved.get(name);
+    if (!found) throw new Error(`identity ${JSON.stringify(name)} was not declared; declared: ${[...resolved.keys()].join(', ')}. Add it to startControlPlane({ identities })`);
+    return found;
+  };
+  const kubeconfigFor = (name: string): KubeConfig => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(identity(name).kubeconfigPath);
+    return kc;
+  };
+
+  let stopped = false;
+  const plane: ControlPlane = {
+    url, dir, caPem, auditLogPath,
+    adminKubeConfig: kubeconfigFor('admin'),
+    adminKubeconfigPath: identity('admin').kubeconfigPath,
+    kubeconfigFor, identity,
+    auditEvents: () => {
+      if (!auditLogPath) throw new Error('auditEvents() needs startControlPlane({ audit: true })');
+      if (!existsSync(auditLogPath)) return [];
+      return readFileSync(auditLogPath, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as AuditEvent);
+    },
+    stopApiServer: async () => {
+      await apiServer?.stop();
+    },
+    startApiServer: async () => {
+      if (apiServer?.running) throw new Error('kube-apiserver is already running; call stopApiServer() first');
+      await startApi();
+    },
+    restartApiServer: async () => {
+      await apiServer?.stop();
+      await startApi();
+    },
+    processGroupIds: () => [etcd.pgid, ...(apiServer ? [apiServer.pgid] : [])],
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      stopOnExit.delete(plane);
+      await stopAll();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  stopOnExit.add(plane);
+  return plane;
+}
+
+async function waitReady(url: string, token: string, apiServer: ProcessGroup, etcd: ProcessGroup, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    for (const p of [etcd, apiServer]) {
+      if (!p.running) {
+        const log = p.logTail();
+        const message = `${p.name} exited during start-up; last log lines:\n${log}`;
+        throw /address already in use/.test(log) ? new PortInUseError(message) : new Error(message);
+      }
+    }
+    last = await probe(`${url}/readyz`, token);
+    if (last === '200') return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`kube-apiserver at ${url} not ready after ${timeoutMs / 1000}s (last /readyz: ${last}); log tail:\n${apiServer.logTail()}`);
+}
+
+function probe(url: string, token: string): Promise<string> {
+  return new Promise((resolveProbe) => {
+    // The serving certificate does not exist until the server has started, so it cannot be pinned yet.
+    const req = request(url, { rejectUnauthorized: false, headers: { Authorization: `Bearer ${token}` }, timeout: 2000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolveProbe(String(res.statusCode)));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', (e) => resolveProbe(e.message));
+    req.end();
+  });
+}
+
+/** Stops every control plane this process started and has not stopped (for afterAll hooks). */
+export async function stopAllControlPlanes(): Promise<void> {
+  await Promise.all([...stopOnExit].map((p) => p.stop()));
+}
