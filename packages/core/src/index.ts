@@ -10,3 +10,10 @@ export { OID_ECDSA_WITH_SHA256, OID_SHA256_WITH_RSA, keyIdentifier } from './tbs
 export * from './cache.js';
 export * from './observe.js';
 export * from './issue.js';
+export { type WebCryptoAlgorithm, type WebCryptoLike, type WebCryptoKeyUsage, createWebCryptoSigner, ecdsaSignatureToDer, webCryptoRandom } from './webcrypto.js';
+export * from './snapshot.js';
+export * from './rules.js';
+export * from './ca-rotation.js';
+export * from './bundle.js';
+export * from './plan.js';
+export * from './execute.js';

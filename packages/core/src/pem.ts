@@ -33,7 +33,7 @@ export function encodeBase64(bytes: Uint8Array): string {
 }
 
 /** Strict standard base64: length a multiple of 4, padding only at the end, no stray characters. */
-export function decodeBase64(text: string): Uint8Array {
+export function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
   if (text.length % 4 !== 0) throw new PemError(`base64 length ${text.length} is not a multiple of 4 (truncated?)`);
   const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
   const out = new Uint8Array((text.length / 4) * 3 - padding);
@@ -69,7 +69,7 @@ export function encodePem(label: string, der: Uint8Array): string {
 /** One PEM block: its label (e.g. CERTIFICATE) and decoded contents. */
 export interface PemBlock {
   readonly label: string;
-  readonly der: Uint8Array;
+  readonly der: Uint8Array<ArrayBuffer>;
 }
 
 const BEGIN = /^-----BEGIN ([A-Z0-9 ]+)-----$/;
@@ -99,7 +99,7 @@ export function decodePemBlocks(text: string): PemBlock[] {
     const end = END.exec(line);
     if (end) {
       if (end[1] !== label) throw new PemError(`line ${i + 1}: END ${end[1]} does not close BEGIN ${label} of line ${beganAt}`);
-      let der: Uint8Array;
+      let der: Uint8Array<ArrayBuffer>;
       try {
         der = decodeBase64(body.join(''));
       } catch (e) {
