@@ -1,0 +1,197 @@
+import {
+  type Duration, type KeyAlgorithm, type Policy, KEY_ALGORITHMS, PolicyError, isDnsLabel, isDnsName, resolvePolicy,
+} from '@eso-mtls/core';
+import { type BindAddress, parseBindAddress } from './bind-address.js';
+import { parseDuration } from './duration.js';
+import { CONTROLLER_FLAGS, type FlagSpec, controllerUsage, envVarOf } from './flags.js';
+
+/** Minimum level of log lines, as pino names them. */
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/** Lease timings, as controller-runtime names them. */
+export interface LeaderElectionTimings {
+  readonly leaseDuration: Duration;
+  readonly renewDeadline: Duration;
+  readonly retryPeriod: Duration;
+}
+
+/** Everything `eso-mtls controller` was told, validated. */
+export interface ControllerConfig {
+  /** Path of a kubeconfig; undefined means in-cluster (service account token and CA). */
+  readonly kubeconfig: string | undefined;
+  /** The certificate policy: namespace, cluster domain, service account, interval and key algorithm applied. */
+  readonly policy: Policy;
+  readonly caSecretName: string;
+  readonly clientSecretName: string;
+  readonly leaderElection: {
+    readonly enabled: boolean;
+    readonly namespace: string;
+    readonly leaseName: string;
+    /** Undefined: the CLI derives hostname_<random>, as client-go does. */
+    readonly identity: string | undefined;
+  } & LeaderElectionTimings;
+  /** null when disabled with `0`. */
+  readonly metricsBindAddress: BindAddress | null;
+  readonly healthProbeBindAddress: BindAddress | null;
+  readonly logLevel: LogLevel;
+}
+
+/** A flag or environment variable with a value the controller cannot use. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** The outcome of reading the command line and environment. */
+export type ConfigResult =
+  | { readonly kind: 'config'; readonly config: ControllerConfig }
+  | { readonly kind: 'help'; readonly text: string }
+  | { readonly kind: 'error'; readonly error: ConfigError };
+
+type Source = { readonly value: string; readonly from: 'flag' | 'env' | 'default' };
+
+function describe(flag: FlagSpec, source: Source): string {
+  const where = source.from === 'env' ? `${envVarOf(flag.name)} (flag --${flag.name})` : `--${flag.name} (env ${envVarOf(flag.name)})`;
+  return `invalid value ${JSON.stringify(source.value)} for ${where}: accepts ${flag.accepts}`;
+}
+
+/** Splits argv into raw flag values; errors for unknown flags, missing values and positionals. */
+function readArgv(argv: readonly string[]): Map<string, string> | ConfigError | 'help' {
+  const byName = new Map(CONTROLLER_FLAGS.map((f) => [f.name, f]));
+  const values = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--help' || arg === '-h') return 'help';
+    const m = /^--?([a-z][a-z0-9-]*)(?:=(.*))?$/s.exec(arg);
+    if (!m) return new ConfigError(`unexpected argument ${JSON.stringify(arg)}: eso-mtls controller takes only flags; see eso-mtls controller --help`);
+    const name = m[1] as string;
+    const flag = byName.get(name);
+    if (!flag) return new ConfigError(`unknown flag --${name}; see eso-mtls controller --help`);
+    let value = m[2];
+    if (value === undefined) {
+      if (flag.kind === 'bool') value = 'true';
+      else if (i + 1 < argv.length) value = argv[++i] as string;
+      else return new ConfigError(`flag --${name} needs a value: ${flag.accepts}`);
+    }
+    values.set(name, value);
+  }
+  return values;
+}
+
+/**
+ * Reads the controller's configuration from `argv` (without the `controller` subcommand) and
+ * `env`. A flag wins over its environment variable, which wins over the default. Pure: no I/O.
+ */
+export function parseControllerConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ConfigResult {
+  const args = readArgv(argv);
+  if (args === 'help') return { kind: 'help', text: controllerUsage() };
+  if (args instanceof ConfigError) return { kind: 'error', error: args };
+  try {
+    return { kind: 'config', config: build(args, env) };
+  } catch (e) {
+    if (e instanceof ConfigError) return { kind: 'error', error: e };
+    throw e;
+  }
+}
+
+function build(args: Map<string, string>, env: Readonly<Record<string, string | undefined>>): ControllerConfig {
+  const spec = (name: string): FlagSpec => CONTROLLER_FLAGS.find((f) => f.name === name)!;
+  const source = (name: string): Source | undefined => {
+    const arg = args.get(name);
+    if (arg !== undefined) return { value: arg, from: 'flag' };
+    const e = env[envVarOf(name)];
+    if (e !== undefined && e !== '') return { value: e, from: 'env' };
+    const d = spec(name).default;
+    return d === undefined ? undefined : { value: d, from: 'default' };
+  };
+  // Each reader converts one flag or throws a ConfigError naming it, its variable and what it accepts.
+  const read = <T>(name: string, convert: (s: string) => T | undefined): T => {
+    const s = source(name)!;
+    const v = convert(s.value);
+    if (v === undefined) throw new ConfigError(describe(spec(name), s));
+    return v;
+  };
+  const optional = <T>(name: string, convert: (s: string) => T | undefined): T | undefined =>
+    source(name) === undefined ? undefined : read(name, convert);
+  const when = (ok: (s: string) => boolean) => (s: string) => (ok(s) ? s : undefined);
+
+  const namespace = read('namespace', when(isDnsLabel));
+  const leaseDuration = read('leader-election-lease-duration', positiveDuration);
+  const renewDeadline = read('leader-election-renew-deadline', positiveDuration);
+  const retryPeriod = read('leader-election-retry-period', positiveDuration);
+  // client-go's own checks: a leader must give up before others may take over, with retries in between.
+  if (leaseDuration <= renewDeadline) {
+    throw new ConfigError(`--leader-election-lease-duration (${source('leader-election-lease-duration')!.value}) must be greater than --leader-election-renew-deadline (${source('leader-election-renew-deadline')!.value})`);
+  }
+  if (renewDeadline <= retryPeriod * 1.2) {
+    throw new ConfigError(`--leader-election-renew-deadline (${source('leader-election-renew-deadline')!.value}) must be greater than 1.2 x --leader-election-retry-period (${source('leader-election-retry-period')!.value})`);
+  }
+  const caSecretName = read('ca-secret-name', when(isDnsName));
+  const clientSecretName = read('client-secret-name', when(isDnsName));
+  if (caSecretName === clientSecretName) {
+    throw new ConfigError(`--ca-secret-name and --client-secret-name are both ${JSON.stringify(caSecretName)}: the CA and client Secrets need different names`);
+  }
+  return {
+    kubeconfig: optional('kubeconfig', when((s) => s.length > 0)),
+    policy: policyFrom(read, namespace),
+    caSecretName,
+    clientSecretName,
+    leaderElection: {
+      enabled: read('leader-elect', parseBool),
+      namespace: optional('leader-election-namespace', when(isDnsLabel)) ?? namespace,
+      leaseName: read('leader-election-id', when(isDnsName)),
+      identity: optional('leader-election-identity', when((s) => s.length > 0 && s.length <= 128)),
+      leaseDuration, renewDeadline, retryPeriod,
+    },
+    metricsBindAddress: read('metrics-bind-address', parseBindAddress),
+    healthProbeBindAddress: read('health-probe-bind-address', parseBindAddress),
+    logLevel: read('log-level', (s) => LOG_LEVELS.find((l) => l === s)),
+  };
+}
+
+const POLICY_FLAGS: Partial<Record<keyof Policy, string>> = {
+  esoNamespace: 'namespace', clusterDomain: 'cluster-domain', serviceAccount: 'service-account',
+  reconcileInterval: 'reconcile-interval', keyAlgorithm: 'key-algorithm',
+};
+
+function policyFrom(read: <T>(name: string, convert: (s: string) => T | undefined) => T, esoNamespace: string): Policy {
+  const overrides: Partial<Policy> = {
+    esoNamespace,
+    clusterDomain: read('cluster-domain', (s) => s),
+    serviceAccount: read('service-account', (s) => s),
+    reconcileInterval: read('reconcile-interval', parseDuration),
+    keyAlgorithm: read('key-algorithm', (s) => KEY_ALGORITHMS.find((k) => k === s) as KeyAlgorithm | undefined),
+  };
+  try {
+    return resolvePolicy(overrides);
+  } catch (e) {
+    if (!(e instanceof PolicyError)) throw e;
+    // The core words the rule; we add which flag (and variable) set the value. A rule about a field
+    // with no flag (leafLookahead) was broken by some flag's value: the one whose default fixes it.
+    const flag = POLICY_FLAGS[e.field] ?? culprit(overrides);
+    throw new ConfigError(flag === undefined ? e.message : `--${flag} (env ${envVarOf(flag)}): ${e.message}`);
+  }
+}
+
+function culprit(overrides: Partial<Policy>): string | undefined {
+  for (const field of Object.keys(overrides) as (keyof Policy)[]) {
+    try {
+      resolvePolicy({ ...overrides, [field]: undefined });
+      return POLICY_FLAGS[field];
+    } catch {
+      // not this one
+    }
+  }
+  return undefined;
+}
+
+function positiveDuration(s: string): Duration | undefined {
+  const d = parseDuration(s);
+  return d === undefined || d <= 0 ? undefined : d;
+}
+
+function parseBool(s: string): boolean | undefined {
+  if (s === 'true' || s === '1') return true;
+  if (s === 'false' || s === '0') return false;
+  return undefined;
+}

@@ -1,0 +1,31 @@
+import type { Duration } from '@eso-mtls/core';
+
+const UNITS: Readonly<Record<string, number>> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+const TERM = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
+
+/**
+ * Parses a duration the way Go's `time.ParseDuration` writes them (`10m`, `1h30m`, `2.5s`,
+ * `500ms`), so that flags read like those of controller-runtime based controllers.
+ * Returns undefined for anything else, including a bare number (a unit is required) and values
+ * that are not a whole number of milliseconds.
+ */
+export function parseDuration(text: string): Duration | undefined {
+  if (text === '0') return 0;
+  if (text.length === 0) return undefined;
+  let total = 0;
+  TERM.lastIndex = 0;
+  while (TERM.lastIndex < text.length) {
+    const m = TERM.exec(text);
+    if (!m) return undefined;
+    total += Number(m[1]) * UNITS[m[2] as string]!;
+  }
+  // Float error from decimal terms (`0.1s`) is forgiven; a fraction of a millisecond is not.
+  const rounded = Math.round(total);
+  return Number.isSafeInteger(rounded) && Math.abs(rounded - total) < 1e-6 ? rounded : undefined;
+}

@@ -1,0 +1,77 @@
+/**
+ * The flags of `eso-mtls controller`, one table so that parsing, the environment variable names
+ * and `--help` can never drift apart.
+ */
+export interface FlagSpec {
+  /** Flag name without the leading dashes. */
+  readonly name: string;
+  /** `bool` flags may be given bare (`--leader-elect`) or as `--leader-elect=false`. */
+  readonly kind: 'string' | 'bool';
+  /** Default as it would be typed; undefined when the default is derived from another flag. */
+  readonly default: string | undefined;
+  /** What a valid value looks like, for errors and help. */
+  readonly accepts: string;
+  readonly help: string;
+}
+
+/** Every flag's environment variable: `ESO_MTLS_` and the flag name in upper snake case. */
+export function envVarOf(flag: string): string {
+  return `ESO_MTLS_${flag.toUpperCase().replaceAll('-', '_')}`;
+}
+
+const DURATION = 'a duration such as 500ms, 15s, 10m or 1h30m';
+const ADDRESS = 'host:port such as :8080 or 127.0.0.1:8080, or 0 to disable';
+
+/** The controller's flags, in help order. */
+export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
+  { name: 'kubeconfig', kind: 'string', default: undefined, accepts: 'a path to a kubeconfig file',
+    help: 'kubeconfig to use; without it the controller runs in-cluster with its service account' },
+  { name: 'namespace', kind: 'string', default: 'external-secrets-system', accepts: 'a DNS-1123 label',
+    help: 'namespace of ESO core, home of the CA and client Secrets' },
+  { name: 'cluster-domain', kind: 'string', default: 'cluster.local', accepts: 'a DNS name such as cluster.local',
+    help: 'cluster DNS domain, used in server SANs and the client SPIFFE ID' },
+  { name: 'ca-secret-name', kind: 'string', default: 'eso-provider-ca-internal', accepts: 'a DNS-1123 subdomain',
+    help: 'name of the CA Secret in --namespace' },
+  { name: 'client-secret-name', kind: 'string', default: 'eso-provider-client-tls', accepts: 'a DNS-1123 subdomain',
+    help: 'name of the ESO client certificate Secret in --namespace' },
+  { name: 'service-account', kind: 'string', default: 'external-secrets', accepts: 'a DNS-1123 subdomain',
+    help: 'service account of ESO core, part of the client certificate identity' },
+  { name: 'reconcile-interval', kind: 'string', default: '10m', accepts: `${DURATION}, at least 1s`,
+    help: 'safety-net period between full reconciles' },
+  { name: 'key-algorithm', kind: 'string', default: 'ECDSA-P256', accepts: 'ECDSA-P256, RSA-2048 or RSA-3072',
+    help: 'algorithm of every newly generated key' },
+  { name: 'leader-elect', kind: 'bool', default: 'false', accepts: 'true or false',
+    help: 'elect a leader through a coordination.k8s.io/v1 Lease; only the leader writes' },
+  { name: 'leader-election-namespace', kind: 'string', default: undefined, accepts: 'a DNS-1123 label',
+    help: 'namespace of the leader election Lease (default: --namespace)' },
+  { name: 'leader-election-id', kind: 'string', default: 'eso-mtls-controller', accepts: 'a DNS-1123 subdomain',
+    help: 'name of the leader election Lease' },
+  { name: 'leader-election-identity', kind: 'string', default: undefined, accepts: 'a non-empty string of at most 128 characters',
+    help: 'holder identity written into the Lease (default: hostname_<random>)' },
+  { name: 'leader-election-lease-duration', kind: 'string', default: '15s', accepts: DURATION,
+    help: 'how long non-leaders wait after the last observed renewal before taking over' },
+  { name: 'leader-election-renew-deadline', kind: 'string', default: '10s', accepts: DURATION,
+    help: 'the leader stops writing and gives up if it has not renewed within this long' },
+  { name: 'leader-election-retry-period', kind: 'string', default: '2s', accepts: DURATION,
+    help: 'period between acquire and renew attempts' },
+  { name: 'metrics-bind-address', kind: 'string', default: ':8080', accepts: ADDRESS,
+    help: 'address of the Prometheus /metrics endpoint' },
+  { name: 'health-probe-bind-address', kind: 'string', default: ':8081', accepts: ADDRESS,
+    help: 'address of the /healthz and /readyz endpoints' },
+  { name: 'log-level', kind: 'string', default: 'info', accepts: 'trace, debug, info, warn, error, fatal or silent',
+    help: 'minimum level of the JSON log lines written to stdout' },
+];
+
+/** The text `eso-mtls controller --help` prints. */
+export function controllerUsage(): string {
+  const lines = ['Usage: eso-mtls controller [flags]', '',
+    'Issues and rotates the mTLS certificates of ESO out-of-process providers.',
+    'Every flag can also be set by its environment variable; a flag on the command line wins.', '', 'Flags:'];
+  for (const f of CONTROLLER_FLAGS) {
+    const value = f.kind === 'bool' ? '' : ' <value>';
+    const dflt = f.default === undefined ? '' : ` (default ${f.default})`;
+    lines.push(`  --${f.name}${value}`, `      ${f.help}${dflt}`, `      env ${envVarOf(f.name)}; accepts ${f.accepts}`);
+  }
+  lines.push('  --help', '      print this text');
+  return `${lines.join('\n')}\n`;
+}

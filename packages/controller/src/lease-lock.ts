@@ -1,0 +1,111 @@
+import { ApiException, type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+
+/** The part of a coordination.k8s.io/v1 Lease that leader election reads and writes. */
+export interface LeaseRecord {
+  /** Empty when nobody holds the lease (released). */
+  readonly holderIdentity: string;
+  readonly leaseDurationSeconds: number;
+  readonly acquireTime: Date | undefined;
+  readonly renewTime: Date | undefined;
+  readonly leaseTransitions: number;
+}
+
+/** A Lease as last read or written, with the resourceVersion an update must carry. */
+export interface ObservedLease {
+  readonly record: LeaseRecord;
+  readonly resourceVersion: string;
+}
+
+/** The outcome of a write that lost a race (409) or found the Lease missing (404) or present (409). */
+export class LeaseRaceError extends Error {
+  override readonly name = 'LeaseRaceError';
+}
+
+/**
+ * One Lease, read with GET, created with POST and updated with PUT carrying the resourceVersion
+ * it was read at. client-node ships no leader election, so this is client-go's LeaseLock.
+ */
+export class LeaseLock {
+  constructor(
+    private readonly api: Pick<CoordinationV1Api, 'readNamespacedLease' | 'createNamespacedLease' | 'replaceNamespacedLease'>,
+    readonly namespace: string,
+    readonly name: string,
+  ) {}
+
+  /** The Lease, or undefined when it does not exist. Other API errors propagate. */
+  async get(): Promise<ObservedLease | undefined> {
+    try {
+      return toObserved(await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }));
+    } catch (e) {
+      if (e instanceof ApiException && e.code === 404) return undefined;
+      throw e;
+    }
+  }
+
+  /** Creates the Lease; throws {@link LeaseRaceError} when another replica created it first. */
+  async create(record: LeaseRecord): Promise<ObservedLease> {
+    try {
+      return toObserved(await this.api.createNamespacedLease({
+        namespace: this.namespace,
+        body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace }, spec: toSpec(record) },
+      }));
+    } catch (e) {
+      if (e instanceof ApiException && e.code === 409) throw new LeaseRaceError(`Lease ${this.namespace}/${this.name} was created by another replica first`);
+      throw e;
+    }
+  }
+
+  /**
+   * Replaces the Lease's spec, only if it is still at `previous.resourceVersion`; throws
+   * {@link LeaseRaceError} when it changed in between (409) or was deleted (404).
+   */
+  async update(previous: ObservedLease, record: LeaseRecord): Promise<ObservedLease> {
+    try {
+      return toObserved(await this.api.replaceNamespacedLease({
+        name: this.name, namespace: this.namespace,
+        body: {
+          apiVersion: 'coordination.k8s.io/v1', kind: 'Lease',
+          metadata: { name: this.name, namespace: this.namespace, resourceVersion: previous.resourceVersion },
+          spec: toSpec(record),
+        },
+      }));
+    } catch (e) {
+      if (e instanceof ApiException && (e.code === 409 || e.code === 404)) {
+        throw new LeaseRaceError(`Lease ${this.namespace}/${this.name} changed since resourceVersion ${previous.resourceVersion} (HTTP ${e.code})`);
+      }
+      throw e;
+    }
+  }
+}
+
+function toSpec(r: LeaseRecord): NonNullable<V1Lease['spec']> {
+  // MicroTime must be serialised with microseconds; V1MicroTime's toISOString does that.
+  const micro = (d: Date | undefined): V1MicroTime | undefined => (d === undefined ? undefined : new V1MicroTime(d.getTime()));
+  return {
+    holderIdentity: r.holderIdentity,
+    leaseDurationSeconds: r.leaseDurationSeconds,
+    acquireTime: micro(r.acquireTime),
+    renewTime: micro(r.renewTime),
+    leaseTransitions: r.leaseTransitions,
+  };
+}
+
+function toObserved(lease: V1Lease): ObservedLease {
+  const spec = lease.spec ?? {};
+  // client-node hands MicroTime fields back as strings (it does not know the type); accept both.
+  const time = (v: unknown): Date | undefined => {
+    if (v === undefined || v === null) return undefined;
+    const d = new Date(v as string | Date);
+    return Number.isNaN(d.getTime()) ? undefined : d;
+  };
+  return {
+    resourceVersion: lease.metadata?.resourceVersion ?? '',
+    record: {
+      holderIdentity: spec.holderIdentity ?? '',
+      leaseDurationSeconds: spec.leaseDurationSeconds ?? 0,
+      acquireTime: time(spec.acquireTime),
+      renewTime: time(spec.renewTime),
+      leaseTransitions: spec.leaseTransitions ?? 0,
+    },
+  };
+}
