@@ -17,3 +17,5 @@ export * from './ca-rotation.js';
 export * from './bundle.js';
 export * from './plan.js';
 export * from './execute.js';
+export * from './seeded-random.js';
+export * from './memory-store.js';

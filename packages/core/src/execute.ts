@@ -1,0 +1,121 @@
+import { trustBundle } from './bundle.js';
+import type { CaMaterial, CaPhase } from './ca-rotation.js';
+import type { CertificateView } from './certificate.js';
+import type { CryptoBackend } from './crypto.js';
+import { type IssueContext, issueCa, issueClientLeaf, issueServerLeaf } from './issue.js';
+import { type KeyedCertificate, SecretKeys } from './observe.js';
+import { bundlePem } from './parse.js';
+import { textOf } from './pem.js';
+import type { BundleUpdate, LeafIssuance, Plan, SecretTarget } from './plan.js';
+import type { RotationReason } from './rules.js';
+import type { Instant } from './time.js';
+
+/** One Secret write, ready for an adapter. */
+export interface SecretWrite {
+  readonly target: SecretTarget;
+  readonly kind: 'ca' | 'serverLeaf' | 'clientLeaf' | 'bundle';
+  /** The complete data of the Secret after the write, as PEM text per key (replace, do not merge). */
+  readonly data: Readonly<Record<string, string>>;
+  /** POST a new Secret; otherwise update the one at `base`. */
+  readonly create: boolean;
+  /** resourceVersion the write was planned from (an update must fail with a conflict if it moved on). */
+  readonly base?: string;
+  /** Annotations to set, merged over the existing ones. */
+  readonly annotations: Readonly<Record<string, string>>;
+  /** Why a certificate was issued (leaves; the CA when a new one is made). Bundle updates have none. */
+  readonly reason?: RotationReason;
+  readonly phases?: readonly CaPhase[];
+  readonly message?: string;
+  /** The namespace's labelled Services, for Events and metrics. */
+  readonly services: readonly string[];
+  /** notAfter of the newly issued leaf, or of the active CA after a CA write. */
+  readonly notAfter?: Instant;
+}
+
+/** What executing needs: the injected crypto and the time to issue at (the plan's `now` by default). */
+export interface ExecutionContext {
+  readonly crypto: CryptoBackend;
+  readonly now?: Instant;
+  /** Issuances in flight at once; RSA key generation runs in a thread pool. Default 4. */
+  readonly concurrency?: number;
+}
+
+/** The CAs after the plan's CA change, with keys, and the bundle every leaf Secret gets. */
+export interface MaterializedCa {
+  readonly active?: KeyedCertificate;
+  readonly next?: KeyedCertificate;
+  readonly retired: readonly CertificateView[];
+  readonly bundle: string;
+  /** The CA Secret write, when the plan changes it. */
+  readonly write?: SecretWrite;
+}
+
+const issueContext = (plan: Plan, ctx: ExecutionContext): IssueContext => ({ crypto: ctx.crypto, policy: plan.policy, now: ctx.now ?? plan.now });
+
+/** Generates the CAs the plan asks for and builds the CA Secret write. Write it before anything it signs. */
+export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Promise<MaterializedCa> {
+  const issue = issueContext(plan, ctx);
+  const materialize = async (m: CaMaterial | undefined): Promise<KeyedCertificate | undefined> =>
+    m === undefined ? undefined : m.kind === 'existing' ? m.keyed : issueCa(issue);
+  const active = await materialize(plan.trust.active);
+  const next = await materialize(plan.trust.next);
+  const { retired } = plan.trust;
+  const bundle = trustBundle([...(active ? [active.certificate] : []), ...(next ? [next.certificate] : []), ...retired]);
+  const change = plan.ca;
+  if (change === undefined) return { active, next, retired, bundle };
+  const data: Record<string, string> = {};
+  if (active) Object.assign(data, { [SecretKeys.caCertificate]: active.certificate.pem, [SecretKeys.caPrivateKey]: active.privateKeyPem });
+  if (next) Object.assign(data, { [SecretKeys.nextCertificate]: next.certificate.pem, [SecretKeys.nextPrivateKey]: next.privateKeyPem });
+  if (retired.length > 0) data[SecretKeys.retiredCertificates] = bundlePem(retired);
+  const write: SecretWrite = {
+    target: 'ca', kind: 'ca', data, create: change.create, base: change.base, annotations: change.annotations,
+    reason: change.reason, phases: change.phases, message: change.message, services: [], notAfter: active?.certificate.notAfter,
+  };
+  return { active, next, retired, bundle, write };
+}
+
+/** Issues one planned leaf, signed by the active CA of `ca`, with `ca.bundle` as its ca.crt. */
+export async function materializeLeaf(plan: Plan, issuance: LeafIssuance, ca: MaterializedCa, ctx: ExecutionContext): Promise<SecretWrite> {
+  if (!ca.active) throw new Error(`cannot issue for ${JSON.stringify(issuance.target)}: no active CA (the plan should have made it wait)`);
+  const issue = issueContext(plan, ctx);
+  const leaf = issuance.kind === 'clientLeaf'
+    ? await issueClientLeaf(issue, ca.active)
+    : await issueServerLeaf(issue, ca.active, issuance.dnsNames);
+  return {
+    target: issuance.target, kind: issuance.kind, create: issuance.create, base: issuance.base, annotations: issuance.annotations,
+    data: { [SecretKeys.certificate]: leaf.certificate.pem, [SecretKeys.privateKey]: leaf.privateKeyPem, [SecretKeys.caCertificate]: ca.bundle },
+    reason: issuance.reason, message: issuance.message, services: issuance.services, notAfter: leaf.certificate.notAfter,
+  };
+}
+
+/** Rewrites `ca.crt` of a Secret to `ca.bundle`, keeping its other data. */
+export function materializeBundle(update: BundleUpdate, ca: MaterializedCa): SecretWrite {
+  const data: Record<string, string> = {};
+  for (const [key, value] of Object.entries(update.data)) if (value !== undefined) data[key] = textOf(value);
+  data[SecretKeys.caCertificate] = ca.bundle;
+  return { target: update.target, kind: 'bundle', data, create: false, base: update.base, annotations: {}, services: [] };
+}
+
+/**
+ * Materialises a plan: the CA write first, then leaves signed by the CA as it is after that write,
+ * then bundle updates. Returns the writes in that order; performs none of them.
+ */
+export async function executePlan(plan: Plan, ctx: ExecutionContext): Promise<SecretWrite[]> {
+  const ca = await materializeCaChange(plan, ctx);
+  const leaves = await mapConcurrently(plan.leaves, ctx.concurrency ?? 4, (l) => materializeLeaf(plan, l, ca, ctx));
+  return [...(ca.write ? [ca.write] : []), ...leaves, ...plan.bundles.map((b) => materializeBundle(b, ca))];
+}
+
+/** `map` with at most `limit` promises pending, results in input order. */
+async function mapConcurrently<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return results;
+}

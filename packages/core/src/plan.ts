@@ -1,0 +1,247 @@
+import { expectedBundle } from './bundle.js';
+import type { CertificateCache } from './cache.js';
+import { type CaChange, type CaLayout, type CaStatus, planCaRotation } from './ca-rotation.js';
+import type { CertificateView } from './certificate.js';
+import { CLIENT_COMMON_NAME, InvalidNameError, clientSpiffeId, namespaceDnsNames, serviceDnsNames } from './names.js';
+import { type ObservedLeafSecret, type SecretData, observeLeafSecret } from './observe.js';
+import type { Policy } from './policy.js';
+import { type LeafIdentity, type LeafRuleContext, type RotationReason, evaluateLeafRules, renewalTime } from './rules.js';
+import {
+  type ProviderService, ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, type Snapshot, isRotationRequestPending,
+  namespaceRotationRequest, secretRotationRequest,
+} from './snapshot.js';
+import { type Instant, truncateToSecond } from './time.js';
+
+/** A Secret the plan writes: the CA Secret, the client Secret, or a provider namespace's Secret. */
+export type SecretTarget = 'ca' | 'client' | { readonly namespace: string };
+
+/** `ca`, `client` or `namespace/<name>`: for logs, maps and messages. */
+export function describeTarget(target: SecretTarget): string {
+  return typeof target === 'string' ? target : `namespace/${target.namespace}`;
+}
+
+/** Issue a new leaf (fresh key) into a Secret, signed by the CA that signs after the plan's CA change. */
+export interface LeafIssuance {
+  readonly kind: 'serverLeaf' | 'clientLeaf';
+  readonly target: SecretTarget;
+  /** The labelled Services of the namespace (empty for the client), for Events and metrics. */
+  readonly services: readonly string[];
+  /** subjectAltName dNSNames of a server leaf (empty for the client). */
+  readonly dnsNames: readonly string[];
+  readonly reason: RotationReason;
+  readonly message: string;
+  readonly create: boolean;
+  readonly base?: string;
+  readonly annotations: Readonly<Record<string, string>>;
+}
+
+/** Rewrite `ca.crt` alone, keeping the rest of the data. Not a rotation. */
+export interface BundleUpdate {
+  readonly target: SecretTarget;
+  readonly base?: string;
+  /** The Secret's data as observed; only ca.crt changes. */
+  readonly data: SecretData;
+}
+
+/** Something the planner will not touch, reported to the user. */
+export interface Conflict {
+  readonly target: SecretTarget;
+  /** Services to attach Events to. */
+  readonly services: readonly string[];
+  readonly message: string;
+}
+
+/** A leaf that is due while no CA signs (a recovery waits for its new CA's propagation). */
+export interface WaitingLeaf {
+  readonly target: SecretTarget;
+  readonly reason: RotationReason;
+  readonly message: string;
+}
+
+/** notAfter of what is in use, for metrics computed at scrape time. */
+export interface PlanStatus {
+  readonly ca: CaStatus;
+  readonly client?: Instant;
+  readonly namespaces: readonly { readonly namespace: string; readonly services: readonly string[]; readonly notAfter?: Instant }[];
+}
+
+/** What to do now. Pure data; {@link executePlan} materialises it. */
+export interface Plan {
+  readonly now: Instant;
+  readonly policy: Policy;
+  /** The CA write, if any. Written first. */
+  readonly ca?: CaChange;
+  /** The CA layout after the plan: leaves are signed by its active CA, bundles hold its certificates. */
+  readonly trust: CaLayout;
+  /** The expected bundle text, or undefined while it holds a CA still to be generated. */
+  readonly bundle?: string;
+  readonly leaves: readonly LeafIssuance[];
+  readonly bundles: readonly BundleUpdate[];
+  readonly conflicts: readonly Conflict[];
+  readonly waiting: readonly WaitingLeaf[];
+  readonly status: PlanStatus;
+  /** Earliest future instant at which anything comes due; plan again then. */
+  readonly nextDueAt?: Instant;
+}
+
+/** Inputs of {@link planRotation} other than the snapshot. */
+export interface PlanContext {
+  readonly now: Instant;
+  readonly policy: Policy;
+  /** Caller-owned: a steady-state resync re-parses and re-verifies nothing. */
+  readonly cache: CertificateCache;
+}
+
+/** True when the plan writes nothing. */
+export function isPlanEmpty(plan: Plan): boolean {
+  return plan.ca === undefined && plan.leaves.length === 0 && plan.bundles.length === 0;
+}
+
+/** One leaf Secret as the planner sees it. */
+interface LeafSubject {
+  readonly target: SecretTarget;
+  /** For messages: `the client certificate`, `namespace team-a`. */
+  readonly label: string;
+  readonly kind: 'serverLeaf' | 'clientLeaf';
+  readonly services: readonly string[];
+  readonly secret?: SecretState;
+  readonly observed?: ObservedLeafSecret;
+  readonly previouslyIssued: boolean;
+  readonly identity: LeafIdentity;
+  readonly request?: string;
+  readonly requestPending: boolean;
+  readonly forcedBy?: string;
+}
+
+/**
+ * Plans what to write: `snapshot + now + policy → plan`. Deterministic and side-effect free; bad
+ * Secrets and bad Service names become rotations or conflicts, never exceptions.
+ */
+export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
+  const { now, policy, cache } = ctx;
+  const conflicts: Conflict[] = [];
+  const subjects: LeafSubject[] = [];
+
+  const client = snapshot.clientSecret;
+  if (client?.ownership === 'foreign') {
+    conflicts.push({ target: 'client', services: [], message: 'the client Secret exists but was not written by this installation; it is left alone' });
+  } else {
+    const request = secretRotationRequest(client);
+    subjects.push({
+      target: 'client', label: 'the client certificate', kind: 'clientLeaf', services: [], secret: client, previouslyIssued: snapshot.clientPreviouslyIssued ?? false,
+      observed: client?.ownership === 'managed' ? observeLeafSecret(client.data, cache) : undefined,
+      identity: { kind: 'client', uri: clientSpiffeId(policy.clusterDomain, policy.esoNamespace, policy.serviceAccount), commonName: CLIENT_COMMON_NAME },
+      request, requestPending: request !== undefined,
+      forcedBy: request === undefined ? undefined : `the client Secret's annotation eso-mtls.io/rotate (${request})`,
+    });
+  }
+  for (const ns of snapshot.namespaces) {
+    const { services, dnsNames } = validServices(ns.namespace, ns.services, policy.clusterDomain, conflicts);
+    // A namespace without labelled Services is left alone: not renewed, no bundle, no say in retiring a CA.
+    if (services.length === 0) continue;
+    const target = { namespace: ns.namespace };
+    const names = services.map((s) => s.name);
+    if (ns.secret?.ownership === 'foreign') {
+      conflicts.push({ target, services: names, message: `namespace ${ns.namespace}: Secret external-secrets-provider-tls exists but was not written by this installation; it is left alone` });
+      continue;
+    }
+    const request = namespaceRotationRequest(services);
+    const pending = isRotationRequestPending(request, ns.secret?.annotations[ROTATE_ACKNOWLEDGED_ANNOTATION]);
+    subjects.push({
+      target, label: `namespace ${ns.namespace}`, kind: 'serverLeaf', services: names, secret: ns.secret, previouslyIssued: ns.previouslyIssued,
+      observed: ns.secret?.ownership === 'managed' ? observeLeafSecret(ns.secret.data, cache) : undefined,
+      identity: { kind: 'server', dnsNames }, request, requestPending: pending,
+      forcedBy: pending ? `the Services' annotation eso-mtls.io/rotate (${request})` : undefined,
+    });
+  }
+
+  const managed = subjects.filter((s) => s.observed !== undefined);
+  const clientSubject = subjects.find((s) => s.target === 'client');
+  const ca = planCaRotation({
+    now, policy, cache, caSecret: snapshot.caSecret,
+    clientBundle: clientSubject?.observed?.bundle.ok ? clientSubject.observed.bundle.value : [],
+    leavesInUse: managed.flatMap((s) => (s.observed!.leaf.ok ? [s.observed!.leaf.value.certificate] : [])),
+    bundles: managed.map((s) => (s.observed!.bundle.ok ? s.observed!.bundle.value : undefined)),
+  });
+  const status: PlanStatus = {
+    ca: ca.status,
+    client: clientSubject && notAfterOf(clientSubject),
+    namespaces: subjects.filter((s) => s.target !== 'client').map((s) => ({
+      namespace: (s.target as { namespace: string }).namespace, services: s.services, notAfter: notAfterOf(s),
+    })),
+  };
+  if (ca.conflict !== undefined) {
+    conflicts.push({ target: 'ca', services: [], message: ca.conflict });
+    return { now, policy, trust: ca.layout, leaves: [], bundles: [], conflicts, waiting: [], status };
+  }
+
+  const layout = ca.layout;
+  const trust = {
+    active: layout.active?.kind === 'existing' ? layout.active.keyed.certificate : undefined,
+    next: layout.next?.kind === 'existing' ? layout.next.keyed.certificate : undefined,
+    retired: layout.retired,
+  };
+  const bundle = expectedBundle(layout);
+  const signer = layout.active;
+  const dueAt = [...ca.dueAt];
+  const isSignedBy = (leaf: CertificateView, caCert: CertificateView): boolean => cache.isSignedBy(leaf, caCert);
+  const leaves: LeafIssuance[] = [];
+  const bundles: BundleUpdate[] = [];
+  const waiting: WaitingLeaf[] = [];
+  for (const s of subjects) {
+    const presence = s.secret === undefined ? 'absent' : s.secret.ownership === 'placeholder' ? 'placeholder' : 'present';
+    const ruleContext: LeafRuleContext = {
+      now, policy, subject: s.label,
+      presence, previouslyIssued: s.previouslyIssued, leaf: s.observed?.leaf,
+      forcedBy: s.forcedBy ?? (ca.emergency ? 'an emergency CA rotation' : undefined), trust, isSignedBy, identity: s.identity,
+    };
+    const trigger = evaluateLeafRules(ruleContext);
+    if (trigger && signer) {
+      leaves.push({
+        kind: s.kind, target: s.target, services: s.services, dnsNames: s.identity.kind === 'server' ? s.identity.dnsNames : [],
+        reason: trigger.reason, message: trigger.message, create: s.secret === undefined, base: s.secret?.version,
+        annotations: s.request === undefined ? {} : { [ROTATE_ACKNOWLEDGED_ANNOTATION]: s.request },
+      });
+      continue;
+    }
+    if (trigger) waiting.push({ target: s.target, reason: trigger.reason, message: `${trigger.message} (waiting: no CA signs until the new one is activated)` });
+    if (s.observed && s.observed.bundleText !== bundle) bundles.push({ target: s.target, base: s.secret!.version, data: s.secret!.data });
+    if (!trigger && s.observed?.leaf.ok) dueAt.push(renewalTime(s.observed.leaf.value.certificate, policy));
+  }
+  if (signer && leaves.length > 0) {
+    // Earliest renewal of a leaf issued now, so an adapter waking at nextDueAt is never late.
+    const remaining = signer.kind === 'existing' ? signer.keyed.certificate.notAfter - now : policy.caValidity;
+    dueAt.push(truncateToSecond(now) + Math.min(policy.leafValidity, remaining) - policy.leafLookahead - policy.leafJitter);
+  }
+  const future = dueAt.filter((t) => t > now);
+  return {
+    now, policy, ca: ca.change, trust: layout, bundle, leaves, bundles, conflicts, waiting, status,
+    nextDueAt: future.length > 0 ? future.reduce((a, b) => Math.min(a, b)) : undefined,
+  };
+}
+
+function notAfterOf(s: LeafSubject): Instant | undefined {
+  return s.observed?.leaf.ok ? s.observed.leaf.value.certificate.notAfter : undefined;
+}
+
+/** The Services whose names can be DNS SANs, and their SAN union; each bad one becomes a conflict. */
+function validServices(
+  namespace: string, services: readonly ProviderService[], clusterDomain: string, conflicts: Conflict[],
+): { services: readonly ProviderService[]; dnsNames: readonly string[] } {
+  if (services.length === 0) return { services, dnsNames: [] };
+  try {
+    return { services, dnsNames: namespaceDnsNames(services.map((s) => ({ namespace, name: s.name })), clusterDomain) };
+  } catch (e) {
+    if (!(e instanceof InvalidNameError)) throw e;
+  }
+  const good = services.filter((s) => {
+    try {
+      serviceDnsNames({ namespace, name: s.name }, clusterDomain);
+      return true;
+    } catch (e) {
+      conflicts.push({ target: { namespace }, services: [s.name], message: (e as Error).message });
+      return false;
+    }
+  });
+  return { services: good, dnsNames: good.length === 0 ? [] : namespaceDnsNames(good.map((s) => ({ namespace, name: s.name })), clusterDomain) };
+}
