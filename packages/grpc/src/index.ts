@@ -1,1 +1,3 @@
 export * from './wire/index.js';
+export * from './server/index.js';
+export * from './client/index.js';

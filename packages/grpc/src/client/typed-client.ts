@@ -1,0 +1,135 @@
+import * as grpc from '@grpc/grpc-js';
+import { SecretNotFoundError } from '../wire/errors.js';
+import type * as m from '../wire/messages.js';
+import { rawProviderClientConstructor, type ProviderMethodName, type RawProviderClient, type RequestOf, type ResponseOf } from '../wire/service.js';
+import { REAL_RETRY_ENVIRONMENT, resolveRetryPolicy, withRetries, type RetryEnvironment, type RetryPolicy } from './retry.js';
+
+/**
+ * Where calls go: one channel, or a source that hands out the current channel per call (so a
+ * channel replaced after a certificate rotation is picked up) and hears when each call ends.
+ */
+export type ProviderChannelSource = grpc.Channel | {
+  /** The channel a new call should use. */
+  getChannel(): grpc.Channel;
+  /** Told when a call that started on `channel` has finished, so a replaced channel can close once idle. */
+  callFinished?(channel: grpc.Channel): void;
+};
+
+/** Options of {@link createSecretStoreProviderClient}. */
+export interface ProviderClientOptions {
+  /** Retry policy overrides, or false to never retry. Default: the contract's retryable codes, 5 attempts. */
+  readonly retry?: Partial<RetryPolicy> | false;
+  /** Deadline of a whole call, retries included; default 30 s. */
+  readonly timeoutMs?: number;
+  /** Deadline of one attempt; default timeoutMs. Shorter lets a stuck attempt be retried. */
+  readonly attemptTimeoutMs?: number;
+  /** Queue calls while the channel connects instead of failing fast; default false. */
+  readonly waitForReady?: boolean;
+  /** Clock, sleep and randomness of the retry loop (tests). */
+  readonly retryEnvironment?: RetryEnvironment;
+}
+
+/** Per-call options of the typed methods. */
+export interface ProviderCallOptions {
+  readonly metadata?: grpc.Metadata;
+  readonly timeoutMs?: number;
+}
+
+/** A call that failed with a gRPC status other than NOT_FOUND, after any retries. */
+export class ProviderCallError extends Error {
+  override readonly name = 'ProviderCallError';
+  constructor(readonly method: ProviderMethodName, readonly code: grpc.status, readonly details: string, readonly attempts: number, options?: ErrorOptions) {
+    super(`provider.v1 ${method} failed with ${grpc.status[code] ?? code} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${details}`, options);
+  }
+}
+
+/** ESO's view of a provider: one typed async method per contract call. */
+export interface SecretStoreProviderClient {
+  /** The secret's value. Throws {@link SecretNotFoundError} when the provider answers NOT_FOUND. */
+  getSecret(request: m.MessageInit<m.GetSecretRequest>, options?: ProviderCallOptions): Promise<Buffer>;
+  getSecretMap(request: m.MessageInit<m.GetSecretMapRequest>, options?: ProviderCallOptions): Promise<Record<string, Buffer>>;
+  pushSecret(request: m.MessageInit<m.PushSecretRequest>, options?: ProviderCallOptions): Promise<void>;
+  deleteSecret(request: m.MessageInit<m.DeleteSecretRequest>, options?: ProviderCallOptions): Promise<void>;
+  /** Whether the remote secret exists; a NOT_FOUND answer counts as false. */
+  secretExists(request: m.MessageInit<m.SecretExistsRequest>, options?: ProviderCallOptions): Promise<boolean>;
+  getAllSecrets(request: m.MessageInit<m.GetAllSecretsRequest>, options?: ProviderCallOptions): Promise<Record<string, Buffer>>;
+  validate(request: m.MessageInit<m.ValidateRequest>, options?: ProviderCallOptions): Promise<m.ValidateResponse>;
+  capabilities(request: m.MessageInit<m.CapabilitiesRequest>, options?: ProviderCallOptions): Promise<m.SecretStoreCapabilities>;
+  /** Any method, returning the decoded response message as is. */
+  call<M extends ProviderMethodName>(method: M, request: m.MessageInit<RequestOf<M>>, options?: ProviderCallOptions): Promise<ResponseOf<M>>;
+  /** The raw grpc-js client over the channel current now (for streaming interceptors, metadata, ...). */
+  raw(): RawProviderClient;
+}
+
+/**
+ * A typed provider client over `channel` (e.g. `new grpc.Channel(address, credentials, options)`
+ * or a channel pool that swaps channels on rotation). Retries follow the contract: UNAVAILABLE,
+ * DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED and ABORTED with backoff, never NOT_FOUND,
+ * INVALID_ARGUMENT, PERMISSION_DENIED or UNAUTHENTICATED.
+ */
+export function createSecretStoreProviderClient(channel: ProviderChannelSource, options: ProviderClientOptions = {}): SecretStoreProviderClient {
+  const policy = resolveRetryPolicy(options.retry);
+  const env = options.retryEnvironment ?? REAL_RETRY_ENVIRONMENT;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const attemptTimeoutMs = options.attemptTimeoutMs ?? timeoutMs;
+  const waitForReady = options.waitForReady ?? false;
+  const clients = new WeakMap<grpc.Channel, RawProviderClient>();
+  const Raw = rawProviderClientConstructor();
+  const clientFor = (ch: grpc.Channel): RawProviderClient => {
+    let c = clients.get(ch);
+    // channelOverride makes grpc-js ignore the address and credentials arguments.
+    if (c === undefined) clients.set(ch, (c = new Raw(ch.getTarget(), grpc.credentials.createSsl(), { channelOverride: ch })));
+    return c;
+  };
+  const current = (): { ch: grpc.Channel; done: () => void } => {
+    if (channel instanceof grpc.Channel) return { ch: channel, done: () => undefined };
+    const ch = channel.getChannel();
+    return { ch, done: () => channel.callFinished?.(ch) };
+  };
+
+  const attemptOnce = <M extends ProviderMethodName>(method: M, request: m.MessageInit<RequestOf<M>>, deadline: number, metadata: grpc.Metadata) =>
+    new Promise<ResponseOf<M>>((resolve, reject) => {
+      const { ch, done } = current();
+      const client = clientFor(ch);
+      type Unary = (req: unknown, md: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: unknown) => void) => void;
+      (client[method] as unknown as Unary).call(client, request, metadata, { deadline, waitForReady }, (error, response) => {
+        done();
+        if (error) reject(error);
+        else resolve(response as ResponseOf<M>);
+      });
+    });
+
+  const call = async <M extends ProviderMethodName>(method: M, request: m.MessageInit<RequestOf<M>>, o: ProviderCallOptions = {}): Promise<ResponseOf<M>> => {
+    const deadline = env.now() + (o.timeoutMs ?? timeoutMs);
+    const metadata = o.metadata ?? new grpc.Metadata();
+    try {
+      // grpc-js deadlines are wall-clock; the retry loop's clock may be a test's fake one.
+      const attempt = () => attemptOnce(method, request, Date.now() + Math.min(deadline - env.now(), attemptTimeoutMs), metadata);
+      return await withRetries(attempt, policy, env, deadline);
+    } catch (e) {
+      const error = e as grpc.ServiceError & { attempts?: number };
+      if (error.code === grpc.status.NOT_FOUND) throw new SecretNotFoundError(error.details, { cause: error });
+      throw new ProviderCallError(method, error.code ?? grpc.status.UNKNOWN, error.details ?? String(error.message), error.attempts ?? 1, { cause: error });
+    }
+  };
+
+  return {
+    getSecret: async (r, o) => (await call('GetSecret', r, o)).value,
+    getSecretMap: async (r, o) => (await call('GetSecretMap', r, o)).secrets,
+    pushSecret: async (r, o) => void (await call('PushSecret', r, o)),
+    deleteSecret: async (r, o) => void (await call('DeleteSecret', r, o)),
+    secretExists: async (r, o) => {
+      try {
+        return (await call('SecretExists', r, o)).exists;
+      } catch (e) {
+        if (e instanceof SecretNotFoundError) return false;
+        throw e;
+      }
+    },
+    getAllSecrets: async (r, o) => (await call('GetAllSecrets', r, o)).secrets,
+    validate: (r, o) => call('Validate', r, o),
+    capabilities: async (r, o) => (await call('Capabilities', r, o)).capabilities,
+    call,
+    raw: () => clientFor(current().ch),
+  };
+}

@@ -1,0 +1,101 @@
+import * as grpc from '@grpc/grpc-js';
+import { ProviderMetrics } from '@eso-mtls/metrics';
+import { healthServiceDefinition, providerServiceDefinition } from '../wire/proto.js';
+import { PROVIDER_SERVICE_NAME } from '../wire/service.js';
+import { staticCertificateSource, type ServedCertificateSource } from './certificate-source.js';
+import { providerHandlers } from './handlers.js';
+import { HealthService } from './health.js';
+import { startHealthHttpServer } from './health-http.js';
+import { resolveProviderServerOptions, type ProviderServerOptions } from './options.js';
+
+/** A running provider server. */
+export interface ProviderServer {
+  /** The bound gRPC (mTLS) port. */
+  readonly port: number;
+  /** The bound plain-HTTP probe and metrics port. */
+  readonly healthPort: number;
+  /** The gRPC health table, e.g. to report NOT_SERVING while a backend is down. */
+  readonly health: HealthService;
+  /** The metrics, when `metrics` labels were given. */
+  readonly metrics: ProviderMetrics | undefined;
+  /** Graceful stop: NOT_SERVING, no new calls, running calls get shutdownTimeoutMs, then are cancelled. */
+  close(): Promise<void>;
+}
+
+/** How the server obtains its certificate; a seam for the hot-reloading source. @internal */
+export type CertificateSourceFactory = (certDir: string) => ServedCertificateSource;
+
+/**
+ * Starts a provider: the user's {@link SecretStoreProvider} and `grpc.health.v1.Health` over
+ * mTLS (client certificates required, verified against ca.crt, identity checked per call), and
+ * plain-HTTP /healthz, /readyz and /metrics on the health port. Resolves once a good certificate
+ * is loaded and both ports listen; the health port answers (not ready) while it waits.
+ */
+export async function startProviderServer(
+  options: ProviderServerOptions,
+  certificateSource: CertificateSourceFactory = staticCertificateSource,
+): Promise<ProviderServer> {
+  const o = resolveProviderServerOptions(options);
+  const source = certificateSource(o.certDir);
+  const metrics = o.metrics === undefined ? undefined : new ProviderMetrics({
+    namespace: o.metrics.namespace, service: o.metrics.service, now: () => Date.now(), servedCertificate: () => source.servedCertificate(),
+  });
+  if (metrics !== undefined) {
+    source.onReload(() => metrics.recordReload());
+    source.onReloadFailure(() => metrics.recordReloadFailure());
+  }
+  const health = new HealthService([PROVIDER_SERVICE_NAME]);
+  let state: 'loading' | 'binding' | 'serving' | 'closing' = 'loading';
+  const readiness = (): string | undefined => {
+    if (state === 'closing') return 'shutting down';
+    if (source.servedCertificate() === undefined) return `waiting for a good certificate pair in ${o.certDir}`;
+    return state === 'serving' ? undefined : 'gRPC port not bound yet';
+  };
+  const healthHttp = await startHealthHttpServer({ host: o.host, port: o.healthPort, readiness, registry: metrics?.registry });
+  const server = new grpc.Server({
+    'grpc.max_connection_age_ms': o.maxConnectionAgeMs,
+    'grpc.max_connection_age_grace_ms': o.maxConnectionAgeGraceMs,
+  });
+  let port: number;
+  try {
+    await source.start();
+    state = 'binding';
+    server.addService(providerServiceDefinition(), providerHandlers(o.implementation, o.requireClientIdentity, o.onCall));
+    server.addService(healthServiceDefinition(), health.handlers());
+    const address = `${o.host.includes(':') ? `[${o.host}]` : o.host}:${o.port}`;
+    port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(address, source.credentials, (e, bound) =>
+        e ? reject(new Error(`provider gRPC port cannot listen on ${address}: ${e.message}`, { cause: e })) : resolve(bound));
+    });
+  } catch (e) {
+    server.forceShutdown();
+    source.close();
+    await healthHttp.close();
+    throw e;
+  }
+  health.setAll('SERVING');
+  state = 'serving';
+
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    state = 'closing';
+    health.setAll('NOT_SERVING');
+    health.endWatches();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        server.forceShutdown();
+        resolve();
+      }, o.shutdownTimeoutMs);
+      server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    source.close();
+    await healthHttp.close();
+  };
+  return {
+    port, healthPort: healthHttp.port, health, metrics,
+    close: () => (closing ??= close()),
+  };
+}
