@@ -1,11 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
 import { rmSync } from 'node:fs';
 import { startProviderServer, type ProviderServer, type ProviderServerOptions } from '@eso-mtls/grpc';
-import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, writeCertDir, type KeyPair } from './pki.js';
+import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, writeCertDir, type KeyPair, type TestCa } from './pki.js';
 
 /** A CA with one server and one client leaf, shared by the tests of a file. */
 export interface TestPkiSet {
-  readonly ca: KeyPair;
+  readonly ca: TestCa;
   readonly server: KeyPair;
   readonly client: KeyPair;
 }
