@@ -1,0 +1,146 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { CoordinationV1Api, CoreV1Api, V1MicroTime } from '@kubernetes/client-node';
+import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
+import { type Clock, LeaderElector, LeaseLock, systemClock } from '../src/index.js';
+
+// Short timings keep the suite quick; the ratios are controller-runtime's (15s/10s/2s).
+const timings = { leaseDuration: 3000, renewDeadline: 2000, retryPeriod: 400 };
+
+/** The real clock plus an offset a test can bump, to make an elector "oversleep" without stopping it. */
+function skewableClock(): Clock & { skip(ms: number): void } {
+  let offset = 0;
+  return {
+    monotonicMs: () => systemClock.monotonicMs() + offset,
+    now: () => new Date(Date.now() + offset),
+    skip: (ms) => { offset += ms; },
+  };
+}
+
+async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<number> {
+  const start = Date.now();
+  while (!condition()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return Date.now() - start;
+}
+
+describe('LeaderElector against a real kube-apiserver', () => {
+  let plane: ControlPlane;
+  let coordination: CoordinationV1Api;
+  const electors: LeaderElector[] = [];
+  let leaseCounter = 0;
+
+  beforeAll(async () => {
+    plane = await startControlPlane();
+    coordination = plane.adminKubeConfig.makeApiClient(CoordinationV1Api);
+    await plane.adminKubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'le' } } });
+  }, 120_000);
+  afterEach(async () => {
+    await Promise.all(electors.splice(0).map((e) => e.stopAndRelease()));
+  });
+  afterAll(async () => {
+    await plane?.stop();
+  });
+
+  function elector(identity: string, lease: string, extra: Partial<ConstructorParameters<typeof LeaderElector>[0]> = {}): LeaderElector {
+    const e = new LeaderElector({ lock: new LeaseLock(coordination, 'le', lease), identity, timings, ...extra });
+    electors.push(e);
+    return e;
+  }
+  const freshLease = (): string => `lease-${++leaseCounter}`;
+  const readLease = async (name: string) => (await coordination.readNamespacedLease({ name, namespace: 'le' })).spec!;
+
+  it('elects exactly one of two candidates started together, and the other knows the lease is held', async () => {
+    const name = freshLease();
+    const [a, b] = [elector('a', name), elector('b', name)];
+    a.start();
+    b.start();
+    await until(() => a.writesAllowed() || b.writesAllowed(), 5000, 'a leader');
+    const [leader, follower] = a.writesAllowed() ? [a, b] : [b, a];
+    await until(() => follower.leaseKnown(), 5000, 'the follower to see the lease');
+    // Several renewals later, still one leader and the Lease names it.
+    await new Promise((r) => setTimeout(r, 3 * timings.retryPeriod));
+    expect(leader.writesAllowed()).toBe(true);
+    expect(follower.writesAllowed()).toBe(false);
+    expect(follower.isLeader()).toBe(false);
+    const spec = await readLease(name);
+    expect(spec.holderIdentity).toBe(leader === a ? 'a' : 'b');
+    expect(spec.leaseDurationSeconds).toBe(3);
+    expect(leader.stats.renewals).toBeGreaterThanOrEqual(2);
+    expect(leader.stats.maxRenewGapMs).toBeLessThan(timings.renewDeadline);
+  });
+
+  it('releases the lease on stop (empty holder, 1 s) so the successor takes over within a retry period', async () => {
+    const name = freshLease();
+    const a = elector('a', name);
+    a.start();
+    await until(() => a.writesAllowed(), 5000, 'a to lead');
+    const b = elector('b', name);
+    b.start();
+    await until(() => b.leaseKnown(), 5000, 'b to see a');
+    await a.stopAndRelease();
+    expect(a.writesAllowed()).toBe(false);
+    const released = await readLease(name);
+    // b may already have taken it; if not, the record is the released one.
+    if (released.holderIdentity !== 'b') expect(released).toMatchObject({ holderIdentity: '', leaseDurationSeconds: 1 });
+    const took = await until(() => b.writesAllowed(), 5000, 'b to take over');
+    // A released lease is free at once: b's next attempt (at most one retry period away) succeeds.
+    expect(took).toBeLessThan(timings.retryPeriod + 1000);
+    expect((await readLease(name)).leaseTransitions).toBe(1);
+  });
+
+  it('fences writes the moment the monotonic clock passes the renew deadline, before any timer runs', async () => {
+    const name = freshLease();
+    const clock = skewableClock();
+    const stopped: string[] = [];
+    const a = elector('a', name, { clock, onStoppedLeading: (r) => stopped.push(r) });
+    a.start();
+    await until(() => a.writesAllowed(), 5000, 'a to lead');
+    clock.skip(timings.renewDeadline); // as if the process had been SIGSTOPped that long
+    expect(a.writesAllowed()).toBe(false);
+    expect(a.isLeader()).toBe(false);
+    await until(() => stopped.length === 1, 5000, 'onStoppedLeading');
+    expect(stopped[0]).toMatch(/more than renewDeadline 2000ms/);
+    // Nobody else took the lease, so the same process campaigns again and wins a second term.
+    await until(() => a.writesAllowed(), 5000, 'a to lead again');
+    expect(a.stats.terms).toBe(2);
+  });
+
+  it('stops writing when the apiserver is unreachable past the renew deadline, and leads again after', async () => {
+    const name = freshLease();
+    const events: string[] = [];
+    const a = elector('a', name, { onStartedLeading: () => events.push('started'), onStoppedLeading: () => events.push('stopped') });
+    a.start();
+    await until(() => a.writesAllowed(), 5000, 'a to lead');
+    await plane.stopApiServer();
+    try {
+      const lost = await until(() => !a.writesAllowed(), 10_000, 'the fence to close');
+      expect(lost).toBeLessThanOrEqual(timings.renewDeadline + 100);
+      await until(() => events.includes('stopped'), 5000, 'onStoppedLeading');
+    } finally {
+      await plane.startApiServer();
+    }
+    await until(() => a.writesAllowed(), 15_000, 'a to lead again');
+    expect(events).toEqual(['started', 'stopped', 'started']);
+  }, 90_000);
+
+  it('takes over a lease whose holder stopped renewing only after leaseDuration on its own clock', async () => {
+    const name = freshLease();
+    const now = new V1MicroTime();
+    // A holder that died without releasing: the record never changes again.
+    await coordination.createNamespacedLease({ namespace: 'le', body: {
+      metadata: { name }, spec: { holderIdentity: 'dead', leaseDurationSeconds: 3, renewTime: now, acquireTime: now, leaseTransitions: 4 },
+    } });
+    const b = elector('b', name);
+    const started = Date.now();
+    b.start();
+    await until(() => b.leaseKnown(), 3000, 'b to see the dead holder');
+    expect(b.writesAllowed()).toBe(false);
+    await until(() => b.writesAllowed(), 10_000, 'b to take over');
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(timings.leaseDuration);
+    expect(waited).toBeLessThan(timings.leaseDuration + 2 * timings.retryPeriod + 500);
+    expect(await readLease(name)).toMatchObject({ holderIdentity: 'b', leaseTransitions: 5 });
+  });
+});
