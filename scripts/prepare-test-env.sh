@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs or builds what the test suite needs beyond npm packages, reusing caches outside the
-# clone: kube-apiserver + etcd (built from the Go module proxy) and promtool (Debian's prometheus).
+# clone: kube-apiserver + etcd and kustomize (built from the Go module proxy) and promtool (Debian's prometheus).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -x testing/envtest/build-testbin.sh ] || [ -f testing/envtest/build-testbin.sh ]; then
   echo "test env: kube-apiserver and etcd in $(bash testing/envtest/build-testbin.sh)" >&2
+fi
+if [ -f scripts/ensure-kustomize.sh ]; then
+  echo "test env: kustomize at $(bash scripts/ensure-kustomize.sh)" >&2
 fi
 if [ -f scripts/ensure-promtool.sh ]; then
   echo "test env: promtool at $(bash scripts/ensure-promtool.sh)" >&2
