@@ -19,3 +19,5 @@ export * from './plan.js';
 export * from './execute.js';
 export * from './seeded-random.js';
 export * from './memory-store.js';
+export * from './invariants.js';
+export * from './simulate.js';
