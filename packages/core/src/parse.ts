@@ -78,7 +78,6 @@ export function parseCertificate(input: string | Uint8Array): CertificateView {
   try {
     return viewOf(der);
   } catch (e) {
-    if (e instanceof CertificateParseError) throw e;
     throw new CertificateParseError(`not a well-formed X.509 certificate: ${(e as Error).message}`);
   }
 }
@@ -89,14 +88,14 @@ function viewOf(der: Uint8Array): CertificateView {
   // Raw slices come from the DER itself: re-serialising parsed objects need not give the signed bytes back.
   const outer = readElement(der, 0);
   if (outer.tag !== Tag.SEQUENCE || outer.end !== der.length) {
-    throw new CertificateParseError(outer.tag !== Tag.SEQUENCE ? 'does not start with a SEQUENCE' : `${der.length - outer.end} bytes of trailing data`);
+    throw new Error(outer.tag !== Tag.SEQUENCE ? 'does not start with a SEQUENCE' : `${der.length - outer.end} bytes of trailing data`);
   }
   const [tbsElement] = children(der, outer);
-  if (tbsElement?.tag !== Tag.SEQUENCE) throw new CertificateParseError('has no TBSCertificate');
+  if (tbsElement?.tag !== Tag.SEQUENCE) throw new Error('has no TBSCertificate');
   const tbsFields = children(der, tbsElement);
   const versioned = tbsFields[0]?.tag === 0xa0 ? 1 : 0;
   const spkiElement = tbsFields[versioned + 5];
-  if (spkiElement?.tag !== Tag.SEQUENCE) throw new CertificateParseError('has no subjectPublicKeyInfo');
+  if (spkiElement?.tag !== Tag.SEQUENCE) throw new Error('has no subjectPublicKeyInfo');
 
   const cert = AsnParser.parse(der, Certificate);
   const tbs = cert.tbsCertificate;
@@ -110,7 +109,7 @@ function viewOf(der: Uint8Array): CertificateView {
   const seen = new Set<string>();
   for (const ext of tbs.extensions ?? []) {
     // RFC 5280 4.2: a certificate must not include more than one instance of an extension.
-    if (seen.has(ext.extnID)) throw new CertificateParseError(`extension ${ext.extnID} appears twice`);
+    if (seen.has(ext.extnID)) throw new Error(`extension ${ext.extnID} appears twice`);
     seen.add(ext.extnID);
     const value = ext.extnValue.buffer;
     switch (ext.extnID) {
@@ -139,6 +138,9 @@ function viewOf(der: Uint8Array): CertificateView {
         break;
     }
   }
+  const notBefore = tbs.validity.notBefore.getTime().getTime();
+  const notAfter = tbs.validity.notAfter.getTime().getTime();
+  if (!Number.isFinite(notBefore) || !Number.isFinite(notAfter)) throw new Error('has an unreadable validity time');
   return Object.freeze({
     pem: encodePem(CERTIFICATE_LABEL, der),
     der,
@@ -146,8 +148,8 @@ function viewOf(der: Uint8Array): CertificateView {
     subject: formatName(tbs.subject),
     issuer: formatName(tbs.issuer),
     subjectCommonName: commonNameOf(tbs.subject),
-    notBefore: tbs.validity.notBefore.getTime().getTime(),
-    notAfter: tbs.validity.notAfter.getTime().getTime(),
+    notBefore,
+    notAfter,
     isCa,
     pathLenConstraint,
     dnsNames,
