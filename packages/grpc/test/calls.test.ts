@@ -1,56 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as grpc from '@grpc/grpc-js';
 import {
-  createSecretStoreProviderClient, ProviderCallError, ProviderError, SecretNotFoundError,
-  type CallContext, type SecretStoreProvider, type SecretStoreProviderClient,
+  createSecretStoreProviderClient, ProviderCallError, SecretNotFoundError, type SecretStoreProviderClient,
 } from '@eso-mtls/grpc';
 import { failureOf } from './support/failure.js';
+import { memoryProvider, type SeenCall } from './support/memory-provider.js';
 import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider, type TestPkiSet } from './support/provider-fixture.js';
 import { TEST_CLIENT_SPIFFE_ID } from './support/pki.js';
 
-const providerRef = { apiVersion: 'external-secrets.io/v1', kind: 'SecretStore', name: 'mem', namespace: 'apps', storeRefKind: 'SecretStoreRef' };
-
-/** A provider keeping secrets in a Map, recording what each call saw. */
-function memoryProvider(seen: { method: string; request: unknown; context: CallContext }[]): SecretStoreProvider {
-  const store = new Map<string, Buffer>([['db/password', Buffer.from('hunter2')], ['db/user', Buffer.from('admin')], ['web/token', Buffer.from([0, 255])]]);
-  const need = (key: string): Buffer => {
-    const v = store.get(key);
-    if (v === undefined) throw new SecretNotFoundError(`secret ${key} does not exist`);
-    return v;
-  };
-  return {
-    getSecret(request, context) {
-      seen.push({ method: 'getSecret', request, context });
-      if (request.remoteRef?.key === 'explode') throw new Error('backend exploded');
-      if (request.remoteRef?.key === 'invalid') throw new ProviderError(grpc.status.INVALID_ARGUMENT, 'key "invalid" is not allowed');
-      if (request.remoteRef?.key === 'string') return { value: 'oops' as unknown as Buffer };
-      return { value: need(request.remoteRef?.key ?? '') };
-    },
-    getSecretMap: (request) => ({ secrets: { [request.remoteRef?.key ?? '']: need(request.remoteRef?.key ?? '') } }),
-    pushSecret(request) {
-      for (const [k, v] of Object.entries(request.secretData)) store.set(`${request.pushSecretData?.remoteKey}/${k}`, v);
-      return {};
-    },
-    deleteSecret(request) {
-      need(request.remoteRef?.remoteKey ?? '');
-      store.delete(request.remoteRef?.remoteKey ?? '');
-      return {};
-    },
-    secretExists: (request) => ({ exists: store.has(request.remoteRef?.remoteKey ?? '') }),
-    getAllSecrets: (request) => ({
-      secrets: Object.fromEntries([...store].filter(([k]) => k.startsWith(request.find?.path ?? ''))),
-    }),
-    validate: (request) => (request.sourceNamespace === 'forbidden'
-      ? { valid: false, error: 'namespace forbidden may not use this store', warnings: ['w'] }
-      : { valid: true, warnings: [] }),
-  };
-}
+export const providerRef = { apiVersion: 'external-secrets.io/v1', kind: 'SecretStore', name: 'mem', namespace: 'apps', storeRefKind: 'SecretStoreRef' };
 
 let pki: TestPkiSet;
 let provider: RunningProvider;
 let channel: grpc.Channel;
 let client: SecretStoreProviderClient;
-const seen: { method: string; request: unknown; context: CallContext }[] = [];
+const seen: SeenCall[] = [];
 
 beforeAll(async () => {
   pki = await createTestPkiSet();

@@ -1,0 +1,67 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+/** The Go module with the interop client and server. */
+export const GO_INTEROP_DIR = fileURLToPath(new URL('../../../../testing/go-interop/', import.meta.url));
+
+/**
+ * Builds the Go client and server into a fresh folder (Go's build cache makes repeat builds a
+ * link step) and returns their paths. Fails with what to install when Go is missing.
+ */
+export async function buildGoInterop(): Promise<{ client: string; server: string }> {
+  try {
+    await run('go', ['version']);
+  } catch (e) {
+    throw new Error(`Go is needed for the provider.v1 interop test but \`go version\` failed (${(e as Error).message}); install Go 1.26+ (https://go.dev/dl) and put it on PATH`, { cause: e });
+  }
+  const out = mkdtempSync(join(tmpdir(), 'go-interop-bin-'));
+  try {
+    // -mod=readonly: build exactly the committed go.sum; modules come from the Go proxy once.
+    await run('go', ['build', '-mod=readonly', '-o', `${out}/`, './cmd/client', './cmd/server'], { cwd: GO_INTEROP_DIR, maxBuffer: 16 << 20 });
+  } catch (e) {
+    throw new Error(`go build in ${GO_INTEROP_DIR} failed: ${(e as { stderr?: string }).stderr ?? (e as Error).message}`, { cause: e });
+  }
+  return { client: join(out, 'client'), server: join(out, 'server') };
+}
+
+/** Runs a program to completion; resolves with its exit code, stdout and stderr. */
+export function runProgram(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { timeout: 30_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Starts the Go server and resolves with its address once it prints LISTENING. */
+export function startGoServer(file: string, args: string[]): Promise<{ address: string; process: ChildProcess; stop(): Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('exit', (code) => reject(new Error(`Go server exited with ${code} before listening: ${stderr}`)));
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      const m = /LISTENING (\S+)\n/.exec(stdout);
+      if (m) {
+        resolve({
+          address: m[1]!, process: child,
+          // Closing stdin is the server's signal to stop.
+          stop: () => new Promise<void>((done) => {
+            if (child.exitCode !== null) return done();
+            child.removeAllListeners('exit');
+            child.once('exit', () => done());
+            child.stdin.end();
+          }),
+        });
+      }
+    });
+  });
+}
