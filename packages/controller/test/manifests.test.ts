@@ -1,0 +1,111 @@
+import { describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { V1ClusterRole, V1Deployment, V1Role, V1Service } from '@kubernetes/client-node';
+import { PROBE_PATHS, parseControllerConfig } from '../src/index.js';
+import { find, kustomizeBuild, repoRoot } from './support/manifests.js';
+
+// Static checks of what `kustomize build deploy` emits against what the CLI accepts. The same
+// manifests are applied to a real apiserver in rbac.test.ts.
+const manifests = kustomizeBuild('deploy');
+const deployment = find<V1Deployment>(manifests, 'Deployment', 'eso-mtls-controller');
+const pod = deployment.spec!.template.spec!;
+const container = pod.containers.find((c) => c.name === 'controller')!;
+
+/** The container's args and env as the CLI sees them (fieldRef values stand in for the kubelet). */
+function cliInput(): { argv: string[]; env: Record<string, string> } {
+  const [subcommand, ...argv] = container.args ?? [];
+  expect(subcommand).toBe('controller');
+  const env: Record<string, string> = {};
+  for (const e of container.env ?? []) {
+    if (e.value !== undefined) env[e.name] = e.value;
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[e.name] = 'eso-mtls-controller-7d9f8-abcde';
+    else throw new Error(`env ${e.name} has a source this test does not model: ${JSON.stringify(e.valueFrom)}`);
+  }
+  return { argv, env };
+}
+
+function portNumber(nameOrNumber: string | number | undefined): number {
+  if (typeof nameOrNumber === 'number') return nameOrNumber;
+  const port = container.ports?.find((p) => p.name === nameOrNumber);
+  if (!port) throw new Error(`container port ${String(nameOrNumber)} is not declared`);
+  return port.containerPort;
+}
+
+describe('deploy/ manifests', () => {
+  it('passes the container args and env through the CLI parser without error', () => {
+    const { argv, env } = cliInput();
+    const result = parseControllerConfig(argv, env);
+    if (result.kind !== 'config') throw new Error(`the Deployment's args do not parse: ${result.kind === 'error' ? result.error.message : result.kind}`);
+    const c = result.config;
+    expect(c.leaderElection.enabled).toBe(true);
+    expect(c.leaderElection.identity).toBe('eso-mtls-controller-7d9f8-abcde');
+    expect(c.policy.esoNamespace).toBe(deployment.metadata!.namespace);
+    expect(c.leaderElection.namespace).toBe(deployment.metadata!.namespace);
+    expect(c.kubeconfig).toBeUndefined(); // in-cluster
+  });
+
+  it('probes the paths and port the CLI serves, and exposes the metrics port it binds', () => {
+    const { argv, env } = cliInput();
+    const result = parseControllerConfig(argv, env);
+    if (result.kind !== 'config') throw new Error('args do not parse');
+    const health = result.config.healthProbeBindAddress!;
+    const metrics = result.config.metricsBindAddress!;
+    expect(health.host).toBeUndefined(); // every interface: the kubelet probes the pod IP
+    expect(metrics.host).toBeUndefined();
+    expect(container.livenessProbe!.httpGet!.path).toBe(PROBE_PATHS.liveness);
+    expect(container.readinessProbe!.httpGet!.path).toBe(PROBE_PATHS.readiness);
+    expect(portNumber(container.livenessProbe!.httpGet!.port)).toBe(health.port);
+    expect(portNumber(container.readinessProbe!.httpGet!.port)).toBe(health.port);
+    expect(portNumber('metrics')).toBe(metrics.port);
+    const service = find<V1Service>(manifests, 'Service', 'eso-mtls-controller-metrics');
+    expect(portNumber(service.spec!.ports![0]!.targetPort)).toBe(metrics.port);
+    for (const [k, v] of Object.entries(service.spec!.selector!)) expect(deployment.spec!.template.metadata!.labels![k]).toBe(v);
+  });
+
+  it('runs non-root with a read-only root filesystem, no capabilities and the runtime seccomp profile', () => {
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(pod.securityContext!.runAsUser).toBeGreaterThan(0);
+    expect(container.securityContext).toMatchObject({
+      runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] },
+    });
+    expect(container.resources!.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
+    expect(container.resources!.limits).toMatchObject({ memory: expect.any(String) });
+    expect(pod.serviceAccountName).toBe('eso-mtls-controller');
+  });
+
+  it('runs the bin the controller package declares, from the image the Dockerfile builds', () => {
+    const dockerfile = readFileSync(resolve(repoRoot, 'deploy/docker/controller.Dockerfile'), 'utf8');
+    const entrypoint = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile);
+    expect(entrypoint).not.toBeNull();
+    const [node, script] = JSON.parse(entrypoint![1]!) as string[];
+    expect(node).toMatch(/node$/);
+    const pkg = JSON.parse(readFileSync(resolve(repoRoot, 'packages/controller/package.json'), 'utf8')) as { bin: Record<string, string> };
+    const workdir = /^WORKDIR\s+(\S+)\s*$/gm;
+    const dirs = [...dockerfile.matchAll(workdir)].map((m) => m[1]);
+    expect(script).toBe(resolve(dirs.at(-1)!, 'packages/controller', pkg.bin['eso-mtls']!));
+    const user = [...dockerfile.matchAll(/^USER\s+(\S+)\s*$/gm)].map((m) => m[1]).at(-1);
+    expect(user).toBe(String(pod.securityContext!.runAsUser));
+    expect(container.image).toMatch(/^eso-mtls\/controller:/);
+  });
+
+  it('grants Secrets by name only, except create (which the admission policy restricts)', () => {
+    const cluster = find<V1ClusterRole>(manifests, 'ClusterRole', 'eso-mtls-controller');
+    const secretRules = cluster.rules!.filter((r) => r.resources!.includes('secrets'));
+    for (const r of secretRules) {
+      if (r.resourceNames) expect(r.resourceNames).toEqual(['external-secrets-provider-tls']);
+      else expect(r.verbs).toEqual(['create']);
+    }
+    expect(cluster.rules!.flatMap((r) => r.verbs)).not.toContain('delete');
+    expect(cluster.rules!.some((r) => r.resources!.includes('*') || r.verbs.includes('*'))).toBe(false);
+    const role = find<V1Role>(manifests, 'Role', 'eso-mtls-controller-secrets');
+    expect(role.rules).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['eso-provider-ca-internal', 'eso-provider-client-tls'],
+      verbs: ['get', 'list', 'watch', 'update', 'patch'] }]);
+    find(manifests, 'ValidatingAdmissionPolicy', 'eso-mtls-controller-secret-writes');
+    find(manifests, 'ValidatingAdmissionPolicyBinding', 'eso-mtls-controller-secret-writes');
+  });
+
+  it('keeps the PrometheusRule out of the default build', () => {
+    expect(manifests.filter((m) => m.kind === 'PrometheusRule')).toEqual([]);
+  });
+});
