@@ -55,8 +55,9 @@ export function createNodeSigner(options: NodeCryptoBackendOptions = {}): Signer
   const keys = new KeyCache<KeyObject>(options.keyCacheSize ?? 256);
   return {
     generateKey(algorithm: KeyAlgorithm): Promise<GeneratedKey> {
-      const { type, options: params } = keyPairOptions(algorithm);
       return new Promise((resolve, reject) => {
+        // Inside the executor, so an unsupported algorithm rejects instead of throwing.
+        const { type, options: params } = keyPairOptions(algorithm);
         // The overloads cannot be picked from a union of option shapes; the options are checked above.
         (generateKeyPair as unknown as (t: string, o: object, cb: (e: Error | null, pub: Buffer, priv: string) => void) => void)(
           type, params, (error, publicKey, privateKey) => {
