@@ -163,6 +163,7 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
 
   // Lost or unreadable key material: keep every CA certificate we can still read (CA Secret, then
   // the client bundle in the ESO namespace) trusted as retired, so no leaf loses its chain.
+  let salvagedAny = false;
   if (caSecret?.ownership !== 'managed' || broken || (!active && !next)) {
     const salvaged = [
       ...(caSecret?.ownership === 'managed' ? [SecretKeys.caCertificate, SecretKeys.nextCertificate, SecretKeys.retiredCertificates]
@@ -171,26 +172,8 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
     ];
     const keep = new Set([certOf(active)?.pem, certOf(next)?.pem]);
     retired = dedupe([...retired, ...salvaged.filter((c) => !keep.has(c.pem))]);
+    salvagedAny = salvaged.length > 0;
   }
-  const lostWhy: RotationReason = caSecret?.ownership === 'managed' ? 'invalid' : 'secret_missing';
-  if (!active && !next) {
-    if (retired.some((c) => c.notAfter > now)) {
-      next = GENERATE;
-      phases.push('recover');
-      reason = lostWhy;
-      messages.push(`the CA key is ${lostWhy === 'invalid' ? 'unreadable' : 'gone'}: ${retired.length} CA certificate(s) stay trusted as retired while a new CA is published`);
-    } else {
-      active = GENERATE;
-      phases.push('create');
-      reason = caSecret?.ownership === 'managed' ? 'invalid' : 'initial';
-      messages.push('no CA anywhere: creating one');
-    }
-  } else if (broken) {
-    phases.push('recover');
-    reason = lostWhy;
-    messages.push('part of the CA Secret is unreadable: readable CA certificates stay trusted as retired');
-  }
-
   // Retire: nothing in use is signed by it, and every replacement has had time to reach its peers.
   const activeCert = certOf(active);
   let lastReplacement = -Infinity;
@@ -208,11 +191,31 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
     dueAt.push(ca.notAfter);
     return inUse || now < retireAfter;
   });
-  if (kept.length < retired.length) {
+  const dropped = retiredNow.filter((c) => !kept.includes(c)).length;
+  if (dropped > 0) {
     phases.push('retire');
-    messages.push(`retiring ${retired.length - kept.length} CA certificate(s) nothing in use depends on`);
+    messages.push(`retiring ${dropped} CA certificate(s) nothing in use depends on`);
   }
   retired = kept;
+
+  const lostWhy: RotationReason = caSecret?.ownership === 'managed' ? 'invalid' : 'secret_missing';
+  if (!active && !next) {
+    if (retired.some((c) => c.notAfter > now)) {
+      next = GENERATE;
+      phases.push('recover');
+      reason = lostWhy;
+      messages.push(`the CA key is ${lostWhy === 'invalid' ? 'unreadable' : 'gone'}: ${retired.length} CA certificate(s) stay trusted as retired while a new CA is published`);
+    } else {
+      active = GENERATE;
+      phases.push('create');
+      reason = caSecret?.ownership === 'managed' ? 'invalid' : salvagedAny ? 'secret_missing' : 'initial';
+      messages.push('no CA anywhere: creating one');
+    }
+  } else if (broken) {
+    phases.push('recover');
+    reason = lostWhy;
+    messages.push('part of the CA Secret is unreadable: readable CA certificates stay trusted as retired');
+  }
 
   // Activate: next has been published for propagationDelay and every managed bundle holds it.
   const nextCert = certOf(next);
