@@ -1,0 +1,195 @@
+import { isIP } from 'node:net';
+import { checkServerIdentity, createSecureContext } from 'node:tls';
+import * as grpc from '@grpc/grpc-js';
+import type { TlsMaterial } from './material.js';
+import { MIN_TLS_VERSION } from './server-credentials.js';
+import type { CertificateWatcher } from './watcher.js';
+
+/** Fixed client material, or a watcher over the client Secret's folder. */
+export type ClientMaterialSource = TlsMaterial | CertificateWatcher;
+
+/** A Provider address split into the name its certificate must carry and the port. */
+export interface ProviderAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Splits `host:port` (`[v6]:port` for an IPv6 literal). Throws naming the address and the expected form. */
+export function parseProviderAddress(address: string): ProviderAddress {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(address);
+  const port = Number(m?.[3]);
+  if (!m || port < 1 || port > 65535) {
+    throw new Error(`provider address ${JSON.stringify(address)} is not host:port, e.g. provider-aws.provider-system.svc:8080`);
+  }
+  return { host: (m[1] ?? m[2])!.toLowerCase(), port };
+}
+
+/** Options of {@link ProviderChannel}. */
+export interface ProviderChannelOptions {
+  /** `<service>.<namespace>.svc:<port>`: where to call, and the name the server certificate must carry. */
+  readonly address: string;
+  readonly material: ClientMaterialSource;
+  /**
+   * Dial this `host:port` instead of the address (tests on loopback, a port-forward). The server
+   * certificate is still verified against the host of `address`; there is no way to skip that.
+   */
+  readonly connectTo?: string;
+  /** Extra grpc-js channel options; the server-name options are always ours. */
+  readonly channelOptions?: grpc.ChannelOptions;
+  /**
+   * A replaced channel is closed when its last call finishes, or after this long regardless (a
+   * caller that never reports the end of its call must not pin it). Default 10 minutes, the
+   * provider server's default connection-age grace.
+   */
+  readonly drainTimeoutMs?: number;
+}
+
+interface Generation {
+  readonly channel: grpc.Channel;
+  readonly material: TlsMaterial;
+  inFlight: number;
+  retiring: boolean;
+  drainTimer?: NodeJS.Timeout;
+}
+
+/** Counters of a {@link ProviderChannel}. */
+export interface ProviderChannelStats {
+  /** Channels created: the first plus one per material change. */
+  readonly channels: number;
+  /** Channels closed once their calls had finished (replaced ones, and all on close()). */
+  readonly drained: number;
+  /** Replaced channels closed by drainTimeoutMs with calls still counted. */
+  readonly forcedCloses: number;
+  /** Calls started and not yet reported finished, over all channels. */
+  readonly inFlight: number;
+  /** Times a channel entered TRANSIENT_FAILURE (a failed connect or handshake). */
+  readonly transientFailures: number;
+}
+
+/**
+ * ESO's connection to one provider over mTLS: presents the client certificate, trusts only the
+ * bundle, and verifies the server certificate against the host of the address.
+ *
+ * When the client material changes (a rotated client certificate, a bundle with a new CA), new
+ * calls get a new channel built from it, and the previous channel is closed once the calls that
+ * started on it have finished: closing a channel with queued calls would fail them. Implements the
+ * `ProviderChannelSource` of `createSecretStoreProviderClient`: every `getChannel()` must be
+ * followed by one `callFinished(channel)`.
+ */
+export class ProviderChannel {
+  readonly address: string;
+  /** The DNS name (or IP) the server certificate is verified against. */
+  readonly serverName: string;
+  /** What is dialled. */
+  readonly target: string;
+  private current: Generation;
+  private readonly generations = new Map<grpc.Channel, Generation>();
+  private readonly counters = { channels: 0, drained: 0, forcedCloses: 0, transientFailures: 0 };
+  private readonly unsubscribe: (() => void) | undefined;
+  private closing: Promise<void> | undefined;
+  private allClosed: (() => void) | undefined;
+
+  constructor(private readonly options: ProviderChannelOptions) {
+    this.address = options.address;
+    this.serverName = parseProviderAddress(options.address).host;
+    this.target = options.connectTo ?? options.address;
+    if (options.connectTo !== undefined) parseProviderAddress(options.connectTo);
+    if (options.channelOptions?.['grpc.ssl_target_name_override'] !== undefined) {
+      throw new Error(`channel option grpc.ssl_target_name_override=${JSON.stringify(options.channelOptions['grpc.ssl_target_name_override'])} is not accepted: the server certificate is always verified against ${this.serverName}, the host of ${options.address}; use connectTo to dial elsewhere`);
+    }
+    const source = options.material;
+    const initial = 'leaf' in source ? source : source.current;
+    if (initial === undefined) {
+      throw new Error(`client material for ${options.address} is not loaded yet (watcher on ${(source as CertificateWatcher).directory}); await watcher.start() first`);
+    }
+    if (!('leaf' in source)) this.unsubscribe = source.onMaterial((m) => this.updateMaterial(m));
+    this.current = this.open(initial);
+  }
+
+  /** The channel for a new call; counts the call until {@link callFinished}. */
+  getChannel(): grpc.Channel {
+    if (this.closing) throw new Error(`provider channel to ${this.address} is closed`);
+    this.current.inFlight++;
+    return this.current.channel;
+  }
+
+  /** Reports the end of a call started on `channel`; closes a replaced channel after its last call. */
+  callFinished(channel: grpc.Channel): void {
+    const g = this.generations.get(channel);
+    if (g === undefined) return;
+    g.inFlight = Math.max(0, g.inFlight - 1);
+    if (g.retiring && g.inFlight === 0) this.shut(g, 'drained');
+  }
+
+  /** Switches new calls to channels built from `material`; a no-op when nothing changed. */
+  updateMaterial(material: TlsMaterial): void {
+    if (this.closing || material === this.current.material) return;
+    const old = this.current;
+    this.current = this.open(material);
+    this.retire(old);
+  }
+
+  /** Counters for tests, benchmarks and metrics. */
+  get stats(): ProviderChannelStats {
+    let inFlight = 0;
+    for (const g of this.generations.values()) inFlight += g.inFlight;
+    return { ...this.counters, inFlight };
+  }
+
+  /** Stops new calls; resolves when every channel has been closed (after its calls, or by the drain timeout). */
+  close(): Promise<void> {
+    this.closing ??= new Promise<void>((resolve) => {
+      this.unsubscribe?.();
+      this.allClosed = resolve;
+      for (const g of [...this.generations.values()]) this.retire(g);
+      if (this.generations.size === 0) resolve();
+    });
+    return this.closing;
+  }
+
+  private open(material: TlsMaterial): Generation {
+    const context = createSecureContext({ ca: material.caBundle, cert: material.certificate, key: material.privateKey, minVersion: MIN_TLS_VERSION });
+    const name = this.serverName;
+    // A DNS name goes out as SNI and grpc-js checks the certificate against it; an IP (no SNI
+    // allowed) is checked against the certificate's IP SANs by our own identity check.
+    const byIp = isIP(name) !== 0;
+    const credentials = grpc.credentials.createFromSecureContext(context, byIp ? { checkServerIdentity: (_host, cert) => checkServerIdentity(name, cert) } : {});
+    const channel = new grpc.Channel(this.target, credentials, {
+      ...this.options.channelOptions,
+      ...(byIp ? {} : { 'grpc.ssl_target_name_override': name }),
+      'grpc.default_authority': this.address,
+    });
+    const g: Generation = { channel, material, inFlight: 0, retiring: false };
+    this.generations.set(channel, g);
+    this.counters.channels++;
+    this.followState(channel, channel.getConnectivityState(false));
+    return g;
+  }
+
+  private followState(channel: grpc.Channel, last: grpc.connectivityState): void {
+    channel.watchConnectivityState(last, Infinity, () => {
+      const state = channel.getConnectivityState(false);
+      if (state === grpc.connectivityState.TRANSIENT_FAILURE) this.counters.transientFailures++;
+      if (state !== grpc.connectivityState.SHUTDOWN) this.followState(channel, state);
+    });
+  }
+
+  private retire(g: Generation): void {
+    if (g.retiring) return;
+    g.retiring = true;
+    if (g.inFlight === 0) {
+      this.shut(g, 'drained');
+      return;
+    }
+    g.drainTimer = setTimeout(() => this.shut(g, 'forcedCloses'), this.options.drainTimeoutMs ?? 600_000);
+    g.drainTimer.unref();
+  }
+
+  private shut(g: Generation, how: 'drained' | 'forcedCloses'): void {
+    if (!this.generations.delete(g.channel)) return;
+    clearTimeout(g.drainTimer);
+    this.counters[how]++;
+    g.channel.close();
+    if (this.closing && this.generations.size === 0) this.allClosed?.();
+  }
+}

@@ -1,0 +1,160 @@
+import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
+import { splitPemCertificates } from '@eso-mtls/core';
+
+/** The extended key usage a leaf must carry for its side of the connection. */
+export type CertificatePurpose = 'serverAuth' | 'clientAuth';
+
+const PURPOSE_OID: Record<CertificatePurpose, string> = {
+  serverAuth: '1.3.6.1.5.5.7.3.1',
+  clientAuth: '1.3.6.1.5.5.7.3.2',
+};
+
+/** The three PEM texts of a mounted `kubernetes.io/tls` Secret with a bundle. */
+export interface TlsMaterialPems {
+  /** tls.crt: the leaf, optionally followed by intermediates. */
+  readonly certificate: string;
+  /** tls.key: the leaf's private key. */
+  readonly privateKey: string;
+  /** ca.crt: the trust bundle, one or more CA certificates (two or three during a CA rotation). */
+  readonly caBundle: string;
+}
+
+/** A checked, usable set: the leaf matches its key, chains to the bundle and is valid now. */
+export interface TlsMaterial extends TlsMaterialPems {
+  readonly leaf: X509Certificate;
+  readonly caCertificates: readonly X509Certificate[];
+  /** Lower-case hex serial of the leaf. */
+  readonly serialNumber: string;
+  /** Leaf validity, epoch milliseconds. */
+  readonly notBefore: number;
+  readonly notAfter: number;
+}
+
+/** Why material was refused; the reason label of failure counters and logs. */
+export type TlsMaterialProblem =
+  | 'unreadable'          // a file could not be read
+  | 'empty'               // every file empty
+  | 'missing_certificate' // tls.crt empty while others are not
+  | 'missing_key'         // tls.key empty
+  | 'missing_ca_bundle'   // ca.crt empty
+  | 'garbage_pem'         // a value that is not a parseable certificate or key
+  | 'key_mismatch'        // tls.key is not the key of tls.crt's leaf
+  | 'not_a_ca'            // a ca.crt entry without basicConstraints cA
+  | 'untrusted'           // the leaf does not chain to a CA of ca.crt valid now
+  | 'wrong_purpose'       // the leaf lacks the required extendedKeyUsage
+  | 'not_yet_valid'
+  | 'expired';
+
+/** Unusable material: `reason` for counters, the message names the file and what to do. */
+export class TlsMaterialError extends Error {
+  override readonly name = 'TlsMaterialError';
+  constructor(readonly reason: TlsMaterialProblem, message: string) {
+    super(message);
+  }
+}
+
+/** How {@link checkTlsMaterial} judges material. */
+export interface TlsMaterialCheck {
+  /** The extended key usage the leaf must carry. */
+  readonly purpose: CertificatePurpose;
+  /** The current time, epoch milliseconds. */
+  readonly now: number;
+  /** Clock difference tolerated at either end of a validity period; default 5 minutes. */
+  readonly clockSkewToleranceMs?: number;
+  /**
+   * Require the leaf to chain to ca.crt; default true, as the core issues both from one CA. Turn
+   * off only for user-supplied client material whose ca.crt trusts a different server CA.
+   */
+  readonly chainToBundle?: boolean;
+  /** File names for messages; default tls.crt, tls.key, ca.crt. */
+  readonly fileNames?: { readonly certificate: string; readonly privateKey: string; readonly caBundle: string };
+}
+
+const DEFAULT_FILE_NAMES = { certificate: 'tls.crt', privateKey: 'tls.key', caBundle: 'ca.crt' };
+const DEFAULT_SKEW_MS = 5 * 60_000;
+
+const iso = (t: number) => new Date(t).toISOString();
+const describe = (c: X509Certificate) => `${c.subject.replaceAll('\n', ', ')} (serial ${c.serialNumber.toLowerCase()})`;
+
+function parseCertificates(text: string, file: string): X509Certificate[] {
+  try {
+    const blocks = splitPemCertificates(text);
+    if (blocks.length === 0) throw new Error('no CERTIFICATE block');
+    return blocks.map((pem) => new X509Certificate(pem));
+  } catch (e) {
+    throw new TlsMaterialError('garbage_pem', `${file} is not a PEM certificate list: ${(e as Error).message}; write PEM CERTIFICATE blocks`);
+  }
+}
+
+function parseKey(text: string, file: string): KeyObject {
+  try {
+    return createPrivateKey(text);
+  } catch (e) {
+    throw new TlsMaterialError('garbage_pem', `${file} is not a PEM private key: ${(e as Error).message}`);
+  }
+}
+
+// A leaf is trusted when a bundle CA (valid now) signed it, directly or through the intermediates
+// that follow it in tls.crt.
+function chainsToBundle(chain: readonly X509Certificate[], cas: readonly X509Certificate[], valid: (c: X509Certificate) => boolean): boolean {
+  let current = chain[0]!;
+  for (let i = 1; i <= chain.length; i++) {
+    if (cas.some((ca) => valid(ca) && current.checkIssued(ca) && current.verify(ca.publicKey))) return true;
+    const parent = chain[i];
+    if (parent === undefined || !parent.ca || !current.checkIssued(parent) || !current.verify(parent.publicKey)) return false;
+    current = parent;
+  }
+  return false;
+}
+
+/**
+ * Parses and checks `pems` the way a TLS peer will: the leaf matches its key, carries the
+ * purpose's extendedKeyUsage, chains to a CA in ca.crt and is within its validity. Throws
+ * {@link TlsMaterialError} naming the first problem; never returns half-checked material.
+ */
+export function checkTlsMaterial(pems: TlsMaterialPems, check: TlsMaterialCheck): TlsMaterial {
+  const files = check.fileNames ?? DEFAULT_FILE_NAMES;
+  const skew = check.clockSkewToleranceMs ?? DEFAULT_SKEW_MS;
+  const { now } = check;
+  const blank = (s: string) => s.trim() === '';
+  if (blank(pems.certificate) && blank(pems.privateKey) && blank(pems.caBundle)) {
+    throw new TlsMaterialError('empty', `${files.certificate}, ${files.privateKey} and ${files.caBundle} are all empty; the Secret has not been issued yet`);
+  }
+  if (blank(pems.certificate)) throw new TlsMaterialError('missing_certificate', `${files.certificate} is empty`);
+  if (blank(pems.privateKey)) throw new TlsMaterialError('missing_key', `${files.privateKey} is empty`);
+  if (blank(pems.caBundle)) throw new TlsMaterialError('missing_ca_bundle', `${files.caBundle} is empty; it must hold the CA certificate(s) to trust`);
+
+  const chain = parseCertificates(pems.certificate, files.certificate);
+  const key = parseKey(pems.privateKey, files.privateKey);
+  const cas = parseCertificates(pems.caBundle, files.caBundle);
+  const leaf = chain[0]!;
+  if (!leaf.checkPrivateKey(key)) {
+    throw new TlsMaterialError('key_mismatch', `${files.privateKey} is not the private key of ${files.certificate} ${describe(leaf)}; a half-updated pair?`);
+  }
+  const notCa = cas.find((c) => !c.ca);
+  if (notCa) throw new TlsMaterialError('not_a_ca', `${files.caBundle} holds ${describe(notCa)}, which is not a CA certificate`);
+  const usages = leaf.keyUsage ?? [];
+  if (!usages.includes(PURPOSE_OID[check.purpose])) {
+    throw new TlsMaterialError('wrong_purpose', `${files.certificate} ${describe(leaf)} lacks extendedKeyUsage ${check.purpose}; it has [${usages.join(', ')}]`);
+  }
+  const notBefore = Date.parse(leaf.validFrom);
+  const notAfter = Date.parse(leaf.validTo);
+  const valid = (c: X509Certificate) => Date.parse(c.validFrom) - skew <= now && now <= Date.parse(c.validTo) + skew;
+  if (now < notBefore - skew) {
+    throw new TlsMaterialError('not_yet_valid', `${files.certificate} ${describe(leaf)} is valid only from ${iso(notBefore)} (now ${iso(now)}); check the clocks`);
+  }
+  if (now > notAfter + skew) {
+    throw new TlsMaterialError('expired', `${files.certificate} ${describe(leaf)} expired at ${iso(notAfter)} (now ${iso(now)})`);
+  }
+  if ((check.chainToBundle ?? true) && !chainsToBundle(chain, cas, valid)) {
+    throw new TlsMaterialError('untrusted', `${files.certificate} ${describe(leaf)} is not signed by any CA in ${files.caBundle} valid now [${cas.map(describe).join('; ')}]; was the bundle updated before the CA that signs it?`);
+  }
+  return {
+    ...pems, leaf, caCertificates: cas, serialNumber: leaf.serialNumber.toLowerCase().replace(/^(00)+(?=.)/, ''), notBefore, notAfter,
+  };
+}
+
+/** True when `a` and `b` hold the same three texts. */
+export function sameTlsMaterial(a: TlsMaterialPems | undefined, b: TlsMaterialPems | undefined): boolean {
+  return a !== undefined && b !== undefined && a.certificate === b.certificate && a.privateKey === b.privateKey && a.caBundle === b.caBundle;
+}

@@ -1,0 +1,252 @@
+import { watch, type FSWatcher } from 'node:fs';
+import { readFile, readlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { checkTlsMaterial, sameTlsMaterial, TlsMaterialError, type CertificatePurpose, type TlsMaterial, type TlsMaterialPems, type TlsMaterialProblem } from './material.js';
+
+/** Where a provider mounts its Secret, per the design. */
+export const DEFAULT_CERT_DIR = '/etc/provider/certs';
+
+/** Options of {@link CertificateWatcher}. */
+export interface CertificateWatcherOptions {
+  /** The mounted Secret's folder; default {@link DEFAULT_CERT_DIR}. */
+  readonly directory?: string;
+  /** extendedKeyUsage the leaf must carry: serverAuth for a provider, clientAuth for ESO's client Secret. */
+  readonly purpose: CertificatePurpose;
+  /** File names inside the folder; default tls.crt, tls.key, ca.crt. */
+  readonly fileNames?: { readonly certificate?: string; readonly privateKey?: string; readonly caBundle?: string };
+  /** Fallback re-read period in case a folder event is missed; default 10 s. */
+  readonly pollIntervalMs?: number;
+  /** Wait after a folder event so a burst of them costs one read; default 2 ms. */
+  readonly debounceMs?: number;
+  /** The current time (validity checks); default Date.now. */
+  readonly now?: () => number;
+  /** Clock difference tolerated at either end of a validity period; default 5 minutes. */
+  readonly clockSkewToleranceMs?: number;
+  /** Require tls.crt to chain to ca.crt; default true. */
+  readonly chainToBundle?: boolean;
+}
+
+/** A refused attempt to load what is on disk; the last good material stays in use. */
+export interface ReloadFailure {
+  readonly reason: TlsMaterialProblem;
+  readonly message: string;
+  readonly directory: string;
+}
+
+/** Called with each newly swapped-in material; `previous` is undefined for the first load. */
+export type MaterialListener = (material: TlsMaterial, previous: TlsMaterial | undefined) => void;
+/** Called for each counted failure. */
+export type FailureListener = (failure: ReloadFailure) => void;
+
+const DATA_LINK = '..data';
+
+const errorCode = (e: unknown) => (e as NodeJS.ErrnoException).code;
+
+/**
+ * Keeps the newest good certificate, key and bundle of one mounted Secret folder in memory.
+ *
+ * The kubelet updates a mounted Secret by writing a new `..<timestamp>` folder and renaming a
+ * `..data` symlink over the old one, so the folder is watched (a watch on the files would keep
+ * watching the old inodes), and re-read every `pollIntervalMs` in case an event is lost. Each read
+ * resolves `..data` once, so the three files come from one version. New bytes are checked
+ * ({@link checkTlsMaterial}) before they replace the current material; anything unusable is
+ * counted as a failure and the last good material stays in use until the next change.
+ */
+export class CertificateWatcher {
+  readonly directory: string;
+  private readonly options: CertificateWatcherOptions;
+  private readonly fileNames: { certificate: string; privateKey: string; caBundle: string };
+  private material: TlsMaterial | undefined;
+  private lastRejected: { pems: TlsMaterialPems | undefined; reason: TlsMaterialProblem } | undefined;
+  private readonly materialListeners = new Set<MaterialListener>();
+  private readonly failureListeners = new Set<FailureListener>();
+  private readonly counters = { loads: 0, reloads: 0, failures: 0 };
+  private fsWatcher: FSWatcher | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private debounceTimer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private rerun = false;
+  private closed = false;
+  private readonly firstLoad: Promise<TlsMaterial>;
+  private resolveFirst!: (m: TlsMaterial) => void;
+  private rejectFirst!: (e: Error) => void;
+
+  constructor(options: CertificateWatcherOptions) {
+    this.options = options;
+    this.directory = options.directory ?? DEFAULT_CERT_DIR;
+    this.fileNames = {
+      certificate: options.fileNames?.certificate ?? 'tls.crt',
+      privateKey: options.fileNames?.privateKey ?? 'tls.key',
+      caBundle: options.fileNames?.caBundle ?? 'ca.crt',
+    };
+    this.firstLoad = new Promise((resolve, reject) => {
+      this.resolveFirst = resolve;
+      this.rejectFirst = reject;
+    });
+    this.firstLoad.catch(() => undefined);
+  }
+
+  /** The material in use; undefined until the first good load. */
+  get current(): TlsMaterial | undefined {
+    return this.material;
+  }
+
+  /** True once good material has been loaded (a provider's readiness). */
+  get ready(): boolean {
+    return this.material !== undefined;
+  }
+
+  /** loads: every swap including the first; reloads: swaps that replaced earlier material; failures: refused attempts. */
+  get stats(): { readonly loads: number; readonly reloads: number; readonly failures: number } {
+    return { ...this.counters };
+  }
+
+  /** Subscribes to swaps; returns the unsubscribe function. */
+  onMaterial(listener: MaterialListener): () => void {
+    this.materialListeners.add(listener);
+    return () => this.materialListeners.delete(listener);
+  }
+
+  /** Subscribes to counted failures; returns the unsubscribe function. */
+  onFailure(listener: FailureListener): () => void {
+    this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
+  }
+
+  /**
+   * Starts watching and polling. Resolves with the first good material; until then it keeps
+   * retrying on every event and poll (a Secret may be mounted before it is issued). Rejects only
+   * if {@link close} is called first.
+   */
+  start(): Promise<TlsMaterial> {
+    if (this.closed) return Promise.reject(new Error(`certificate watcher for ${this.directory} is closed`));
+    if (this.pollTimer === undefined) {
+      this.pollTimer = setInterval(() => this.check(), this.options.pollIntervalMs ?? 10_000);
+      this.pollTimer.unref();
+      this.check();
+    }
+    return this.firstLoad;
+  }
+
+  /** Re-reads the folder now (what an event or a poll does). Resolves when that read is judged. */
+  check(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.ensureWatching();
+    if (this.running) {
+      this.rerun = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      do {
+        this.rerun = false;
+        await this.readAndSwap();
+      } while (this.rerun && !this.closed);
+      this.running = undefined;
+    })();
+    return this.running;
+  }
+
+  /** Stops watching and polling; the last material stays readable. */
+  close(): void {
+    this.closed = true;
+    clearInterval(this.pollTimer);
+    clearTimeout(this.debounceTimer);
+    this.fsWatcher?.close();
+    this.fsWatcher = undefined;
+    this.rejectFirst(new Error(`certificate watcher for ${this.directory} closed before good material was loaded`));
+  }
+
+  // The folder may not exist yet (or may be replaced); polling re-attaches the watch.
+  private ensureWatching(): void {
+    if (this.fsWatcher !== undefined || this.closed) return;
+    try {
+      this.fsWatcher = watch(this.directory, { persistent: false }, () => this.onFolderEvent());
+      this.fsWatcher.on('error', () => {
+        this.fsWatcher?.close();
+        this.fsWatcher = undefined;
+      });
+    } catch {
+      this.fsWatcher = undefined;
+    }
+  }
+
+  private onFolderEvent(): void {
+    if (this.debounceTimer !== undefined || this.closed) return;
+    this.debounceTimer = setTimeout(() => {
+      this.debounceTimer = undefined;
+      void this.check();
+    }, this.options.debounceMs ?? 2);
+  }
+
+  private async readAndSwap(): Promise<void> {
+    let pems: TlsMaterialPems | undefined;
+    let next: TlsMaterial;
+    try {
+      pems = await this.readConsistent();
+      if (sameTlsMaterial(pems, this.material)) {
+        this.lastRejected = undefined;
+        return;
+      }
+      next = checkTlsMaterial(pems, {
+        purpose: this.options.purpose, now: (this.options.now ?? Date.now)(), clockSkewToleranceMs: this.options.clockSkewToleranceMs,
+        chainToBundle: this.options.chainToBundle, fileNames: this.fileNames,
+      });
+    } catch (e) {
+      const reason: TlsMaterialProblem = e instanceof TlsMaterialError ? e.reason : 'unreadable';
+      // The same bytes refused for the same reason are one failure, however often they are re-read.
+      const repeated = this.lastRejected !== undefined && this.lastRejected.reason === reason
+        && (pems === undefined ? this.lastRejected.pems === undefined : sameTlsMaterial(pems, this.lastRejected.pems));
+      this.lastRejected = { pems, reason };
+      if (!repeated) {
+        this.counters.failures++;
+        const failure: ReloadFailure = { reason, message: `${this.directory}: ${(e as Error).message}`, directory: this.directory };
+        for (const l of this.failureListeners) l(failure);
+      }
+      return;
+    }
+    if (this.closed) return;
+    const previous = this.material;
+    this.material = next;
+    this.lastRejected = undefined;
+    this.counters.loads++;
+    if (previous !== undefined) this.counters.reloads++;
+    for (const l of this.materialListeners) l(next, previous);
+    if (previous === undefined) this.resolveFirst(next);
+  }
+
+  /**
+   * Reads the three files from one version of the folder: through the resolved `..data` target
+   * when there is one, and again if `..data` moved while reading. A plain folder is read as is.
+   */
+  private async readConsistent(): Promise<TlsMaterialPems> {
+    const linkPath = join(this.directory, DATA_LINK);
+    const resolve = () => readlink(linkPath).catch((e: unknown) => {
+      if (errorCode(e) === 'ENOENT' || errorCode(e) === 'EINVAL') return undefined;
+      throw e;
+    });
+    for (let attempt = 0; ; attempt++) {
+      const before = await resolve();
+      try {
+        const files = await this.readFiles(before === undefined ? this.directory : join(this.directory, before));
+        if ((await resolve()) === before || attempt >= 3) return files;
+      } catch (e) {
+        const moved = before !== undefined && (await resolve()) !== before;
+        if (!moved || attempt >= 3) {
+          // `..data` exists but does not hold our names (projected with other paths): read the top level.
+          if (before !== undefined && errorCode(e) === 'ENOENT' && !moved) return this.readFiles(this.directory);
+          throw e;
+        }
+      }
+    }
+  }
+
+  private async readFiles(dir: string): Promise<TlsMaterialPems> {
+    const read = (name: string) => readFile(join(dir, name), 'utf8').catch((e: unknown) => {
+      throw Object.assign(new Error(`cannot read ${join(this.directory, name)}: ${(e as Error).message}; mount a Secret holding ${Object.values(this.fileNames).join(', ')} there`), { code: errorCode(e) });
+    });
+    const [certificate, privateKey, caBundle] = await Promise.all([
+      read(this.fileNames.certificate), read(this.fileNames.privateKey), read(this.fileNames.caBundle),
+    ]);
+    return { certificate, privateKey, caBundle };
+  }
+}
