@@ -15,7 +15,7 @@ const SPIFFE = 'spiffe://cluster.local/ns/external-secrets-system/sa/external-se
 const tmp = tempDir('interop');
 afterAll(() => tmp.remove());
 
-pkijs.setEngine('node-webcrypto', new pkijs.CryptoEngine({ name: 'node-webcrypto', crypto: webcrypto as unknown as Crypto }));
+pkijs.setEngine('node-webcrypto', new pkijs.CryptoEngine({ name: 'node-webcrypto', crypto: webcrypto as unknown as pkijs.CryptoEngineParameters['crypto'] }));
 
 /** `openssl verify -x509_strict` of `leaf` against `ca` for a purpose; true when it passes. */
 function opensslVerify(ca: Issued, leaf: Issued, purpose: 'sslserver' | 'sslclient', atSeconds?: number): { ok: boolean; output: string } {
