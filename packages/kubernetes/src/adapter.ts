@@ -1,0 +1,174 @@
+import { CertificateCache, type CryptoBackend, type Instant, type Policy, resolvePolicy } from '@eso-mtls/core';
+import { createNodeCryptoBackend } from '@eso-mtls/core/node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { type KubernetesClients, createKubernetesClients } from './api-client.js';
+import { CertificateStatusView } from './certificate-status.js';
+import { ClusterInformers } from './cluster-informers.js';
+import { EventRecorder, type EventRecorderStats } from './event-recorder.js';
+import type { InformerStats } from './informer.js';
+import { IssuanceLedger } from './ledger.js';
+import { Limiter } from './limiter.js';
+import { type Logger, silentLogger } from './logger.js';
+import { validateAdapterOptions } from './options.js';
+import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME, installationId } from './ownership.js';
+import { type AdapterHooks, ReconcileRound, type RoundResult } from './reconcile-round.js';
+import { Reconciler } from './reconciler.js';
+import { RequestCounter } from './request-counter.js';
+import { SecretWriter } from './secret-writer.js';
+import { SnapshotBuilder } from './snapshot-builder.js';
+
+/** Options of {@link ProviderCertificateAdapter}. */
+export interface AdapterOptions {
+  readonly kubeConfig: KubeConfig;
+  /** Overrides of the core's default policy (ESO namespace, cluster domain, lifetimes...). */
+  readonly policy?: Partial<Policy>;
+  /** Name of the CA Secret in the ESO namespace (default `eso-provider-ca-internal`). */
+  readonly caSecretName?: string;
+  /** Name of the client Secret in the ESO namespace (default `eso-provider-client-tls`). */
+  readonly clientSecretName?: string;
+  /** The clock (default Date.now); tests jump it forward instead of sleeping. */
+  readonly now?: () => Instant;
+  /** Key generation and signing (default node:crypto). */
+  readonly crypto?: CryptoBackend;
+  readonly logger?: Logger;
+  /** Fencing: checked before every plan and every write; leader election turns it off at once. */
+  readonly writesAllowed?: () => boolean;
+  /** For the metrics view only (default: writesAllowed). */
+  readonly isLeader?: () => boolean;
+  readonly hooks?: AdapterHooks;
+  /** Secret writes (with their issuance) in flight at once (default 16). */
+  readonly writeConcurrency?: number;
+  /** Event coalescing window (default 100 ms). */
+  readonly debounceMs?: number;
+  /** timeoutSeconds of each watch; unset lets the apiserver choose. */
+  readonly watchTimeoutSeconds?: number;
+  /** Page size of list calls (default 500). */
+  readonly pageSize?: number;
+  /** `reportingInstance` of our Events, e.g. the pod name. */
+  readonly eventInstance?: string;
+}
+
+/**
+ * The Kubernetes adapter of the core: informers on labelled Services and our Secrets, a
+ * reconciler that plans with the core and writes Secrets and Events. Create with
+ * {@link ProviderCertificateAdapter.create}, then {@link start}.
+ */
+export class ProviderCertificateAdapter {
+  readonly policy: Policy;
+  readonly installation: string;
+  readonly caSecretName: string;
+  readonly clientSecretName: string;
+  /** API requests made, by verb and resource. */
+  readonly requests: RequestCounter;
+  /** The metrics view (a @eso-mtls/metrics ControllerCertificateSource). */
+  readonly status: CertificateStatusView;
+  /** The caches; read-only for callers. */
+  readonly informers: ClusterInformers;
+  /** The certificate cache: a steady-state resync parses and verifies nothing again. */
+  readonly certificateCache: CertificateCache;
+  private readonly reconciler: Reconciler;
+  private readonly events: EventRecorder;
+  private unsubscribe: (() => void) | undefined;
+
+  private constructor(private readonly clients: KubernetesClients, options: AdapterOptions) {
+    validateAdapterOptions(options);
+    this.policy = resolvePolicy(options.policy);
+    this.caSecretName = options.caSecretName ?? DEFAULT_CA_SECRET_NAME;
+    this.clientSecretName = options.clientSecretName ?? DEFAULT_CLIENT_SECRET_NAME;
+    this.installation = installationId(this.policy.esoNamespace, this.caSecretName);
+    this.requests = clients.counter;
+    const now = options.now ?? Date.now;
+    const logger = options.logger ?? silentLogger;
+    const writesAllowed = options.writesAllowed ?? (() => true);
+    const crypto = options.crypto ?? createNodeCryptoBackend();
+    const scope = { esoNamespace: this.policy.esoNamespace, caSecretName: this.caSecretName, clientSecretName: this.clientSecretName };
+    this.informers = new ClusterInformers(clients, scope, {
+      pageSize: options.pageSize, watchTimeoutSeconds: options.watchTimeoutSeconds,
+      onError: (e) => logger.warn({ error: e.message }, 'list/watch failed; retrying with backoff'),
+    });
+    const ledger = new IssuanceLedger();
+    this.certificateCache = new CertificateCache(crypto.verifier);
+    this.events = new EventRecorder(clients.core, { now, logger, writesAllowed, instance: options.eventInstance });
+    this.status = new CertificateStatusView(this.informers.services, options.isLeader ?? writesAllowed);
+    const round = new ReconcileRound({
+      informers: this.informers,
+      builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName),
+      writer: new SecretWriter(clients.core, { ...scope, installation: this.installation, writesAllowed }),
+      events: this.events, ledger, policy: this.policy, cache: this.certificateCache, crypto, logger,
+      hooks: options.hooks ?? {}, writeLimiter: new Limiter(options.writeConcurrency ?? 16),
+    });
+    this.reconciler = new Reconciler(round, {
+      now, reconcileIntervalMs: this.policy.reconcileInterval, debounceMs: options.debounceMs, writesAllowed, logger,
+      onRound: (r) => this.status.update(r.plan.status),
+    });
+  }
+
+  /** Validates the options and connects the API clients; nothing is listed until {@link start}. */
+  static async create(options: AdapterOptions): Promise<ProviderCertificateAdapter> {
+    validateAdapterOptions(options);
+    const clients = await createKubernetesClients(options.kubeConfig, new RequestCounter(), { maxSockets: options.writeConcurrency ?? 16 });
+    return new ProviderCertificateAdapter(clients, options);
+  }
+
+  /** Lists and watches; resolves once every cache has synced, with the first reconcile under way. */
+  async start(): Promise<void> {
+    this.unsubscribe ??= this.informers.onChange(() => this.reconciler.trigger());
+    await this.informers.start();
+    this.reconciler.start();
+  }
+
+  /** Stops reconciling (finishing the round in flight), the watches, and Event delivery. */
+  async stop(): Promise<void> {
+    await this.reconciler.stop();
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    await this.informers.stop();
+    await this.events.flush();
+    this.clients.close();
+  }
+
+  /** True once every cache has listed once (for a readiness probe). */
+  get hasSynced(): boolean {
+    return this.informers.hasSynced;
+  }
+
+  /** Asks for a reconcile soon, e.g. after this replica became the leader. */
+  requestReconcile(): void {
+    this.reconciler.trigger();
+  }
+
+  /** Runs one reconcile now (after any in flight); undefined when writes are not allowed. */
+  reconcileNow(): Promise<RoundResult | undefined> {
+    return this.reconciler.reconcileNow();
+  }
+
+  /** Resolves after the next reconcile that found nothing to write. */
+  whenSettled(): Promise<void> {
+    return this.reconciler.whenSettled();
+  }
+
+  /** The last reconcile's result. */
+  get lastRound(): RoundResult | undefined {
+    return this.reconciler.last;
+  }
+
+  /** Reconciles run so far. */
+  get rounds(): number {
+    return this.reconciler.rounds;
+  }
+
+  /** What the informers did (lists, watches, bookmarks, 410s, errors). */
+  informerStats(): InformerStats {
+    return this.informers.stats();
+  }
+
+  /** Events created, patched, folded and failed. */
+  get eventStats(): EventRecorderStats {
+    return this.events.stats;
+  }
+
+  /** Resolves when queued Events have been sent. */
+  flushEvents(): Promise<void> {
+    return this.events.flush();
+  }
+}

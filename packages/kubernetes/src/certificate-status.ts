@@ -1,0 +1,49 @@
+import type { Instant, PlanStatus } from '@eso-mtls/core';
+import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry } from '@eso-mtls/metrics';
+import type { V1Service } from '@kubernetes/client-node';
+import type { Informer } from './informer.js';
+
+/**
+ * The read-only view the controller's metrics are computed from at scrape time: one entry per
+ * labelled Service now in the cache (so a deleted Service's series disappears at once), with its
+ * namespace's certificate notAfter from the latest plan; the client certificate; every CA by state.
+ */
+export class CertificateStatusView implements ControllerCertificateSource {
+  private status: PlanStatus | undefined;
+  private notAfterByNamespace = new Map<string, Instant | undefined>();
+
+  constructor(private readonly services: Informer<V1Service>, private readonly leader: () => boolean) {}
+
+  /** Called with each plan's status (what the cluster held when it was planned). */
+  update(status: PlanStatus): void {
+    if (status === this.status) return;
+    this.status = status;
+    this.notAfterByNamespace = new Map(status.namespaces.map((n) => [n.namespace, n.notAfter]));
+  }
+
+  isLeader(): boolean {
+    return this.leader();
+  }
+
+  *providerCertificates(): Iterable<ProviderCertificateEntry> {
+    for (const svc of this.services.list()) {
+      const namespace = svc.metadata?.namespace;
+      const service = svc.metadata?.name;
+      if (!namespace || !service) continue;
+      yield { namespace, service, notAfter: this.notAfterByNamespace.get(namespace) };
+    }
+  }
+
+  clientCertificate(): { readonly notAfter: Instant } | undefined {
+    const notAfter = this.status?.client;
+    return notAfter === undefined ? undefined : { notAfter };
+  }
+
+  *caCertificates(): Iterable<CaCertificateEntry> {
+    const ca = this.status?.ca;
+    if (!ca) return;
+    if (ca.active !== undefined) yield { state: 'active', notAfter: ca.active };
+    if (ca.next !== undefined) yield { state: 'next', notAfter: ca.next };
+    for (const notAfter of ca.retired) yield { state: 'retired', notAfter };
+  }
+}

@@ -1,0 +1,93 @@
+import { PROVIDER_LABEL, PROVIDER_SECRET_NAME } from '@eso-mtls/core';
+import type { V1Secret, V1Service } from '@kubernetes/client-node';
+import type { KubernetesClients } from './api-client.js';
+import type { BackoffOptions } from './backoff.js';
+import { Informer, type InformerEvent, type InformerStats } from './informer.js';
+
+/** Where the adapter looks. */
+export interface InformerScope {
+  readonly esoNamespace: string;
+  readonly caSecretName: string;
+  readonly clientSecretName: string;
+}
+
+/** Tuning shared by the four informers. */
+export interface InformerTuning {
+  readonly pageSize?: number;
+  readonly watchTimeoutSeconds?: number;
+  readonly backoff?: BackoffOptions;
+  readonly onError?: (error: Error) => void;
+}
+
+/** Label selector of the provider Services. */
+export const PROVIDER_SERVICE_SELECTOR = `${PROVIDER_LABEL}=true`;
+
+/**
+ * The four caches the adapter plans from: labelled Services cluster-wide; Secrets named
+ * external-secrets-provider-tls cluster-wide (field selector, so RBAC may grant Secrets by name
+ * only); and the CA and client Secrets in the ESO namespace, each by name.
+ */
+export class ClusterInformers {
+  readonly services: Informer<V1Service>;
+  readonly providerSecrets: Informer<V1Secret>;
+  readonly caSecret: Informer<V1Secret>;
+  readonly clientSecret: Informer<V1Secret>;
+
+  constructor(clients: KubernetesClients, scope: InformerScope, tuning: InformerTuning = {}) {
+    const { core, watch, counter } = clients;
+    const options = { watch, counter, ...tuning };
+    const byName = (name: string): string => `metadata.name=${name}`;
+    this.services = new Informer<V1Service>({
+      description: `Services labelled ${PROVIDER_SERVICE_SELECTOR}`, resource: 'services',
+      list: (page) => core.listServiceForAllNamespaces({ labelSelector: PROVIDER_SERVICE_SELECTOR, ...page }),
+      watchPath: '/api/v1/services', labelSelector: PROVIDER_SERVICE_SELECTOR,
+    }, options);
+    this.providerSecrets = new Informer<V1Secret>({
+      description: `Secrets named ${PROVIDER_SECRET_NAME}`, resource: 'secrets',
+      list: (page) => core.listSecretForAllNamespaces({ fieldSelector: byName(PROVIDER_SECRET_NAME), ...page }),
+      watchPath: '/api/v1/secrets', fieldSelector: byName(PROVIDER_SECRET_NAME),
+    }, options);
+    const esoSecret = (name: string): Informer<V1Secret> => new Informer<V1Secret>({
+      description: `Secret ${scope.esoNamespace}/${name}`, resource: 'secrets',
+      list: (page) => core.listNamespacedSecret({ namespace: scope.esoNamespace, fieldSelector: byName(name), ...page }),
+      watchPath: `/api/v1/namespaces/${encodeURIComponent(scope.esoNamespace)}/secrets`, fieldSelector: byName(name),
+    }, options);
+    this.caSecret = esoSecret(scope.caSecretName);
+    this.clientSecret = esoSecret(scope.clientSecretName);
+  }
+
+  private get all(): Informer<V1Service | V1Secret>[] {
+    return [this.services, this.providerSecrets, this.caSecret, this.clientSecret] as Informer<V1Service | V1Secret>[];
+  }
+
+  /** Starts all four and resolves once each has listed once. */
+  async start(): Promise<void> {
+    for (const informer of this.all) informer.start();
+    await Promise.all(this.all.map((i) => i.synced));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.all.map((i) => i.stop()));
+  }
+
+  /** True once every cache has listed once. */
+  get hasSynced(): boolean {
+    return this.all.every((i) => i.hasSynced);
+  }
+
+  /** Subscribes to every change of every cache. */
+  onChange(listener: (source: 'services' | 'secrets', event: InformerEvent<V1Service | V1Secret>) => void): () => void {
+    const off = [
+      this.services.onChange((e) => listener('services', e)),
+      ...[this.providerSecrets, this.caSecret, this.clientSecret].map((i) => i.onChange((e) => listener('secrets', e))),
+    ];
+    return () => off.forEach((f) => f());
+  }
+
+  /** The stats of each informer, summed. */
+  stats(): InformerStats {
+    const total: InformerStats = { lists: 0, listPages: 0, watches: 0, bookmarks: 0, expired: 0, errors: 0 };
+    for (const i of this.all) for (const k of Object.keys(total) as (keyof InformerStats)[]) total[k] += i.stats[k];
+    return total;
+  }
+}

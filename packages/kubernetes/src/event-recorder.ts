@@ -1,0 +1,153 @@
+import { randomBytes } from 'node:crypto';
+import type { Instant } from '@eso-mtls/core';
+import { type CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { apiErrorOf } from './api-error.js';
+import { Limiter } from './limiter.js';
+import { type Logger, silentLogger } from './logger.js';
+
+/** Event reasons we emit, in the style of cert-manager. */
+export type EventReason = 'Issued' | 'Rotated' | 'Failed' | 'Conflict';
+
+/** The Service an Event is about. */
+export interface ServiceReference {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid?: string;
+}
+
+/** Options of {@link EventRecorder}. */
+export interface EventRecorderOptions {
+  readonly now: () => Instant;
+  readonly logger?: Logger;
+  /** Checked before each request, like Secret writes. */
+  readonly writesAllowed?: () => boolean;
+  /** `source.component` and `reportingComponent` (default `eso-mtls`). */
+  readonly component?: string;
+  /** `reportingInstance`, e.g. the pod name. */
+  readonly instance?: string;
+  /** Requests in flight at once (default 4). */
+  readonly concurrency?: number;
+  /** A repeat of the same Event within this window only raises its count (default 10 min). */
+  readonly repeatWindowMs?: number;
+}
+
+/** What the recorder did. */
+export interface EventRecorderStats {
+  created: number;
+  patched: number;
+  /** Repeats folded into an existing Event's count without a request. */
+  folded: number;
+  failed: number;
+}
+
+interface Sent {
+  name: string;
+  count: number;
+  firstTimestamp: Instant;
+  lastSent: Instant;
+}
+
+const MAX_MESSAGE = 1024;
+const MAX_REMEMBERED = 10_000;
+
+/**
+ * Emits core/v1 Events on Services. Identical Events (same Service, reason and message) are
+ * correlated as client-go's recorder does: the first is created, repeats raise `count` and are
+ * patched onto it at most once per window, so a conflict reported every resync does not flood.
+ * Requests run in the background; {@link flush} awaits them. Failures are logged, never thrown.
+ */
+export class EventRecorder {
+  readonly stats: EventRecorderStats = { created: 0, patched: 0, folded: 0, failed: 0 };
+  private readonly limiter: Limiter;
+  private readonly sent = new Map<string, Sent>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly logger: Logger;
+
+  constructor(private readonly core: CoreV1Api, private readonly options: EventRecorderOptions) {
+    this.limiter = new Limiter(options.concurrency ?? 4);
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /** Queues an Event on `service`. */
+  record(service: ServiceReference, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
+    if (this.options.writesAllowed && !this.options.writesAllowed()) return;
+    const text = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 3)}...` : message;
+    const key = `${service.namespace}/${service.name}/${reason}/${text}`;
+    const now = this.options.now();
+    const previous = this.sent.get(key);
+    if (previous) {
+      previous.count++;
+      if (now - previous.lastSent < (this.options.repeatWindowMs ?? 600_000)) {
+        this.stats.folded++;
+        return;
+      }
+      previous.lastSent = now;
+      this.track(this.patch(service, previous, key, type, reason, text, now));
+      return;
+    }
+    const entry: Sent = { name: eventName(service.name, now), count: 1, firstTimestamp: now, lastSent: now };
+    this.remember(key, entry);
+    this.track(this.create(service, entry, type, reason, text, now));
+  }
+
+  /** Resolves when every queued Event request has finished. */
+  async flush(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+  }
+
+  private track(p: Promise<void>): void {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+
+  private remember(key: string, entry: Sent): void {
+    this.sent.set(key, entry);
+    if (this.sent.size > MAX_REMEMBERED) this.sent.delete(this.sent.keys().next().value as string);
+  }
+
+  private async create(service: ServiceReference, entry: Sent, type: string, reason: EventReason, message: string, now: Instant): Promise<void> {
+    const component = this.options.component ?? 'eso-mtls';
+    try {
+      await this.limiter.run(() => this.core.createNamespacedEvent({ namespace: service.namespace, body: {
+        metadata: { name: entry.name, namespace: service.namespace },
+        involvedObject: { apiVersion: 'v1', kind: 'Service', namespace: service.namespace, name: service.name, ...(service.uid ? { uid: service.uid } : {}) },
+        type, reason, message,
+        source: { component },
+        reportingComponent: component,
+        ...(this.options.instance ? { reportingInstance: this.options.instance } : {}),
+        firstTimestamp: new Date(entry.firstTimestamp), lastTimestamp: new Date(now), count: entry.count,
+      } }));
+      this.stats.created++;
+    } catch (e) {
+      this.fail(service, reason, e);
+    }
+  }
+
+  private async patch(service: ServiceReference, entry: Sent, key: string, type: 'Normal' | 'Warning', reason: EventReason, message: string, now: Instant): Promise<void> {
+    try {
+      await this.limiter.run(() => this.core.patchNamespacedEvent(
+        { name: entry.name, namespace: service.namespace, body: { count: entry.count, lastTimestamp: new Date(now).toISOString() } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ));
+      this.stats.patched++;
+    } catch (e) {
+      if (apiErrorOf(e).code === 404) {
+        // The Event expired (the apiserver keeps them for an hour by default): start a new one.
+        this.sent.delete(key);
+        this.record(service, type, reason, message);
+        return;
+      }
+      this.fail(service, reason, e);
+    }
+  }
+
+  private fail(service: ServiceReference, reason: EventReason, e: unknown): void {
+    this.stats.failed++;
+    this.logger.warn({ namespace: service.namespace, service: service.name, reason, error: apiErrorOf(e).message }, 'could not record Event');
+  }
+}
+
+/** `<service>.<time hex><random hex>`, like client-go's recorder: unique, and sorted by time. */
+function eventName(service: string, now: Instant): string {
+  return `${service}.${Math.max(0, Math.floor(now)).toString(16)}${randomBytes(4).toString('hex')}`;
+}

@@ -1,0 +1,23 @@
+export { ProviderCertificateAdapter, type AdapterOptions } from './adapter.js';
+export { AdapterOptionsError, validateAdapterOptions } from './options.js';
+export { type AdapterHooks, type RoundResult, ReconcileRound, type RoundDependencies } from './reconcile-round.js';
+export { Reconciler, type ReconcilerOptions } from './reconciler.js';
+export { CertificateStatusView } from './certificate-status.js';
+export {
+  Informer, WatchError, type InformerEvent, type InformerOptions, type InformerStats, type ListPage, type ListWatchSource, type ObjectWithMeta,
+} from './informer.js';
+export { ClusterInformers, PROVIDER_SERVICE_SELECTOR, type InformerScope, type InformerTuning } from './cluster-informers.js';
+export { type KubernetesClients, type KubernetesClientOptions, createKubernetesClients } from './api-client.js';
+export { RequestCounter, type ApiVerb, classifyRequest } from './request-counter.js';
+export { SecretWriter, type SecretLocation, type SecretWriterScope, type WriteOutcome } from './secret-writer.js';
+export { EventRecorder, type EventReason, type EventRecorderOptions, type EventRecorderStats, type ServiceReference } from './event-recorder.js';
+export { SnapshotBuilder, type BuiltSnapshot } from './snapshot-builder.js';
+export { IssuanceLedger } from './ledger.js';
+export {
+  COMPONENT_LABEL, DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL,
+  type SecretComponent, type SecretLike, classifyOwnership, installationId, ownershipMetadata,
+} from './ownership.js';
+export { Backoff, type BackoffOptions } from './backoff.js';
+export { Limiter } from './limiter.js';
+export { type Logger, silentLogger } from './logger.js';
+export { type ApiErrorInfo, apiErrorOf } from './api-error.js';

@@ -1,0 +1,48 @@
+import { PROVIDER_SECRET_NAME, isDnsName } from '@eso-mtls/core';
+import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME } from './ownership.js';
+
+/** An adapter option that makes no sense; the message names the option, its value and what is accepted. */
+export class AdapterOptionsError extends Error {
+  override readonly name = 'AdapterOptionsError';
+  constructor(readonly option: string, readonly value: unknown, accepted: string) {
+    super(`invalid adapter option ${option}=${JSON.stringify(value)}: ${accepted}`);
+  }
+}
+
+interface CheckedOptions {
+  readonly kubeConfig?: unknown;
+  readonly caSecretName?: string;
+  readonly clientSecretName?: string;
+  readonly writeConcurrency?: number;
+  readonly debounceMs?: number;
+  readonly watchTimeoutSeconds?: number;
+  readonly pageSize?: number;
+}
+
+const intIn = (v: number, min: number, max: number): boolean => Number.isInteger(v) && v >= min && v <= max;
+
+/** Throws {@link AdapterOptionsError} for the first option that cannot work. */
+export function validateAdapterOptions(options: CheckedOptions): void {
+  if (!options.kubeConfig) throw new AdapterOptionsError('kubeConfig', options.kubeConfig, 'a KubeConfig is required');
+  for (const option of ['caSecretName', 'clientSecretName'] as const) {
+    const v = options[option];
+    if (v === undefined) continue;
+    if (typeof v !== 'string' || !isDnsName(v)) throw new AdapterOptionsError(option, v, 'must be a Secret name (DNS-1123 subdomain)');
+    if (v === PROVIDER_SECRET_NAME) throw new AdapterOptionsError(option, v, `must differ from ${PROVIDER_SECRET_NAME}, the provider Secret name`);
+  }
+  const ca = options.caSecretName ?? DEFAULT_CA_SECRET_NAME;
+  const client = options.clientSecretName ?? DEFAULT_CLIENT_SECRET_NAME;
+  if (ca === client) throw new AdapterOptionsError('clientSecretName', client, `must differ from caSecretName (${ca})`);
+  if (options.writeConcurrency !== undefined && !intIn(options.writeConcurrency, 1, 64)) {
+    throw new AdapterOptionsError('writeConcurrency', options.writeConcurrency, 'must be a whole number from 1 to 64');
+  }
+  if (options.debounceMs !== undefined && !intIn(options.debounceMs, 0, 60_000)) {
+    throw new AdapterOptionsError('debounceMs', options.debounceMs, 'must be a whole number of milliseconds from 0 to 60000');
+  }
+  if (options.watchTimeoutSeconds !== undefined && !intIn(options.watchTimeoutSeconds, 1, 86_400)) {
+    throw new AdapterOptionsError('watchTimeoutSeconds', options.watchTimeoutSeconds, 'must be a whole number of seconds from 1 to 86400');
+  }
+  if (options.pageSize !== undefined && !intIn(options.pageSize, 1, 10_000)) {
+    throw new AdapterOptionsError('pageSize', options.pageSize, 'must be a whole number from 1 to 10000');
+  }
+}

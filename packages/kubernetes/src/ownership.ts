@@ -1,0 +1,73 @@
+import type { Ownership } from '@eso-mtls/core';
+
+/** Label on every Secret we write. */
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+/** Value of {@link MANAGED_BY_LABEL} on our Secrets. */
+export const MANAGED_BY = 'eso-mtls';
+/** Label naming what a Secret of ours holds. */
+export const COMPONENT_LABEL = 'app.kubernetes.io/component';
+/** Annotation carrying the installation that owns a Secret, so two installations never fight over one. */
+export const INSTALLATION_ANNOTATION = 'eso-mtls.io/installation';
+
+/** The three kinds of Secret we write, and their {@link COMPONENT_LABEL} values. */
+export type SecretComponent = 'ca' | 'client-tls' | 'provider-tls';
+
+/** Default name of the CA Secret in the ESO namespace. */
+export const DEFAULT_CA_SECRET_NAME = 'eso-provider-ca-internal';
+/** Default name of the ESO client Secret in the ESO namespace. */
+export const DEFAULT_CLIENT_SECRET_NAME = 'eso-provider-client-tls';
+
+/** The minimal view of a Secret's metadata and data the adapter reasons about. */
+export interface SecretLike {
+  readonly metadata?: {
+    readonly name?: string;
+    readonly namespace?: string;
+    readonly labels?: Readonly<Record<string, string>>;
+    readonly annotations?: Readonly<Record<string, string>>;
+    readonly resourceVersion?: string;
+  };
+  readonly type?: string;
+  readonly data?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The installation identity `<esoNamespace>/<caSecretName>`: two installations in one cluster
+ * necessarily differ in one of them, and each recognises only Secrets carrying its own.
+ */
+export function installationId(esoNamespace: string, caSecretName: string): string {
+  return `${esoNamespace}/${caSecretName}`;
+}
+
+/** Labels and annotations every Secret we write carries. */
+export function ownershipMetadata(component: SecretComponent, installation: string): {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+} {
+  return {
+    labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [COMPONENT_LABEL]: component },
+    annotations: { [INSTALLATION_ANNOTATION]: installation },
+  };
+}
+
+const PLACEHOLDER_TYPES = new Set(['kubernetes.io/tls', 'Opaque']);
+
+/**
+ * Who a Secret belongs to: `managed` when it carries our labels for `component` and our
+ * installation annotation; `placeholder` when it is someone else's but of type kubernetes.io/tls
+ * or Opaque with every data value empty (a chart's placeholder, which we adopt); else `foreign`,
+ * including any Secret another eso-mtls installation claims.
+ */
+export function classifyOwnership(secret: SecretLike, component: SecretComponent, installation: string): Ownership {
+  const labels = secret.metadata?.labels ?? {};
+  const annotations = secret.metadata?.annotations ?? {};
+  if (labels[MANAGED_BY_LABEL] === MANAGED_BY && labels[COMPONENT_LABEL] === component &&
+      annotations[INSTALLATION_ANNOTATION] === installation) {
+    return 'managed';
+  }
+  // Another installation's Secret, even an empty one, is never adopted: that would start a fight.
+  if (labels[MANAGED_BY_LABEL] === MANAGED_BY && annotations[INSTALLATION_ANNOTATION] !== undefined) return 'foreign';
+  const type = secret.type ?? 'Opaque';
+  const values = Object.values(secret.data ?? {});
+  if (PLACEHOLDER_TYPES.has(type) && values.every((v) => v === '')) return 'placeholder';
+  return 'foreign';
+}
