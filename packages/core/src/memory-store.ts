@@ -45,6 +45,7 @@ export class MemoryStore {
     if (!write.create && current?.version !== write.base) {
       throw new StoreConflictError(`${name}: update planned from version ${write.base}, but the Secret is at ${current?.version ?? 'absent'}`);
     }
+    this.ledger.add(name);
     return this.put(write.target, {
       data: { ...write.data }, ownership: 'managed', annotations: { ...current?.annotations, ...write.annotations },
     });

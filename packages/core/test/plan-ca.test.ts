@@ -1,0 +1,131 @@
+import { beforeEach, describe, expect, it } from '@jest/globals';
+import { type Instant, MemoryStore, type SecretState, days, executePlan, isPlanEmpty, minutes } from '@eso-mtls/core';
+import { Pki, T0, describeWrites, planAt, reconcile } from './support/planner.js';
+
+const text = (s: SecretState | undefined, key: string): string => String(s?.data[key] ?? '');
+const LEAVES = ['client', { namespace: 'a' }, { namespace: 'b' }] as const;
+
+let pki: Pki;
+let store: MemoryStore;
+beforeEach(async () => {
+  pki = new Pki();
+  store = new MemoryStore();
+  store.setServices('a', [{ name: 'p' }]);
+  store.setServices('b', [{ name: 'q' }]);
+  await reconcile(store, pki, T0);
+});
+
+const bundleOf = (target: (typeof LEAVES)[number]): string[] => pki.cache.parseBundle(text(store.get(target), 'ca.crt')).map((c) => c.serialNumber);
+const issuerOf = (target: (typeof LEAVES)[number]): string => pki.cache.parse(text(store.get(target), 'tls.crt')).issuer;
+const activeSubject = (): string => pki.cache.parse(text(store.get('ca'), 'ca.crt')).subject;
+
+/** Reconciles at each nextDueAt until `until`; returns what each step wrote. */
+async function runUntil(from: Instant, until: Instant): Promise<{ at: Instant; writes: string[] }[]> {
+  const steps: { at: Instant; writes: string[] }[] = [];
+  let at = from;
+  while (at <= until) {
+    const { writes } = await reconcile(store, pki, at);
+    if (writes.length > 0) steps.push({ at, writes: describeWrites(writes) });
+    // Every leaf chains to a CA in every bundle after each step.
+    for (const holder of LEAVES) {
+      const trusted = pki.cache.parseBundle(text(store.get(holder), 'ca.crt'));
+      for (const leaf of LEAVES) expect(trusted.some((ca) => pki.cache.isSignedBy(pki.cache.parse(text(store.get(leaf), 'tls.crt')), ca))).toBe(true);
+    }
+    at = planAt(store, pki, at).nextDueAt!;
+  }
+  return steps;
+}
+
+describe('planner: overlap CA rotation', () => {
+  it('prepare (bundles only) → activate after propagationDelay (every leaf ca_rotated) → retire after propagationDelay + maxConnectionAge', async () => {
+    const { policy } = pki;
+    const oldCa = pki.cache.parse(text(store.get('ca'), 'ca.crt'));
+    const prepareAt = oldCa.notAfter - policy.caLookahead;
+    const steps = (await runUntil(prepareAt - days(1), prepareAt + days(1))).filter((s) => s.writes.some((w) => w.startsWith('ca:')));
+    expect(steps.map((s) => s.writes)).toEqual([
+      ['ca:prepare', 'client:bundle', 'namespace/a:bundle', 'namespace/b:bundle'],
+      ['ca:activate', 'client:ca_rotated', 'namespace/a:ca_rotated', 'namespace/b:ca_rotated'],
+      ['ca:retire', 'client:bundle', 'namespace/a:bundle', 'namespace/b:bundle'],
+    ]);
+    expect(steps[0]!.at).toBe(prepareAt);
+    expect(steps[1]!.at - steps[0]!.at).toBeGreaterThanOrEqual(policy.propagationDelay);
+    expect(steps[1]!.at - steps[0]!.at).toBeLessThanOrEqual(policy.propagationDelay + 1000);
+    expect(steps[2]!.at - steps[1]!.at).toBeGreaterThanOrEqual(policy.propagationDelay + policy.maxConnectionAge);
+    expect(activeSubject()).not.toBe(oldCa.subject);
+    for (const target of LEAVES) {
+      expect(issuerOf(target)).toBe(activeSubject());
+      expect(bundleOf(target)).toEqual([pki.cache.parse(text(store.get('ca'), 'ca.crt')).serialNumber]);
+    }
+  });
+
+  it('a forced CA rotation (annotation on the CA Secret) runs the same overlap', async () => {
+    const ca = store.get('ca')!;
+    store.put('ca', { ...ca, annotations: { 'eso-mtls.io/rotate': 'please' } });
+    const steps = await runUntil(T0 + minutes(1), T0 + days(1));
+    expect(steps.map((s) => s.writes[0])).toEqual(['ca:prepare', 'ca:activate', 'ca:retire']);
+    expect(store.get('ca')!.annotations['eso-mtls.io/rotate-acknowledged']).toBe('please');
+  });
+
+  it('activation waits while a managed bundle lacks next (a write that failed), then proceeds once it is repaired', async () => {
+    const ca = store.get('ca')!;
+    store.put('ca', { ...ca, annotations: { 'eso-mtls.io/rotate': 'r' } });
+    const first = planAt(store, pki, T0 + minutes(1));
+    const writes = await executePlan(first, { crypto: pki.crypto });
+    for (const w of writes) if (!(typeof w.target === 'object' && w.target.namespace === 'b')) store.apply(w);
+    const late = planAt(store, pki, T0 + minutes(30));
+    expect(late.ca).toBeUndefined();
+    expect(late.bundles.map((b) => b.target)).toEqual([{ namespace: 'b' }]);
+    await reconcile(store, pki, T0 + minutes(30));
+    expect(planAt(store, pki, T0 + minutes(31)).ca?.phases).toEqual(['activate']);
+  });
+});
+
+describe('planner: CA recovery', () => {
+  it('CA Secret deleted: recovered only from the client Secret, never from a provider namespace; no hard cut-over', async () => {
+    const lost = pki.cache.parse(text(store.get('ca'), 'ca.crt'));
+    const planted = await pki.ca(T0, 'planted-ca');
+    const a = store.get({ namespace: 'a' })!;
+    store.put({ namespace: 'a' }, { ...a, data: { ...a.data, 'ca.crt': `${text(a, 'ca.crt')}${planted.certificate.pem}` } });
+    store.delete('ca');
+    const recover = planAt(store, pki, T0 + days(1));
+    expect(recover.ca).toMatchObject({ phases: ['recover'], reason: 'secret_missing' });
+    expect(recover.trust.retired.map((c) => c.serialNumber)).toEqual([lost.serialNumber]);
+    expect(recover.leaves).toEqual([]);
+    const steps = await runUntil(T0 + days(1), T0 + days(2));
+    expect(steps.map((s) => s.writes[0])).toEqual(['ca:recover', 'ca:activate', 'ca:retire']);
+    expect(steps[1]!.writes.slice(1)).toEqual(['client:ca_rotated', 'namespace/a:ca_rotated', 'namespace/b:ca_rotated']);
+    for (const target of ['ca', ...LEAVES] as const) expect(Object.values(store.get(target)!.data).join('')).not.toContain(planted.certificate.pem);
+  });
+
+  it('leaves due while no CA signs wait for the activation', async () => {
+    store.delete('ca');
+    store.delete({ namespace: 'a' });
+    const plan = planAt(store, pki, T0 + days(1));
+    expect(plan.leaves).toEqual([]);
+    expect(plan.waiting.map((w) => [w.target, w.reason])).toEqual([['client', 'ca_rotated'], [{ namespace: 'a' }, 'secret_missing'], [{ namespace: 'b' }, 'ca_rotated']]);
+    // The adapter wakes when the new CA can be activated.
+    expect(plan.nextDueAt).toBeLessThanOrEqual(T0 + days(1) + pki.policy.propagationDelay + 1000);
+  });
+
+  it('CA and client Secrets both gone: nothing to recover from, a new CA is created and every leaf is ca_mismatch', async () => {
+    store.delete('ca');
+    store.delete('client');
+    const { writes } = await reconcile(store, pki, T0 + days(1));
+    expect(describeWrites(writes)).toEqual(['ca:create', 'client:secret_missing', 'namespace/a:ca_mismatch', 'namespace/b:ca_mismatch']);
+  });
+});
+
+describe('planner: emergency CA rotation', () => {
+  it('hard cut-over: new CA at once, every leaf forced, the old CA leaves every bundle at once', async () => {
+    const old = pki.cache.parse(text(store.get('ca'), 'ca.crt'));
+    const ca = store.get('ca')!;
+    store.put('ca', { ...ca, annotations: { 'eso-mtls.io/rotate': 'emergency' } });
+    const { writes } = await reconcile(store, pki, T0 + days(3));
+    expect(describeWrites(writes)).toEqual(['ca:emergency', 'client:forced', 'namespace/a:forced', 'namespace/b:forced']);
+    for (const target of LEAVES) {
+      expect(bundleOf(target)).toEqual([pki.cache.parse(text(store.get('ca'), 'ca.crt')).serialNumber]);
+      expect(bundleOf(target)).not.toContain(old.serialNumber);
+    }
+    expect(isPlanEmpty(planAt(store, pki, T0 + days(3)))).toBe(true);
+  });
+});
