@@ -1,0 +1,75 @@
+import { describe, expect, it } from '@jest/globals';
+import {
+  MemoryStore, StoreConflictError, days, executePlan, materializeBundle, materializeCaChange, materializeLeaf, minutes, trustBundle,
+} from '@eso-mtls/core';
+import { Pki, T0, planAt, reconcile } from './support/planner.js';
+
+describe('executePlan', () => {
+  it('writes the CA first, then leaves signed by the CA after that write, then bundles; leaves carry the new bundle', async () => {
+    const pki = new Pki();
+    const store = new MemoryStore();
+    store.setServices('a', [{ name: 'p' }]);
+    store.setServices('b', [{ name: 'q' }]);
+    await reconcile(store, pki, T0);
+    store.delete({ namespace: 'b' });
+    const ca = store.get('ca')!;
+    const annotated = store.put('ca', { ...ca, annotations: { 'eso-mtls.io/rotate': 'go' } });
+    const prepare = await reconcile(store, pki, T0 + minutes(1));
+    expect(prepare.writes.map((w) => w.kind)).toEqual(['ca', 'serverLeaf', 'bundle', 'bundle']);
+    const caData = prepare.writes[0]!.data;
+    expect(Object.keys(caData).sort()).toEqual(['ca.crt', 'ca.key', 'next.crt', 'next.key']);
+    expect(prepare.writes[0]).toMatchObject({ create: false, base: annotated.version, annotations: { 'eso-mtls.io/rotate-acknowledged': 'go' } });
+    const expected = `${caData['ca.crt']}${caData['next.crt']}`;
+    // The new leaf (b, secret_missing) is signed by the active CA and already trusts next.
+    expect(prepare.writes[1]!.data['ca.crt']).toBe(expected);
+    expect(pki.cache.isSignedBy(pki.cache.parse(prepare.writes[1]!.data['tls.crt']!), pki.cache.parse(caData['ca.crt']!))).toBe(true);
+    // A bundle update rewrites ca.crt and keeps the rest byte for byte.
+    const bundle = prepare.writes[2]!;
+    expect(bundle.data['ca.crt']).toBe(expected);
+    expect(bundle.reason).toBeUndefined();
+  });
+
+  it('the materialise helpers let an adapter write the CA, confirm, then issue leaves against it', async () => {
+    const pki = new Pki();
+    const store = new MemoryStore();
+    store.setServices('a', [{ name: 'p' }]);
+    const plan = planAt(store, pki, T0);
+    const ca = await materializeCaChange(plan, { crypto: pki.crypto });
+    expect(ca.write).toMatchObject({ target: 'ca', kind: 'ca', create: true, phases: ['create'], reason: 'initial' });
+    expect(ca.bundle).toBe(trustBundle([ca.active!.certificate]));
+    expect(ca.write!.notAfter).toBe(ca.active!.certificate.notAfter);
+    store.apply(ca.write!);
+    const leaf = await materializeLeaf(plan, plan.leaves[1]!, ca, { crypto: pki.crypto, now: T0 + 1500 });
+    expect(leaf).toMatchObject({ target: { namespace: 'a' }, kind: 'serverLeaf', reason: 'initial', services: ['p'], create: true });
+    // Issued at the time the adapter passes (write time), not the plan's.
+    expect(pki.cache.parse(leaf.data['tls.crt']!).notBefore).toBe(T0 + 1000 - pki.policy.notBeforeBackdate);
+    expect(leaf.notAfter).toBe(T0 + 1000 + days(90));
+  });
+
+  it('an update planned from a stale version is refused by the store (the adapter re-plans)', async () => {
+    const pki = new Pki();
+    const store = new MemoryStore();
+    store.setServices('a', [{ name: 'p' }]);
+    await reconcile(store, pki, T0);
+    store.setServices('a', [{ name: 'p' }, { name: 'q' }]);
+    const plan = planAt(store, pki, T0 + minutes(1));
+    const s = store.get({ namespace: 'a' })!;
+    store.put({ namespace: 'a' }, s);
+    const writes = await executePlan(plan, { crypto: pki.crypto });
+    expect(() => store.apply(writes[0]!)).toThrow(StoreConflictError);
+    expect(() => store.apply({ ...writes[0]!, create: true })).toThrow(/create, but the Secret exists/);
+  });
+
+  it('a bundle update keeps every other key of the Secret', async () => {
+    const pki = new Pki();
+    const store = new MemoryStore();
+    store.setServices('a', [{ name: 'p' }]);
+    await reconcile(store, pki, T0);
+    const s = store.get({ namespace: 'a' })!;
+    store.put({ namespace: 'a' }, { ...s, data: { ...s.data, 'ca.crt': new TextEncoder().encode('stale'), extra: 'kept' } });
+    const plan = planAt(store, pki, T0 + minutes(1));
+    const ca = await materializeCaChange(plan, { crypto: pki.crypto });
+    const write = materializeBundle(plan.bundles[0]!, ca);
+    expect(write.data).toEqual({ ...s.data, 'ca.crt': ca.bundle, extra: 'kept' });
+  });
+});
