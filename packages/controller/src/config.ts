@@ -1,5 +1,5 @@
 import {
-  type Duration, type KeyAlgorithm, type Policy, KEY_ALGORITHMS, PolicyError, isDnsLabel, isDnsName, resolvePolicy,
+  type Duration, type KeyAlgorithm, type Policy, KEY_ALGORITHMS, PROVIDER_SECRET_NAME, PolicyError, isDnsLabel, isDnsName, resolvePolicy,
 } from '@eso-mtls/core';
 import { type BindAddress, parseBindAddress } from './bind-address.js';
 import { parseDuration } from './duration.js';
@@ -128,6 +128,11 @@ function build(args: Map<string, string>, env: Readonly<Record<string, string | 
   }
   const caSecretName = read('ca-secret-name', when(isDnsName));
   const clientSecretName = read('client-secret-name', when(isDnsName));
+  for (const [flag, name] of [['ca-secret-name', caSecretName], ['client-secret-name', clientSecretName]] as const) {
+    if (name === PROVIDER_SECRET_NAME) {
+      throw new ConfigError(`--${flag} (env ${envVarOf(flag)}) is ${JSON.stringify(name)}, the provider Secret name: choose another`);
+    }
+  }
   if (caSecretName === clientSecretName) {
     throw new ConfigError(`--ca-secret-name and --client-secret-name are both ${JSON.stringify(caSecretName)}: the CA and client Secrets need different names`);
   }

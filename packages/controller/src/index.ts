@@ -7,3 +7,6 @@ export * from './clock.js';
 export * from './lease-lock.js';
 export * from './leader-election.js';
 export * from './probes.js';
+export * from './kube-config.js';
+export * from './controller.js';
+export { runControllerCommand, EXIT_USAGE, type CliStreams } from './cli/controller.js';

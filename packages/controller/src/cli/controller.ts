@@ -1,0 +1,63 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { parseControllerConfig } from '../config.js';
+import { type RunningController, startController } from '../controller.js';
+import { createLogger } from '../logger.js';
+
+/** Where the CLI writes what is not a log line (usage, configuration errors). */
+export interface CliStreams {
+  readonly stdout: { write(text: string): unknown };
+  readonly stderr: { write(text: string): unknown };
+}
+
+/** Exit code of a configuration error, as for a usage error. */
+export const EXIT_USAGE = 2;
+
+/**
+ * `eso-mtls controller [flags]`: parses flags and environment, starts the controller and runs it
+ * until SIGTERM or SIGINT, then shuts down cleanly. Resolves with the process exit code.
+ */
+export async function runControllerCommand(argv: readonly string[], env: NodeJS.ProcessEnv = process.env,
+  streams: CliStreams = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  const parsed = parseControllerConfig(argv, env);
+  if (parsed.kind === 'help') {
+    streams.stdout.write(parsed.text);
+    return 0;
+  }
+  if (parsed.kind === 'error') {
+    streams.stderr.write(`eso-mtls controller: ${parsed.error.message}\n`);
+    return EXIT_USAGE;
+  }
+  const config = parsed.config;
+  const logger = createLogger(config.logLevel);
+  const identity = config.leaderElection.identity ?? `${hostname()}_${randomUUID()}`;
+  logger.info({ identity, namespace: config.policy.esoNamespace, keyAlgorithm: config.policy.keyAlgorithm,
+    reconcileIntervalMs: config.policy.reconcileInterval, leaderElect: config.leaderElection.enabled }, 'starting eso-mtls controller');
+
+  let controller: RunningController | undefined;
+  let signalled: NodeJS.Signals | undefined;
+  const stopRequested = new Promise<NodeJS.Signals>((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (signalled) {
+        logger.warn({ signal }, 'second signal: exiting without a clean shutdown');
+        process.exit(1);
+      }
+      signalled = signal;
+      resolve(signal);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+
+  try {
+    controller = await startController(config, { logger, identity, env });
+  } catch (e) {
+    logger.fatal({ error: (e as Error).message }, 'could not start');
+    return 1;
+  }
+  if (signalled) logger.info({ signal: signalled }, 'signal arrived during start-up');
+  const signal = await stopRequested;
+  logger.info({ signal }, 'shutting down: stopping informers, finishing the write in flight, releasing the lease');
+  await controller.stop();
+  return 0;
+}

@@ -1,0 +1,147 @@
+import { type Instant } from '@eso-mtls/core';
+import { ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
+import { ControllerMetrics, type MetricsServer, startMetricsServer } from '@eso-mtls/metrics';
+import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { BindAddress } from './bind-address.js';
+import { type Clock, systemClock } from './clock.js';
+import type { ControllerConfig } from './config.js';
+import { FencedKubeConfig, loadKubeConfig } from './kube-config.js';
+import { LeaderElector } from './leader-election.js';
+import { LeaseLock } from './lease-lock.js';
+import { type ProbeCheck, type ProbeServer, pingCheck, startProbeServer } from './probes.js';
+
+/** What {@link startController} needs besides the parsed configuration. */
+export interface ControllerDependencies {
+  readonly logger: Logger;
+  /** Lease holder identity and Event reportingInstance (the CLI derives hostname_<uuid>). */
+  readonly identity: string;
+  readonly clock?: Clock;
+  /** The certificate clock (default Date.now). */
+  readonly now?: () => Instant;
+  /** Environment for in-cluster configuration (default process.env). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** A running controller. */
+export interface RunningController {
+  readonly adapter: ProviderCertificateAdapter;
+  readonly elector: LeaderElector | undefined;
+  readonly metrics: ControllerMetrics;
+  /** Undefined when disabled with `0`. */
+  readonly probeServer: ProbeServer | undefined;
+  readonly metricsServer: MetricsServer | undefined;
+  /** Stops informers, finishes the write in flight, releases the Lease, closes the servers. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the controller: probe and metrics servers first (so /healthz answers during start-up),
+ * then the adapter's informers, then the leader election. Writes are allowed only while this
+ * replica leads (or always, without leader election) and not after stop() began.
+ */
+export async function startController(config: ControllerConfig, deps: ControllerDependencies): Promise<RunningController> {
+  const { logger, identity } = deps;
+  const clock = deps.clock ?? systemClock;
+  const now = deps.now ?? Date.now;
+  let stopping = false;
+  let elector: LeaderElector | undefined;
+  const writesAllowed = (): boolean => !stopping && (elector ? elector.writesAllowed() : true);
+  const isLeader = (): boolean => (elector ? elector.isLeader() : true);
+
+  const kubeConfig = new FencedKubeConfig(writesAllowed);
+  const source = loadKubeConfig(kubeConfig, config.kubeconfig, deps.env);
+  logger.info({ kubeconfig: source, identity }, 'connecting to the Kubernetes API');
+
+  const le = config.leaderElection;
+  if (le.enabled) {
+    // Lease traffic has its own clients, unfenced and apart from the adapter's connection pool.
+    const leaseConfig = new KubeConfig();
+    loadKubeConfig(leaseConfig, config.kubeconfig, deps.env);
+    elector = new LeaderElector({
+      lock: new LeaseLock(leaseConfig.makeApiClient(CoordinationV1Api), le.namespace, le.leaseName),
+      identity, timings: le, clock, logger,
+      onStartedLeading: () => adapter.requestReconcile(),
+      onStoppedLeading: (reason) => {
+        if (!stopping) logger.warn({ reason }, 'no longer the leader; writes stopped, caches kept warm');
+      },
+    });
+  }
+
+  let metrics!: ControllerMetrics;
+  const adapter: ProviderCertificateAdapter = await ProviderCertificateAdapter.create({
+    kubeConfig,
+    policy: config.policy,
+    caSecretName: config.caSecretName,
+    clientSecretName: config.clientSecretName,
+    now, logger, writesAllowed, isLeader,
+    eventInstance: identity,
+    hooks: {
+      onRotation: (namespace, services, reason) => guard(logger, () => metrics.recordRotation(namespace, services, reason)),
+      onRotationFailure: (namespace, services) => guard(logger, () => metrics.recordRotationFailure(namespace, services)),
+    },
+  });
+  metrics = new ControllerMetrics({
+    now, source: adapter.status,
+    onInvalidEntry: (e) => logger.warn({ error: e.message }, 'metrics entry skipped'),
+  });
+
+  const readiness: ProbeCheck[] = [{ name: 'informers', check: () => (adapter.hasSynced ? undefined : 'caches not synced yet') }];
+  if (elector) {
+    const e = elector;
+    readiness.push({ name: 'leader-election', check: () => (e.leaseKnown() ? undefined : 'lease holder not known yet') });
+  }
+  const started: { close(): Promise<void> }[] = [];
+  try {
+    const probeServer = config.healthProbeBindAddress
+      ? await startProbeServer({ ...config.healthProbeBindAddress, liveness: [pingCheck], readiness })
+      : undefined;
+    if (probeServer) started.push(probeServer);
+    const metricsServer = config.metricsBindAddress ? await listenMetrics(config.metricsBindAddress, metrics, logger) : undefined;
+    if (metricsServer) started.push(metricsServer);
+    logger.info({ probes: probeServer?.url ?? 'disabled', metrics: metricsServer?.url ?? 'disabled' }, 'serving probes and metrics');
+
+    await adapter.start();
+    logger.info({ leaderElection: le.enabled ? `${le.namespace}/${le.leaseName}` : 'disabled' }, 'caches synced');
+    elector?.start();
+
+    let stopped: Promise<void> | undefined;
+    return {
+      adapter, elector, metrics, probeServer, metricsServer,
+      stop: () => (stopped ??= (async () => {
+        // Fence first: the round in flight finishes the writes already sent and sends no more.
+        stopping = true;
+        await adapter.stop();
+        await elector?.stopAndRelease();
+        await Promise.all(started.map((s) => s.close()));
+        logger.info('stopped');
+      })()),
+    };
+  } catch (e) {
+    stopping = true;
+    await adapter.stop().catch(() => undefined);
+    await Promise.all(started.map((s) => s.close().catch(() => undefined)));
+    throw e;
+  }
+}
+
+/** Node's default for an unspecified host is every interface, IPv6 if the kernel has it. */
+async function listenMetrics(address: BindAddress, metrics: ControllerMetrics, logger: Logger): Promise<MetricsServer> {
+  const onError = (e: unknown): void => logger.warn({ error: (e as Error)?.message ?? String(e) }, 'metrics scrape failed');
+  if (address.host !== undefined) return startMetricsServer({ registry: metrics.registry, host: address.host, port: address.port, onError });
+  try {
+    return await startMetricsServer({ registry: metrics.registry, host: '::', port: address.port, onError });
+  } catch (e) {
+    if (!/EAFNOSUPPORT|EADDRNOTAVAIL/.test((e as Error).message)) throw e;
+    return startMetricsServer({ registry: metrics.registry, host: '0.0.0.0', port: address.port, onError });
+  }
+}
+
+/** Metrics hooks must not throw into the reconciler. */
+function guard(logger: Logger, f: () => void): void {
+  try {
+    f();
+  } catch (e) {
+    logger.warn({ error: (e as Error).message }, 'metrics update failed');
+  }
+}

@@ -1,0 +1,127 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
+import { LeaderElector, LeaseLock } from '../src/index.js';
+import {
+  ESO_NS, SA_USER, bindShippedRoles, converged, createProviderNamespace, eventually, leaseHolder, privateKeyForms, writesBy,
+} from './support/cluster.js';
+import { ControllerProcess, timedGet } from './support/controller-process.js';
+import { applyAll, kustomizeBuild, serviceAccountKubeConfig } from './support/manifests.js';
+
+// `eso-mtls controller` as a real child process against a real apiserver with the shipped
+// manifests applied, authenticated with a real token of the shipped ServiceAccount.
+const FAST_LEASE = ['--leader-election-lease-duration=4s', '--leader-election-renew-deadline=3s', '--leader-election-retry-period=500ms'];
+const LOCAL = ['--health-probe-bind-address=127.0.0.1:0', '--metrics-bind-address=127.0.0.1:0'];
+
+describe('eso-mtls controller process', () => {
+  let plane: ControlPlane;
+  let admin: KubeConfig;
+  let saKubeconfig: string;
+  const processes: ControllerProcess[] = [];
+  const start = (name: string, args: string[]): ControllerProcess => {
+    const p = new ControllerProcess(name, args);
+    processes.push(p);
+    return p;
+  };
+
+  beforeAll(async () => {
+    plane = await startControlPlane({ audit: true, identities: [{ name: 'no-secret-rights' }] });
+    admin = plane.adminKubeConfig;
+    await applyAll(admin, kustomizeBuild('deploy'));
+    const { kc } = await serviceAccountKubeConfig(admin, plane.url, plane.caPem, ESO_NS, 'eso-mtls-controller');
+    saKubeconfig = join(plane.dir, 'kubeconfig-sa.yaml');
+    writeFileSync(saKubeconfig, kc.exportConfig(), { mode: 0o600 });
+  }, 120_000);
+  afterEach(async () => {
+    await Promise.all(processes.splice(0).map((p) => p.kill()));
+  });
+  afterAll(async () => {
+    await plane?.stop();
+  });
+
+  it('converges several namespaces as the shipped ServiceAccount with zero 403s, logs no key, and shuts down cleanly on SIGTERM', async () => {
+    const expected = new Map([['team-1', ['vault']], ['team-2', ['aws', 'gcp']], ['team-3', ['files']], ['team-4', ['db']]]);
+    for (const [ns, services] of expected) await createProviderNamespace(admin, ns, services);
+    const controller = start('controller', ['--kubeconfig', saKubeconfig, '--leader-elect', ...FAST_LEASE, ...LOCAL, '--log-level=debug']);
+    const { probes, metrics } = await controller.endpoints();
+    await eventually(() => converged(admin, expected), 60_000, 'every namespace to hold a valid certificate');
+    expect((await timedGet(`${probes}/readyz`)).status).toBe(200);
+    expect((await timedGet(`${probes}/healthz`)).status).toBe(200);
+
+    // The leader exports one expiry series per Service, and one initial rotation each.
+    const scrape = (await timedGet(metrics)).body;
+    for (const [ns, services] of expected) {
+      for (const s of services) {
+        expect(scrape).toMatch(new RegExp(`eso_provider_certificate_expiry_seconds\\{namespace="${ns}",service="${s}"\\} \\d+`));
+        expect(scrape).toContain(`eso_provider_certificate_rotation_total{namespace="${ns}",service="${s}",reason="initial"} 1`);
+      }
+    }
+    expect(scrape).toMatch(/eso_client_certificate_expiry_seconds \d+/);
+    expect(scrape).toMatch(/eso_ca_certificate_expiry_seconds\{state="active"\} \d+/);
+
+    controller.signal('SIGTERM');
+    expect(await controller.exited).toEqual({ code: 0, signal: null });
+    expect(await leaseHolder(admin)).toBe('');
+
+    const ours = plane.auditEvents().filter((e) => e.user.username === SA_USER);
+    expect(writesBy(plane, SA_USER, ['secrets']).length).toBeGreaterThanOrEqual(2 + expected.size);
+    expect(ours.filter((e) => e.responseStatus?.code === 403).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+
+    // No key material in any form, at debug level, anywhere in the output.
+    const output = controller.stdout + controller.stderr;
+    expect(output).not.toContain('PRIVATE KEY');
+    const forms = await privateKeyForms(admin);
+    expect(forms.length).toBeGreaterThanOrEqual(3 * (2 + expected.size));
+    for (const form of forms) expect(output.includes(form)).toBe(false);
+    expect(controller.lines.some((l) => l.msg.startsWith('certificate issued') && l.reason === 'initial')).toBe(true);
+  }, 120_000);
+
+  it('is ready only once the lease is known: held by another replica, it waits and writes nothing; released, it takes over', async () => {
+    await createProviderNamespace(admin, 'team-5', ['vault']);
+    const other = new LeaderElector({
+      lock: new LeaseLock(admin.makeApiClient(CoordinationV1Api), ESO_NS, 'eso-mtls-controller'), identity: 'another-replica',
+      timings: { leaseDuration: 4000, renewDeadline: 3000, retryPeriod: 500 },
+    });
+    other.start();
+    await eventually(() => other.writesAllowed(), 10_000, 'the other replica to lead');
+    const before = writesBy(plane, SA_USER).length;
+    const controller = start('follower', ['--kubeconfig', saKubeconfig, '--leader-elect', ...FAST_LEASE, ...LOCAL]);
+    const { probes, metrics } = await controller.endpoints();
+    await eventually(async () => (await timedGet(`${probes}/readyz`)).status === 200, 20_000, 'readiness as a follower');
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(writesBy(plane, SA_USER).length).toBe(before);
+    expect((await timedGet(metrics)).body).not.toContain('eso_provider_certificate_expiry_seconds{');
+    await other.stopAndRelease();
+    await eventually(() => converged(admin, new Map([['team-5', ['vault']]])), 20_000, 'the follower to take over and converge team-5');
+    expect(await leaseHolder(admin)).not.toBe('another-replica');
+    expect((await timedGet(metrics)).body).toContain('eso_provider_certificate_expiry_seconds{namespace="team-5",service="vault"}');
+  }, 60_000);
+
+  it('stays unready while its caches cannot sync, stays live, and becomes ready once it may read', async () => {
+    const kubeconfig = plane.identity('no-secret-rights').kubeconfigPath;
+    const controller = start('unauthorised', ['--kubeconfig', kubeconfig, ...LOCAL]);
+    const { probes } = await controller.endpoints();
+    await new Promise((r) => setTimeout(r, 2000));
+    const ready = await timedGet(`${probes}/readyz`);
+    expect(ready.status).toBe(500);
+    expect(ready.body).toContain('[-]informers failed: caches not synced yet');
+    expect((await timedGet(`${probes}/healthz`)).status).toBe(200);
+    await bindShippedRoles(admin, 'no-secret-rights');
+    await eventually(async () => (await timedGet(`${probes}/readyz`)).status === 200, 30_000, 'readiness after the grant');
+  }, 60_000);
+
+  it('rejects a bad flag with exit code 2 and a message naming the flag, its variable and what it accepts', async () => {
+    const controller = start('bad-flag', ['--key-algorithm=DSA']);
+    expect(await controller.exited).toEqual({ code: 2, signal: null });
+    expect(controller.stderr).toBe('eso-mtls controller: invalid value "DSA" for --key-algorithm (env ESO_MTLS_KEY_ALGORITHM): accepts ECDSA-P256, RSA-2048 or RSA-3072\n');
+    const fromEnv = new ControllerProcess('bad-env', [], { ESO_MTLS_RECONCILE_INTERVAL: 'soon' });
+    processes.push(fromEnv);
+    expect((await fromEnv.exited).code).toBe(2);
+    expect(fromEnv.stderr).toContain('invalid value "soon" for ESO_MTLS_RECONCILE_INTERVAL (flag --reconcile-interval)');
+    const outside = start('no-cluster', []);
+    expect((await outside.exited).code).toBe(1);
+    expect(outside.stdout).toContain('not running in a cluster (KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset): pass --kubeconfig');
+  }, 30_000);
+});
