@@ -106,7 +106,9 @@ export class ProviderCertificateAdapter {
   /** Validates the options and connects the API clients; nothing is listed until {@link start}. */
   static async create(options: AdapterOptions): Promise<ProviderCertificateAdapter> {
     validateAdapterOptions(options);
-    const clients = await createKubernetesClients(options.kubeConfig, new RequestCounter(), { maxSockets: options.writeConcurrency ?? 16 });
+    const clients = await createKubernetesClients(options.kubeConfig, new RequestCounter(), {
+      maxSockets: options.writeConcurrency ?? 16, writesAllowed: options.writesAllowed,
+    });
     return new ProviderCertificateAdapter(clients, options);
   }
 

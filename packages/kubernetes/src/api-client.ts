@@ -17,13 +17,26 @@ export interface KubernetesClients {
 export interface KubernetesClientOptions {
   /** Most connections kept open to the apiserver (default 16: the adapter's write concurrency). */
   readonly maxSockets?: number;
+  /**
+   * Fencing, checked as the very last step before a mutating request (POST, PUT, PATCH, DELETE)
+   * is sent: when it returns false the request fails with {@link WriteFencedError} unsent.
+   */
+  readonly writesAllowed?: () => boolean;
 }
+
+/** A mutating request refused by the fence (writesAllowed() was false); nothing was sent. */
+export class WriteFencedError extends Error {
+  override readonly name = 'WriteFencedError';
+}
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * CoreV1Api and Watch over `kubeConfig`, with two changes to client-node's defaults: requests
  * share one keep-alive agent (client-node 1.x makes a fresh https.Agent, so a fresh TLS handshake,
  * per request), and every request is counted by verb and resource in `counter`.
  * Credentials are still applied by the KubeConfig per request, so rotated tokens are picked up.
+ * With `writesAllowed`, every mutating request passes the fence at the moment it is sent.
  */
 export async function createKubernetesClients(kubeConfig: KubeConfig, counter: RequestCounter, options: KubernetesClientOptions = {}): Promise<KubernetesClients> {
   const cluster = kubeConfig.getCurrentCluster();
@@ -43,6 +56,10 @@ export async function createKubernetesClients(kubeConfig: KubeConfig, counter: R
   };
   const countRequests = {
     pre: async (context: RequestContext): Promise<RequestContext> => {
+      const method = context.getHttpMethod().toUpperCase();
+      if (options.writesAllowed && MUTATING.has(method) && !options.writesAllowed()) {
+        throw new WriteFencedError(`${method} ${new URL(context.getUrl()).pathname} not sent: writes are not allowed (leadership lost)`);
+      }
       const kind = classifyRequest(context.getHttpMethod(), context.getUrl());
       if (kind) counter.record(kind.verb, kind.resource);
       return context;

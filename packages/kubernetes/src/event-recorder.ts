@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Instant } from '@eso-mtls/core';
 import { type CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { WriteFencedError } from './api-client.js';
 import { apiErrorOf } from './api-error.js';
 import { Limiter } from './limiter.js';
 import { type Logger, silentLogger } from './logger.js';
@@ -142,6 +143,7 @@ export class EventRecorder {
   }
 
   private fail(service: ServiceReference, reason: EventReason, e: unknown): void {
+    if (e instanceof WriteFencedError) return; // leadership lost: the new leader reports from now on
     this.stats.failed++;
     this.logger.warn({ namespace: service.namespace, service: service.name, reason, error: apiErrorOf(e).message }, 'could not record Event');
   }

@@ -1,5 +1,6 @@
 import { PROVIDER_SECRET_NAME, type SecretTarget, type SecretWrite, describeTarget } from '@eso-mtls/core';
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
+import { WriteFencedError } from './api-client.js';
 import { apiErrorOf } from './api-error.js';
 import { type SecretComponent, ownershipMetadata } from './ownership.js';
 
@@ -82,6 +83,7 @@ export class SecretWriter {
       } });
       return { kind: 'written', secret };
     } catch (e) {
+      if (e instanceof WriteFencedError) return { kind: 'fenced' };
       const error = apiErrorOf(e);
       if (error.code === 409) return { kind: 'stale', status: error.reason === 'AlreadyExists' ? 'AlreadyExists' : 'Conflict', message: error.message };
       if (error.code === 404 && !write.create) return { kind: 'stale', status: 'NotFound', message: error.message };
