@@ -1,8 +1,8 @@
-import type { Name } from '@peculiar/asn1-x509';
-import { Tag, oid, sequence, text, tlv } from './der.js';
+import { type DerElement, Tag, children, contentsOf, encodingOf, oid, oidToString, sequence, text, tlv } from './der.js';
 
 /** id-at-commonName. */
 export const OID_COMMON_NAME = '2.5.4.3';
+const COMMON_NAME = oid(OID_COMMON_NAME);
 
 // RFC 4514 section 3 short names; every other attribute type is written as its dotted OID.
 const SHORT_NAMES: Readonly<Record<string, string>> = {
@@ -18,42 +18,63 @@ function escapeValue(value: string): string {
   return out;
 }
 
-const hex = (bytes: ArrayBuffer): string => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, '0')).join('');
+const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
+const latin1 = (b: Uint8Array): string => String.fromCharCode(...b);
 
-/**
- * RFC 4514 string of a parsed Name: RDNs in reverse order, comma-separated, multi-valued RDNs
- * joined by `+`; values that are not strings are written `#<hex of their encoding>`.
- */
-export function formatName(name: Name): string {
-  const rdns: string[] = [];
-  for (const rdn of name) {
-    const parts = rdn.map((atv) => {
-      const type = SHORT_NAMES[atv.type] ?? atv.type;
-      const v = atv.value;
-      const str = v.utf8String ?? v.printableString ?? v.ia5String ?? v.teletexString ?? v.bmpString ?? v.universalString;
-      return `${type}=${str !== undefined ? escapeValue(str) : `#${v.anyValue ? hex(v.anyValue) : ''}`}`;
-    });
-    rdns.push(parts.join('+'));
+/** The text of a DirectoryString-like value, or undefined when it is not a string type. */
+export function decodeString(tag: number, body: Uint8Array): string | undefined {
+  switch (tag) {
+    case Tag.UTF8_STRING: return utf8Decoder.decode(body);
+    case Tag.PRINTABLE_STRING: case Tag.IA5_STRING: case 0x14 /* TeletexString */: return latin1(body);
+    case 0x1e /* BMPString, UTF-16BE */: {
+      let s = '';
+      for (let i = 0; i + 1 < body.length; i += 2) s += String.fromCharCode((body[i]! << 8) | body[i + 1]!);
+      return s;
+    }
+    case 0x1c /* UniversalString, UTF-32BE */: {
+      let s = '';
+      for (let i = 0; i + 3 < body.length; i += 4) s += String.fromCodePoint(((body[i]! << 24) | (body[i + 1]! << 16) | (body[i + 2]! << 8) | body[i + 3]!) >>> 0);
+      return s;
+    }
+    default: return undefined;
   }
-  return rdns.reverse().join(',');
 }
 
-/** First commonName value of a parsed Name, or undefined. */
-export function commonNameOf(name: Name): string | undefined {
-  for (const rdn of name) {
-    for (const atv of rdn) {
-      if (atv.type === OID_COMMON_NAME) {
-        const v = atv.value;
-        return v.utf8String ?? v.printableString ?? v.ia5String ?? v.teletexString ?? v.bmpString ?? v.universalString;
-      }
-    }
+const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+
+/** A Name read from DER: its RFC 4514 string and its first commonName. */
+export interface ReadName {
+  readonly rfc4514: string;
+  readonly commonName: string | undefined;
+}
+
+/**
+ * Reads the Name `name` of `der`: RFC 4514 string (RDNs in reverse order, comma-separated,
+ * multi-valued RDNs joined by `+`, non-string values as `#<hex of their encoding>`) and first CN.
+ */
+export function readName(der: Uint8Array, name: DerElement): ReadName {
+  if (name.tag !== Tag.SEQUENCE) throw new Error('a Name is not a SEQUENCE');
+  const rdns: string[] = [];
+  let commonName: string | undefined;
+  for (const rdn of children(der, name)) {
+    if (rdn.tag !== Tag.SET) throw new Error('a RelativeDistinguishedName is not a SET');
+    const parts = children(der, rdn).map((atv) => {
+      const [type, value, extra] = atv.tag === Tag.SEQUENCE ? children(der, atv) : [];
+      if (type?.tag !== Tag.OID || !value || extra) throw new Error('malformed AttributeTypeAndValue');
+      const typeOid = oidToString(contentsOf(der, type));
+      const str = decodeString(value.tag, contentsOf(der, value));
+      if (typeOid === OID_COMMON_NAME && commonName === undefined) commonName = str;
+      return `${SHORT_NAMES[typeOid] ?? typeOid}=${str !== undefined ? escapeValue(str) : `#${hex(encodingOf(der, value))}`}`;
+    });
+    if (parts.length === 0) throw new Error('an empty RelativeDistinguishedName');
+    rdns.push(parts.join('+'));
   }
-  return undefined;
+  return { rfc4514: rdns.reverse().join(','), commonName };
 }
 
 /** DER Name holding one RDN, commonName as a UTF8String (RFC 5280 4.1.2.6 prefers UTF8String). */
 export function encodeCommonNameDn(commonName: string): Uint8Array {
-  return sequence(tlv(Tag.SET, sequence(oid(OID_COMMON_NAME), text(Tag.UTF8_STRING, commonName))));
+  return sequence(tlv(Tag.SET, sequence(COMMON_NAME, text(Tag.UTF8_STRING, commonName))));
 }
 
 /** RFC 4514 string of the Name {@link encodeCommonNameDn} builds for `commonName`. */

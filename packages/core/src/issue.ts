@@ -3,7 +3,9 @@ import type { CryptoBackend, GeneratedKey } from './crypto.js';
 import { encodeCommonNameDn, formatCommonNameDn } from './distinguished-name.js';
 import { CLIENT_COMMON_NAME, clientSpiffeId, isDnsName } from './names.js';
 import type { KeyedCertificate } from './observe.js';
-import { CERTIFICATE_LABEL, fromHex, serialHex, toHex } from './parse.js';
+import { serialHex } from './certificate-reader.js';
+import { fromHex, toHex } from './hex.js';
+import { CERTIFICATE_LABEL } from './parse.js';
 import { encodePem } from './pem.js';
 import type { KeyAlgorithm, Policy } from './policy.js';
 import {

@@ -119,17 +119,16 @@ export function decodePemBlocks(text: string): PemBlock[] {
   return blocks;
 }
 
+// A stateless, deterministic builtin; non-fatal, so invalid UTF-8 becomes U+FFFD instead of throwing.
+const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false });
+
 /**
- * Text of a Secret value. Bytes are read as Latin-1 so that any input decodes without throwing;
- * PEM is ASCII, so a non-ASCII byte can only end up rejected by the PEM parser.
+ * Text of a Secret value, never throwing. PEM is ASCII, so whatever a non-ASCII byte decodes to
+ * can only end up rejected by the PEM parser. Native decoding matters: observing thousands of
+ * Secrets per resync decodes every value every time.
  */
 export function textOf(value: Uint8Array | string): string {
-  if (typeof value === 'string') return value;
-  let out = '';
-  for (let i = 0; i < value.length; i += 8192) {
-    out += String.fromCharCode(...value.subarray(i, i + 8192));
-  }
-  return out;
+  return typeof value === 'string' ? value : decoder.decode(value);
 }
 
 const clip = (s: string): string => (s.length > 40 ? `${s.slice(0, 40)}...` : s);

@@ -119,6 +119,26 @@ describe('CertificateCache.keyMatches / checkKey', () => {
   });
 });
 
+describe('CertificateCache.remember', () => {
+  it('makes observing a just-issued certificate free of parsing and key checks', () => {
+    const verifier = countingVerifier();
+    const publicKeyOf = jest.spyOn(verifier, 'publicKeyOf');
+    const cache = new CertificateCache(verifier);
+    cache.remember(leaf, ca.certificate);
+    expect(cache.parse(leaf.certificate.pem)).toBe(leaf.certificate);
+    expect(cache.keyMatches(leaf.certificate, leaf.privateKeyPem)).toBe(true);
+    expect(cache.isSignedBy(leaf.certificate, ca.certificate)).toBe(true);
+    expect(cache.stats).toMatchObject({ parses: 0, keyChecks: 0, verifications: 1 });
+    expect(publicKeyOf).not.toHaveBeenCalled();
+  });
+
+  it('still checks the issuer it is told about', () => {
+    const cache = new CertificateCache(crypto.verifier);
+    cache.remember(leaf, otherCa.certificate);
+    expect(cache.isSignedBy(leaf.certificate, otherCa.certificate)).toBe(false);
+  });
+});
+
 describe('CertificateCache bounds', () => {
   it('evicts the oldest entries beyond maxEntries and stays correct', () => {
     const cache = new CertificateCache(crypto.verifier, { maxEntries: 2 });

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { CertificateParseError, bundlePem, encodePem, parseCertificate, splitPemCertificates } from '@eso-mtls/core';
-import { openssl, tempDir } from './support/fixtures.js';
+import { CertificateParseError, bundlePem, encodePem, issueCa, parseCertificate, resolvePolicy, splitPemCertificates } from '@eso-mtls/core';
+import { decodeString } from '../src/distinguished-name.js';
+import { nodeBackend, openssl, tempDir } from './support/fixtures.js';
 
 // Certificates made by OpenSSL, so parsing is checked against encodings we did not produce.
 const tmp = tempDir('parse');
@@ -112,6 +113,37 @@ describe('parseCertificate', () => {
         expect(e).toBeInstanceOf(CertificateParseError);
       }
     }), { numRuns: 500 });
+  });
+});
+
+describe('certificate reader details', () => {
+  it('reads UTCTime before 2050 and GeneralizedTime from 2050 as Node does', async () => {
+    const crypto = nodeBackend();
+    const ca = await issueCa({ crypto, policy: resolvePolicy(), now: Date.parse('2049-06-01T12:00:00Z') });
+    const node = new X509Certificate(ca.certificate.pem);
+    const view = parseCertificate(ca.certificate.pem);
+    expect(view.notBefore).toBe(Date.parse(node.validFrom));
+    expect(view.notAfter).toBe(Date.parse(node.validTo));
+    expect(new Date(view.notAfter).toISOString()).toBe('2050-06-01T12:00:00.000Z');
+  });
+
+  it('decodes every DirectoryString type', () => {
+    expect(decodeString(0x0c, Buffer.from('grüß', 'utf8'))).toBe('grüß');
+    expect(decodeString(0x13, Buffer.from('Printable'))).toBe('Printable');
+    expect(decodeString(0x1e, Buffer.from('00670072', 'hex'))).toBe('gr');
+    expect(decodeString(0x1c, Buffer.from('0001f600', 'hex'))).toBe('\u{1f600}');
+    expect(decodeString(0x04, Buffer.from('x'))).toBeUndefined();
+  });
+
+  it('rejects an impossible date', async () => {
+    const crypto = nodeBackend();
+    const ca = await issueCa({ crypto, policy: resolvePolicy(), now: Date.parse('2026-01-30T12:00:00Z') });
+    // Patch the notBefore UTCTime 260130115500Z into 260230115500Z (February 30th); the reader must refuse it.
+    const der = Buffer.from(ca.certificate.der);
+    const at = der.indexOf(Buffer.from('260130115500Z'));
+    expect(at).toBeGreaterThan(0);
+    der.write('260230115500Z', at);
+    expect(() => parseCertificate(der)).toThrow(/notBefore "260230115500Z" is not a valid date/);
   });
 });
 
