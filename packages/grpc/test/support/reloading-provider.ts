@@ -1,0 +1,53 @@
+// A provider server as a developer starts it, on loopback, with the hot-reloading certificate
+// source over a folder written the kubelet's way.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  reloadingCertificateSource, startProviderServer, type CertificateWatcher, type ProviderServer, type ProviderServerOptions,
+} from '@eso-mtls/grpc';
+import { writeAtomically } from './atomic-writer.js';
+import type { KeyPair } from './pki.js';
+
+/** A running provider, the folder it watches, and the watcher behind its credentials. */
+export interface ReloadingProvider {
+  readonly server: ProviderServer;
+  readonly certDir: string;
+  readonly port: number;
+  readonly watcher: CertificateWatcher;
+  /** Writes a new version of the mounted Secret (kubelet-style) and resolves once the watcher judged it. */
+  publish(ca: string, leaf: KeyPair): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The three keys of a provider's mounted Secret. */
+export const secretFiles = (ca: string, leaf: KeyPair) => ({ 'ca.crt': ca, 'tls.crt': leaf.cert, 'tls.key': leaf.key });
+
+/** Starts `options.implementation` on 127.0.0.1 serving `leaf` with `ca` as the client-certificate bundle. */
+export async function startReloadingProvider(
+  ca: string, leaf: KeyPair, options: Omit<ProviderServerOptions, 'certDir'>,
+): Promise<ReloadingProvider> {
+  const certDir = mkdtempSync(join(tmpdir(), 'provider-certs-'));
+  await writeAtomically(certDir, secretFiles(ca, leaf));
+  let watcher: CertificateWatcher | undefined;
+  const server = await startProviderServer({ host: '127.0.0.1', port: 0, healthPort: 0, ...options, certDir }, (dir) => {
+    const source = reloadingCertificateSource(dir);
+    watcher = source.watcher;
+    return source;
+  });
+  const w = watcher!;
+  return {
+    server, certDir, port: server.port, watcher: w,
+    publish: async (bundle, next) => {
+      const judged = new Promise<void>((resolve) => {
+        const offs = [w.onMaterial(() => (offs.forEach((f) => f()), resolve())), w.onFailure(() => (offs.forEach((f) => f()), resolve()))];
+      });
+      await writeAtomically(certDir, secretFiles(bundle, next));
+      await judged;
+    },
+    stop: async () => {
+      await server.close();
+      rmSync(certDir, { recursive: true, force: true });
+    },
+  };
+}
