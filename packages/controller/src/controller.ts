@@ -68,7 +68,17 @@ export async function startController(config: ControllerConfig, deps: Controller
     });
   }
 
-  let metrics!: ControllerMetrics;
+  // The metrics read the adapter's view at scrape time; the adapter feeds the rotation counters.
+  const metrics = new ControllerMetrics({
+    now,
+    source: {
+      isLeader,
+      providerCertificates: () => adapter.status.providerCertificates(),
+      clientCertificate: () => adapter.status.clientCertificate(),
+      caCertificates: () => adapter.status.caCertificates(),
+    },
+    onInvalidEntry: (e) => logger.warn({ error: e.message }, 'metrics entry skipped'),
+  });
   const adapter: ProviderCertificateAdapter = await ProviderCertificateAdapter.create({
     kubeConfig,
     policy: config.policy,
@@ -80,10 +90,6 @@ export async function startController(config: ControllerConfig, deps: Controller
       onRotation: (namespace, services, reason) => guard(logger, () => metrics.recordRotation(namespace, services, reason)),
       onRotationFailure: (namespace, services) => guard(logger, () => metrics.recordRotationFailure(namespace, services)),
     },
-  });
-  metrics = new ControllerMetrics({
-    now, source: adapter.status,
-    onInvalidEntry: (e) => logger.warn({ error: e.message }, 'metrics entry skipped'),
   });
 
   const readiness: ProbeCheck[] = [{ name: 'informers', check: () => (adapter.hasSynced ? undefined : 'caches not synced yet') }];
