@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
 import { createNodeCryptoBackend, createNodeSigner, createNodeVerifier, nodeRandom } from '@eso-mtls/core/node';
 import type { KeyAlgorithm } from '@eso-mtls/core';
 
@@ -84,6 +84,39 @@ describe('createNodeVerifier', () => {
     expect(Buffer.from(verifier.publicKeyOf(sec1)!).equals(Buffer.from(spki))).toBe(true);
     expect(verifier.publicKeyOf(publicKey.export({ type: 'spki', format: 'pem' }) as string)).toBeUndefined();
     expect(verifier.publicKeyOf('')).toBeUndefined();
+  });
+});
+
+describe('createNodeVerifier.publicKeyOf: derived from the private key, not read from beside it', () => {
+  const verifier = createNodeVerifier();
+
+  it('notices an EC private scalar corrupted while the stored public point is intact', () => {
+    const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const spki = publicKey.export({ type: 'spki', format: 'der' });
+    const der = privateKey.export({ type: 'pkcs8', format: 'der' });
+    const d = Buffer.from(privateKey.export({ format: 'jwk' }).d!, 'base64url');
+    const bad = Buffer.from(der);
+    bad[der.indexOf(d) + 7]! ^= 0x01;
+    const badPem = `-----BEGIN PRIVATE KEY-----\n${bad.toString('base64')}\n-----END PRIVATE KEY-----\n`;
+    // OpenSSL itself is fooled: it trusts the stored point.
+    expect(createPublicKey(badPem).export({ type: 'spki', format: 'der' }).equals(spki)).toBe(true);
+    expect(Buffer.from(verifier.publicKeyOf(badPem)!).equals(spki)).toBe(false);
+  });
+
+  it('notices RSA private parts that do not belong to the modulus', () => {
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 1024 });
+    const jwk = privateKey.export({ format: 'jwk' });
+    const other = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'jwk' });
+    const mixed = createPrivateKey({ key: { ...other, n: jwk.n, e: jwk.e }, format: 'jwk' }).export({ type: 'pkcs8', format: 'pem' }) as string;
+    expect(verifier.publicKeyOf(mixed)).toBeUndefined();
+    expect(verifier.publicKeyOf(privateKey.export({ type: 'pkcs8', format: 'pem' }) as string)).toBeDefined();
+  });
+
+  it('still reads keys on other curves, and refuses PEM holding more than one block', () => {
+    const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-384' });
+    const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+    expect(Buffer.from(verifier.publicKeyOf(pem)!).equals(publicKey.export({ type: 'spki', format: 'der' }))).toBe(true);
+    expect(verifier.publicKeyOf(pem + pem)).toBeUndefined();
   });
 });
 

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
+import { createPrivateKey } from 'node:crypto';
 import {
   CertificateCache, type DataProblem, type Issued, type Observed, type SecretData, issueCa, issueClientLeaf, issueServerLeaf,
   observeCaSecret, observeLeafSecret, resolvePolicy,
@@ -23,6 +24,15 @@ beforeAll(async () => {
   rsaLeaf = await issueServerLeaf({ ...ctx, policy: resolvePolicy({ keyAlgorithm: 'RSA-2048' }) }, ca, ['provider']);
   good = { 'tls.crt': leaf.certificate.pem, 'tls.key': leaf.privateKeyPem, 'ca.crt': ca.certificate.pem };
 });
+
+/** The same PKCS#8 key with one bit of its private scalar flipped; the stored public point is left as it was. */
+function corruptScalar(pem: string): string {
+  const key = createPrivateKey(pem);
+  const der = key.export({ type: 'pkcs8', format: 'der' });
+  const d = Buffer.from(key.export({ format: 'jwk' }).d!, 'base64url');
+  der[der.indexOf(d) + 3]! ^= 0x10;
+  return `-----BEGIN PRIVATE KEY-----\n${der.toString('base64')}\n-----END PRIVATE KEY-----\n`;
+}
 
 const cache = (): CertificateCache => new CertificateCache(crypto.verifier);
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -73,6 +83,7 @@ describe('observeLeafSecret', () => {
     ['garbage in tls.key', (g) => ({ ...g, 'tls.key': 'nope' }), 'garbage_pem', /tls\.key is not a readable private key/],
     ['a certificate in tls.key', (g) => ({ ...g, 'tls.key': g['tls.crt'] }), 'garbage_pem', /tls\.key is not a readable private key/],
     ['another certificate\'s key', (g) => ({ ...g, 'tls.key': otherLeaf.privateKeyPem }), 'key_mismatch', /not the private key of the certificate in tls\.crt \(CN=provider/],
+    ['a key whose private scalar was corrupted', (g) => ({ ...g, 'tls.key': corruptScalar(g['tls.key'] as string) }), 'key_mismatch', /not the private key/],
     ['an EC key with an RSA certificate', (g) => ({ ...g, 'tls.crt': rsaLeaf.certificate.pem }), 'key_mismatch', /not the private key/],
     ['a value that is neither text nor bytes', (g) => ({ ...g, 'tls.crt': 42 as unknown as string }), 'garbage_pem', /is a number, not bytes or text/],
   ];

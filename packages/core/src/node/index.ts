@@ -5,6 +5,7 @@
 import {
   type KeyObject, createPrivateKey, createPublicKey, generateKeyPair, randomBytes, sign as signAsync, verify,
 } from 'node:crypto';
+import { publicKeyOfPrivateKey } from './key-check.js';
 import type { CryptoBackend, GeneratedKey, KeyAlgorithm, RandomSource, SignatureVerifier, Signer } from '../index.js';
 
 /** Options of {@link createNodeCryptoBackend}. */
@@ -105,14 +106,7 @@ export function createNodeVerifier(options: NodeCryptoBackendOptions = {}): Sign
         return false;
       }
     },
-    publicKeyOf(privateKeyPem): Uint8Array | undefined {
-      try {
-        // createPrivateKey first: createPublicKey alone would also accept a certificate or public key.
-        return new Uint8Array(createPublicKey(createPrivateKey(privateKeyPem)).export({ type: 'spki', format: 'der' }));
-      } catch {
-        return undefined;
-      }
-    },
+    publicKeyOf: publicKeyOfPrivateKey,
   };
 }
 
