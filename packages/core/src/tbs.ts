@@ -6,8 +6,9 @@ import {
 import { sha256 } from './sha256.js';
 import type { Instant } from './time.js';
 
-/** Signature algorithm OIDs the core signs with (always SHA-256). */
+/** ecdsa-with-SHA256 (RFC 5758); the core always signs over SHA-256. */
 export const OID_ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
+/** sha256WithRSAEncryption (RFC 4055). */
 export const OID_SHA256_WITH_RSA = '1.2.840.113549.1.1.11';
 const EC_PUBLIC_KEY = oid('1.2.840.10045.2.1');
 const RSA_ENCRYPTION = oid('1.2.840.113549.1.1.1');
