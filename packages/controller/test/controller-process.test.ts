@@ -1,14 +1,15 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { LeaderElector, LeaseLock } from '../src/index.js';
 import {
   ESO_NS, SA_USER, bindShippedRoles, converged, createProviderNamespace, eventually, leaseHolder, privateKeyForms, writesBy,
 } from './support/cluster.js';
 import { ControllerProcess, timedGet } from './support/controller-process.js';
-import { applyAll, kustomizeBuild, serviceAccountKubeConfig } from './support/manifests.js';
+import { applyAll, find, kustomizeBuild, serviceAccountKubeConfig } from './support/manifests.js';
 
 // `eso-mtls controller` as a real child process against a real apiserver with the shipped
 // manifests applied, authenticated with a real token of the shipped ServiceAccount.
@@ -44,6 +45,9 @@ describe('eso-mtls controller process', () => {
   it('converges several namespaces as the shipped ServiceAccount with zero 403s, logs no key, and shuts down cleanly on SIGTERM', async () => {
     const expected = new Map([['team-1', ['vault']], ['team-2', ['aws', 'gcp']], ['team-3', ['files']], ['team-4', ['db']]]);
     for (const [ns, services] of expected) await createProviderNamespace(admin, ns, services);
+    const example = kustomizeBuild('deploy/examples/file-provider');
+    await applyAll(admin, example);
+    expected.set('provider-file', ['file-provider']);
     const controller = start('controller', ['--kubeconfig', saKubeconfig, '--leader-elect', ...FAST_LEASE, ...LOCAL, '--log-level=debug']);
     const { probes, metrics } = await controller.endpoints();
     await eventually(() => converged(admin, expected), 60_000, 'every namespace to hold a valid certificate');
@@ -60,6 +64,8 @@ describe('eso-mtls controller process', () => {
     }
     expect(scrape).toMatch(/eso_client_certificate_expiry_seconds \d+/);
     expect(scrape).toMatch(/eso_ca_certificate_expiry_seconds\{state="active"\} \d+/);
+
+    await exampleProviderServes(admin, example);
 
     controller.signal('SIGTERM');
     expect(await controller.exited).toEqual({ code: 0, signal: null });
@@ -125,3 +131,34 @@ describe('eso-mtls controller process', () => {
     expect(outside.stdout).toContain('not running in a cluster (KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset): pass --kubeconfig');
   }, 30_000);
 });
+
+/**
+ * Runs the example provider as its manifest configures it (args and env through its own parser),
+ * with the Secret the controller wrote laid out as the kubelet would mount it, and checks that the
+ * manifest's probe paths answer 200 on the real server: ready means it loaded the certificate.
+ */
+async function exampleProviderServes(admin: KubeConfig, example: Parameters<typeof find>[0]): Promise<void> {
+  const { parseFileProviderConfig } = await import('../../../examples/file-provider/src/config.js');
+  const { runFileProvider } = await import('../../../examples/file-provider/src/main.js');
+  const deployment = find<V1Deployment>(example, 'Deployment', 'file-provider');
+  const container = deployment.spec!.template.spec!.containers[0]!;
+  const secret = await admin.makeApiClient(CoreV1Api).readNamespacedSecret({ name: 'external-secrets-provider-tls', namespace: 'provider-file' });
+  const dir = mkdtempSync(join(tmpdir(), 'eso-mtls-provider-'));
+  try {
+    for (const [key, value] of Object.entries(secret.data!)) writeFileSync(join(dir, key), Buffer.from(value, 'base64'));
+    const env = { POD_NAMESPACE: 'provider-file', PROVIDER_SERVICE_NAME: 'file-provider' };
+    const fromManifest = parseFileProviderConfig(container.args ?? [], env);
+    // Only where it listens and where the files are differ from the pod: loopback, free ports, a temp dir.
+    const running = await runFileProvider({ ...fromManifest, certDir: dir, dataFile: join(dir, 'secrets.yaml'), host: '127.0.0.1', port: 0, healthPort: 0 });
+    try {
+      for (const probe of [container.livenessProbe!, container.readinessProbe!]) {
+        const r = await timedGet(`http://127.0.0.1:${running.server.healthPort}${probe.httpGet!.path}`);
+        expect({ path: probe.httpGet!.path, status: r.status }).toEqual({ path: probe.httpGet!.path, status: 200 });
+      }
+    } finally {
+      await running.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

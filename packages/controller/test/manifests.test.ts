@@ -109,3 +109,50 @@ describe('deploy/ manifests', () => {
     expect(manifests.filter((m) => m.kind === 'PrometheusRule')).toEqual([]);
   });
 });
+
+describe('deploy/examples/file-provider manifests', () => {
+  const example = kustomizeBuild('deploy/examples/file-provider');
+  const providerDeployment = find<V1Deployment>(example, 'Deployment', 'file-provider');
+  const providerPod = providerDeployment.spec!.template.spec!;
+  const provider = providerPod.containers[0]!;
+  const service = find<V1Service>(example, 'Service', 'file-provider');
+
+  it('labels the Service for the controller and points it at the gRPC port of the pods', () => {
+    expect(service.metadata!.labels!['external-secrets.io/provider']).toBe('true');
+    for (const [k, v] of Object.entries(service.spec!.selector!)) expect(providerDeployment.spec!.template.metadata!.labels![k]).toBe(v);
+    const target = service.spec!.ports![0]!.targetPort;
+    expect(provider.ports!.find((p) => p.name === target)?.name).toBe('grpc');
+  });
+
+  it('mounts external-secrets-provider-tls at /etc/provider/certs, never with subPath', () => {
+    const volume = providerPod.volumes!.find((v) => v.secret?.secretName === 'external-secrets-provider-tls')!;
+    const mounts = provider.volumeMounts!.filter((m) => m.name === volume.name);
+    expect(mounts).toEqual([{ name: volume.name, mountPath: '/etc/provider/certs', readOnly: true }]);
+    expect(mounts.some((m) => m.subPath !== undefined || m.subPathExpr !== undefined)).toBe(false);
+    const raw = readFileSync(resolve(repoRoot, 'deploy/examples/file-provider/deployment.yaml'), 'utf8');
+    expect(raw).toMatch(/NEVER mount this Secret with subPath/);
+  });
+
+  it('passes its args and env through the provider CLI parser, with ports and cert dir matching the manifest', async () => {
+    const { parseFileProviderConfig } = await import('../../../examples/file-provider/src/config.js');
+    const env: Record<string, string> = {};
+    for (const e of provider.env ?? []) {
+      if (e.value !== undefined) env[e.name] = e.value;
+      else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[e.name] = providerDeployment.metadata!.namespace!;
+      else throw new Error(`env ${e.name}: source not modelled`);
+    }
+    const config = parseFileProviderConfig(provider.args ?? [], env);
+    expect(config.certDir).toBe('/etc/provider/certs');
+    expect(config.port).toBe(provider.ports!.find((p) => p.name === 'grpc')!.containerPort);
+    expect(config.healthPort).toBe(provider.ports!.find((p) => p.name === 'health')!.containerPort);
+    expect(config.metrics).toEqual({ namespace: 'provider-file', service: service.metadata!.name });
+    const dataMount = provider.volumeMounts!.find((m) => config.dataFile.startsWith(`${m.mountPath}/`));
+    expect(providerPod.volumes!.find((v) => v.name === dataMount?.name)?.emptyDir).toBeDefined(); // writable under a read-only root
+    for (const probe of [provider.livenessProbe!, provider.readinessProbe!]) {
+      expect(provider.ports!.find((p) => p.name === probe.httpGet!.port)!.containerPort).toBe(config.healthPort);
+    }
+    expect(provider.livenessProbe!.httpGet!.path).toBe('/healthz');
+    expect(provider.readinessProbe!.httpGet!.path).toBe('/readyz');
+    expect(provider.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
+  });
+});
