@@ -60,9 +60,11 @@ export class ReconcileRound {
 
   constructor(private readonly deps: RoundDependencies) {}
 
-  async run(now: Instant): Promise<RoundResult> {
+  /** Plans at `clock()` and writes; each write is issued and stamped at the clock's time of writing. */
+  async run(clock: () => Instant): Promise<RoundResult> {
     const { builder, policy, cache, logger } = this.deps;
     const built = builder.build();
+    const now = clock();
     const plan = planRotation(built.snapshot, { now, policy, cache });
     const counts = { written: 0, stale: 0, failed: 0, fenced: 0 };
     const serviceRefs = (namespace: string, names: readonly string[]): ServiceReference[] => {
@@ -74,8 +76,8 @@ export class ReconcileRound {
     if (isPlanEmpty(plan)) return { plan, ...counts };
 
     const existing = (target: SecretTarget): V1Secret | undefined => built.secrets.get(describeTarget(target));
-    const ctx = { crypto: this.deps.crypto, now };
-    const ca: MaterializedCa = await materializeCaChange(plan, ctx);
+    const ctx = () => ({ crypto: this.deps.crypto, now: clock() });
+    const ca: MaterializedCa = await materializeCaChange(plan, ctx());
     if (ca.write) {
       const outcome = await this.send(ca.write, existing('ca'), counts, serviceRefs);
       if (outcome.kind !== 'written') {
@@ -91,7 +93,7 @@ export class ReconcileRound {
     for (const issuance of plan.leaves) {
       tasks.push(limiter.run(async () => {
         if (halted) return;
-        const write = await materializeLeaf(plan, issuance, ca, ctx);
+        const write = await materializeLeaf(plan, issuance, ca, ctx());
         const outcome = await this.send(write, existing(issuance.target), counts, serviceRefs);
         if (outcome.kind === 'fenced') halted = true;
       }));
@@ -99,7 +101,7 @@ export class ReconcileRound {
     for (const update of plan.bundles) {
       tasks.push(limiter.run(async () => {
         if (halted) return;
-        const outcome = await this.send(materializeBundle(update, ca), existing(update.target), counts, serviceRefs);
+        const outcome = await this.send(materializeBundle(update, ca, clock()), existing(update.target), counts, serviceRefs);
         if (outcome.kind === 'fenced') halted = true;
       }));
     }

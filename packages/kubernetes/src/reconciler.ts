@@ -101,9 +101,8 @@ export class Reconciler {
     const run = (async (): Promise<RoundResult | undefined> => {
       this.dirty = false;
       if (!this.options.writesAllowed()) return undefined;
-      const now = this.options.now();
       try {
-        const result = await this.round.run(now);
+        const result = await this.round.run(this.options.now);
         this.rounds++;
         this.lastResult = result;
         this.options.onRound?.(result);

@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { type AddressInfo } from 'node:net';
-import { type TLSSocket, connect, createServer } from 'node:tls';
 import { PROVIDER_LABEL } from '@eso-mtls/core';
 import { ControllerMetrics } from '@eso-mtls/metrics';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY_LABEL } from '../src/index.js';
 import { type RecordingAdapter, TestCluster, certificates, converge, eventually, startAdapter, text } from './support/cluster.js';
 import { RecordingLogger } from './support/logger.js';
+import { handshake } from './support/tls.js';
 
 const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
@@ -29,24 +28,6 @@ afterAll(async () => {
   await run?.adapter.stop();
   await plane?.stop();
 });
-
-/** A mutual TLS handshake between the provider's Secret and the client Secret, on loopback. */
-async function handshake(server: { key: string; cert: string; ca: string }, client: { key: string; cert: string; ca: string }, servername: string): Promise<string> {
-  const srv = createServer({ ...server, requestCert: true, rejectUnauthorized: true }, (s) => s.end('ok'));
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  try {
-    const { port } = srv.address() as AddressInfo;
-    return await new Promise<string>((resolve, reject) => {
-      const socket: TLSSocket = connect({ host: '127.0.0.1', port, servername, ...client }, () => undefined);
-      let body = '';
-      socket.on('data', (d) => (body += d));
-      socket.on('end', () => resolve(body));
-      socket.on('error', reject);
-    });
-  } finally {
-    srv.close();
-  }
-}
 
 describe('issuing on the real apiserver', () => {
   it('labelling a Service produces the CA Secret, a provider Secret with the four SANs, and a client Secret', async () => {
