@@ -1,3 +1,7 @@
+/** @jest-config-loader ts-node
+ * @jest-config-loader-options {"transpileOnly": true, "compilerOptions": {"module": "CommonJS", "moduleResolution": "Bundler"}}
+ */
+// Jest reads this file through ts-node; transpile-only keeps start-up fast (tsc type-checks it anyway).
 import type { Config } from 'jest';
 
 // ESM mode: several dependencies (pkijs, asn1js, @kubernetes/client-node) ship ESM only.
