@@ -1,0 +1,141 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { X509Certificate } from 'node:crypto';
+import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
+import { type RecordingAdapter, TestCluster, converge, eventually, startAdapter, text } from './support/cluster.js';
+import { chainsTo, leafAndBundle } from './support/pki.js';
+
+let plane: ControlPlane;
+let cluster: TestCluster;
+
+beforeAll(async () => {
+  plane = await startControlPlane();
+  cluster = new TestCluster(plane);
+}, 120_000);
+
+afterAll(async () => {
+  await plane?.stop();
+});
+
+/** `count` namespaces `<prefix>-<i>`, each with one labelled Service `p`. */
+async function providers(prefix: string, count: number): Promise<string[]> {
+  const namespaces = Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
+  await Promise.all(namespaces.map(async (ns) => {
+    await cluster.namespace(ns);
+    await cluster.labelledService(ns, 'p');
+  }));
+  return namespaces;
+}
+
+async function removeProviders(namespaces: string[]): Promise<void> {
+  await Promise.all(namespaces.map((ns) => cluster.deleteService(ns, 'p').catch(() => undefined)));
+}
+
+/** Every namespace's leaf is signed by `ca`, and every bundle is exactly `ca`. */
+async function expectAllSignedBy(ca: X509Certificate, namespaces: string[]): Promise<void> {
+  for (const ns of namespaces) {
+    const { leaf, bundle } = leafAndBundle(await cluster.secret(ns));
+    expect({ ns, signedByTheCa: chainsTo(leaf, [ca]), bundle: bundle.map((c) => c.fingerprint256) })
+      .toEqual({ ns, signedByTheCa: true, bundle: [ca.fingerprint256] });
+  }
+}
+
+describe('replicas, restarts and fencing on the real apiserver', () => {
+  it('two adapters without leader election, started together on an empty cluster, end with exactly one CA that signed every leaf', async () => {
+    const eso = await cluster.namespace('eso-race');
+    const namespaces = await providers('race', 50);
+    let runs: RecordingAdapter[] = [];
+    try {
+      runs = await Promise.all([startAdapter(plane.adminKubeConfig, eso), startAdapter(plane.adminKubeConfig, eso)]);
+      await eventually(async () => {
+        for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
+      }, 60_000);
+      await Promise.all(runs.map((r) => converge(r.adapter)));
+      const caSecret = await cluster.secret(eso, 'eso-provider-ca-internal');
+      const ca = new X509Certificate(text(caSecret, 'ca.crt'));
+      expect(text(caSecret, 'next.crt')).toBe('');
+      // One CA was ever stored: exactly one successful CA write between the two replicas.
+      expect(runs.flatMap((r) => r.writes.filter((w) => w.kind === 'ca'))).toHaveLength(1);
+      await expectAllSignedBy(ca, namespaces);
+      const client = leafAndBundle(await cluster.secret(eso, 'eso-provider-client-tls'));
+      expect(chainsTo(client.leaf, [ca])).toBe(true);
+      // Both replicas did work and both met the other's writes (409s), yet nothing was lost.
+      const stale = runs.map((r) => r.adapter.requests.count('get', 'secrets'));
+      expect(stale.reduce((a, b) => a + b)).toBeGreaterThan(0);
+    } finally {
+      await Promise.all(runs.map((r) => r.adapter.stop()));
+      await removeProviders(namespaces);
+    }
+  }, 120_000);
+
+  it('keeps working across a kube-apiserver restart in the middle of a reconcile, and converges', async () => {
+    const eso = await cluster.namespace('eso-restart');
+    const namespaces = await providers('restart', 80);
+    let restarted: Promise<void> | undefined;
+    const run = await startAdapter(plane.adminKubeConfig, eso, { writeConcurrency: 4 });
+    try {
+      await eventually(() => {
+        // Restart as soon as the round is under way: the CA and some leaves written, most not.
+        if (!restarted && run.writes.length >= 5) restarted = plane.restartApiServer();
+        return restarted !== undefined;
+      }, 30_000, 1);
+      await restarted;
+      const writtenWhenDown = run.writes.length;
+      expect(writtenWhenDown).toBeLessThan(namespaces.length);
+      await eventually(async () => {
+        for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
+      }, 90_000, 250);
+      await converge(run.adapter);
+      const ca = new X509Certificate(text(await cluster.secret(eso, 'eso-provider-ca-internal'), 'ca.crt'));
+      await expectAllSignedBy(ca, namespaces);
+      // It saw the outage (failed requests, broken watches) and came back without being restarted.
+      const stats = run.adapter.informerStats();
+      expect(stats.errors + stats.expired).toBeGreaterThan(0);
+      expect(stats.watches).toBeGreaterThan(4);
+    } finally {
+      await run.adapter.stop();
+      await removeProviders(namespaces);
+    }
+  }, 180_000);
+
+  it('stops writing at once when writesAllowed() turns false mid-round, and resumes when it turns true', async () => {
+    let allowed = true;
+    let fenceOnce = true;
+    const eso = await cluster.namespace('eso-fenced');
+    const namespaces = await providers('fence', 30);
+    let flipAt: Record<string, number> | undefined;
+    let started: RecordingAdapter | undefined;
+    const run = started = await startAdapter(plane.adminKubeConfig, eso, {
+      writesAllowed: () => {
+        // Fence the moment the third write has landed, mid-round, from inside the adapter's own check.
+        if (fenceOnce && started && started.writes.length >= 3) {
+          fenceOnce = false;
+          allowed = false;
+          flipAt = started.adapter.requests.snapshot();
+        }
+        return allowed;
+      },
+    });
+    try {
+      await eventually(() => flipAt !== undefined);
+      await new Promise((r) => setTimeout(r, 1000));
+      const since = run.adapter.requests.since(flipAt!);
+      expect(Object.keys(since).filter((k) => /^(create|update|patch|delete) /.test(k))).toEqual([]);
+      expect(await run.adapter.reconcileNow()).toBeUndefined();
+      const missing = [];
+      for (const ns of namespaces) if (!(await cluster.secret(ns))) missing.push(ns);
+      expect(missing.length).toBeGreaterThan(0);
+
+      const resume = run.writes.length;
+      allowed = true;
+      run.adapter.requestReconcile();
+      await eventually(async () => {
+        for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
+      });
+      expect(run.writes.length).toBeGreaterThan(resume);
+    } finally {
+      allowed = true;
+      await run.adapter.stop();
+      await removeProviders(namespaces);
+    }
+  });
+});
