@@ -55,6 +55,12 @@ export interface CaStatus {
   readonly retired: readonly Instant[];
 }
 
+/** A managed Secret's ca.crt: its certificates (undefined: unreadable) and when we last wrote it, if known. */
+export interface ObservedBundle {
+  readonly certificates?: readonly CertificateView[];
+  readonly writtenAt?: Instant;
+}
+
 /** What {@link planCaRotation} needs besides the CA Secret. */
 export interface CaRotationInput {
   readonly now: Instant;
@@ -68,8 +74,8 @@ export interface CaRotationInput {
   readonly clientBundle: readonly CertificateView[];
   /** Usable leaves in managed Secrets that count: namespaces with labelled Services, and the client. */
   readonly leavesInUse: readonly CertificateView[];
-  /** The bundles of those managed Secrets (undefined: unreadable), which must hold `next` before it signs. */
-  readonly bundles: readonly (readonly CertificateView[] | undefined)[];
+  /** The bundles of those managed Secrets, which must hold `next` for propagationDelay before it signs. */
+  readonly bundles: readonly ObservedBundle[];
 }
 
 /** The CA side of a plan. */
@@ -176,12 +182,10 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
   }
   // Retire: nothing in use is signed by it, and every replacement has had time to reach its peers.
   const activeCert = certOf(active);
+  // The last replacement is bounded by the newest leaf in use (whatever signed it: during a
+  // recovery no CA is active, yet replaced leaves may still be served).
   let lastReplacement = -Infinity;
-  if (activeCert && retired.length > 0) {
-    for (const l of input.leavesInUse) {
-      if (cache.isSignedBy(l, activeCert)) lastReplacement = Math.max(lastReplacement, issuedNoLaterThan(l, policy));
-    }
-  }
+  if (retired.length > 0) for (const l of input.leavesInUse) lastReplacement = Math.max(lastReplacement, issuedNoLaterThan(l, policy));
   const retireAfter = lastReplacement + policy.propagationDelay + policy.maxConnectionAge;
   const kept = retired.filter((ca) => {
     if (ca.notAfter <= now) return false;
@@ -220,8 +224,16 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
   // Activate: next has been published for propagationDelay and every managed bundle holds it.
   const nextCert = certOf(next);
   if (nextCert) {
-    const activationAt = issuedNoLaterThan(nextCert, policy) + policy.propagationDelay;
-    const ready = input.bundles.every((b) => b?.some((c) => c.pem === nextCert.pem) ?? false);
+    // A bundle counts once it has held next for propagationDelay: since next was generated, and
+    // since the bundle was last written (a write that failed and was retried reached peers later).
+    let lastWrite = issuedNoLaterThan(nextCert, policy);
+    let ready = true;
+    for (const b of input.bundles) {
+      if (!b.certificates?.some((c) => c.pem === nextCert.pem)) ready = false;
+      // + 1 s like issuedNoLaterThan: never in the same instant as the write, even with no delay.
+      else if (b.writtenAt !== undefined && b.writtenAt <= now) lastWrite = Math.max(lastWrite, b.writtenAt + 1000);
+    }
+    const activationAt = lastWrite + policy.propagationDelay;
     // Past this point leaves signed by the old CA would be due at birth; stop waiting for a bundle
     // that cannot be written (a CA without an active one waits at most one more propagationDelay).
     const deadline = activeCert

@@ -8,6 +8,7 @@ import { bundlePem } from './parse.js';
 import { textOf } from './pem.js';
 import type { BundleUpdate, LeafIssuance, Plan, SecretTarget } from './plan.js';
 import type { RotationReason } from './rules.js';
+import { BUNDLE_WRITTEN_AT_ANNOTATION } from './snapshot.js';
 import type { Instant } from './time.js';
 
 /** One Secret write, ready for an adapter. */
@@ -32,7 +33,10 @@ export interface SecretWrite {
   readonly notAfter?: Instant;
 }
 
-/** What executing needs: the injected crypto and the time to issue at (the plan's `now` by default). */
+/**
+ * What executing needs: the injected crypto, and the time to issue and stamp at: the plan's `now`
+ * by default; an adapter passes its clock at write time, so stamps never predate the write.
+ */
 export interface ExecutionContext {
   readonly crypto: CryptoBackend;
   readonly now?: Instant;
@@ -82,18 +86,21 @@ export async function materializeLeaf(plan: Plan, issuance: LeafIssuance, ca: Ma
     ? await issueClientLeaf(issue, ca.active)
     : await issueServerLeaf(issue, ca.active, issuance.dnsNames);
   return {
-    target: issuance.target, kind: issuance.kind, create: issuance.create, base: issuance.base, annotations: issuance.annotations,
+    target: issuance.target, kind: issuance.kind, create: issuance.create, base: issuance.base,
+    annotations: { ...issuance.annotations, ...bundleWritten(issue.now) },
     data: { [SecretKeys.certificate]: leaf.certificate.pem, [SecretKeys.privateKey]: leaf.privateKeyPem, [SecretKeys.caCertificate]: ca.bundle },
     reason: issuance.reason, message: issuance.message, services: issuance.services, notAfter: leaf.certificate.notAfter,
   };
 }
 
-/** Rewrites `ca.crt` of a Secret to `ca.bundle`, keeping its other data. */
-export function materializeBundle(update: BundleUpdate, ca: MaterializedCa): SecretWrite {
+const bundleWritten = (now: Instant): Record<string, string> => ({ [BUNDLE_WRITTEN_AT_ANNOTATION]: new Date(now).toISOString() });
+
+/** Rewrites `ca.crt` of a Secret to `ca.bundle` at `now` (the write time), keeping its other data. */
+export function materializeBundle(update: BundleUpdate, ca: MaterializedCa, now: Instant): SecretWrite {
   const data: Record<string, string> = {};
   for (const [key, value] of Object.entries(update.data)) if (value !== undefined) data[key] = textOf(value);
   data[SecretKeys.caCertificate] = ca.bundle;
-  return { target: update.target, kind: 'bundle', data, create: false, base: update.base, annotations: {}, services: [] };
+  return { target: update.target, kind: 'bundle', data, create: false, base: update.base, annotations: bundleWritten(now), services: [] };
 }
 
 /**
@@ -103,7 +110,7 @@ export function materializeBundle(update: BundleUpdate, ca: MaterializedCa): Sec
 export async function executePlan(plan: Plan, ctx: ExecutionContext): Promise<SecretWrite[]> {
   const ca = await materializeCaChange(plan, ctx);
   const leaves = await mapConcurrently(plan.leaves, ctx.concurrency ?? 4, (l) => materializeLeaf(plan, l, ca, ctx));
-  return [...(ca.write ? [ca.write] : []), ...leaves, ...plan.bundles.map((b) => materializeBundle(b, ca))];
+  return [...(ca.write ? [ca.write] : []), ...leaves, ...plan.bundles.map((b) => materializeBundle(b, ca, ctx.now ?? plan.now))];
 }
 
 /** `map` with at most `limit` promises pending, results in input order. */

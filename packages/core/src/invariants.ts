@@ -55,8 +55,9 @@ export class InvariantChecker {
     const violations: Violation[] = [];
     if (previous && previous.replacedAt === undefined) {
       previous.replacedAt = at;
-      // The replaced leaf may still be served for propagationDelay.
-      if (previous.ours && previous.leaf) violations.push(...this.remaining(target, previous.leaf, at + this.policy.propagationDelay, at));
+      // The leaf we replace may still be served for propagationDelay. (Chaos replacing a leaf,
+      // e.g. deleting a Secret no Service uses any more, says nothing about our renewals.)
+      if (ours && previous.ours && previous.leaf) violations.push(...this.remaining(target, previous.leaf, at + this.policy.propagationDelay, at));
     }
     const leaf = data && this.parse(data[SecretKeys.certificate]);
     const bundle = (data && this.parseAll(data[SecretKeys.caCertificate])) ?? [];

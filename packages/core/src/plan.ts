@@ -7,7 +7,7 @@ import { type ObservedLeafSecret, type SecretData, observeLeafSecret } from './o
 import type { Policy } from './policy.js';
 import { type LeafIdentity, type LeafRuleContext, type RotationReason, evaluateLeafRules, renewalTime } from './rules.js';
 import {
-  type ProviderService, ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, type Snapshot, isRotationRequestPending,
+  BUNDLE_WRITTEN_AT_ANNOTATION, type ProviderService, ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, type Snapshot, isRotationRequestPending,
   namespaceRotationRequest, secretRotationRequest,
 } from './snapshot.js';
 import { type Instant, truncateToSecond } from './time.js';
@@ -161,7 +161,10 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     now, policy, cache, caSecret: snapshot.caSecret,
     clientBundle: clientSubject?.observed?.bundle.ok ? clientSubject.observed.bundle.value : [],
     leavesInUse: managed.flatMap((s) => (s.observed!.leaf.ok ? [s.observed!.leaf.value.certificate] : [])),
-    bundles: managed.map((s) => (s.observed!.bundle.ok ? s.observed!.bundle.value : undefined)),
+    bundles: managed.map((s) => ({
+      certificates: s.observed!.bundle.ok ? s.observed!.bundle.value : undefined,
+      writtenAt: parseInstant(s.secret!.annotations[BUNDLE_WRITTEN_AT_ANNOTATION]),
+    })),
   });
   const status: PlanStatus = {
     ca: ca.status,
@@ -218,6 +221,12 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     now, policy, ca: ca.change, trust: layout, bundle, leaves, bundles, conflicts, waiting, status,
     nextDueAt: future.length > 0 ? future.reduce((a, b) => Math.min(a, b)) : undefined,
   };
+}
+
+/** An RFC 3339 instant, or undefined when absent or unreadable. */
+function parseInstant(text: string | undefined): Instant | undefined {
+  const t = text === undefined ? NaN : Date.parse(text);
+  return Number.isFinite(t) ? t : undefined;
 }
 
 function notAfterOf(s: LeafSubject): Instant | undefined {

@@ -102,10 +102,11 @@ export function validatePolicy(p: Policy): void {
   if (p.leafLookahead + p.leafJitter >= p.leafValidity) {
     throw new PolicyError('leafLookahead', p.leafLookahead, `plus leafJitter must be below leafValidity (${formatDuration(p.leafValidity)}), or every leaf is due at birth`);
   }
-  // A leaf must be renewed with at least a day to spare even if a reconcile is just missed.
-  const minLeafLead = days(1) + p.reconcileInterval;
+  // A leaf must be renewed with at least a day to spare even if a reconcile is just missed, and
+  // the replaced leaf is still served until the new one has propagated.
+  const minLeafLead = days(1) + p.reconcileInterval + p.propagationDelay;
   if (p.leafLookahead - p.leafJitter < minLeafLead) {
-    throw new PolicyError('leafLookahead', p.leafLookahead, `minus leafJitter (${formatDuration(p.leafJitter)}) must be at least 1 day plus reconcileInterval (${formatDuration(minLeafLead)})`);
+    throw new PolicyError('leafLookahead', p.leafLookahead, `minus leafJitter (${formatDuration(p.leafJitter)}) must be at least 1 day plus reconcileInterval plus propagationDelay (${formatDuration(minLeafLead)})`);
   }
   // Leaves re-issued when the CA rotates are clamped to the new CA's notAfter; the old CA's leaves
   // must not enter their own lookahead before the rotation has replaced them.

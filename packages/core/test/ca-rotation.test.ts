@@ -32,6 +32,7 @@ function input(now: number, overrides: Partial<CaRotationInput>): CaRotationInpu
   return { now, policy, cache: pki.cache, clientBundle: [], leavesInUse: [], bundles: [], ...overrides };
 }
 
+const held = (...certificates: CertificateView[]): { certificates: CertificateView[] } => ({ certificates });
 const kinds = (layout: { active?: { kind: string }; next?: { kind: string } }): [string?, string?] => [layout.active?.kind, layout.next?.kind];
 
 describe('CA rotation: create', () => {
@@ -90,14 +91,14 @@ describe('CA rotation: activate', () => {
   const activationAt = (): number => next.certificate.notBefore + policy.notBeforeBackdate + 1000 + policy.propagationDelay;
 
   it('waits for propagationDelay after next was published', () => {
-    const plan = planCaRotation(input(activationAt() - 1, { caSecret: secret(), bundles: [[active.certificate, next.certificate]] }));
+    const plan = planCaRotation(input(activationAt() - 1, { caSecret: secret(), bundles: [held(active.certificate, next.certificate)] }));
     expect(plan.change).toBeUndefined();
     expect(plan.dueAt).toContain(activationAt());
     expect(plan.layout.next).toBeDefined();
   });
 
   it('then activates: active := next, the old active is retired (still trusted)', () => {
-    const plan = planCaRotation(input(activationAt(), { caSecret: secret(), bundles: [[active.certificate, next.certificate]] }));
+    const plan = planCaRotation(input(activationAt(), { caSecret: secret(), bundles: [held(active.certificate, next.certificate)] }));
     expect(plan.change?.phases).toEqual(['activate']);
     expect(plan.change?.reason).toBeUndefined();
     expect(plan.layout.active).toEqual({ kind: 'existing', keyed: { certificate: next.certificate, privateKeyPem: next.privateKeyPem } });
@@ -105,8 +106,21 @@ describe('CA rotation: activate', () => {
     expect(plan.layout.retired).toEqual([active.certificate]);
   });
 
+  it('waits until every bundle has held next for propagationDelay since it was last written', () => {
+    const writtenAt = activationAt() + minutes(7);
+    const bundles = [held(active.certificate, next.certificate), { ...held(active.certificate, next.certificate), writtenAt }];
+    const at = writtenAt + 1000 + policy.propagationDelay;
+    const early = planCaRotation(input(at - 1, { caSecret: secret(), bundles }));
+    expect(early.change).toBeUndefined();
+    expect(early.dueAt).toContain(at);
+    expect(planCaRotation(input(at, { caSecret: secret(), bundles })).change?.phases).toEqual(['activate']);
+    // A stamp in the future is not believed (it would hold activation back until the deadline).
+    const bogus = [{ ...held(active.certificate, next.certificate), writtenAt: activationAt() + days(30) }];
+    expect(planCaRotation(input(activationAt(), { caSecret: secret(), bundles: bogus })).change?.phases).toEqual(['activate']);
+  });
+
   it('does not activate while a managed bundle lacks next, until the deadline', () => {
-    const stale = { caSecret: secret(), bundles: [[active.certificate, next.certificate], [active.certificate], undefined] };
+    const stale = { caSecret: secret(), bundles: [held(active.certificate, next.certificate), held(active.certificate), {}] };
     const deadline = active.certificate.notAfter - policy.leafLookahead - policy.leafJitter;
     const waiting = planCaRotation(input(activationAt() + days(1), stale));
     expect(waiting.change).toBeUndefined();
@@ -176,10 +190,10 @@ describe('CA rotation: recovery', () => {
   it('after recovery, next activates once published and in every bundle; the lost CA stays retired', () => {
     const recovering = caSecret({ next, retired: [active.certificate] });
     const at = next.certificate.notBefore + policy.notBeforeBackdate + 1000 + policy.propagationDelay;
-    const plan = planCaRotation(input(at, { caSecret: recovering, bundles: [[next.certificate, active.certificate]], leavesInUse: [leafActive.certificate] }));
+    const plan = planCaRotation(input(at, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive.certificate] }));
     expect(plan.change?.phases).toEqual(['activate']);
     expect(plan.layout.retired).toEqual([active.certificate]);
-    const early = planCaRotation(input(at - 1, { caSecret: recovering, bundles: [[next.certificate, active.certificate]], leavesInUse: [leafActive.certificate] }));
+    const early = planCaRotation(input(at - 1, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive.certificate] }));
     expect(early.change).toBeUndefined();
     expect(early.layout.active).toBeUndefined();
   });

@@ -66,7 +66,7 @@ describe('planner: overlap CA rotation', () => {
     expect(store.get('ca')!.annotations['eso-mtls.io/rotate-acknowledged']).toBe('please');
   });
 
-  it('activation waits while a managed bundle lacks next (a write that failed), then proceeds once it is repaired', async () => {
+  it('activation waits while a managed bundle lacks next (a write that failed), then for propagationDelay after its repair', async () => {
     const ca = store.get('ca')!;
     store.put('ca', { ...ca, annotations: { 'eso-mtls.io/rotate': 'r' } });
     const first = planAt(store, pki, T0 + minutes(1));
@@ -76,7 +76,11 @@ describe('planner: overlap CA rotation', () => {
     expect(late.ca).toBeUndefined();
     expect(late.bundles.map((b) => b.target)).toEqual([{ namespace: 'b' }]);
     await reconcile(store, pki, T0 + minutes(30));
-    expect(planAt(store, pki, T0 + minutes(31)).ca?.phases).toEqual(['activate']);
+    // The repaired bundle reaches b's pods within propagationDelay of its write, not before.
+    const after = planAt(store, pki, T0 + minutes(31));
+    expect(after.ca).toBeUndefined();
+    expect(after.nextDueAt).toBe(T0 + minutes(30) + 1000 + pki.policy.propagationDelay);
+    expect(planAt(store, pki, after.nextDueAt!).ca?.phases).toEqual(['activate']);
   });
 });
 

@@ -69,7 +69,8 @@ describe('executePlan', () => {
     store.put({ namespace: 'a' }, { ...s, data: { ...s.data, 'ca.crt': new TextEncoder().encode('stale'), extra: 'kept' } });
     const plan = planAt(store, pki, T0 + minutes(1));
     const ca = await materializeCaChange(plan, { crypto: pki.crypto });
-    const write = materializeBundle(plan.bundles[0]!, ca);
+    const write = materializeBundle(plan.bundles[0]!, ca, T0 + minutes(2));
     expect(write.data).toEqual({ ...s.data, 'ca.crt': ca.bundle, extra: 'kept' });
+    expect(write.annotations).toEqual({ 'eso-mtls.io/bundle-written-at': new Date(T0 + minutes(2)).toISOString() });
   });
 });

@@ -42,8 +42,8 @@ describe('resolvePolicy', () => {
     ['an unknown key algorithm', { keyAlgorithm: 'ECDSA-P384' }, 'keyAlgorithm', /keyAlgorithm="ECDSA-P384": must be one of ECDSA-P256, RSA-2048, RSA-3072/],
     ['a leaf validity above the CA validity', { leafValidity: days(400) }, 'leafValidity', /leafValidity=400d: must not exceed caValidity \(365d\)/],
     ['a lookahead that makes every leaf due at birth', { leafLookahead: days(88) }, 'leafLookahead', /leafLookahead=88d: plus leafJitter must be below leafValidity \(90d\)/],
-    ['a leaf lookahead minus jitter below 1 day + reconcile interval', { leafLookahead: days(4), leafJitter: days(3) }, 'leafLookahead',
-      /leafLookahead=4d: minus leafJitter \(3d\) must be at least 1 day plus reconcileInterval/],
+    ['a leaf lookahead minus jitter below 1 day + reconcile interval + propagation delay', { leafLookahead: days(4), leafJitter: days(3) }, 'leafLookahead',
+      /leafLookahead=4d: minus leafJitter \(3d\) must be at least 1 day plus reconcileInterval plus propagationDelay \(1455m\)/],
     ['a CA lookahead shorter than a leaf overlap', { caLookahead: days(38) }, 'caLookahead',
       /caLookahead=38d: must be at least leafLookahead \+ leafJitter \+ propagationDelay \+ maxConnectionAge \+ reconcileInterval/],
     ['a CA lookahead as long as the CA lives', { caLookahead: days(365) }, 'caLookahead', /caLookahead=365d: must be below caValidity/],
@@ -60,7 +60,7 @@ describe('resolvePolicy', () => {
   it('accepts values exactly at the limits', () => {
     const reconcileInterval = hours(1);
     const leafJitter = hours(2);
-    const leafLookahead = days(1) + reconcileInterval + leafJitter;
+    const leafLookahead = days(1) + reconcileInterval + DEFAULT_POLICY.propagationDelay + leafJitter;
     const caLookahead = leafLookahead + leafJitter + DEFAULT_POLICY.propagationDelay + DEFAULT_POLICY.maxConnectionAge + reconcileInterval;
     expect(() => resolvePolicy({ reconcileInterval, leafJitter, leafLookahead, caLookahead })).not.toThrow();
     expect(() => resolvePolicy({ reconcileInterval, leafJitter, leafLookahead: leafLookahead - 1, caLookahead })).toThrow(PolicyError);
