@@ -1,0 +1,244 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { ControllerMetrics, METRIC_NAMES, MetricLabelError, ROTATION_REASONS, type RotationReason } from '@eso-mtls/metrics';
+import { ControllerView, ManualClock } from './helpers/controller-view.js';
+import { series, valueOf } from './helpers/exposition.js';
+import { Served } from './helpers/served.js';
+
+const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
+const DAY = 86_400_000;
+const N = METRIC_NAMES;
+const GAUGES = [N.providerCertificateExpiry, N.clientCertificateExpiry, N.caCertificateExpiry];
+
+const served = new Served();
+afterEach(() => served.stop());
+
+async function setUp(view = new ControllerView()) {
+  const clock = new ManualClock(T0);
+  const invalid: MetricLabelError[] = [];
+  const metrics = new ControllerMetrics({ now: clock.now, source: view, onInvalidEntry: (e) => invalid.push(e) });
+  const scrape = await served.start(metrics.registry);
+  return { view, clock, metrics, scrape, invalid, samples: async () => (await scrape()).samples };
+}
+
+describe('ControllerMetrics expiry gauges', () => {
+  it('are computed at scrape time from the source, in seconds until notAfter', async () => {
+    const { view, clock, samples } = await setUp();
+    view.services = [
+      { namespace: 'provider-aws', service: 'aws', notAfter: T0 + 40 * DAY },
+      { namespace: 'provider-aws', service: 'aws-2', notAfter: T0 + 40 * DAY },
+      { namespace: 'provider-vault', service: 'vault', notAfter: T0 + 2 * DAY },
+    ];
+    view.client = { notAfter: T0 + 10 * DAY };
+    view.cas = [{ state: 'active', notAfter: T0 + 300 * DAY }, { state: 'next', notAfter: T0 + 665 * DAY }];
+
+    let s = await samples();
+    expect(valueOf(s, N.providerCertificateExpiry, { namespace: 'provider-aws', service: 'aws' })).toBe(40 * 86_400);
+    expect(valueOf(s, N.providerCertificateExpiry, { namespace: 'provider-aws', service: 'aws-2' })).toBe(40 * 86_400);
+    expect(valueOf(s, N.providerCertificateExpiry, { namespace: 'provider-vault', service: 'vault' })).toBe(2 * 86_400);
+    expect(series(s, N.providerCertificateExpiry)).toHaveLength(3);
+    expect(valueOf(s, N.clientCertificateExpiry)).toBe(10 * 86_400);
+    expect(series(s, N.clientCertificateExpiry)[0]!.labels).toEqual({});
+    expect(valueOf(s, N.caCertificateExpiry, { state: 'active' })).toBe(300 * 86_400);
+    expect(valueOf(s, N.caCertificateExpiry, { state: 'next' })).toBe(665 * 86_400);
+    expect(series(s, N.caCertificateExpiry, { state: 'retired' })).toHaveLength(0);
+
+    // The time moves and the source changes (a rotation): the next scrape shows both.
+    clock.advance(1500);
+    view.services[2] = { namespace: 'provider-vault', service: 'vault', notAfter: T0 + 90 * DAY };
+    s = await samples();
+    expect(valueOf(s, N.providerCertificateExpiry, { namespace: 'provider-aws', service: 'aws' })).toBe(40 * 86_400 - 1.5);
+    expect(valueOf(s, N.providerCertificateExpiry, { namespace: 'provider-vault', service: 'vault' })).toBe(90 * 86_400 - 1.5);
+    expect(valueOf(s, N.clientCertificateExpiry)).toBe(10 * 86_400 - 1.5);
+  });
+
+  it('go negative once a certificate has expired, so expiry alerts keep firing', async () => {
+    const { view, samples } = await setUp();
+    view.services = [{ namespace: 'p', service: 's', notAfter: T0 - 60_000 }];
+    expect(valueOf(await samples(), N.providerCertificateExpiry, { namespace: 'p', service: 's' })).toBe(-60);
+  });
+
+  it('leave no stale series when a Service loses its label or is deleted', async () => {
+    const { view, samples } = await setUp();
+    view.services = [
+      { namespace: 'a', service: 'one', notAfter: T0 + DAY },
+      { namespace: 'a', service: 'two', notAfter: T0 + DAY },
+      { namespace: 'b', service: 'three', notAfter: T0 + DAY },
+    ];
+    expect(series(await samples(), N.providerCertificateExpiry)).toHaveLength(3);
+
+    view.services = view.services.filter((s) => s.service !== 'two'); // label removed
+    let s = await samples();
+    expect(series(s, N.providerCertificateExpiry).map((x) => x.labels)).toEqual([
+      { namespace: 'a', service: 'one' }, { namespace: 'b', service: 'three' },
+    ]);
+
+    view.services = []; // every Service gone
+    s = await samples();
+    expect(series(s, N.providerCertificateExpiry)).toHaveLength(0);
+  });
+
+  it('export no series for a Service whose namespace has no certificate yet, and none for a missing client certificate', async () => {
+    const { view, samples } = await setUp();
+    view.services = [{ namespace: 'new', service: 'svc', notAfter: undefined }];
+    const s = await samples();
+    expect(series(s, N.providerCertificateExpiry)).toHaveLength(0);
+    // Not a 0 sample, which would read as "expires now".
+    expect(series(s, N.clientCertificateExpiry)).toHaveLength(0);
+  });
+
+  it('report the soonest notAfter when a state holds several CAs', async () => {
+    const { view, samples } = await setUp();
+    view.cas = [
+      { state: 'active', notAfter: T0 + 200 * DAY },
+      { state: 'retired', notAfter: T0 + 20 * DAY },
+      { state: 'retired', notAfter: T0 + 5 * DAY },
+    ];
+    const s = await samples();
+    expect(valueOf(s, N.caCertificateExpiry, { state: 'retired' })).toBe(5 * 86_400);
+    expect(valueOf(s, N.caCertificateExpiry, { state: 'active' })).toBe(200 * 86_400);
+  });
+
+  it('are exported by the leader only; a non-leader exports no gauge series at all', async () => {
+    const { view, metrics, samples } = await setUp();
+    view.services = [{ namespace: 'a', service: 'one', notAfter: T0 + DAY }];
+    view.client = { notAfter: T0 + DAY };
+    view.cas = [{ state: 'active', notAfter: T0 + 100 * DAY }];
+    metrics.recordRotation('a', ['one'], 'initial');
+
+    view.leader = false;
+    let s = await samples();
+    for (const name of GAUGES) expect(series(s, name)).toEqual([]);
+    expect(valueOf(s, N.providerCertificateRotations, { namespace: 'a', service: 'one', reason: 'initial' })).toBe(1);
+
+    view.leader = true; // won the lease
+    s = await samples();
+    for (const name of GAUGES) expect(series(s, name)).toHaveLength(1);
+
+    view.leader = false; // lost it again
+    s = await samples();
+    for (const name of GAUGES) expect(series(s, name)).toEqual([]);
+  });
+
+  it('skip an entry that cannot become a series, report it, and keep every other series', async () => {
+    const { view, samples, invalid } = await setUp();
+    view.services = [
+      { namespace: 'ok', service: 'good', notAfter: T0 + DAY },
+      { namespace: '', service: 'nameless', notAfter: T0 + DAY },
+      { namespace: 'ok', service: 'bad', notAfter: Number.NaN },
+    ];
+    view.cas = [{ state: 'pending' as never, notAfter: T0 }, { state: 'active', notAfter: T0 + DAY }];
+    const s = await samples();
+    expect(series(s, N.providerCertificateExpiry).map((x) => x.labels)).toEqual([{ namespace: 'ok', service: 'good' }]);
+    expect(series(s, N.caCertificateExpiry).map((x) => x.labels)).toEqual([{ state: 'active' }]);
+    const messages = invalid.map((e) => e.message).join('\n');
+    expect(messages).toContain('namespace label ""');
+    expect(messages).toContain('notAfter NaN of Service ok/bad');
+    expect(messages).toContain('CA state "pending" is not one of active, next, retired');
+  });
+});
+
+describe('ControllerMetrics rotation counters', () => {
+  it('count one issuance as exactly one for each Service of the namespace, under its reason', async () => {
+    const { view, metrics, samples } = await setUp();
+    view.services = ['x', 'y', 'z'].map((service) => ({ namespace: 'prov', service, notAfter: T0 + DAY }))
+      .concat([{ namespace: 'other', service: 'x', notAfter: T0 + DAY }]);
+
+    metrics.recordRotation('prov', ['x', 'y', 'z'], 'expiring');
+    let s = await samples();
+    for (const service of ['x', 'y', 'z']) {
+      expect(valueOf(s, N.providerCertificateRotations, { namespace: 'prov', service, reason: 'expiring' })).toBe(1);
+    }
+    expect(series(s, N.providerCertificateRotations)).toHaveLength(3); // no other reason, no other namespace
+
+    metrics.recordRotation('prov', ['x', 'y', 'z', 'x'], 'ca_rotated'); // a repeated name is one Service
+    metrics.recordRotation('prov', ['x', 'y', 'z'], 'expiring');
+    s = await samples();
+    for (const service of ['x', 'y', 'z']) {
+      expect(valueOf(s, N.providerCertificateRotations, { namespace: 'prov', service, reason: 'expiring' })).toBe(2);
+      expect(valueOf(s, N.providerCertificateRotations, { namespace: 'prov', service, reason: 'ca_rotated' })).toBe(1);
+    }
+    expect(series(s, N.providerCertificateRotations, { namespace: 'other' })).toHaveLength(0);
+  });
+
+  it('accept every core rotation reason', async () => {
+    const { view, metrics, samples } = await setUp();
+    view.services = [{ namespace: 'n', service: 's', notAfter: undefined }];
+    for (const reason of ROTATION_REASONS) metrics.recordRotation('n', ['s'], reason);
+    const s = await samples();
+    expect(series(s, N.providerCertificateRotations).map((x) => x.labels.reason).sort()).toEqual([...ROTATION_REASONS].sort());
+  });
+
+  it('count failures per Service and start every listed Service at 0, so increase() sees the first failure', async () => {
+    const { view, metrics, samples } = await setUp();
+    view.services = [{ namespace: 'n', service: 'a', notAfter: undefined }, { namespace: 'n', service: 'b', notAfter: undefined }];
+    let s = await samples();
+    expect(valueOf(s, N.providerCertificateRotationFailures, { namespace: 'n', service: 'a' })).toBe(0);
+    expect(valueOf(s, N.providerCertificateRotationFailures, { namespace: 'n', service: 'b' })).toBe(0);
+
+    metrics.recordRotationFailure('n', ['a', 'b']);
+    metrics.recordRotationFailure('n', ['a', 'b']);
+    s = await samples();
+    expect(valueOf(s, N.providerCertificateRotationFailures, { namespace: 'n', service: 'a' })).toBe(2);
+    expect(valueOf(s, N.providerCertificateRotationFailures, { namespace: 'n', service: 'b' })).toBe(2);
+  });
+
+  it('drop the series of a departed Service', async () => {
+    const { view, metrics, samples } = await setUp();
+    view.services = [{ namespace: 'n', service: 'a', notAfter: T0 + DAY }, { namespace: 'n', service: 'b', notAfter: T0 + DAY }];
+    metrics.recordRotation('n', ['a', 'b'], 'initial');
+    metrics.recordRotationFailure('n', ['a', 'b']);
+    expect(series(await samples(), N.providerCertificateRotations)).toHaveLength(2);
+
+    view.services = [{ namespace: 'n', service: 'a', notAfter: T0 + DAY }];
+    const s = await samples();
+    expect(series(s, N.providerCertificateRotations).map((x) => x.labels.service)).toEqual(['a']);
+    expect(series(s, N.providerCertificateRotationFailures).map((x) => x.labels.service)).toEqual(['a']);
+    expect(valueOf(s, N.providerCertificateRotations, { service: 'a', reason: 'initial' })).toBe(1);
+  });
+
+  it('reject a bad reason or name with an error naming it, and count nothing', async () => {
+    const { view, metrics, samples } = await setUp();
+    view.services = [{ namespace: 'n', service: 'a', notAfter: undefined }];
+    const attempts: [string, unknown[], unknown][] = [
+      ['rotated', ['a'], /rotation reason "rotated" is not one of initial, expiring, dns_changed, secret_missing, ca_rotated, ca_mismatch, invalid, forced/],
+      ['', ['a'], /rotation reason "" is not one of/],
+      ['initial', ['a', 'Bad_Name'], /service label "Bad_Name" in namespace n is not a Kubernetes Service name/],
+      ['initial', ['a', ''], /service label ""/],
+      ['initial', 'a', /must be an array of Service names/],
+    ];
+    for (const [reason, services, message] of attempts) {
+      expect(() => metrics.recordRotation('n', services as string[], reason as RotationReason)).toThrow(MetricLabelError);
+      expect(() => metrics.recordRotation('n', services as string[], reason as RotationReason)).toThrow(message as RegExp);
+    }
+    expect(() => metrics.recordRotation('Not A Namespace', ['a'], 'initial')).toThrow(/namespace label "Not A Namespace" is not a Kubernetes namespace name/);
+    expect(() => metrics.recordRotationFailure('n', ['a', '-x'])).toThrow(/service label "-x"/);
+
+    const s = await samples();
+    expect(series(s, N.providerCertificateRotations)).toHaveLength(0);
+    expect(valueOf(s, N.providerCertificateRotationFailures, { namespace: 'n', service: 'a' })).toBe(0);
+  });
+});
+
+describe('ControllerMetrics instances', () => {
+  it('never collide: two in one process keep their own registries and values', async () => {
+    const one = await setUp();
+    const two = await setUp();
+    one.view.services = [{ namespace: 'n', service: 's', notAfter: T0 + DAY }];
+    two.view.services = [{ namespace: 'n', service: 's', notAfter: T0 + 7 * DAY }];
+    one.metrics.recordRotation('n', ['s'], 'forced');
+
+    const [a, b] = [await one.samples(), await two.samples()];
+    expect(valueOf(a, N.providerCertificateExpiry, { service: 's' })).toBe(86_400);
+    expect(valueOf(b, N.providerCertificateExpiry, { service: 's' })).toBe(7 * 86_400);
+    expect(valueOf(a, N.providerCertificateRotations, { reason: 'forced' })).toBe(1);
+    expect(series(b, N.providerCertificateRotations)).toHaveLength(0);
+    expect(one.metrics.registry).not.toBe(two.metrics.registry);
+  });
+
+  it('refuse to share a registry, with the duplicate metric named', () => {
+    const view = new ControllerView();
+    const first = new ControllerMetrics({ now: () => T0, source: view });
+    expect(() => new ControllerMetrics({ registry: first.registry, now: () => T0, source: view }))
+      .toThrow(/eso_provider_certificate_expiry_seconds has already been registered/);
+  });
+});

@@ -1,0 +1,31 @@
+import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry } from '@eso-mtls/metrics';
+
+/** A controller's view held in plain fields, changed by the test between scrapes. */
+export class ControllerView implements ControllerCertificateSource {
+  leader = true;
+  services: ProviderCertificateEntry[] = [];
+  client: { notAfter: number } | undefined = undefined;
+  cas: CaCertificateEntry[] = [];
+
+  isLeader(): boolean {
+    return this.leader;
+  }
+  providerCertificates(): Iterable<ProviderCertificateEntry> {
+    return this.services;
+  }
+  clientCertificate(): { notAfter: number } | undefined {
+    return this.client;
+  }
+  caCertificates(): Iterable<CaCertificateEntry> {
+    return this.cas;
+  }
+}
+
+/** A clock the test moves by hand. */
+export class ManualClock {
+  constructor(public t: number) {}
+  readonly now = (): number => this.t;
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
