@@ -199,7 +199,7 @@ describe('ControllerMetrics rotation counters', () => {
   it('reject a bad reason or name with an error naming it, and count nothing', async () => {
     const { view, metrics, samples } = await setUp();
     view.services = [{ namespace: 'n', service: 'a', notAfter: undefined }];
-    const attempts: [string, unknown[], unknown][] = [
+    const attempts: [string, unknown, RegExp][] = [
       ['rotated', ['a'], /rotation reason "rotated" is not one of initial, expiring, dns_changed, secret_missing, ca_rotated, ca_mismatch, invalid, forced/],
       ['', ['a'], /rotation reason "" is not one of/],
       ['initial', ['a', 'Bad_Name'], /service label "Bad_Name" in namespace n is not a Kubernetes Service name/],
@@ -208,7 +208,7 @@ describe('ControllerMetrics rotation counters', () => {
     ];
     for (const [reason, services, message] of attempts) {
       expect(() => metrics.recordRotation('n', services as string[], reason as RotationReason)).toThrow(MetricLabelError);
-      expect(() => metrics.recordRotation('n', services as string[], reason as RotationReason)).toThrow(message as RegExp);
+      expect(() => metrics.recordRotation('n', services as string[], reason as RotationReason)).toThrow(message);
     }
     expect(() => metrics.recordRotation('Not A Namespace', ['a'], 'initial')).toThrow(/namespace label "Not A Namespace" is not a Kubernetes namespace name/);
     expect(() => metrics.recordRotationFailure('n', ['a', '-x'])).toThrow(/service label "-x"/);
