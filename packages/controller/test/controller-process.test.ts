@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,7 +56,12 @@ describe('eso-mtls controller process', () => {
     expect((await timedGet(`${probes}/healthz`)).status).toBe(200);
 
     // The leader exports one expiry series per Service, and one initial rotation each.
-    const scrape = (await timedGet(metrics)).body;
+    // The gauges follow the plan after the writes, a moment after the Secrets are visible.
+    let scrape = '';
+    await eventually(async () => {
+      scrape = (await timedGet(metrics)).body;
+      return [...expected].every(([ns, services]) => services.every((s) => scrape.includes(`eso_provider_certificate_expiry_seconds{namespace="${ns}",service="${s}"}`)));
+    }, 10_000, 'an expiry series for every Service');
     for (const [ns, services] of expected) {
       for (const s of services) {
         expect(scrape).toMatch(new RegExp(`eso_provider_certificate_expiry_seconds\\{namespace="${ns}",service="${s}"\\} \\d+`));
@@ -66,6 +72,32 @@ describe('eso-mtls controller process', () => {
     expect(scrape).toMatch(/eso_ca_certificate_expiry_seconds\{state="active"\} \d+/);
 
     await exampleProviderServes(admin, example);
+
+    // A forced rotation of team-2 adds exactly one to each of its two Services, and the gauge follows the new certificate.
+    const core = admin.makeApiClient(CoreV1Api);
+    const notAfterOf = async (): Promise<number> => {
+      const s = await core.readNamespacedSecret({ name: 'external-secrets-provider-tls', namespace: 'team-2' });
+      return Date.parse(new X509Certificate(Buffer.from(s.data!['tls.crt']!, 'base64')).validTo);
+    };
+    const before = await notAfterOf();
+    await new Promise((r) => setTimeout(r, 3100)); // notAfter has whole-second precision: make the new one differ by >= 3 s
+    await core.patchNamespacedService({ name: 'aws', namespace: 'team-2', body: [{ op: 'add', path: '/metadata/annotations', value: { 'eso-mtls.io/rotate': 'now' } }] });
+    await eventually(async () => (await notAfterOf()) > before, 20_000, 'the forced rotation of team-2');
+    const rotated = await notAfterOf();
+    expect(rotated - before).toBeGreaterThanOrEqual(3000);
+    const gaugeOf = (body: string, s: string): number =>
+      Number(new RegExp(`eso_provider_certificate_expiry_seconds\\{namespace="team-2",service="${s}"\\} (\\d+(?:\\.\\d+)?)`).exec(body)?.[1]);
+    let after = '';
+    // The gauge is computed at scrape time from the controller's view: it must follow the new notAfter.
+    await eventually(async () => {
+      after = (await timedGet(metrics)).body;
+      return ['aws', 'gcp'].every((s) => Math.abs(gaugeOf(after, s) - (rotated - Date.now()) / 1000) < 1.5);
+    }, 10_000, 'the expiry gauge to follow the re-issued certificate');
+    for (const s of ['aws', 'gcp']) {
+      expect(after).toContain(`eso_provider_certificate_rotation_total{namespace="team-2",service="${s}",reason="forced"} 1`);
+      expect(after).toContain(`eso_provider_certificate_rotation_total{namespace="team-2",service="${s}",reason="initial"} 1`);
+    }
+    expect(after).not.toContain('namespace="team-1",service="vault",reason="forced"');
 
     controller.signal('SIGTERM');
     expect(await controller.exited).toEqual({ code: 0, signal: null });
@@ -82,6 +114,32 @@ describe('eso-mtls controller process', () => {
     expect(forms.length).toBeGreaterThanOrEqual(3 * (2 + expected.size));
     for (const form of forms) expect(output.includes(form)).toBe(false);
     expect(controller.lines.some((l) => l.msg.startsWith('certificate issued') && l.reason === 'initial')).toBe(true);
+  }, 120_000);
+
+  it('on SIGTERM in the middle of an RSA-3072 round, finishes the writes in flight, sends no more, releases the lease and exits 0', async () => {
+    const namespaces = Array.from({ length: 12 }, (_, i) => `sigterm-${i + 1}`);
+    for (const ns of namespaces) await createProviderNamespace(admin, ns, ['provider']);
+    const controller = start('sigterm', ['--kubeconfig', saKubeconfig, '--leader-elect', ...FAST_LEASE, ...LOCAL, '--key-algorithm=RSA-3072']);
+    await controller.waitForLog((l) => l.msg.startsWith('certificate issued') && String(l.target).startsWith('namespace/sigterm-'), 60_000, 'the first issuance');
+    const termAt = Date.now();
+    controller.signal('SIGTERM');
+    expect(await controller.exited).toEqual({ code: 0, signal: null });
+    const exitedAt = Date.now();
+    expect(exitedAt - termAt).toBeLessThan(25_000); // inside the Deployment's 30 s grace period
+    expect(controller.lines.at(-1)?.msg).toBe('stopped');
+    expect(await leaseHolder(admin)).toBe('');
+
+    const issued = controller.lines.filter((l) => l.msg.startsWith('certificate issued') && String(l.target).startsWith('namespace/sigterm-'));
+    expect(issued.length).toBeLessThan(namespaces.length); // it really was stopped mid-round
+    const core = admin.makeApiClient(CoreV1Api);
+    const stored = (await core.listSecretForAllNamespaces({ fieldSelector: 'metadata.name=external-secrets-provider-tls' })).items
+      .filter((s) => s.metadata!.namespace!.startsWith('sigterm-'));
+    // Every write sent was finished and logged; none was cut off or sent unlogged.
+    expect(stored.map((s) => s.metadata!.namespace).sort()).toEqual(issued.map((l) => String(l.target).slice('namespace/'.length)).sort());
+    const writes = writesBy(plane, SA_USER, ['secrets']).filter((e) => e.objectRef?.namespace?.startsWith('sigterm-'));
+    expect(writes).toHaveLength(issued.length);
+    expect(writes.every((e) => e.responseStatus?.code === 201 || e.responseStatus?.code === 200)).toBe(true);
+    expect(writes.filter((e) => Date.parse(e.requestReceivedTimestamp) > exitedAt)).toEqual([]);
   }, 120_000);
 
   it('is ready only once the lease is known: held by another replica, it waits and writes nothing; released, it takes over', async () => {
