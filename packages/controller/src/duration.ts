@@ -5,13 +5,15 @@ const UNITS: Readonly<Record<string, number>> = {
   s: 1000,
   m: 60_000,
   h: 3_600_000,
+  d: 86_400_000,
 };
 
-const TERM = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
+const TERM = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/y;
 
 /**
  * Parses a duration the way Go's `time.ParseDuration` writes them (`10m`, `1h30m`, `2.5s`,
- * `500ms`), so that flags read like those of controller-runtime based controllers.
+ * `500ms`), so that flags read like those of controller-runtime based controllers, plus days
+ * (`90d`, `1d12h`), which certificate lifetimes need.
  * Returns undefined for anything else, including a bare number (a unit is required) and values
  * that are not a whole number of milliseconds.
  */

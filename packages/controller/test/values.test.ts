@@ -4,12 +4,12 @@ import { formatBindAddress, parseBindAddress, parseDuration } from '../src/index
 describe('parseDuration', () => {
   it.each([
     ['0', 0], ['500ms', 500], ['15s', 15_000], ['10m', 600_000], ['1h30m', 5_400_000], ['2.5s', 2500], ['0.1s', 100],
-    ['1h0m0s', 3_600_000], ['90s', 90_000],
+    ['1h0m0s', 3_600_000], ['90s', 90_000], ['90d', 7_776_000_000], ['1d12h', 129_600_000],
   ])('reads %s as %d ms', (text, ms) => {
     expect(parseDuration(text)).toBe(ms);
   });
 
-  it.each(['', '10', 'm', '10 m', '-5s', '1d', '1.5ms', '10m junk', 's10', '1e3s'])('rejects %j', (text) => {
+  it.each(['', '10', 'm', '10 m', '-5s', '1w', '1.5ms', '10m junk', 's10', '1e3s'])('rejects %j', (text) => {
     expect(parseDuration(text)).toBeUndefined();
   });
 });
