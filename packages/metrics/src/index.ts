@@ -5,4 +5,5 @@ export * from './expiry.js';
 export * from './controller-metrics.js';
 export * from './provider-metrics.js';
 export * from './provider-identity.js';
+export { createMetricsHandler, type MetricsHandler, type MetricsHandlerOptions } from './metrics-handler.js';
 export * from './metrics-server.js';

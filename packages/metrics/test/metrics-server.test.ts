@@ -1,7 +1,8 @@
 import { connect, createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Gauge, Registry } from 'prom-client';
-import { METRICS_PATH, startMetricsServer, type MetricsServer } from '@eso-mtls/metrics';
+import { createServer as createHttpServer } from 'node:http';
+import { createMetricsHandler, METRICS_PATH, startMetricsServer, type MetricsServer } from '@eso-mtls/metrics';
 import { httpRequest, parseExposition, valueOf } from './helpers/exposition.js';
 
 const running: MetricsServer[] = [];
@@ -65,7 +66,7 @@ describe('startMetricsServer', () => {
     expect([valueOf(samples, 'first'), valueOf(samples, 'second')]).toEqual([1, 2]);
 
     await expect(startMetricsServer({ registries: [registryWith('same', 1), registryWith('same', 2)], host: '127.0.0.1', port: 0 }))
-      .rejects.toThrow(/cannot be served as one exposition: A metric with the name same has already been registered/);
+      .rejects.toThrow(/startMetricsServer: these registries cannot be served as one exposition: A metric with the name same has already been registered/);
     await expect(startMetricsServer({ registries: [], host: '127.0.0.1', port: 0 })).rejects.toThrow(/give a registry/);
     const r = new Registry();
     await expect(startMetricsServer({ registry: r, registries: [r], host: '127.0.0.1', port: 0 })).rejects.toThrow(/not both/);
@@ -128,5 +129,31 @@ describe('startMetricsServer', () => {
     await closed;
     expect(socket.bytesRead).toBe(0);
     release();
+  });
+});
+
+describe('createMetricsHandler', () => {
+  it('serves metrics next to other routes of an existing server, such as a provider health port', async () => {
+    const handle = createMetricsHandler({ registry: registryWith('mounted', 5) });
+    const server = createHttpServer((req, res) => {
+      if (req.url === '/healthz') return void res.end('ok');
+      if (req.url === '/metrics') return void handle(req, res);
+      res.statusCode = 404;
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      expect((await httpRequest(`${base}/healthz`)).body).toBe('ok');
+      const res = await httpRequest(`${base}/metrics`);
+      expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+      expect(valueOf(parseExposition(res.body), 'mounted')).toBe(5);
+      expect((await httpRequest(`${base}/metrics`, 'PATCH')).status).toBe(405);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+    expect(() => createMetricsHandler({ registries: [registryWith('d', 1), registryWith('d', 1)] }))
+      .toThrow(/these registries cannot be served as one exposition/);
   });
 });
