@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `eso-mtls` command: dispatches to a subcommand.
 import { runControllerCommand } from '../cli/controller.js';
+import { runSimulateCommand } from '../cli/simulate.js';
 
 const USAGE = `Usage: eso-mtls <command> [flags]
 
@@ -16,6 +17,8 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case 'controller':
       return runControllerCommand(rest);
+    case 'simulate':
+      return runSimulateCommand(rest);
     case undefined:
     case '--help':
     case '-h':

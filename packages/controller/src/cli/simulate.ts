@@ -1,0 +1,189 @@
+import { parseArgs } from 'node:util';
+import {
+  type CaPhase, type Duration, KEY_ALGORITHMS, type KeyAlgorithm, type Policy, PolicyError, type RotationReason, SIMULATION_EPOCH,
+  type SimulationEvent, type SimulationResult, days, formatDuration, resolvePolicy, seededRandom, simulate,
+} from '@eso-mtls/core';
+import { createNodeCryptoBackend } from '@eso-mtls/core/node';
+import { parseDuration } from '../duration.js';
+import type { CliStreams } from './controller.js';
+
+const DURATION = 'a duration such as 90d, 36h, 10m or 1d12h';
+/** Policy fields that have a flag, with the flag name. */
+const POLICY_FLAGS = {
+  caValidity: 'ca-validity', caLookahead: 'ca-lookahead', leafValidity: 'leaf-validity', leafLookahead: 'leaf-lookahead',
+  leafJitter: 'leaf-jitter', notBeforeBackdate: 'not-before-backdate', reconcileInterval: 'reconcile-interval',
+  propagationDelay: 'propagation-delay', maxConnectionAge: 'max-connection-age',
+} as const satisfies Partial<Record<keyof Policy, string>>;
+
+const USAGE = `Usage: eso-mtls simulate [flags]
+
+Runs the real planner over simulated time with an in-memory cluster, checks that trust is never
+broken and that no certificate in use reaches its last day, and prints the timeline.
+Exits 1 if any invariant was violated, so it can test a rotation policy offline.
+
+Flags:
+  --years <n>                 simulated years (default 3)
+  --services <n>              labelled Services (default 200)
+  --namespaces <n>            namespaces they are spread over (default: services / 4, rounded up)
+  --seed <n>                  seed of serial numbers, hence of the jitter and the timeline (default 1)
+  --delete-ca-at <duration>   delete the CA Secret this long after the start (recovery)
+  --emergency-at <duration>   request an emergency CA rotation this long after the start
+  --timeline                  print every issuance, not only the first ones and the CA phases
+  --json                      print the summary and timeline as JSON
+${Object.values(POLICY_FLAGS).map((f) => `  --${f} <duration>`.padEnd(30) + 'policy override').join('\n')}
+  --key-algorithm <name>      ${KEY_ALGORITHMS.join(', ')}
+  --cluster-domain <name>     cluster DNS domain (default cluster.local)
+  --help                      print this text
+`;
+
+/** A flag's value that is not what the flag accepts. */
+class FlagError extends Error {}
+
+/** Durations as the controller flags write them, plus whole days (`90d`, `1d12h`). */
+function parseSimDuration(flag: string, text: string): Duration {
+  const m = /^(\d+)d(.*)$/.exec(text);
+  const value = m ? days(Number(m[1])) + (m[2] === '' ? 0 : parseDuration(m[2]!) ?? NaN) : parseDuration(text);
+  if (value === undefined || !Number.isFinite(value)) throw new FlagError(`--${flag}: ${JSON.stringify(text)} is not ${DURATION}`);
+  return value;
+}
+
+function parseCount(flag: string, text: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < min || n > max) throw new FlagError(`--${flag}: ${JSON.stringify(text)} is not a whole number from ${min} to ${max}`);
+  return n;
+}
+
+/** What the flags ask for. */
+export interface SimulateArgs {
+  readonly policy: Policy;
+  readonly years: number;
+  readonly services: number;
+  readonly namespaces: number;
+  readonly seed: number;
+  readonly events: readonly SimulationEvent[];
+  readonly timeline: boolean;
+  readonly json: boolean;
+}
+
+/** Parses `eso-mtls simulate` flags; throws an Error naming the flag and what it accepts. */
+export function parseSimulateArgs(argv: readonly string[]): SimulateArgs | 'help' {
+  const options = {
+    years: { type: 'string' }, services: { type: 'string' }, namespaces: { type: 'string' }, seed: { type: 'string' },
+    'delete-ca-at': { type: 'string' }, 'emergency-at': { type: 'string' }, timeline: { type: 'boolean' }, json: { type: 'boolean' },
+    'key-algorithm': { type: 'string' }, 'cluster-domain': { type: 'string' }, help: { type: 'boolean' },
+    ...Object.fromEntries(Object.values(POLICY_FLAGS).map((f) => [f, { type: 'string' }])),
+  } as const;
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values;
+  } catch (e) {
+    throw new FlagError(`${(e as Error).message.replace(/\. To specify.*$/s, '')}; see eso-mtls simulate --help`);
+  }
+  if (values.help) return 'help';
+  const str = (k: string): string | undefined => values[k] as string | undefined;
+  const yearsText = str('years') ?? '3';
+  const years = Number(yearsText);
+  if (!/^\d+(\.\d+)?$/.test(yearsText) || years <= 0 || years > 100) throw new FlagError(`--years: ${JSON.stringify(yearsText)} is not a number of years above 0 and at most 100`);
+  const services = parseCount('services', str('services') ?? '200', 1, 100_000);
+  const namespaces = parseCount('namespaces', str('namespaces') ?? String(Math.ceil(services / 4)), 1, services);
+  const seed = parseCount('seed', str('seed') ?? '1', 0, 2 ** 32 - 1);
+  const keyAlgorithm = str('key-algorithm');
+  if (keyAlgorithm !== undefined && !(KEY_ALGORITHMS as readonly string[]).includes(keyAlgorithm)) {
+    throw new FlagError(`--key-algorithm: ${JSON.stringify(keyAlgorithm)} is not one of ${KEY_ALGORITHMS.join(', ')}`);
+  }
+  const overrides: Partial<Record<keyof Policy, unknown>> = { keyAlgorithm: keyAlgorithm as KeyAlgorithm | undefined, clusterDomain: str('cluster-domain') };
+  for (const [field, flag] of Object.entries(POLICY_FLAGS)) {
+    const text = str(flag);
+    if (text !== undefined) overrides[field as keyof Policy] = parseSimDuration(flag, text);
+  }
+  let policy: Policy;
+  try {
+    policy = resolvePolicy(overrides as Partial<Policy>);
+  } catch (e) {
+    if (!(e instanceof PolicyError)) throw e;
+    const flag = (POLICY_FLAGS as Partial<Record<string, string>>)[e.field] ?? e.field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    throw new FlagError(`--${flag}: ${e.message}`);
+  }
+  const events: SimulationEvent[] = [];
+  const deleteAt = str('delete-ca-at');
+  if (deleteAt !== undefined) events.push({ at: SIMULATION_EPOCH + parseSimDuration('delete-ca-at', deleteAt), kind: 'deleteSecret', target: 'ca' });
+  const emergencyAt = str('emergency-at');
+  if (emergencyAt !== undefined) events.push({ at: SIMULATION_EPOCH + parseSimDuration('emergency-at', emergencyAt), kind: 'requestCaRotation', token: 'emergency' });
+  return { policy, years, services, namespaces, seed, events, timeline: values.timeline === true, json: values.json === true };
+}
+
+const iso = (t: number): string => new Date(t).toISOString().replace('.000Z', 'Z');
+const CA_PHASE_WORDS: Record<CaPhase, string> = {
+  create: 'CA created', prepare: 'next CA generated and published in every bundle (not signing yet)',
+  activate: 'next CA activated: it signs from now on, the old one stays trusted as retired', retire: 'retired CA dropped from every bundle',
+  recover: 'CA key lost: readable CA certificates kept trusted as retired, a new CA published', emergency: 'EMERGENCY: new CA active at once, every older CA dropped',
+};
+
+/** The human-readable report of a simulation. */
+export function formatSimulation(args: SimulateArgs, result: SimulationResult): string {
+  const { summary, timeline } = result;
+  const p = args.policy;
+  const d = formatDuration;
+  const lines = [
+    `eso-mtls simulate: ${args.years} year(s) from ${iso(summary.start)} to ${iso(summary.end)}, ${args.services} Services in ${args.namespaces} namespaces, seed ${args.seed}`,
+    `policy: CA ${d(p.caValidity)} (rotation starts ${d(p.caLookahead)} before notAfter), leaves ${d(p.leafValidity)} (renewed ${d(p.leafLookahead)} + up to ${d(p.leafJitter)} jitter before notAfter), ${p.keyAlgorithm}`,
+    `        reconcile ${d(p.reconcileInterval)}, propagation delay ${d(p.propagationDelay)}, max connection age ${d(p.maxConnectionAge)}, notBefore backdated ${d(p.notBeforeBackdate)}`,
+    '',
+  ];
+  const firstAt = timeline.find((e) => e.kind !== 'event')?.at;
+  const shown = args.timeline ? timeline : timeline.filter((e) => e.at === firstAt || e.kind === 'ca' || e.kind === 'event');
+  lines.push(args.timeline ? 'Timeline' : 'Timeline (first issuances, events and CA phases; --timeline for every issuance)');
+  for (let i = 0; i < shown.length; i++) {
+    const e = shown[i]!;
+    if (e.kind === 'ca') {
+      const leaves = shown === timeline || e.at === firstAt ? [] : timeline.filter((x) => x.at === e.at && (x.kind === 'serverLeaf' || x.kind === 'clientLeaf'));
+      const reissued = leaves.length > 0 ? `; ${leaves.length} leaves issued (${[...new Set(leaves.map((x) => x.reason))].join(', ')})` : '';
+      lines.push(`  ${iso(e.at)}  ${(e.phases ?? []).map((ph) => CA_PHASE_WORDS[ph]).join('; ')}${e.reason ? ` [${e.reason}]` : ''}${reissued}`);
+    } else if (e.kind === 'event') {
+      lines.push(`  ${iso(e.at)}  event: ${e.message}${e.target ? ` (${e.target})` : ''}`);
+    } else if (!args.timeline && e.at === firstAt) {
+      const same = shown.filter((x) => x.at === e.at && x.kind === e.kind);
+      if (same[0] === e) lines.push(`  ${iso(e.at)}  ${same.length} ${e.kind === 'clientLeaf' ? 'client' : 'server'} certificate(s) issued (${e.reason})`);
+    } else {
+      lines.push(`  ${iso(e.at)}  ${e.target}: ${e.kind === 'bundle' ? 'bundle updated' : `${e.reason}`}`);
+    }
+  }
+  lines.push('', 'Rotations by reason (server + client certificates)');
+  for (const [reason, n] of Object.entries(summary.byReason) as [RotationReason, number][]) lines.push(`  ${reason.padEnd(15)} ${String(n).padStart(7)}`);
+  lines.push(
+    `  ${'total'.padEnd(15)} ${String(summary.serverIssuances + summary.clientIssuances).padStart(7)}`, '',
+    `CA phases: ${Object.entries(summary.caPhases).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `Bundle updates (not rotations): ${summary.bundleUpdates}`,
+    `Reconciles: ${summary.reconciles}`,
+    `Minimum remaining validity of any certificate in use: ${formatRemaining(summary.minRemainingValidity)}`,
+    `Violations: ${summary.violations.length}`,
+    ...summary.violations.slice(0, 20).map((v) => `  ${iso(v.at)} ${v.kind}: ${v.message}`),
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+function formatRemaining(ms: Duration): string {
+  if (!Number.isFinite(ms)) return 'n/a';
+  return `${Math.floor(ms / days(1))}d ${Math.floor((ms % days(1)) / 3_600_000)}h`;
+}
+
+/** `eso-mtls simulate [flags]`: resolves with the exit code (0 clean, 1 violations, 2 bad flags). */
+export async function runSimulateCommand(argv: readonly string[], streams: CliStreams = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  let args: SimulateArgs | 'help';
+  try {
+    args = parseSimulateArgs(argv);
+  } catch (e) {
+    if (!(e instanceof FlagError)) throw e;
+    streams.stderr.write(`eso-mtls simulate: ${e.message}\n`);
+    return 2;
+  }
+  if (args === 'help') {
+    streams.stdout.write(USAGE);
+    return 0;
+  }
+  const services = Array.from({ length: args.services }, (_, i) => ({ namespace: `team-${i % args.namespaces}`, name: `provider-${i}` }));
+  const crypto = { ...createNodeCryptoBackend(), random: seededRandom(args.seed) };
+  const result = await simulate({ policy: args.policy, crypto, services, duration: Math.round(args.years * days(365)), events: args.events });
+  streams.stdout.write(args.json ? `${JSON.stringify(result, null, 2)}\n` : formatSimulation(args, result));
+  return result.summary.violations.length === 0 ? 0 : 1;
+}

@@ -1,0 +1,60 @@
+import { describe, expect, it } from '@jest/globals';
+import { days } from '@eso-mtls/core';
+import { parseSimulateArgs, runSimulateCommand } from '../src/cli/simulate.js';
+
+async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runSimulateCommand(argv, { stdout: { write: (t: string) => (out += t) }, stderr: { write: (t: string) => (err += t) } });
+  return { code, out, err };
+}
+
+describe('eso-mtls simulate', () => {
+  it('prints the timeline summary of a run: first issuances, CA phases, counts by reason, no violations', async () => {
+    const { code, out, err } = await run(['--years', '1', '--services', '6', '--namespaces', '3', '--delete-ca-at', '100d']);
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    expect(out).toContain('6 Services in 3 namespaces');
+    expect(out).toMatch(/2026-01-01T00:00:00Z {2}3 server certificate\(s\) issued \(initial\)/);
+    expect(out).toMatch(/2026-04-11T00:00:00Z {2}CA key lost.*\[secret_missing\]/);
+    expect(out).toMatch(/next CA activated.*4 leaves issued \(ca_rotated\)/);
+    expect(out).toMatch(/ {2}expiring +\d+/);
+    expect(out).toContain('Violations: 0');
+  });
+
+  it('--json gives the summary and the timeline', async () => {
+    const { out } = await run(['--years', '0.5', '--services', '2', '--json']);
+    const result = JSON.parse(out) as { summary: { byReason: Record<string, number>; violations: unknown[] }; timeline: unknown[] };
+    expect(result.summary.byReason.initial).toBe(2); // one namespace (2 Services) and the client
+    expect(result.summary.violations).toEqual([]);
+    expect(result.timeline.length).toBeGreaterThan(3);
+  });
+
+  it('policy overrides take days and name the flag when the policy is rejected', () => {
+    const args = parseSimulateArgs(['--leaf-validity', '30d', '--leaf-lookahead', '10d', '--leaf-jitter', '1d12h', '--key-algorithm', 'RSA-2048']);
+    expect(args).not.toBe('help');
+    expect(args !== 'help' && args.policy).toMatchObject({ leafValidity: days(30), leafLookahead: days(10), leafJitter: days(1.5), keyAlgorithm: 'RSA-2048' });
+  });
+
+  it.each([
+    [['--years', 'many'], /--years: "many" is not a number of years/],
+    [['--services=-3'], /--services: "-3" is not a whole number from 1 to 100000/],
+    [['--namespaces', '9', '--services', '4'], /--namespaces: "9" is not a whole number from 1 to 4/],
+    [['--leaf-validity', '3 months'], /--leaf-validity: "3 months" is not a duration such as 90d/],
+    [['--ca-lookahead', '10d'], /--ca-lookahead: invalid policy: caLookahead=10d: must be at least/],
+    [['--key-algorithm', 'ed25519'], /--key-algorithm: "ed25519" is not one of ECDSA-P256, RSA-2048, RSA-3072/],
+    [['--cluster-domain', 'Bad_Domain'], /--cluster-domain: invalid policy: clusterDomain="Bad_Domain"/],
+    [['--frobnicate'], /Unknown option '--frobnicate'/],
+  ])('rejects %j with exit code 2 and a message naming the flag', async (argv, message) => {
+    const { code, err, out } = await run(argv);
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(err).toMatch(message);
+  });
+
+  it('--help describes every flag', async () => {
+    const { code, out } = await run(['--help']);
+    expect(code).toBe(0);
+    for (const flag of ['--years', '--services', '--namespaces', '--seed', '--leaf-validity', '--key-algorithm', '--delete-ca-at']) expect(out).toContain(flag);
+  });
+});
