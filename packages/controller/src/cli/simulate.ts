@@ -39,11 +39,10 @@ ${Object.values(POLICY_FLAGS).map((f) => `  --${f} <duration>`.padEnd(30) + 'pol
 /** A flag's value that is not what the flag accepts. */
 class FlagError extends Error {}
 
-/** Durations as the controller flags write them, plus whole days (`90d`, `1d12h`). */
+/** Durations as the controller flags write them (`90d`, `1d12h`, `10m`). */
 function parseSimDuration(flag: string, text: string): Duration {
-  const m = /^(\d+)d(.*)$/.exec(text);
-  const value = m ? days(Number(m[1])) + (m[2] === '' ? 0 : parseDuration(m[2]!) ?? NaN) : parseDuration(text);
-  if (value === undefined || !Number.isFinite(value)) throw new FlagError(`--${flag}: ${JSON.stringify(text)} is not ${DURATION}`);
+  const value = parseDuration(text);
+  if (value === undefined) throw new FlagError(`--${flag}: ${JSON.stringify(text)} is not ${DURATION}`);
   return value;
 }
 
