@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { RbacAuthorizationV1Api, type V1Secret, Watch } from '@kubernetes/client-node';
+import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
+import { Informer, type InformerEvent, RequestCounter, createKubernetesClients } from '../src/index.js';
+import { TestCluster, converge, eventually, startAdapter, text } from './support/cluster.js';
+
+// Watches end every 3-6 s (the apiserver picks timeouts in [min-request-timeout, 2x]), so a
+// 12-second run sees at least two watch timeouts per informer, each to resume without a relist.
+const MIN_REQUEST_TIMEOUT = 3;
+
+let plane: ControlPlane;
+let cluster: TestCluster;
+
+beforeAll(async () => {
+  plane = await startControlPlane({ apiServerFlags: [`--min-request-timeout=${MIN_REQUEST_TIMEOUT}`], identities: [{ name: 'late-bloomer' }] });
+  cluster = new TestCluster(plane);
+}, 120_000);
+
+afterAll(async () => {
+  await plane?.stop();
+});
+
+/** Creates and updates unrelated Secrets until stopped; returns the last resourceVersion it wrote. */
+function churn(namespace: string): { stop: () => Promise<{ writes: number; lastResourceVersion: string }> } {
+  let stopped = false;
+  let writes = 0;
+  let last = '0';
+  const loop = (async () => {
+    while (!stopped) {
+      const name = `unrelated-${writes % 20}`;
+      const body = { metadata: { name }, stringData: { n: String(writes) } };
+      const s = await cluster.core.replaceNamespacedSecret({ namespace, name, body }).catch(() => cluster.core.createNamespacedSecret({ namespace, body }));
+      last = s.metadata?.resourceVersion ?? last;
+      writes++;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  })();
+  return { stop: async () => { stopped = true; await loop; return { writes, lastResourceVersion: last }; } };
+}
+
+describe('list+watch on the real apiserver', () => {
+  it('resumes each timed-out watch from bookmarks despite unrelated Secret churn: no relist, and no LIST/GET or write in steady state', async () => {
+    const eso = await cluster.namespace('eso-bookmarks');
+    const ns = await cluster.namespace('bm-provider');
+    const noise = await cluster.namespace('bm-noise');
+    await cluster.labelledService(ns, 'p');
+    const run = await startAdapter(plane.adminKubeConfig, eso);
+    try {
+      await eventually(async () => expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE'));
+      await converge(run.adapter);
+      const requests = run.adapter.requests.snapshot();
+      const stats = { ...run.adapter.informerStats() };
+      const resumeFrom = BigInt(run.adapter.informers.providerSecrets.lastResourceVersion!);
+      const rounds = run.adapter.rounds;
+
+      const noiseMaker = churn(noise);
+      await new Promise((r) => setTimeout(r, 12_000));
+      const { writes, lastResourceVersion } = await noiseMaker.stop();
+      await new Promise((r) => setTimeout(r, 2 * MIN_REQUEST_TIMEOUT * 1000)); // a bookmark after the last write
+
+      const after = run.adapter.informerStats();
+      expect(writes).toBeGreaterThan(100);
+      // Every informer's watch timed out several times and resumed...
+      expect(after.watches - stats.watches).toBeGreaterThanOrEqual(4 * 2);
+      expect(after.bookmarks - stats.bookmarks).toBeGreaterThan(0);
+      // ...without a 410 or a relist, and the only requests were watches.
+      expect({ lists: after.lists - stats.lists, expired: after.expired - stats.expired, errors: after.errors - stats.errors })
+        .toEqual({ lists: 0, expired: 0, errors: 0 });
+      const since = run.adapter.requests.since(requests);
+      expect(Object.keys(since).filter((k) => !k.startsWith('watch '))).toEqual([]);
+      expect(since['watch secrets']).toBeGreaterThan(0);
+      // The resume point followed the churn although no watched Secret changed: that is what
+      // keeps it inside the apiserver's watch window however long the churn goes on.
+      const resumeNow = BigInt(run.adapter.informers.providerSecrets.lastResourceVersion!);
+      expect(resumeNow).toBeGreaterThanOrEqual(BigInt(lastResourceVersion));
+      expect(resumeNow).toBeGreaterThan(resumeFrom);
+      // Bookmarks are not changes: nothing was reconciled because of them.
+      expect(run.adapter.rounds - rounds).toBeLessThanOrEqual(1);
+    } finally {
+      await run.adapter.stop();
+      await cluster.deleteService(ns, 'p');
+    }
+  }, 60_000);
+
+  it('resumes its watch after a kube-apiserver restart without relisting: it relists only on 410 Gone', async () => {
+    const counter = new RequestCounter();
+    const clients = await createKubernetesClients(plane.adminKubeConfig, counter);
+    const errors: string[] = [];
+    // The apiserver keeps at least 75 s of watch history, so a real 410 cannot be had in a short
+    // test; this rare fault alone is injected: once armed, the next resumed watch is answered 410 Expired.
+    let armed = false;
+    let injected = 0;
+    const watch = new Watch(plane.adminKubeConfig);
+    const expiringOnce = Object.assign(Object.create(watch) as Watch, {
+      watch: (path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (t: string, o: unknown) => void, done: (e: unknown) => void) => {
+        if (armed && query.resourceVersion) {
+          armed = false;
+          injected++;
+          setImmediate(() => {
+            onEvent('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
+            done(null);
+          });
+          return Promise.resolve(new AbortController());
+        }
+        return watch.watch(path, query, onEvent, done);
+      },
+    });
+    const informer: Informer<V1Secret> = new Informer<V1Secret>({
+      description: 'test Secrets', resource: 'secrets',
+      list: (page) => clients.core.listSecretForAllNamespaces({ fieldSelector: 'metadata.name=relist-me', ...page }),
+      watchPath: '/api/v1/secrets', fieldSelector: 'metadata.name=relist-me',
+    }, { watch: expiringOnce, counter, onError: (e) => errors.push(e.message), backoff: { initialMs: 100, maxMs: 1000 } });
+    const ns = await cluster.namespace('relist');
+    const seen: InformerEvent<V1Secret>[] = [];
+    informer.onChange((e) => seen.push(e));
+    informer.start();
+    try {
+      await informer.synced;
+      await plane.stopApiServer();
+      await plane.startApiServer();
+      await cluster.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'relist-me' }, stringData: { a: 'b' } } });
+      await eventually(() => expect(informer.get(ns, 'relist-me')).toBeDefined(), 30_000);
+      // Connection errors while the apiserver was down: retried with backoff, resumed, no relist.
+      expect(errors.length).toBeGreaterThan(0);
+      expect({ lists: informer.stats.lists, expired: informer.stats.expired }).toEqual({ lists: 1, expired: 0 });
+      expect(seen.map((e) => e.type)).toEqual(['ADDED']);
+
+      // A 410 is the one thing that makes it list again (at the next watch, after the current one
+      // times out); the cache is then unchanged.
+      armed = true;
+      await eventually(() => injected === 1 && informer.stats.lists === 2, 30_000);
+      expect(informer.stats.expired).toBe(1);
+      expect(counter.count('list', 'secrets')).toBe(2);
+      expect(informer.get(ns, 'relist-me')).toBeDefined();
+      expect(seen.map((e) => e.type)).toEqual(['ADDED']);
+    } finally {
+      await informer.stop();
+      clients.close();
+    }
+  }, 60_000);
+
+  it('restarts with backoff after errors (403 until RBAC allows it) instead of stopping', async () => {
+    const kubeConfig = plane.kubeconfigFor('late-bloomer');
+    const counter = new RequestCounter();
+    const clients = await createKubernetesClients(kubeConfig, counter);
+    const ns = await cluster.namespace('late');
+    const errors: string[] = [];
+    const informer = new Informer<V1Secret>({
+      description: `Secrets in ${ns}`, resource: 'secrets',
+      list: (page) => clients.core.listNamespacedSecret({ namespace: ns, ...page }),
+      watchPath: `/api/v1/namespaces/${ns}/secrets`,
+    }, { watch: clients.watch, counter, onError: (e) => errors.push(e.message), backoff: { initialMs: 100, maxMs: 2000 } });
+    informer.start();
+    try {
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(informer.hasSynced).toBe(false);
+      expect(errors[0]).toMatch(/^Secrets in late: .*403/);
+      // Exponential backoff: a handful of attempts in 3 s, not a hot loop.
+      expect(errors.length).toBeGreaterThanOrEqual(3);
+      expect(errors.length).toBeLessThanOrEqual(8);
+
+      const rbac = plane.adminKubeConfig.makeApiClient(RbacAuthorizationV1Api);
+      await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'read' }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] }] } });
+      await rbac.createNamespacedRoleBinding({ namespace: ns, body: {
+        metadata: { name: 'read' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'read' },
+        subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'late-bloomer' }],
+      } });
+      await eventually(() => informer.hasSynced, 15_000);
+      await cluster.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'hello' }, stringData: { a: 'b' } } });
+      await eventually(() => expect(informer.get(ns, 'hello')).toBeDefined());
+    } finally {
+      await informer.stop();
+      clients.close();
+    }
+  }, 60_000);
+});
