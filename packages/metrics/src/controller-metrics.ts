@@ -1,9 +1,9 @@
-import type { Instant } from '@eso-mtls/core';
+import { type Instant, ROTATION_REASONS, type RotationReason } from '@eso-mtls/core';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { isInstant, secondsUntil } from './expiry.js';
 import { MetricLabelError, type ServiceLabels, serviceKey, serviceLabels } from './labels.js';
 import { METRIC_NAMES } from './metric-names.js';
-import { assertRotationReason, ROTATION_REASONS, type RotationReason } from './rotation-reason.js';
+import { assertRotationReason } from './rotation-reason.js';
 
 /** One labelled Service, as the controller currently sees it. */
 export interface ProviderCertificateEntry {

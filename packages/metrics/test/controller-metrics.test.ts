@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { ControllerMetrics, METRIC_NAMES, MetricLabelError, ROTATION_REASONS, type RotationReason } from '@eso-mtls/metrics';
+import { ROTATION_REASONS, type RotationReason } from '@eso-mtls/core';
+import { ControllerMetrics, METRIC_NAMES, MetricLabelError } from '@eso-mtls/metrics';
 import { ControllerView, ManualClock } from './helpers/controller-view.js';
 import { series, valueOf } from './helpers/exposition.js';
 import { Served } from './helpers/served.js';
@@ -160,7 +161,9 @@ describe('ControllerMetrics rotation counters', () => {
     expect(series(s, N.providerCertificateRotations, { namespace: 'other' })).toHaveLength(0);
   });
 
-  it('accept every core rotation reason', async () => {
+  it('accept every core rotation reason, which are exactly the eight the issue names', async () => {
+    expect([...ROTATION_REASONS].sort()).toEqual(
+      ['initial', 'expiring', 'dns_changed', 'secret_missing', 'ca_rotated', 'ca_mismatch', 'invalid', 'forced'].sort());
     const { view, metrics, samples } = await setUp();
     view.services = [{ namespace: 'n', service: 's', notAfter: undefined }];
     for (const reason of ROTATION_REASONS) metrics.recordRotation('n', ['s'], reason);
@@ -200,7 +203,7 @@ describe('ControllerMetrics rotation counters', () => {
     const { view, metrics, samples } = await setUp();
     view.services = [{ namespace: 'n', service: 'a', notAfter: undefined }];
     const attempts: [string, unknown, RegExp][] = [
-      ['rotated', ['a'], /rotation reason "rotated" is not one of initial, expiring, dns_changed, secret_missing, ca_rotated, ca_mismatch, invalid, forced/],
+      ['rotated', ['a'], new RegExp(`rotation reason "rotated" is not one of ${ROTATION_REASONS.join(', ')}`)],
       ['', ['a'], /rotation reason "" is not one of/],
       ['initial', ['a', 'Bad_Name'], /service label "Bad_Name" in namespace n is not a Kubernetes Service name/],
       ['initial', ['a', ''], /service label ""/],
