@@ -1,7 +1,7 @@
 import { trustBundle } from './bundle.js';
 import type { CaMaterial, CaPhase } from './ca-rotation.js';
 import type { CertificateView } from './certificate.js';
-import type { CryptoBackend } from './crypto.js';
+import type { CryptoBackend, RandomSource } from './crypto.js';
 import { type IssueContext, issueCa, issueClientLeaf, issueServerLeaf } from './issue.js';
 import { type KeyedCertificate, SecretKeys } from './observe.js';
 import { bundlePem } from './parse.js';
@@ -109,8 +109,26 @@ export function materializeBundle(update: BundleUpdate, ca: MaterializedCa, now:
  */
 export async function executePlan(plan: Plan, ctx: ExecutionContext): Promise<SecretWrite[]> {
   const ca = await materializeCaChange(plan, ctx);
-  const leaves = await mapConcurrently(plan.leaves, ctx.concurrency ?? 4, (l) => materializeLeaf(plan, l, ca, ctx));
+  // Serial bytes are drawn in plan order before issuing concurrently, so a seeded RandomSource
+  // gives every leaf the same serial (hence the same jitter) whatever order key generation ends in.
+  const jobs = plan.leaves.map((issuance) => ({ issuance, random: prefetched(ctx.crypto.random, SERIAL_BYTES) }));
+  const leaves = await mapConcurrently(jobs, ctx.concurrency ?? 4, ({ issuance, random }) =>
+    materializeLeaf(plan, issuance, ca, { ...ctx, crypto: { ...ctx.crypto, random } }));
   return [...(ca.write ? [ca.write] : []), ...leaves, ...plan.bundles.map((b) => materializeBundle(b, ca, ctx.now ?? plan.now))];
+}
+
+/** What one issuance draws from the RandomSource today (a 16-octet serial); more falls through to the source. */
+const SERIAL_BYTES = 16;
+
+/** A RandomSource that first serves `count` bytes drawn now from `source`, then draws from `source`. */
+function prefetched(source: RandomSource, count: number): RandomSource {
+  let buffer = source(count);
+  return (length) => {
+    if (length > buffer.length) return source(length);
+    const out = buffer.slice(0, length);
+    buffer = buffer.slice(length);
+    return out;
+  };
 }
 
 /** `map` with at most `limit` promises pending, results in input order. */
