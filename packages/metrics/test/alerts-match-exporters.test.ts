@@ -1,0 +1,160 @@
+// Holds the alert rules to the code: the names they read are the names the real exporters write
+// over HTTP, and scrapes of the real exporters, replayed through promtool, fire the right alerts.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { stringify } from 'yaml';
+import { ControllerMetrics, METRIC_NAMES, ProviderMetrics } from '@eso-mtls/metrics';
+import { ControllerView, ManualClock } from './helpers/controller-view.js';
+import type { Sample, Scrape } from './helpers/exposition.js';
+import { promtool, repoRoot } from './helpers/promtool.js';
+import { ALERTS_PATH, alertRules, metricsReadBy } from './helpers/rules.js';
+import { Served } from './helpers/served.js';
+
+const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
+const DAY = 86_400_000;
+const MINUTE = 60_000;
+const served = new Served();
+afterAll(() => served.stop());
+
+/** A controller and one provider, both real, both scraped over HTTP, with a clock we move. */
+async function system(options: { leader: boolean }) {
+  const clock = new ManualClock(T0);
+  const view = new ControllerView();
+  view.leader = options.leader;
+  view.services = [
+    { namespace: 'provider-aws', service: 'aws', notAfter: T0 + 2 * DAY },
+    { namespace: 'provider-vault', service: 'vault', notAfter: T0 + 90 * DAY },
+  ];
+  view.client = { notAfter: T0 + DAY };
+  view.cas = [{ state: 'active', notAfter: T0 + 20 * DAY }, { state: 'next', notAfter: T0 + 385 * DAY }];
+  const controller = new ControllerMetrics({ now: clock.now, source: view });
+  // The vault provider still serves the certificate from before the last rotation.
+  const provider = new ProviderMetrics({
+    namespace: 'provider-vault', service: 'vault', now: clock.now, servedCertificate: () => ({ notAfter: T0 + 55 * DAY }),
+  });
+  const targets = [
+    { labels: { job: 'eso-mtls-controller', instance: 'controller-0:8080' }, scrape: await served.start(controller.registry) },
+    { labels: { job: 'providers', instance: 'vault-1:8081' }, scrape: await served.start(provider.registry) },
+  ];
+  return { clock, view, controller, provider, targets };
+}
+
+type System = Awaited<ReturnType<typeof system>>;
+
+/** Scrapes every target once a minute for `minutes` minutes; `step` runs before each scrape. */
+async function record(sys: System, minutes: number, step: (minute: number) => void = () => undefined) {
+  const series = new Map<string, (number | undefined)[]>();
+  const bodies: Scrape[] = [];
+  for (let minute = 0; minute <= minutes; minute++) {
+    step(minute);
+    for (const target of sys.targets) {
+      const scrape = await target.scrape();
+      bodies.push(scrape);
+      for (const s of scrape.samples) {
+        const key = seriesName(s, target.labels);
+        const values = series.get(key) ?? [];
+        values[minute] = s.value;
+        series.set(key, values);
+      }
+    }
+    sys.clock.advance(MINUTE);
+  }
+  const inputSeries = [...series].map(([name, values]) => ({
+    series: name,
+    values: Array.from({ length: minutes + 1 }, (_, i) => (values[i] === undefined ? '_' : String(values[i]))).join(' '),
+  }));
+  return { inputSeries, bodies };
+}
+
+function seriesName(s: Sample, targetLabels: Record<string, string>): string {
+  const labels = { ...s.labels, ...targetLabels };
+  const text = Object.keys(labels).sort().map((k) => `${k}=${JSON.stringify(labels[k as keyof typeof labels])}`).join(',');
+  return `${s.name}{${text}}`;
+}
+
+function firing(alertname: string, labels: Record<string, string>): { labels: string; value: number } {
+  const severity = alertRules().find((r) => r.alert === alertname)!.labels.severity!;
+  const all = { alertname, alertstate: 'firing', severity, ...labels };
+  return { labels: `ALERTS{${Object.entries(all).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}}`, value: 1 };
+}
+
+/** Runs promtool over the real rule file and the recorded series; returns its output on failure. */
+function promtoolExpectsFiring(inputSeries: unknown[], evalMinute: number, expected: { labels: string; value: number }[]) {
+  const dir = mkdtempSync(join(tmpdir(), 'eso-alerts-e2e-'));
+  try {
+    const test = {
+      rule_files: [join(repoRoot, ALERTS_PATH)],
+      evaluation_interval: '1m',
+      tests: [{
+        interval: '1m',
+        input_series: inputSeries,
+        promql_expr_test: [{ expr: 'ALERTS{alertstate="firing"}', eval_time: `${evalMinute}m`, exp_samples: expected }],
+      }],
+    };
+    writeFileSync(join(dir, 'test.yaml'), stringify(test));
+    return promtool(['test', 'rules', join(dir, 'test.yaml')]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('the alert rules and the real exporters', () => {
+  it('read only metric names that the exporters write over HTTP, and the docs describe every one', async () => {
+    const sys = await system({ leader: true });
+    sys.controller.recordRotation('provider-aws', ['aws'], 'initial');
+    const { bodies } = await record(sys, 0);
+    const exported = new Set(bodies.flatMap((b) => b.samples.map((s) => s.name)));
+    expect([...exported].sort()).toEqual(Object.values(METRIC_NAMES).sort());
+
+    const read = new Set(alertRules().flatMap((r) => metricsReadBy(r.expr)));
+    // Every metric but the two success counters, which no alert needs.
+    expect([...read].sort()).toEqual(Object.values(METRIC_NAMES)
+      .filter((n) => n !== METRIC_NAMES.providerCertificateRotations && n !== METRIC_NAMES.providerHotReloads).sort());
+    for (const name of read) expect([name, exported.has(name)]).toEqual([name, true]);
+
+    const docs = readFileSync(join(repoRoot, 'docs/metrics.md'), 'utf8');
+    for (const name of exported) expect([name, docs.includes(`\`${name}\``)]).toEqual([name, true]);
+  });
+
+  it('write expositions that promtool check metrics accepts', async () => {
+    const sys = await system({ leader: true });
+    sys.controller.recordRotation('provider-aws', ['aws'], 'expiring');
+    sys.provider.recordReload();
+    const { bodies } = await record(sys, 0);
+    for (const body of bodies) {
+      const r = promtool(['check', 'metrics'], body.body);
+      expect([r.status, r.stdout + r.stderr]).toEqual([0, '']);
+    }
+  });
+
+  it('fire exactly the expected alerts on twenty minutes of real scrapes from a leader and a provider', async () => {
+    const sys = await system({ leader: true });
+    const { inputSeries } = await record(sys, 20, (minute) => {
+      if (minute === 5) sys.controller.recordRotation('provider-vault', ['vault'], 'expiring');
+      if (minute === 10) {
+        sys.controller.recordRotationFailure('provider-aws', ['aws']);
+        sys.provider.recordReloadFailure();
+      }
+    });
+    const controller = { job: 'eso-mtls-controller', instance: 'controller-0:8080' };
+    const vaultPod = { job: 'providers', instance: 'vault-1:8081', namespace: 'provider-vault', service: 'vault' };
+    const r = promtoolExpectsFiring(inputSeries, 20, [
+      firing('EsoCaCertificateExpiringSoon', { ...controller, state: 'active' }),
+      firing('EsoClientCertificateExpiringSoon', controller),
+      firing('EsoProviderCertificateExpiringSoon', { ...controller, namespace: 'provider-aws', service: 'aws' }),
+      firing('EsoProviderCertificateHotReloadFailed', vaultPod),
+      firing('EsoProviderCertificateRotationFailed', { namespace: 'provider-aws', service: 'aws' }),
+      firing('EsoProviderServingStaleCertificate', vaultPod),
+    ]);
+    expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('SUCCESS')]);
+  });
+
+  it('fire only EsoControllerMetricsAbsent when the controller replica scraped is not the leader', async () => {
+    const sys = await system({ leader: false });
+    const { inputSeries } = await record(sys, 20);
+    const r = promtoolExpectsFiring(inputSeries, 20, [firing('EsoControllerMetricsAbsent', { state: 'active' })]);
+    expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('SUCCESS')]);
+  });
+});
