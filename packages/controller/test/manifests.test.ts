@@ -105,8 +105,13 @@ describe('deploy/ manifests', () => {
     find(manifests, 'ValidatingAdmissionPolicyBinding', 'eso-mtls-controller-secret-writes');
   });
 
-  it('keeps the PrometheusRule out of the default build', () => {
+  it('keeps the PrometheusRule out of the default build; the opt-in overlay adds exactly it', () => {
     expect(manifests.filter((m) => m.kind === 'PrometheusRule')).toEqual([]);
+    const withRule = kustomizeBuild('deploy/overlays/prometheus-rule');
+    const rules = withRule.filter((m) => m.kind === 'PrometheusRule');
+    expect(rules).toHaveLength(1);
+    expect(rules[0]!.metadata!.namespace).toBe(deployment.metadata!.namespace);
+    expect(withRule.filter((m) => m.kind !== 'PrometheusRule')).toEqual(manifests);
   });
 });
 

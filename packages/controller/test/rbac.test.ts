@@ -154,4 +154,11 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     expect((await status(coordination.createNamespacedLease({ namespace: 'team-a', body: { metadata: { name: 'eso-mtls-controller' } } }))).code).toBe(403);
     expect((await status(coordination.deleteNamespacedLease({ name: 'eso-mtls-controller', namespace: ESO_NS }))).code).toBe(403);
   });
+
+  it('applies everything of the opt-in overlay but the PrometheusRule, whose CRD this cluster lacks', async () => {
+    const extra = kustomizeBuild('deploy/overlays/prometheus-rule').filter((m) => m.kind === 'PrometheusRule');
+    expect(extra).toHaveLength(1);
+    await expect(applyAll(plane.adminKubeConfig, extra)).rejects
+      .toThrow('applying PrometheusRule external-secrets-system/eso-mtls: Failed to fetch resource metadata for monitoring.coreos.com/v1/PrometheusRule: HTTP-Code: 404');
+  });
 });
