@@ -1,7 +1,7 @@
 export * from './metric-names.js';
-export * from './labels.js';
+export { MetricLabelError, type ServiceLabels, serviceLabels } from './labels.js';
 export * from './rotation-reason.js';
-export * from './expiry.js';
+export { secondsUntil } from './expiry.js';
 export * from './controller-metrics.js';
 export * from './provider-metrics.js';
 export * from './provider-identity.js';
