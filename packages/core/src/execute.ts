@@ -87,20 +87,31 @@ export async function materializeLeaf(plan: Plan, issuance: LeafIssuance, ca: Ma
     : await issueServerLeaf(issue, ca.active, issuance.dnsNames);
   return {
     target: issuance.target, kind: issuance.kind, create: issuance.create, base: issuance.base,
-    annotations: { ...issuance.annotations, ...bundleWritten(issue.now) },
+    annotations: { ...issuance.annotations, ...bundleStamp(issuance.currentBundle, ca, issue.now) },
     data: { [SecretKeys.certificate]: leaf.certificate.pem, [SecretKeys.privateKey]: leaf.privateKeyPem, [SecretKeys.caCertificate]: ca.bundle },
     reason: issuance.reason, message: issuance.message, services: issuance.services, notAfter: leaf.certificate.notAfter,
   };
 }
 
-const bundleWritten = (now: Instant): Record<string, string> => ({ [BUNDLE_WRITTEN_AT_ANNOTATION]: new Date(now).toISOString() });
+/**
+ * `eso-mtls.io/bundle-written-at` when the write adds a CA certificate the Secret's bundle lacked
+ * (or the bundle is new or was unreadable): the stamp says since when the bundle has held every
+ * certificate it holds. A write that keeps or drops certificates keeps the old stamp, so routine
+ * renewals never postpone a CA activation.
+ */
+function bundleStamp(current: readonly CertificateView[] | undefined, ca: MaterializedCa, now: Instant): Record<string, string> {
+  const held = new Set(current?.map((c) => c.pem));
+  const after = [ca.active, ca.next].flatMap((k) => (k ? [k.certificate] : [])).concat(ca.retired);
+  const adds = current === undefined || after.some((c) => !held.has(c.pem));
+  return adds ? { [BUNDLE_WRITTEN_AT_ANNOTATION]: new Date(now).toISOString() } : {};
+}
 
 /** Rewrites `ca.crt` of a Secret to `ca.bundle` at `now` (the write time), keeping its other data. */
 export function materializeBundle(update: BundleUpdate, ca: MaterializedCa, now: Instant): SecretWrite {
   const data: Record<string, string> = {};
   for (const [key, value] of Object.entries(update.data)) if (value !== undefined) data[key] = textOf(value);
   data[SecretKeys.caCertificate] = ca.bundle;
-  return { target: update.target, kind: 'bundle', data, create: false, base: update.base, annotations: bundleWritten(now), services: [] };
+  return { target: update.target, kind: 'bundle', data, create: false, base: update.base, annotations: bundleStamp(update.currentBundle, ca, now), services: [] };
 }
 
 /**

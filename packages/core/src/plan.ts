@@ -33,6 +33,8 @@ export interface LeafIssuance {
   readonly create: boolean;
   readonly base?: string;
   readonly annotations: Readonly<Record<string, string>>;
+  /** The CA certificates the Secret's ca.crt holds now (undefined: absent or unreadable). */
+  readonly currentBundle?: readonly CertificateView[];
 }
 
 /** Rewrite `ca.crt` alone, keeping the rest of the data. Not a rotation. */
@@ -41,6 +43,8 @@ export interface BundleUpdate {
   readonly base?: string;
   /** The Secret's data as observed; only ca.crt changes. */
   readonly data: SecretData;
+  /** The CA certificates its ca.crt holds now (undefined: unreadable). */
+  readonly currentBundle?: readonly CertificateView[];
 }
 
 /** Something the planner will not touch, reported to the user. */
@@ -203,12 +207,12 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
       leaves.push({
         kind: s.kind, target: s.target, services: s.services, dnsNames: s.identity.kind === 'server' ? s.identity.dnsNames : [],
         reason: trigger.reason, message: trigger.message, create: s.secret === undefined, base: s.secret?.version,
-        annotations: s.request === undefined ? {} : { [ROTATE_ACKNOWLEDGED_ANNOTATION]: s.request },
+        annotations: s.request === undefined ? {} : { [ROTATE_ACKNOWLEDGED_ANNOTATION]: s.request }, currentBundle: currentBundleOf(s),
       });
       continue;
     }
     if (trigger) waiting.push({ target: s.target, reason: trigger.reason, message: `${trigger.message} (waiting: no CA signs until the new one is activated)` });
-    if (s.observed && s.observed.bundleText !== bundle) bundles.push({ target: s.target, base: s.secret!.version, data: s.secret!.data });
+    if (s.observed && s.observed.bundleText !== bundle) bundles.push({ target: s.target, base: s.secret!.version, data: s.secret!.data, currentBundle: currentBundleOf(s) });
     if (!trigger && s.observed?.leaf.ok) dueAt.push(renewalTime(s.observed.leaf.value.certificate, policy));
   }
   if (signer && leaves.length > 0) {
@@ -227,6 +231,10 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
 function parseInstant(text: string | undefined): Instant | undefined {
   const t = text === undefined ? NaN : Date.parse(text);
   return Number.isFinite(t) ? t : undefined;
+}
+
+function currentBundleOf(s: LeafSubject): readonly CertificateView[] | undefined {
+  return s.observed?.bundle.ok ? s.observed.bundle.value : undefined;
 }
 
 function notAfterOf(s: LeafSubject): Instant | undefined {

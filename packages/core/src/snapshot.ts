@@ -54,8 +54,9 @@ export const ROTATE_ANNOTATION = 'eso-mtls.io/rotate';
 /** Annotation on our own Secret recording the rotation request already acted on. */
 export const ROTATE_ACKNOWLEDGED_ANNOTATION = 'eso-mtls.io/rotate-acknowledged';
 /**
- * Annotation on every leaf Secret we write: when its ca.crt was last written (RFC 3339). The next
- * CA signs only once every bundle has held it for propagationDelay since that instant.
+ * Annotation on the leaf Secrets we write: since when their ca.crt has held every certificate it
+ * holds (RFC 3339), set by each write that adds one. The next CA signs only once every bundle has
+ * held it for propagationDelay since that instant.
  */
 export const BUNDLE_WRITTEN_AT_ANNOTATION = 'eso-mtls.io/bundle-written-at';
 /** `eso-mtls.io/rotate` value on the CA Secret that asks for a hard cut-over (suspected key compromise). */

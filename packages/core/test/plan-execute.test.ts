@@ -73,4 +73,33 @@ describe('executePlan', () => {
     expect(write.data).toEqual({ ...s.data, 'ca.crt': ca.bundle, extra: 'kept' });
     expect(write.annotations).toEqual({ 'eso-mtls.io/bundle-written-at': new Date(T0 + minutes(2)).toISOString() });
   });
+
+  it('stamps eso-mtls.io/bundle-written-at only when a write adds a CA certificate to the bundle', async () => {
+    const pki = new Pki();
+    const store = new MemoryStore();
+    store.setServices('a', [{ name: 'p' }]);
+    await reconcile(store, pki, T0);
+    const stamp = (): string | undefined => store.get({ namespace: 'a' })!.annotations['eso-mtls.io/bundle-written-at'];
+    expect(stamp()).toBe(new Date(T0).toISOString());
+    // A renewal with the same bundle keeps the stamp: routine renewals never hold back a CA activation.
+    const renewal = planAt(store, pki, T0 + days(56));
+    const writes = await executePlan(renewal, { crypto: pki.crypto });
+    expect(writes.find((w) => w.kind === 'serverLeaf')?.annotations).toEqual({});
+    for (const w of writes) store.apply(w);
+    expect(stamp()).toBe(new Date(T0).toISOString());
+    // Publishing a next CA adds a certificate: stamped at the write time.
+    const ca = store.get('ca')!;
+    store.put('ca', { ...ca, annotations: { 'eso-mtls.io/rotate': 'go' } });
+    const prepare = await reconcile(store, pki, T0 + days(57));
+    expect(prepare.writes.map((w) => w.kind)).toEqual(['ca', 'bundle', 'bundle']);
+    expect(stamp()).toBe(new Date(T0 + days(57)).toISOString());
+    // Retiring the old CA only drops one: the stamp stays.
+    let at = T0 + days(57);
+    while (store.get('ca')!.data['retired.crt'] === undefined || planAt(store, pki, at).ca?.phases[0] !== 'retire') {
+      await reconcile(store, pki, at);
+      at = planAt(store, pki, at).nextDueAt!;
+    }
+    const retire = await reconcile(store, pki, at);
+    expect(retire.writes.filter((w) => w.kind === 'bundle').map((w) => w.annotations)).toEqual([{}, {}]);
+  });
 });
