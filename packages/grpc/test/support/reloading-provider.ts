@@ -26,12 +26,13 @@ export const secretFiles = (ca: string, leaf: KeyPair) => ({ 'ca.crt': ca, 'tls.
 /** Starts `options.implementation` on 127.0.0.1 serving `leaf` with `ca` as the client-certificate bundle. */
 export async function startReloadingProvider(
   ca: string, leaf: KeyPair, options: Omit<ProviderServerOptions, 'certDir'>,
+  sourceOptions: Parameters<typeof reloadingCertificateSource>[1] = {},
 ): Promise<ReloadingProvider> {
   const certDir = mkdtempSync(join(tmpdir(), 'provider-certs-'));
   await writeAtomically(certDir, secretFiles(ca, leaf));
   let watcher: CertificateWatcher | undefined;
   const server = await startProviderServer({ host: '127.0.0.1', port: 0, healthPort: 0, ...options, certDir }, (dir) => {
-    const source = reloadingCertificateSource(dir);
+    const source = reloadingCertificateSource(dir, sourceOptions);
     watcher = source.watcher;
     return source;
   });
