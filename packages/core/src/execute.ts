@@ -1,4 +1,5 @@
 import { trustBundle } from './bundle.js';
+import type { CertificateCache } from './cache.js';
 import type { CaMaterial, CaPhase } from './ca-rotation.js';
 import type { CertificateView } from './certificate.js';
 import type { CryptoBackend, RandomSource } from './crypto.js';
@@ -42,6 +43,8 @@ export interface ExecutionContext {
   readonly now?: Instant;
   /** Issuances in flight at once; RSA key generation runs in a thread pool. Default 4. */
   readonly concurrency?: number;
+  /** The planner's cache: what is issued is remembered, so re-observing it costs no parse, key check or verification. */
+  readonly cache?: CertificateCache;
 }
 
 /** The CAs after the plan's CA change, with keys, and the bundle every leaf Secret gets. */
@@ -59,8 +62,12 @@ const issueContext = (plan: Plan, ctx: ExecutionContext): IssueContext => ({ cry
 /** Generates the CAs the plan asks for and builds the CA Secret write. Write it before anything it signs. */
 export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Promise<MaterializedCa> {
   const issue = issueContext(plan, ctx);
-  const materialize = async (m: CaMaterial | undefined): Promise<KeyedCertificate | undefined> =>
-    m === undefined ? undefined : m.kind === 'existing' ? m.keyed : issueCa(issue);
+  const materialize = async (m: CaMaterial | undefined): Promise<KeyedCertificate | undefined> => {
+    if (m === undefined || m.kind === 'existing') return m?.keyed;
+    const issued = await issueCa(issue);
+    ctx.cache?.remember(issued, issued.certificate);
+    return issued;
+  };
   const active = await materialize(plan.trust.active);
   const next = await materialize(plan.trust.next);
   const { retired } = plan.trust;
@@ -85,6 +92,7 @@ export async function materializeLeaf(plan: Plan, issuance: LeafIssuance, ca: Ma
   const leaf = issuance.kind === 'clientLeaf'
     ? await issueClientLeaf(issue, ca.active)
     : await issueServerLeaf(issue, ca.active, issuance.dnsNames);
+  ctx.cache?.remember(leaf, ca.active.certificate);
   return {
     target: issuance.target, kind: issuance.kind, create: issuance.create, base: issuance.base,
     annotations: { ...issuance.annotations, ...bundleStamp(issuance.currentBundle, ca, issue.now) },

@@ -128,7 +128,7 @@ export class SimulatedCluster {
     const phases = plan.ca?.phases ?? [];
     // A hard cut-over gives up trust on purpose: an emergency, or a CA made again from nothing.
     if (phases.includes('emergency') || (phases.includes('create') && (this.caPhases.create ?? 0) > 0)) this.checker.breakTrust();
-    for (const write of await executePlan(plan, { crypto: this.crypto })) {
+    for (const write of await executePlan(plan, { crypto: this.crypto, cache: this.cache })) {
       this.store.apply(write);
       const target = describeTarget(write.target);
       if (write.target !== 'ca') this.violations.push(...this.checker.record(write.target, at, write.data, true));

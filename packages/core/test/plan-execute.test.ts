@@ -102,4 +102,16 @@ describe('executePlan', () => {
     const retire = await reconcile(store, pki, at);
     expect(retire.writes.filter((w) => w.kind === 'bundle').map((w) => w.annotations)).toEqual([{}, {}]);
   });
+
+  it('with the planner\'s cache, what was just issued is re-observed without parsing, key checks or verification', async () => {
+    const pki = new Pki();
+    const store = new MemoryStore();
+    for (const ns of ['a', 'b', 'c']) store.setServices(ns, [{ name: 'p' }]);
+    const plan = planAt(store, pki, T0);
+    for (const w of await executePlan(plan, { crypto: pki.crypto, cache: pki.cache })) store.apply(w);
+    const before = { ...pki.cache.stats };
+    expect(planAt(store, pki, T0 + minutes(1)).leaves).toEqual([]);
+    expect(pki.cache.stats.keyChecks - before.keyChecks).toBe(0);
+    expect(pki.cache.stats.verifications - before.verifications).toBe(0);
+  });
 });
