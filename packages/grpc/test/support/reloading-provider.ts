@@ -30,6 +30,20 @@ export async function startReloadingProvider(
 ): Promise<ReloadingProvider> {
   const certDir = mkdtempSync(join(tmpdir(), 'provider-certs-'));
   await writeAtomically(certDir, secretFiles(ca, leaf));
+  const provider = await startProviderOn(certDir, options, sourceOptions);
+  return {
+    ...provider,
+    stop: async () => {
+      await provider.stop();
+      rmSync(certDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts `options.implementation` on 127.0.0.1 over the Secret folder `certDir`, already written. */
+export async function startProviderOn(
+  certDir: string, options: Omit<ProviderServerOptions, 'certDir'>, sourceOptions: Parameters<typeof reloadingCertificateSource>[1] = {},
+): Promise<ReloadingProvider> {
   let watcher: CertificateWatcher | undefined;
   const server = await startProviderServer({ host: '127.0.0.1', port: 0, healthPort: 0, ...options, certDir }, (dir) => {
     const source = reloadingCertificateSource(dir, sourceOptions);
@@ -46,9 +60,6 @@ export async function startReloadingProvider(
       await writeAtomically(certDir, secretFiles(bundle, next));
       await judged;
     },
-    stop: async () => {
-      await server.close();
-      rmSync(certDir, { recursive: true, force: true });
-    },
+    stop: () => server.close(),
   };
 }
