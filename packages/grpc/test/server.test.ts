@@ -1,13 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as grpc from '@grpc/grpc-js';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   createSecretStoreProviderClient, healthServiceDefinition, resolveProviderServerOptions, startProviderServer,
   type CallContext, type SecretStoreProvider,
 } from '@eso-mtls/grpc';
+import { writeAtomically } from './support/atomic-writer.js';
 import { failureOf } from './support/failure.js';
 import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider, type TestPkiSet } from './support/provider-fixture.js';
 import { TEST_SERVER_NAME } from './support/pki.js';
@@ -15,6 +17,29 @@ import { TEST_SERVER_NAME } from './support/pki.js';
 const minimal: SecretStoreProvider = { getSecret: () => ({ value: Buffer.from('v') }), getSecretMap: () => ({}) };
 type HealthClient = grpc.Client & Record<'Check' | 'List', (r: object, cb: (e: grpc.ServiceError | null, r?: unknown) => void) => void>
   & { Watch(r: object): grpc.ClientReadableStream<{ status: string }> };
+
+/** A port nothing listens on right now, for a health port that must be known before start resolves. */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Retries `probe` until it stops throwing (asynchronous reloads). */
+async function eventually<T>(probe: () => Promise<T>, timeoutMs = 10_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await probe();
+    } catch (e) {
+      if (Date.now() > until) throw e;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
 
 let pki: TestPkiSet;
 beforeAll(async () => {
@@ -36,10 +61,57 @@ describe('options', () => {
     });
   });
 
-  it('a missing certificate folder fails start naming the file and the Secret to mount', async () => {
-    const certDir = join(mkdtempSync(join(tmpdir(), 'empty-')), 'certs');
-    await expect(startProviderServer({ implementation: minimal, certDir, host: '127.0.0.1', port: 0, healthPort: 0 }))
-      .rejects.toThrow(`cannot read ${join(certDir, 'ca.crt')}`);
+  it('waits for a good certificate pair, not ready meanwhile and naming the problem, then serves', async () => {
+    const certDir = mkdtempSync(join(tmpdir(), 'certs-later-'));
+    const healthPort = await freePort();
+    const controller = new AbortController();
+    const starting = startProviderServer({
+      implementation: minimal, certDir, host: '127.0.0.1', port: 0, healthPort, metrics: { namespace: 'provider-system', service: 'late' }, signal: controller.signal,
+    });
+    starting.catch(() => undefined);
+    const readyz = async () => { const r = await fetch(`http://127.0.0.1:${healthPort}/readyz`); return [r.status, await r.text()] as const; };
+    const untilReadyzSays = (fragment: string) => eventually(async () => {
+      const r = await readyz();
+      if (!r[1].includes(fragment)) throw new Error(`/readyz does not say ${fragment} yet: ${r[1]}`);
+      return r;
+    });
+    try {
+      const [missingStatus, missing] = await untilReadyzSays('last attempt');
+      expect(missingStatus).toBe(503);
+      expect(missing).toContain(`not ready: waiting for a good certificate pair in ${certDir} (last attempt: `);
+      expect(missing).toContain(`cannot read ${join(certDir, 'tls.crt')}`);
+      // A key that does not belong to the certificate is refused and named.
+      await writeAtomically(certDir, { 'ca.crt': pki.ca.cert, 'tls.crt': pki.server.cert, 'tls.key': pki.client.key });
+      expect((await untilReadyzSays('is not the private key of'))[0]).toBe(503);
+      await writeAtomically(certDir, { 'ca.crt': pki.ca.cert, 'tls.crt': pki.server.cert, 'tls.key': pki.server.key });
+      const server = await starting;
+      try {
+        expect(await readyz()).toEqual([200, 'ready\n']);
+        const metrics = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
+        expect(metrics).toMatch(/eso_provider_certificate_hot_reload_failures_total\{namespace="provider-system",service="late"\} [1-9]/);
+        expect(metrics).toMatch(/eso_provider_certificate_hot_reload_total\{namespace="provider-system",service="late"\} 0/);
+        const ch = clientChannel(`127.0.0.1:${server.port}`, pki.ca.cert, pki.client);
+        expect(await createSecretStoreProviderClient(ch).getSecret({})).toEqual(Buffer.from('v'));
+        ch.close();
+      } finally {
+        await server.close();
+      }
+    } finally {
+      controller.abort();
+      rmSync(certDir, { recursive: true, force: true });
+    }
+  });
+
+  it('an abort while waiting for certificates rejects and frees the health port', async () => {
+    const certDir = mkdtempSync(join(tmpdir(), 'certs-never-'));
+    const healthPort = await freePort();
+    const controller = new AbortController();
+    const starting = startProviderServer({ implementation: minimal, certDir, host: '127.0.0.1', port: 0, healthPort, signal: controller.signal });
+    await eventually(() => fetch(`http://127.0.0.1:${healthPort}/healthz`));
+    controller.abort();
+    await expect(starting).rejects.toThrow(`startProviderServer aborted while waiting for certificates in ${certDir}`);
+    await expect(fetch(`http://127.0.0.1:${healthPort}/healthz`)).rejects.toThrow();
+    rmSync(certDir, { recursive: true, force: true });
   });
 });
 

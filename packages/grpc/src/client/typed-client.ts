@@ -57,7 +57,10 @@ export interface SecretStoreProviderClient {
   capabilities(request: m.MessageInit<m.CapabilitiesRequest>, options?: ProviderCallOptions): Promise<m.SecretStoreCapabilities>;
   /** Any method, returning the decoded response message as is. */
   call<M extends ProviderMethodName>(method: M, request: m.MessageInit<RequestOf<M>>, options?: ProviderCallOptions): Promise<ResponseOf<M>>;
-  /** The raw grpc-js client over the channel current now (for streaming interceptors, metadata, ...). */
+  /**
+   * The raw grpc-js client over the channel current now. Over a rotating channel source its calls
+   * are not counted, so a channel replaced meanwhile may close under them: prefer the typed methods.
+   */
   raw(): RawProviderClient;
 }
 
@@ -92,11 +95,16 @@ export function createSecretStoreProviderClient(channel: ProviderChannelSource, 
       const { ch, done } = current();
       const client = clientFor(ch);
       type Unary = (req: unknown, md: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: unknown) => void) => void;
-      (client[method] as unknown as Unary).call(client, request, metadata, { deadline, waitForReady }, (error, response) => {
-        done();
-        if (error) reject(error);
-        else resolve(response as ResponseOf<M>);
-      });
+      try {
+        (client[method] as unknown as Unary).call(client, request, metadata, { deadline, waitForReady }, (error, response) => {
+          done();
+          if (error) reject(error);
+          else resolve(response as ResponseOf<M>);
+        });
+      } catch (e) {
+        done(); // every getChannel() is matched by one callFinished(), or a replaced channel never closes
+        reject(e);
+      }
     });
 
   const call = async <M extends ProviderMethodName>(method: M, request: m.MessageInit<RequestOf<M>>, o: ProviderCallOptions = {}): Promise<ResponseOf<M>> => {
@@ -130,6 +138,11 @@ export function createSecretStoreProviderClient(channel: ProviderChannelSource, 
     validate: (r, o) => call('Validate', r, o),
     capabilities: async (r, o) => (await call('Capabilities', r, o)).capabilities,
     call,
-    raw: () => clientFor(current().ch),
+    raw: () => {
+      // Raw calls are not counted: over a rotating source, their channel may close under them.
+      const { ch, done } = current();
+      done();
+      return clientFor(ch);
+    },
   };
 }

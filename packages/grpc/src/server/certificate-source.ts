@@ -1,7 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { X509Certificate } from 'node:crypto';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 
 /**
  * Where the provider server's TLS identity comes from: credentials for grpc-js plus what the
@@ -17,28 +14,4 @@ export interface ServedCertificateSource {
   onReload(listener: () => void): void;
   onReloadFailure(listener: (error: unknown) => void): void;
   close(): void;
-}
-
-function readCertFile(dir: string, name: string): Buffer {
-  try {
-    return readFileSync(join(dir, name));
-  } catch (e) {
-    throw new Error(`cannot read ${join(dir, name)}: ${(e as Error).message}; mount the Secret external-secrets-provider-tls (ca.crt, tls.crt, tls.key) at ${dir}`, { cause: e });
-  }
-}
-
-/** Loads ca.crt, tls.crt and tls.key once: no hot reload. */
-export function staticCertificateSource(certDir: string): ServedCertificateSource {
-  const ca = readCertFile(certDir, 'ca.crt');
-  const cert = readCertFile(certDir, 'tls.crt');
-  const key = readCertFile(certDir, 'tls.key');
-  const notAfter = Date.parse(new X509Certificate(cert).validTo);
-  return {
-    credentials: grpc.ServerCredentials.createSsl(ca, [{ cert_chain: cert, private_key: key }], true),
-    start: async () => undefined,
-    servedCertificate: () => ({ notAfter }),
-    onReload: () => undefined,
-    onReloadFailure: () => undefined,
-    close: () => undefined,
-  };
 }

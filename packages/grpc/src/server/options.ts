@@ -33,10 +33,12 @@ export interface ProviderServerOptions {
   readonly metrics?: { readonly namespace: string; readonly service: string };
   /** Told about every finished call (method, status, duration), e.g. to log it. */
   readonly onCall?: CallObserver;
+  /** Aborts a start still waiting for its first good certificate (e.g. on SIGTERM). */
+  readonly signal?: AbortSignal;
 }
 
 /** Options with every default applied. */
-export type ResolvedProviderServerOptions = Required<Omit<ProviderServerOptions, 'metrics' | 'onCall'>> & Pick<ProviderServerOptions, 'metrics' | 'onCall'>;
+export type ResolvedProviderServerOptions = Required<Omit<ProviderServerOptions, 'metrics' | 'onCall' | 'signal'>> & Pick<ProviderServerOptions, 'metrics' | 'onCall' | 'signal'>;
 
 /** An unusable option; the message names it, its value and the rule. */
 export class ProviderServerOptionError extends Error {
@@ -58,6 +60,7 @@ export function resolveProviderServerOptions(options: ProviderServerOptions): Re
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? seconds(10),
     metrics: options.metrics,
     onCall: options.onCall,
+    signal: options.signal,
   };
   const bad = (field: string, value: unknown, rule: string): never => {
     throw new ProviderServerOptionError(`startProviderServer: ${field}=${JSON.stringify(value)} ${rule}`);

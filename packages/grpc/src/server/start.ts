@@ -2,7 +2,8 @@ import * as grpc from '@grpc/grpc-js';
 import { ProviderMetrics } from '@eso-mtls/metrics';
 import { healthServiceDefinition, providerServiceDefinition } from '../wire/proto.js';
 import { PROVIDER_SERVICE_NAME } from '../wire/service.js';
-import { staticCertificateSource, type ServedCertificateSource } from './certificate-source.js';
+import { reloadingCertificateSource } from '../tls/server-credentials.js';
+import type { ServedCertificateSource } from './certificate-source.js';
 import { providerHandlers } from './handlers.js';
 import { HealthService } from './health.js';
 import { startHealthHttpServer } from './health-http.js';
@@ -29,26 +30,31 @@ export type CertificateSourceFactory = (certDir: string) => ServedCertificateSou
  * Starts a provider: the user's {@link SecretStoreProvider} and `grpc.health.v1.Health` over
  * mTLS (client certificates required, verified against ca.crt, identity checked per call), and
  * plain-HTTP /healthz, /readyz and /metrics on the health port. Resolves once a good certificate
- * is loaded and both ports listen; the health port answers (not ready) while it waits.
+ * is loaded and both ports listen; until then the health port answers not ready, naming the
+ * last problem with the files, and `options.signal` can abort the wait.
  */
 export async function startProviderServer(
   options: ProviderServerOptions,
-  certificateSource: CertificateSourceFactory = staticCertificateSource,
+  certificateSource: CertificateSourceFactory = reloadingCertificateSource,
 ): Promise<ProviderServer> {
   const o = resolveProviderServerOptions(options);
   const source = certificateSource(o.certDir);
   const metrics = o.metrics === undefined ? undefined : new ProviderMetrics({
     namespace: o.metrics.namespace, service: o.metrics.service, now: () => Date.now(), servedCertificate: () => source.servedCertificate(),
   });
-  if (metrics !== undefined) {
-    source.onReload(() => metrics.recordReload());
-    source.onReloadFailure(() => metrics.recordReloadFailure());
-  }
+  let lastFailure: string | undefined;
+  source.onReload(() => metrics?.recordReload());
+  source.onReloadFailure((e) => {
+    lastFailure = e instanceof Error ? e.message : String(e);
+    metrics?.recordReloadFailure();
+  });
   const health = new HealthService([PROVIDER_SERVICE_NAME]);
   let state: 'loading' | 'binding' | 'serving' | 'closing' = 'loading';
   const readiness = (): string | undefined => {
     if (state === 'closing') return 'shutting down';
-    if (source.servedCertificate() === undefined) return `waiting for a good certificate pair in ${o.certDir}`;
+    if (source.servedCertificate() === undefined) {
+      return `waiting for a good certificate pair in ${o.certDir}${lastFailure === undefined ? '' : ` (last attempt: ${lastFailure})`}`;
+    }
     return state === 'serving' ? undefined : 'gRPC port not bound yet';
   };
   const healthHttp = await startHealthHttpServer({ host: o.host, port: o.healthPort, readiness, registry: metrics?.registry });
@@ -57,8 +63,14 @@ export async function startProviderServer(
     'grpc.max_connection_age_grace_ms': o.maxConnectionAgeGraceMs,
   });
   let port: number;
+  const aborted = new Promise<never>((_, reject) => {
+    const abort = (): void => reject(new Error(`startProviderServer aborted while ${state === 'loading' ? `waiting for certificates in ${o.certDir}` : 'binding'}`));
+    if (o.signal?.aborted) abort();
+    o.signal?.addEventListener('abort', abort, { once: true });
+  });
+  aborted.catch(() => undefined);
   try {
-    await source.start();
+    await Promise.race([source.start(), aborted]);
     state = 'binding';
     server.addService(providerServiceDefinition(), providerHandlers(o.implementation, o.requireClientIdentity, o.onCall));
     server.addService(healthServiceDefinition(), health.handlers());

@@ -33,3 +33,6 @@ export function statusOfError(error: unknown): Pick<StatusObject, 'code' | 'deta
   if (isStatusCode(code)) return { code, details: message };
   return { code: status.INTERNAL, details: message };
 }
+
+/** gRPC status codes, re-exported so a provider can throw `new ProviderError(status.X, ...)` without importing grpc-js. */
+export { status } from '@grpc/grpc-js';
