@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createSecretStoreProviderClient } from '@eso-mtls/grpc';
+import { parseFileProviderConfig } from '../src/config.js';
+import { parseSecretFile } from '../src/secret-file.js';
+import { writeCertDir } from '../../../packages/grpc/test/support/pki.js';
+import { clientChannel, createTestPkiSet, type TestPkiSet } from '../../../packages/grpc/test/support/provider-fixture.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+describe('configuration', () => {
+  it('flags win over the environment, which wins over the defaults', () => {
+    expect(parseFileProviderConfig(['--data-file', '/d.yaml', '--port', '9000'], { PORT: '7000', HEALTH_PORT: '7001', POD_NAMESPACE: 'p', PROVIDER_SERVICE_NAME: 's' }))
+      .toEqual({ dataFile: '/d.yaml', certDir: '/etc/provider/certs', host: '0.0.0.0', port: 9000, healthPort: 7001, metrics: { namespace: 'p', service: 's' } });
+  });
+
+  it('names what is missing or wrong', () => {
+    expect(() => parseFileProviderConfig([], {})).toThrow('no data file: pass --data-file or set DATA_FILE');
+    expect(() => parseFileProviderConfig(['--data-file', 'x', '--port', 'http'], {})).toThrow('port="http" is not a TCP port');
+    expect(() => parseFileProviderConfig(['--data-file', 'x'], { POD_NAMESPACE: 'p' })).toThrow('metrics need both --namespace (POD_NAMESPACE) and --service');
+    expect(() => parseFileProviderConfig(['--data-fil', 'x'], {})).toThrow("Unknown option '--data-fil'");
+  });
+});
+
+describe('the data file format', () => {
+  it('rejects bad entries naming the file and the key', () => {
+    const bad = (text: string) => () => parseSecretFile(text, 'yaml', '/data/s.yaml');
+    expect(bad('secrets:\n  a: { value: 1 }\n')).toThrow('/data/s.yaml: secrets["a"].value must be a string');
+    expect(bad('secrets:\n  a: { valu: x }\n')).toThrow('secrets["a"] has unknown field(s) valu; allowed: value, valueBase64, properties, tags');
+    expect(bad('secrets:\n  a: { value: x, valueBase64: eA== }\n')).toThrow('has both value and valueBase64');
+    expect(bad('secrets:\n  a: { tags: { env: [1] } }\n')).toThrow('secrets["a"].tags must map names to strings');
+    expect(bad('secrets: [1]\n')).toThrow('expected an object with a "secrets" map');
+    expect(() => parseSecretFile('{"secrets": ', 'json', '/d.json')).toThrow('/d.json: not valid JSON');
+    expect(parseSecretFile('', 'yaml', '/e.yaml')).toEqual({ secrets: {} });
+  });
+});
+
+describe('main, as a process, with a JSON data file', () => {
+  let pki: TestPkiSet;
+  let dir: string;
+  let certDir: string;
+
+  beforeAll(async () => {
+    pki = await createTestPkiSet();
+    dir = mkdtempSync(join(tmpdir(), 'file-provider-main-'));
+    certDir = writeCertDir({ ca: pki.ca.cert, cert: pki.server.cert, key: pki.server.key });
+    writeFileSync(join(dir, 'secrets.json'), JSON.stringify({ secrets: { greeting: { value: 'hello' } } }));
+  });
+
+  afterAll(() => {
+    for (const d of [dir, certDir]) if (d) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('serves, reports ready with metrics, persists a push as JSON and exits 0 on SIGTERM', async () => {
+    const child = spawn(process.execPath, ['--import', './scripts/register-ts.mjs', 'examples/file-provider/src/main.ts',
+      '--data-file', join(dir, 'secrets.json'), '--cert-dir', certDir, '--host', '127.0.0.1', '--port', '0', '--health-port', '0',
+      '--namespace', 'provider-system', '--service', 'file-provider'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const serving = await new Promise<{ port: number; healthPort: number }>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        const line = stdout.split('\n').find((l) => l.includes('"serving"'));
+        if (line) resolve(JSON.parse(line) as { port: number; healthPort: number });
+      });
+      void exited.then((code) => reject(new Error(`main exited with ${code}: ${stderr}`)));
+    });
+    const channel = clientChannel(`127.0.0.1:${serving.port}`, pki.ca.cert, pki.client);
+    try {
+      const client = createSecretStoreProviderClient(channel, { retry: false });
+      expect(await client.getSecret({ remoteRef: { key: 'greeting' } })).toEqual(Buffer.from('hello'));
+      await client.pushSecret({ secretData: { v: Buffer.from('hi') }, pushSecretData: { remoteKey: 'pushed', secretKey: 'v' } });
+      expect(JSON.parse(readFileSync(join(dir, 'secrets.json'), 'utf8'))).toEqual({ secrets: { greeting: { value: 'hello' }, pushed: { valueBase64: 'aGk=' } } });
+      const health = `http://127.0.0.1:${serving.healthPort}`;
+      expect((await fetch(`${health}/readyz`)).status).toBe(200);
+      expect(await (await fetch(`${health}/metrics`)).text())
+        .toMatch(/eso_provider_served_certificate_expiry_seconds\{namespace="provider-system",service="file-provider"\} \d+/);
+    } finally {
+      channel.close();
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
+  });
+});
