@@ -1,7 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createInterface } from 'node:readline';
+import { join, resolve } from 'node:path';
 import type { V1ClusterRole, V1Deployment, V1Role, V1Service } from '@kubernetes/client-node';
+import { issueCa, issueServerLeaf, resolvePolicy } from '@eso-mtls/core';
+import { createNodeCryptoBackend } from '@eso-mtls/core/node';
+import { freePort } from '../../../testing/envtest/src/index.js';
 import { PROBE_PATHS, parseControllerConfig } from '../src/index.js';
 import { find, kustomizeBuild, repoRoot } from './support/manifests.js';
 
@@ -160,4 +166,60 @@ describe('deploy/examples/file-provider manifests', () => {
     expect(provider.readinessProbe!.httpGet!.path).toBe('/readyz');
     expect(provider.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
   });
+});
+
+describe('deploy/docker/file-provider.Dockerfile', () => {
+  const dockerfile = readFileSync(resolve(repoRoot, 'deploy/docker/file-provider.Dockerfile'), 'utf8');
+  const tsconfig = JSON.parse(readFileSync(resolve(repoRoot, 'deploy/docker/file-provider.tsconfig.json'), 'utf8')) as {
+    compilerOptions: { rootDir: string; outDir: string };
+  };
+
+  it('runs the file the image compiles from examples/file-provider/src/main.ts', () => {
+    const [, script] = JSON.parse(/^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)![1]!) as string[];
+    const workdir = [...dockerfile.matchAll(/^WORKDIR\s+(\S+)\s*$/gm)].map((m) => m[1]!).at(-1)!;
+    const outDir = resolve(repoRoot, 'deploy/docker', tsconfig.compilerOptions.outDir);
+    expect(resolve(repoRoot, 'deploy/docker', tsconfig.compilerOptions.rootDir)).toBe(resolve(repoRoot, 'examples/file-provider/src'));
+    expect(script).toBe(join(workdir, outDir.slice(repoRoot.length + 1), 'main.js'));
+    expect(dockerfile).toContain('npx tsc -p deploy/docker/file-provider.tsconfig.json');
+  });
+
+  it('compiles with that tsconfig, and the compiled entrypoint serves the probe paths of the manifest', async () => {
+    const out = mkdtempSync(join(repoRoot, 'deploy/docker/dist-test-'));
+    const certs = mkdtempSync(join(tmpdir(), 'eso-mtls-fp-'));
+    try {
+      execFileSync(process.execPath, [resolve(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', resolve(repoRoot, 'deploy/docker/file-provider.tsconfig.json'), '--outDir', out], { stdio: 'pipe' });
+      const container = find<V1Deployment>(kustomizeBuild('deploy/examples/file-provider'), 'Deployment', 'file-provider').spec!.template.spec!.containers[0]!;
+      // What the controller would put into the mounted Secret.
+      const ctx = { crypto: createNodeCryptoBackend(), policy: resolvePolicy(), now: Date.now() };
+      const ca = await issueCa(ctx);
+      const leaf = await issueServerLeaf(ctx, ca, ['file-provider.provider-file.svc']);
+      writeFileSync(join(certs, 'ca.crt'), ca.certificate.pem);
+      writeFileSync(join(certs, 'tls.crt'), leaf.certificate.pem);
+      writeFileSync(join(certs, 'tls.key'), leaf.privateKeyPem);
+      const healthPort = await freePort();
+      // The manifest's args, then (last wins) loopback, free ports and a temp dir instead of the pod's.
+      const child = spawn(process.execPath, [join(out, 'main.js'), ...(container.args ?? []),
+        '--host=127.0.0.1', '--port=0', `--health-port=${healthPort}`, `--cert-dir=${certs}`, `--data-file=${join(certs, 'data.yaml')}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      try {
+        await new Promise<void>((resolveLine, reject) => {
+          const timer = setTimeout(() => reject(new Error('the compiled provider did not log "serving" within 20 s')), 20_000);
+          createInterface({ input: child.stdout! }).on('line', (l) => {
+            if ((JSON.parse(l) as { message: string }).message === 'serving') {
+              clearTimeout(timer);
+              resolveLine();
+            }
+          });
+          child.once('exit', (code) => reject(new Error(`compiled provider exited with ${code}`)));
+        });
+        const base = `http://127.0.0.1:${healthPort}`;
+        expect((await fetch(base + container.livenessProbe!.httpGet!.path)).status).toBe(200);
+        expect((await fetch(base + container.readinessProbe!.httpGet!.path)).status).toBe(200);
+      } finally {
+        child.kill('SIGKILL');
+      }
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+      rmSync(certs, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
