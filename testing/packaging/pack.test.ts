@@ -35,10 +35,16 @@ describe('published packages', () => {
           .map((k) => (k === '.' ? manifest.name : `${manifest.name}/${k.slice(2)}`)));
       const script = entries
         .map((e) => `{ const m = await import(${JSON.stringify(e)}); if (Object.keys(m).length === 0) throw new Error('${e} exports nothing'); console.log('${e}', Object.keys(m).length); }`)
-        .join('\n');
+        .join('\n')
+        // The .proto files ship in the tarball and are found relative to the installed module.
+        + `\n{ const g = await import('@eso-mtls/grpc'); const d = g.loadProtoDefinitions(); if (!d['provider.v1.SecretStoreProvider']) throw new Error('provider.v1 not loaded'); console.log('protos loaded'); }`;
       writeFileSync(join(app, 'check.mjs'), script);
       const out = run('node', ['check.mjs'], app);
       for (const e of entries) expect(out).toContain(e);
+      expect(out).toContain('protos loaded');
+      // The CLI's bin works from the installed tarball too.
+      const simulated = run(join(app, 'node_modules/.bin/eso-mtls'), ['simulate', '--years', '1', '--services', '8'], app);
+      expect(simulated).toMatch(/Violations: 0/);
       // Type declarations ship with every entry point.
       for (const { manifest } of packages) {
         const installed = join(app, 'node_modules', manifest.name);
