@@ -160,7 +160,8 @@ describe('eso-mtls controller process', () => {
     await other.stopAndRelease();
     await eventually(() => converged(admin, new Map([['team-5', ['vault']]])), 20_000, 'the follower to take over and converge team-5');
     expect(await leaseHolder(admin)).not.toBe('another-replica');
-    expect((await timedGet(metrics)).body).toContain('eso_provider_certificate_expiry_seconds{namespace="team-5",service="vault"}');
+    await eventually(async () => (await timedGet(metrics)).body.includes('eso_provider_certificate_expiry_seconds{namespace="team-5",service="vault"}'),
+      10_000, 'the new leader to export the gauges');
   }, 60_000);
 
   it('stays unready while its caches cannot sync, stays live, and becomes ready once it may read', async () => {
