@@ -31,13 +31,16 @@ export interface RunningController {
   /** Undefined when disabled with `0`. */
   readonly probeServer: ProbeServer | undefined;
   readonly metricsServer: MetricsServer | undefined;
+  /** Resolves once the caches have synced (never, if stop() came first). */
+  readonly synced: Promise<void>;
   /** Stops informers, finishes the write in flight, releases the Lease, closes the servers. */
   stop(): Promise<void>;
 }
 
 /**
  * Starts the controller: probe and metrics servers first (so /healthz answers during start-up),
- * then the adapter's informers, then the leader election. Writes are allowed only while this
+ * then the adapter's informers, and once they have synced, the leader election. Resolves before
+ * the caches sync (see {@link RunningController.synced}). Writes are allowed only while this
  * replica leads (or always, without leader election) and not after stop() began.
  */
 export async function startController(config: ControllerConfig, deps: ControllerDependencies): Promise<RunningController> {
@@ -107,13 +110,16 @@ export async function startController(config: ControllerConfig, deps: Controller
     if (metricsServer) started.push(metricsServer);
     logger.info({ probes: probeServer?.url ?? 'disabled', metrics: metricsServer?.url ?? 'disabled' }, 'serving probes and metrics');
 
-    await adapter.start();
-    logger.info({ leaderElection: le.enabled ? `${le.namespace}/${le.leaseName}` : 'disabled' }, 'caches synced');
-    elector?.start();
+    // Campaign only once the caches are in: a replica that cannot read (RBAC, network) must not
+    // hold the Lease while a healthy one waits. Not awaited, so SIGTERM works during a long sync.
+    const synced = adapter.start().then(() => {
+      logger.info({ leaderElection: le.enabled ? `${le.namespace}/${le.leaseName}` : 'disabled' }, 'caches synced');
+      if (!stopping) elector?.start();
+    });
 
     let stopped: Promise<void> | undefined;
     return {
-      adapter, elector, metrics, probeServer, metricsServer,
+      adapter, elector, metrics, probeServer, metricsServer, synced,
       stop: () => (stopped ??= (async () => {
         // Fence first: the round in flight finishes the writes already sent and sends no more.
         stopping = true;

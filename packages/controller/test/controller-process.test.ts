@@ -29,7 +29,7 @@ describe('eso-mtls controller process', () => {
   };
 
   beforeAll(async () => {
-    plane = await startControlPlane({ audit: true, identities: [{ name: 'no-secret-rights' }] });
+    plane = await startControlPlane({ audit: true, identities: [{ name: 'no-secret-rights' }, { name: 'no-rights-at-all' }] });
     admin = plane.adminKubeConfig;
     await applyAll(admin, kustomizeBuild('deploy'));
     const { kc } = await serviceAccountKubeConfig(admin, plane.url, plane.caPem, ESO_NS, 'eso-mtls-controller');
@@ -176,6 +176,19 @@ describe('eso-mtls controller process', () => {
     await bindShippedRoles(admin, 'no-secret-rights');
     await eventually(async () => (await timedGet(`${probes}/readyz`)).status === 200, 30_000, 'readiness after the grant');
   }, 60_000);
+
+  it('exits 0 on SIGTERM while its caches cannot sync, without ever campaigning for the Lease', async () => {
+    const controller = start('never-synced', ['--kubeconfig', plane.identity('no-rights-at-all').kubeconfigPath, '--leader-elect', ...FAST_LEASE, ...LOCAL]);
+    const { probes } = await controller.endpoints();
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await timedGet(`${probes}/readyz`)).status).toBe(500);
+    const termAt = Date.now();
+    controller.signal('SIGTERM');
+    expect(await controller.exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - termAt).toBeLessThan(5000);
+    expect(controller.lines.at(-1)?.msg).toBe('stopped');
+    expect(plane.auditEvents().filter((e) => e.user.username === 'no-rights-at-all' && e.objectRef?.resource === 'leases')).toEqual([]);
+  }, 30_000);
 
   it('rejects a bad flag with exit code 2 and a message naming the flag, its variable and what it accepts', async () => {
     const controller = start('bad-flag', ['--key-algorithm=DSA']);

@@ -59,5 +59,7 @@ export async function runControllerCommand(argv: readonly string[], env: NodeJS.
   const signal = await stopRequested;
   logger.info({ signal }, 'shutting down: stopping informers, finishing the write in flight, releasing the lease');
   await controller.stop();
+  // Everything is closed; should a stray handle remain (a sync finishing during stop), still exit.
+  setTimeout(() => process.exit(0), 2000).unref();
   return 0;
 }
