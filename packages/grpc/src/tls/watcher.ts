@@ -137,11 +137,14 @@ export class CertificateWatcher {
       return this.running;
     }
     this.running = (async () => {
-      do {
-        this.rerun = false;
-        await this.readAndSwap();
-      } while (this.rerun && !this.closed);
-      this.running = undefined;
+      try {
+        do {
+          this.rerun = false;
+          await this.readAndSwap();
+        } while (this.rerun && !this.closed);
+      } finally {
+        this.running = undefined;
+      }
     })();
     return this.running;
   }
@@ -210,8 +213,8 @@ export class CertificateWatcher {
     this.lastRejected = undefined;
     this.counters.loads++;
     if (previous !== undefined) this.counters.reloads++;
-    for (const l of this.materialListeners) l(next, previous);
     if (previous === undefined) this.resolveFirst(next);
+    for (const l of this.materialListeners) l(next, previous);
   }
 
   /**
@@ -241,12 +244,19 @@ export class CertificateWatcher {
   }
 
   private async readFiles(dir: string): Promise<TlsMaterialPems> {
-    const read = (name: string) => readFile(join(dir, name), 'utf8').catch((e: unknown) => {
-      throw Object.assign(new Error(`cannot read ${join(this.directory, name)}: ${(e as Error).message}; mount a Secret holding ${Object.values(this.fileNames).join(', ')} there`), { code: errorCode(e) });
-    });
-    const [certificate, privateKey, caBundle] = await Promise.all([
-      read(this.fileNames.certificate), read(this.fileNames.privateKey), read(this.fileNames.caBundle),
-    ]);
-    return { certificate, privateKey, caBundle };
+    const names = [this.fileNames.certificate, this.fileNames.privateKey, this.fileNames.caBundle];
+    const results = await Promise.allSettled(names.map((name) => readFile(join(dir, name), 'utf8')));
+    // Reported in file order, so the message does not depend on which read finished first.
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [{ name: names[i]!, error: r.reason as NodeJS.ErrnoException }] : []));
+    if (failed.length > 0) {
+      const [first, ...others] = failed;
+      const also = others.length > 0 ? ` (nor ${others.map((o) => o.name).join(', ')})` : '';
+      throw Object.assign(
+        new Error(`cannot read ${join(this.directory, first!.name)}: ${first!.error.message}${also}; mount a Secret holding ${names.join(', ')} there`),
+        { code: first!.error.code },
+      );
+    }
+    const [certificate, privateKey, caBundle] = results.map((r) => (r as PromiseFulfilledResult<string>).value);
+    return { certificate: certificate!, privateKey: privateKey!, caBundle: caBundle! };
   }
 }
