@@ -53,6 +53,8 @@ export interface ControlPlane {
 
 /** The fields of an audit.k8s.io/v1 Event that tests read. */
 export interface AuditEvent {
+  /** Unique per request; a long-running request (watch) has two events with the same id. */
+  readonly auditID: string;
   readonly stage: string;
   readonly verb: string;
   readonly requestURI: string;

@@ -1,0 +1,54 @@
+// The adapter alone in a process, run from the packages' compiled dist/ (no TypeScript loader in
+// memory), so the benchmark reads the adapter's own RSS. Driven over stdin/stdout with JSON lines:
+// prints {"ready":true}, then answers "start", "report", "resync" and "stop".
+//
+//   node bench/kubernetes-adapter.child.mjs <kubeconfig> <esoNamespace>
+import { createInterface } from 'node:readline';
+import { KubeConfig } from '@kubernetes/client-node';
+import { ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
+
+const [kubeconfigPath, esoNamespace] = process.argv.slice(2);
+if (!kubeconfigPath || !esoNamespace) throw new Error('usage: kubernetes-adapter.child.mjs <kubeconfig> <esoNamespace>');
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromFile(kubeconfigPath);
+const adapter = await ProviderCertificateAdapter.create({ kubeConfig, policy: { esoNamespace } });
+
+const send = (message) => void process.stdout.write(JSON.stringify(message) + '\n');
+const cpuMs = (since) => {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) / 1000;
+};
+const report = () => ({
+  rssBytes: process.memoryUsage().rss,
+  heapUsedBytes: process.memoryUsage().heapUsed,
+  requests: adapter.requests.snapshot(),
+  informers: adapter.informerStats(),
+  events: adapter.eventStats,
+  rounds: adapter.rounds,
+  cpuMs: cpuMs(),
+});
+
+send({ ready: true, rssBytes: process.memoryUsage().rss });
+for await (const line of createInterface({ input: process.stdin })) {
+  if (line === 'start') {
+    await adapter.start();
+    send({ started: true });
+  } else if (line === 'report') {
+    await adapter.flushEvents();
+    send(report());
+  } else if (line === 'resync') {
+    // A resync with nothing due: one full reconcile over the caches, measured.
+    const before = adapter.requests.snapshot();
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    const round = await adapter.reconcileNow();
+    const wallMs = performance.now() - started;
+    const roundCpuMs = cpuMs(cpu);
+    await new Promise((r) => setTimeout(r, 2000)); // anything the round set off would show up here
+    send({ resync: { written: round?.written, stale: round?.stale, failed: round?.failed, wallMs, cpuMs: roundCpuMs,
+      requests: adapter.requests.since(before), cache: adapter.certificateCache.stats } });
+  } else if (line === 'stop') {
+    await adapter.stop();
+    process.stdout.write(JSON.stringify({ stopped: true }) + '\n', () => process.exit(0));
+  }
+}
