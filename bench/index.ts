@@ -1,0 +1,33 @@
+/**
+ * Runs every benchmark in one process, one after another, and prints their tables with the
+ * machine they ran on. `npm run bench -- issue plan` runs a subset.
+ */
+import 'reflect-metadata';
+import { cpus, totalmem } from 'node:os';
+import { formatIssueBenchmark, runIssueBenchmark } from './issue.bench.js';
+import { formatPlanBenchmark, runPlanBenchmark } from './plan.bench.js';
+import { formatKubernetesBenchmark, runKubernetesBenchmark } from './kubernetes.bench.js';
+import { formatGrpcBenchmark, runGrpcBenchmark } from './grpc.bench.js';
+
+const benchmarks: Record<string, () => Promise<string>> = {
+  issue: async () => formatIssueBenchmark(await runIssueBenchmark()),
+  plan: async () => formatPlanBenchmark(await runPlanBenchmark()),
+  kubernetes: async () => formatKubernetesBenchmark(await runKubernetesBenchmark()),
+  grpc: async () => formatGrpcBenchmark(await runGrpcBenchmark()),
+};
+
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((w) => !(w in benchmarks));
+if (unknown.length > 0) {
+  console.error(`unknown benchmark(s) ${unknown.join(', ')}; choose from ${Object.keys(benchmarks).join(', ')}`);
+  process.exit(2);
+}
+
+const cpu = cpus();
+console.log(`# eso-mtls benchmarks, ${new Date().toISOString()}`);
+console.log(`machine: ${cpu.length} x ${cpu[0]?.model ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}\n`);
+for (const name of wanted.length > 0 ? wanted : Object.keys(benchmarks)) {
+  console.log(`## ${name}\n`);
+  console.log(await benchmarks[name]!());
+  console.log();
+}
