@@ -27,6 +27,7 @@ export async function runFileProvider(config: FileProviderConfig): Promise<Runni
       implementation: createFileProvider(store),
       certDir: config.certDir, host: config.host, port: config.port, healthPort: config.healthPort, metrics: config.metrics,
       onCall: (c) => c.code !== 0 && log('call failed', { method: c.method, code: c.code, details: c.details }),
+      log: ({ message, ...fields }) => log(message, fields),
     });
     return { server, store, close: async () => { await server.close(); store.close(); } };
   } catch (e) {

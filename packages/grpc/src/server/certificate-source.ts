@@ -9,7 +9,7 @@ export interface ServedCertificateSource {
   /** Resolves once a good certificate is loaded. */
   start(): Promise<void>;
   /** The certificate served now; undefined before the first good load. */
-  servedCertificate(): { readonly notAfter: number } | undefined;
+  servedCertificate(): { readonly notAfter: number; readonly serialNumber?: string } | undefined;
   /** Listeners for every swapped-in pair and every rejected attempt (metrics). */
   onReload(listener: () => void): void;
   onReloadFailure(listener: (error: unknown) => void): void;

@@ -3,6 +3,28 @@ import type { ClientIdentityRequirement } from './identity.js';
 import type { CallObserver } from './handlers.js';
 import type { SecretStoreProvider } from './provider.js';
 
+/**
+ * One structured log record of the provider server: a certificate reload or a refused one.
+ * Carries labels, reasons and dates only, never PEM or key text.
+ */
+export interface ProviderLogRecord {
+  readonly level: 'info' | 'warn';
+  readonly message: string;
+  /** The `metrics` identity, when given. */
+  readonly namespace?: string;
+  readonly service?: string;
+  /** `reloaded`, or the refusal's reason label (e.g. `key_mismatch`). */
+  readonly reason?: string;
+  /** What was wrong with the files, naming them (refusals only). */
+  readonly detail?: string;
+  /** notAfter (ISO 8601) and lower-case hex serial of the certificate served after the event. */
+  readonly notAfter?: string;
+  readonly serialNumber?: string;
+}
+
+/** Receives every {@link ProviderLogRecord}, e.g. to write it as one JSON line. */
+export type ProviderLogger = (record: ProviderLogRecord) => void;
+
 /** Options of {@link startProviderServer}. There is deliberately no option that turns TLS or client authentication off. */
 export interface ProviderServerOptions {
   /** The provider's methods. */
@@ -33,12 +55,14 @@ export interface ProviderServerOptions {
   readonly metrics?: { readonly namespace: string; readonly service: string };
   /** Told about every finished call (method, status, duration), e.g. to log it. */
   readonly onCall?: CallObserver;
+  /** Told once per certificate reload and once per refused reload, as one structured record each. */
+  readonly log?: ProviderLogger;
   /** Aborts a start still waiting for its first good certificate (e.g. on SIGTERM). */
   readonly signal?: AbortSignal;
 }
 
 /** Options with every default applied. */
-export type ResolvedProviderServerOptions = Required<Omit<ProviderServerOptions, 'metrics' | 'onCall' | 'signal'>> & Pick<ProviderServerOptions, 'metrics' | 'onCall' | 'signal'>;
+export type ResolvedProviderServerOptions = Required<Omit<ProviderServerOptions, 'metrics' | 'onCall' | 'log' | 'signal'>> & Pick<ProviderServerOptions, 'metrics' | 'onCall' | 'log' | 'signal'>;
 
 /** An unusable option; the message names it, its value and the rule. */
 export class ProviderServerOptionError extends Error {
@@ -60,6 +84,7 @@ export function resolveProviderServerOptions(options: ProviderServerOptions): Re
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? seconds(10),
     metrics: options.metrics,
     onCall: options.onCall,
+    log: options.log,
     signal: options.signal,
   };
   const bad = (field: string, value: unknown, rule: string): never => {

@@ -43,10 +43,26 @@ export async function startProviderServer(
     namespace: o.metrics.namespace, service: o.metrics.service, now: () => Date.now(), servedCertificate: () => source.servedCertificate(),
   });
   let lastFailure: string | undefined;
-  source.onReload(() => metrics?.recordReload());
+  const identity = o.metrics === undefined ? {} : { namespace: o.metrics.namespace, service: o.metrics.service };
+  // Dates and serial of what is served now; the record never sees PEM or key text.
+  const served = (): { notAfter?: string; serialNumber?: string } => {
+    const c = source.servedCertificate();
+    return c === undefined ? {} : { notAfter: new Date(c.notAfter).toISOString(), ...(c.serialNumber === undefined ? {} : { serialNumber: c.serialNumber }) };
+  };
+  source.onReload(() => {
+    metrics?.recordReload();
+    o.log?.({ level: 'info', message: 'certificate reloaded', ...identity, reason: 'reloaded', ...served() });
+  });
   source.onReloadFailure((e) => {
     lastFailure = e instanceof Error ? e.message : String(e);
     metrics?.recordReloadFailure();
+    const reason = (e as { reason?: unknown } | undefined)?.reason;
+    const good = source.servedCertificate() !== undefined;
+    o.log?.({
+      level: 'warn',
+      message: good ? 'certificate reload refused; serving the last good certificate' : 'certificate load refused; waiting for a good certificate',
+      ...identity, reason: typeof reason === 'string' ? reason : 'unknown', detail: lastFailure, ...served(),
+    });
   });
   const health = new HealthService([PROVIDER_SERVICE_NAME]);
   let state: 'loading' | 'binding' | 'serving' | 'closing' = 'loading';

@@ -79,7 +79,7 @@ export function reloadingCertificateSource(certDir: string, options: Omit<Certif
     watcher,
     credentials,
     start: async () => void (await watcher.start()),
-    servedCertificate: () => (watcher.current ? { notAfter: watcher.current.notAfter } : undefined),
+    servedCertificate: () => (watcher.current ? { notAfter: watcher.current.notAfter, serialNumber: watcher.current.serialNumber } : undefined),
     onReload: (listener) => void watcher.onMaterial((_m, previous) => previous !== undefined && listener()),
     onReloadFailure: (listener) => void watcher.onFailure((f) => listener(Object.assign(new Error(f.message), { reason: f.reason }))),
     close: () => watcher.close(),
