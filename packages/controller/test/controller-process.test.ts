@@ -113,7 +113,14 @@ describe('eso-mtls controller process', () => {
     const forms = await privateKeyForms(admin);
     expect(forms.length).toBeGreaterThanOrEqual(3 * (2 + expected.size));
     for (const form of forms) expect(output.includes(form)).toBe(false);
-    expect(controller.lines.some((l) => l.msg.startsWith('certificate issued') && l.reason === 'initial')).toBe(true);
+    // Every rotation is one line per Service with namespace, service, reason and the new notAfter.
+    const issuedLines = controller.lines.filter((l) => l.msg.startsWith('certificate issued') && String(l.target).startsWith('namespace/'));
+    expect(issuedLines.length).toBeGreaterThanOrEqual(expected.size);
+    for (const l of issuedLines) {
+      expect([typeof l.namespace, typeof l.service, typeof l.reason, Number.isNaN(Date.parse(String(l.notAfter)))]).toEqual(['string', 'string', 'string', false]);
+    }
+    // team-2 has two Services under one certificate: its first issuance is one line for each.
+    expect(issuedLines.filter((l) => l.namespace === 'team-2' && l.reason === 'initial').map((l) => l.service).sort()).toEqual(['aws', 'gcp']);
   }, 120_000);
 
   it('on SIGTERM in the middle of an RSA-3072 round, finishes the writes in flight, sends no more, releases the lease and exits 0', async () => {

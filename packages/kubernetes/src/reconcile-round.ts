@@ -132,7 +132,10 @@ export class ReconcileRound {
         if (write.kind === 'bundle') {
           logger.info({ target }, 'trust bundle (ca.crt) rewritten');
         } else if (write.kind !== 'ca') {
-          logger.info({ target, reason: write.reason, notAfter: iso(write.notAfter) }, `certificate issued: ${write.message ?? ''}`);
+          // One line per labelled Service, as the rotation counter counts, so logs and metrics agree.
+          for (const fields of perService(namespace, write)) {
+            logger.info({ target, ...fields, reason: write.reason, notAfter: iso(write.notAfter) }, `certificate issued: ${write.message ?? ''}`);
+          }
         }
         if (namespace && write.kind === 'serverLeaf' && write.reason) {
           hooks.onRotation?.(namespace, write.services, write.reason);
@@ -158,7 +161,9 @@ export class ReconcileRound {
         break;
       case 'failed': {
         counts.failed++;
-        logger.error({ target, code: outcome.code, error: outcome.message }, 'writing Secret failed');
+        for (const fields of perService(namespace, write)) {
+          logger.error({ target, ...fields, reason: write.reason, code: outcome.code, error: outcome.message }, 'writing Secret failed');
+        }
         if (namespace && write.kind === 'serverLeaf') {
           hooks.onRotationFailure?.(namespace, write.services);
           const text = `Could not write Secret ${writer.locate(write.target).name} (reason: ${write.reason ?? 'bundle'}): ${outcome.message}`;
@@ -190,6 +195,12 @@ export class ReconcileRound {
     }
     for (const key of this.reported.keys()) if (!current.has(key)) this.reported.delete(key);
   }
+}
+
+/** The namespace/service fields of a write's log lines: one set per labelled Service of a server leaf. */
+function perService(namespace: string | undefined, write: SecretWrite): { namespace?: string; service?: string }[] {
+  if (namespace && write.kind === 'serverLeaf' && write.services.length > 0) return write.services.map((service) => ({ namespace, service }));
+  return [namespace ? { namespace } : {}];
 }
 
 const iso = (t: Instant | undefined): string | undefined => (t === undefined ? undefined : new Date(t).toISOString());
