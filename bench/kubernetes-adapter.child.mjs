@@ -21,12 +21,21 @@ const cpuMs = (since) => {
 const report = () => ({
   rssBytes: process.memoryUsage().rss,
   heapUsedBytes: process.memoryUsage().heapUsed,
+  ...afterGc(),
   requests: adapter.requests.snapshot(),
   informers: adapter.informerStats(),
   events: adapter.eventStats,
   rounds: adapter.rounds,
   cpuMs: cpuMs(),
 });
+
+// With --expose-gc: the same figures after a full collection (what the process really holds).
+function afterGc() {
+  if (typeof globalThis.gc !== 'function') return {};
+  globalThis.gc();
+  const m = process.memoryUsage();
+  return { rssAfterGcBytes: m.rss, heapAfterGcBytes: m.heapUsed, externalAfterGcBytes: m.external };
+}
 
 send({ ready: true, rssBytes: process.memoryUsage().rss });
 for await (const line of createInterface({ input: process.stdin })) {

@@ -37,6 +37,8 @@ export interface KubernetesBenchmark {
   /** A reconcile with nothing due, after convergence. */
   readonly resync: { readonly written: number; readonly requests: Record<string, number>; readonly cpuMs: number; readonly wallMs: number };
   readonly adapterRssMb: number;
+  /** After a full garbage collection: RSS, heap used, and external (Buffers) memory. */
+  readonly afterGc: { readonly rssMb: number; readonly heapMb: number; readonly externalMb: number };
   /** RSS of the same process with everything loaded, before start (Node, client-node, our code). */
   readonly idleRssMb: number;
   readonly adapterHeapMb: number;
@@ -68,7 +70,9 @@ class AdapterProcess {
   static async start(kubeconfigPath: string): Promise<{ process: AdapterProcess; idleRssBytes: number }> {
     const root = fileURLToPath(new URL('..', import.meta.url));
     execFileSync('npm', ['run', 'build', '-w', '@eso-mtls/core', '-w', '@eso-mtls/kubernetes'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
-    const child = spawn(process.execPath, ['bench/kubernetes-adapter.child.mjs', kubeconfigPath, ESO], { cwd: root });
+    // ESO_MTLS_BENCH_NODE_FLAGS: extra Node flags for the adapter process, e.g. --max-semi-space-size=1.
+    const flags = (process.env.ESO_MTLS_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+    const child = spawn(process.execPath, [...flags, '--expose-gc', 'bench/kubernetes-adapter.child.mjs', kubeconfigPath, ESO], { cwd: root });
     child.stderr.pipe(process.stderr);
     const p = new AdapterProcess(child);
     const ready = await p.next();
@@ -201,6 +205,11 @@ export async function runKubernetesBenchmark(services = 1000): Promise<Kubernete
       resync,
       adapterRssMb: (afterConverge.rssBytes as number) / 2 ** 20,
       idleRssMb: idleRssBytes / 2 ** 20,
+      afterGc: {
+        rssMb: (afterConverge.rssAfterGcBytes as number) / 2 ** 20,
+        heapMb: (afterConverge.heapAfterGcBytes as number) / 2 ** 20,
+        externalMb: (afterConverge.externalAfterGcBytes as number) / 2 ** 20,
+      },
       adapterHeapMb: (afterConverge.heapUsedBytes as number) / 2 ** 20,
       adapterCpuSeconds: (afterConverge.cpuMs as number) / 1000,
       rawLoopSeconds, rawKeepAliveLoopSeconds,
@@ -225,6 +234,7 @@ export function formatKubernetesBenchmark(b: KubernetesBenchmark): string {
     `| Events created | ${b.eventsCreated} |`,
     `| resync with nothing due: writes / requests / CPU | ${b.resync.written} / ${verbs(b.resync.requests)} / ${b.resync.cpuMs.toFixed(0)} ms |`,
     `| adapter process RSS after convergence (heap used) | ${b.adapterRssMb.toFixed(0)} MB (${b.adapterHeapMb.toFixed(0)} MB) |`,
+    `| the same, after a full GC: RSS (heap used, external) | ${b.afterGc.rssMb.toFixed(0)} MB (${b.afterGc.heapMb.toFixed(0)} MB, ${b.afterGc.externalMb.toFixed(0)} MB) |`,
     `| the same process loaded but not started | ${b.idleRssMb.toFixed(0)} MB |`,
     `| adapter CPU until convergence | ${b.adapterCpuSeconds.toFixed(1)} s |`,
     '',

@@ -1,7 +1,8 @@
 import { Agent } from 'node:https';
 import {
-  CoreV1Api, type KubeConfig, type RequestContext, type ResponseContext, ServerConfiguration, Watch, createConfiguration,
+  CoreV1Api, type KubeConfig, type RequestContext, type ResponseContext, ServerConfiguration, Watch, createConfiguration, wrapHttpLibrary,
 } from '@kubernetes/client-node';
+import { nodeHttpLibrary } from './http-library.js';
 import { type RequestCounter, classifyRequest } from './request-counter.js';
 
 /** The API handles the adapter uses, all counting into one {@link RequestCounter}. */
@@ -32,9 +33,10 @@ export class WriteFencedError extends Error {
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
- * CoreV1Api and Watch over `kubeConfig`, with two changes to client-node's defaults: requests
+ * CoreV1Api and Watch over `kubeConfig`, with three changes to client-node's defaults: requests
  * share one keep-alive agent (client-node 1.x makes a fresh https.Agent, so a fresh TLS handshake,
- * per request), and every request is counted by verb and resource in `counter`.
+ * per request), go through node:https rather than node-fetch (see {@link nodeHttpLibrary}), and
+ * are counted by verb and resource in `counter`.
  * Credentials are still applied by the KubeConfig per request, so rotated tokens are picked up.
  * With `writesAllowed`, every mutating request passes the fence at the moment it is sent.
  */
@@ -68,6 +70,7 @@ export async function createKubernetesClients(kubeConfig: KubeConfig, counter: R
   };
   const configuration = createConfiguration({
     baseServer: new ServerConfiguration(cluster.server, {}),
+    httpApi: wrapHttpLibrary(nodeHttpLibrary),
     authMethods: { default: auth },
     promiseMiddleware: [countRequests],
   });

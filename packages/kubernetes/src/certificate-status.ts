@@ -21,10 +21,12 @@ export class CertificateStatusView implements ControllerCertificateSource {
     this.notAfterByNamespace = new Map(status.namespaces.map((n) => [n.namespace, n.notAfter]));
   }
 
+  /** Whether this replica exports gauges (the leader). */
   isLeader(): boolean {
     return this.leader();
   }
 
+  /** One entry per labelled Service in the cache, with its namespace's certificate notAfter. */
   *providerCertificates(): Iterable<ProviderCertificateEntry> {
     for (const svc of this.services.list()) {
       const namespace = svc.metadata?.namespace;
@@ -34,11 +36,13 @@ export class CertificateStatusView implements ControllerCertificateSource {
     }
   }
 
+  /** notAfter of the ESO client certificate, if one is in use. */
   clientCertificate(): { readonly notAfter: Instant } | undefined {
     const notAfter = this.status?.client;
     return notAfter === undefined ? undefined : { notAfter };
   }
 
+  /** Every CA certificate in the CA Secret, by state. */
   *caCertificates(): Iterable<CaCertificateEntry> {
     const ca = this.status?.ca;
     if (!ca) return;

@@ -19,6 +19,24 @@ export interface InformerTuning {
   readonly onError?: (error: Error) => void;
 }
 
+/** What the adapter reads of a Service: name, namespace, uid, labels, annotations, resourceVersion. */
+export function trimService(s: V1Service): V1Service {
+  const m = s.metadata ?? {};
+  return { metadata: { name: m.name, namespace: m.namespace, uid: m.uid, labels: m.labels, annotations: m.annotations, resourceVersion: m.resourceVersion } };
+}
+
+/** What the adapter reads of a Secret: its identity, ownership metadata, type and data (no managedFields). */
+export function trimSecret(s: V1Secret): V1Secret {
+  const m = s.metadata ?? {};
+  return {
+    type: s.type, data: s.data,
+    metadata: {
+      name: m.name, namespace: m.namespace, uid: m.uid, labels: m.labels, annotations: m.annotations, resourceVersion: m.resourceVersion,
+      ...(m.ownerReferences ? { ownerReferences: m.ownerReferences } : {}), ...(m.finalizers ? { finalizers: m.finalizers } : {}),
+    },
+  };
+}
+
 /** Label selector of the provider Services. */
 export const PROVIDER_SERVICE_SELECTOR = `${PROVIDER_LABEL}=true`;
 
@@ -40,17 +58,17 @@ export class ClusterInformers {
     this.services = new Informer<V1Service>({
       description: `Services labelled ${PROVIDER_SERVICE_SELECTOR}`, resource: 'services',
       list: (page) => core.listServiceForAllNamespaces({ labelSelector: PROVIDER_SERVICE_SELECTOR, ...page }),
-      watchPath: '/api/v1/services', labelSelector: PROVIDER_SERVICE_SELECTOR,
+      watchPath: '/api/v1/services', labelSelector: PROVIDER_SERVICE_SELECTOR, transform: trimService,
     }, options);
     this.providerSecrets = new Informer<V1Secret>({
       description: `Secrets named ${PROVIDER_SECRET_NAME}`, resource: 'secrets',
       list: (page) => core.listSecretForAllNamespaces({ fieldSelector: byName(PROVIDER_SECRET_NAME), ...page }),
-      watchPath: '/api/v1/secrets', fieldSelector: byName(PROVIDER_SECRET_NAME),
+      watchPath: '/api/v1/secrets', fieldSelector: byName(PROVIDER_SECRET_NAME), transform: trimSecret,
     }, options);
     const esoSecret = (name: string): Informer<V1Secret> => new Informer<V1Secret>({
       description: `Secret ${scope.esoNamespace}/${name}`, resource: 'secrets',
       list: (page) => core.listNamespacedSecret({ namespace: scope.esoNamespace, fieldSelector: byName(name), ...page }),
-      watchPath: `/api/v1/namespaces/${encodeURIComponent(scope.esoNamespace)}/secrets`, fieldSelector: byName(name),
+      watchPath: `/api/v1/namespaces/${encodeURIComponent(scope.esoNamespace)}/secrets`, fieldSelector: byName(name), transform: trimSecret,
     }, options);
     this.caSecret = esoSecret(scope.caSecretName);
     this.clientSecret = esoSecret(scope.clientSecretName);
@@ -66,6 +84,7 @@ export class ClusterInformers {
     await Promise.all(this.all.map((i) => i.synced));
   }
 
+  /** Stops all four watches. */
   async stop(): Promise<void> {
     await Promise.all(this.all.map((i) => i.stop()));
   }

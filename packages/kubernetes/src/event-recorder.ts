@@ -87,7 +87,8 @@ export class EventRecorder {
       return;
     }
     const entry: Sent = { name: eventName(service.name, now), count: 1, firstTimestamp: now, lastSent: now };
-    this.remember(key, entry);
+    // Only warnings recur with the same text (a standing conflict); issuance messages carry their notAfter.
+    if (type === 'Warning') this.remember(key, entry);
     this.track(this.create(service, entry, type, reason, text, now));
   }
 

@@ -6,8 +6,9 @@ export { CertificateStatusView } from './certificate-status.js';
 export {
   Informer, WatchError, type InformerEvent, type InformerOptions, type InformerStats, type ListPage, type ListWatchSource, type ObjectWithMeta,
 } from './informer.js';
-export { ClusterInformers, PROVIDER_SERVICE_SELECTOR, type InformerScope, type InformerTuning } from './cluster-informers.js';
+export { ClusterInformers, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService, type InformerScope, type InformerTuning } from './cluster-informers.js';
 export { type KubernetesClients, type KubernetesClientOptions, WriteFencedError, createKubernetesClients } from './api-client.js';
+export { nodeHttpLibrary } from './http-library.js';
 export { RequestCounter, type ApiVerb, classifyRequest } from './request-counter.js';
 export { SecretWriter, type SecretLocation, type SecretWriterScope, type WriteOutcome } from './secret-writer.js';
 export { EventRecorder, type EventReason, type EventRecorderOptions, type EventRecorderStats, type ServiceReference } from './event-recorder.js';

@@ -25,6 +25,11 @@ export interface ListWatchSource<T> {
   readonly watchPath: string;
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
+  /**
+   * Trims each object before it is cached (client-go's TransformFunc): keep only what is read,
+   * e.g. drop managedFields, so a cache of thousands of objects stays small.
+   */
+  readonly transform?: (object: T) => T;
 }
 
 /** A change to the cache, after it was applied. `previous` is set for MODIFIED and DELETED. */
@@ -141,6 +146,7 @@ export class Informer<T extends ObjectWithMeta> {
     return this.store.values();
   }
 
+  /** Number of cached objects. */
   get size(): number {
     return this.store.size;
   }
@@ -149,7 +155,8 @@ export class Informer<T extends ObjectWithMeta> {
    * Puts an object read or written by the adapter itself into the cache ahead of its watch event,
    * so the next plan starts from it. Ignored when the cache already holds a newer version.
    */
-  observe(object: T): void {
+  observe(received: T): void {
+    const object = this.trim(received);
     const key = keyOf(object);
     const previous = this.store.get(key);
     if (previous && !isNewer(object, previous)) return;
@@ -196,7 +203,7 @@ export class Informer<T extends ObjectWithMeta> {
     do {
       const page = await this.source.list({ limit: this.options.pageSize ?? 500, ...(next ? { _continue: next } : {}) });
       this.stats.listPages++;
-      for (const item of page.items) fresh.set(keyOf(item), item);
+      for (const item of page.items) fresh.set(keyOf(item), this.trim(item));
       resourceVersion ??= page.metadata?.resourceVersion;
       next = page.metadata?._continue || undefined;
     } while (next && this.running);
@@ -254,20 +261,21 @@ export class Informer<T extends ObjectWithMeta> {
       const guardMs = ((this.options.watchTimeoutSeconds ?? 3600) + 60) * 1000;
       const guard = setTimeout(() => this.abortWatch?.(), guardMs);
       guard.unref?.();
-      const onEvent = (type: string, object: T & { code?: number; message?: string; reason?: string }): void => {
+      const onEvent = (type: string, received: T & { code?: number; message?: string; reason?: string }): void => {
         if (type === 'BOOKMARK') {
           this.stats.bookmarks++;
-          this.resourceVersion = object.metadata?.resourceVersion ?? this.resourceVersion;
+          this.resourceVersion = received.metadata?.resourceVersion ?? this.resourceVersion;
           return;
         }
         if (type === 'ERROR') {
           // A Status object: 410 Gone (Expired) means our resourceVersion left the watch window.
-          if (object.code === 410) expired = true;
-          else failure = new WatchError(`watch ERROR event: ${object.code ?? '?'} ${object.reason ?? ''} ${object.message ?? ''}`.trim(), object.code);
+          if (received.code === 410) expired = true;
+          else failure = new WatchError(`watch ERROR event: ${received.code ?? '?'} ${received.reason ?? ''} ${received.message ?? ''}`.trim(), received.code);
           this.abortWatch?.();
           return;
         }
         if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return;
+        const object = this.trim(received);
         events++;
         this.resourceVersion = object.metadata?.resourceVersion ?? this.resourceVersion;
         const key = keyOf(object);
@@ -288,6 +296,10 @@ export class Informer<T extends ObjectWithMeta> {
         if (!this.running) controller.abort();
       }, finish);
     });
+  }
+
+  private trim(object: T): T {
+    return this.source.transform ? this.source.transform(object) : object;
   }
 
   private emit(event: InformerEvent<T>): void {

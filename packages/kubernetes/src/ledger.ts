@@ -8,10 +8,12 @@ import { type SecretTarget, describeTarget } from '@eso-mtls/core';
 export class IssuanceLedger {
   private readonly seen = new Set<string>();
 
+  /** Notes that a managed Secret exists (or was written) at `target`. */
   record(target: SecretTarget): void {
     this.seen.add(describeTarget(target));
   }
 
+  /** True when a managed Secret was ever seen at `target`. */
   has(target: SecretTarget): boolean {
     return this.seen.has(describeTarget(target));
   }

@@ -30,6 +30,7 @@ export class SnapshotBuilder {
     private readonly clientSecretName: string,
   ) {}
 
+  /** The snapshot of the caches as they are now; records managed Secrets in the ledger. */
   build(): BuiltSnapshot {
     const secrets = new Map<string, V1Secret>();
     const services = new Map<string, V1Service[]>();

@@ -33,14 +33,14 @@ afterAll(async () => {
 /** Propagation and connection age short enough that a rotation completes within the 5-minute backdate of real time. */
 const FAST: Partial<Policy> = { propagationDelay: seconds(2), maxConnectionAge: seconds(2) };
 
-async function setup(name: string, namespaces: string[], policy: Partial<Policy> = {}): Promise<{ run: RecordingAdapter; clock: TestClock; eso: string }> {
+async function setup(name: string, namespaces: string[], policy: Partial<Policy> = {}, realClock = false): Promise<{ run: RecordingAdapter; clock: TestClock; eso: string }> {
   const eso = await cluster.namespace(`eso-${name}`);
   const clock = new TestClock();
   for (const ns of namespaces) {
     await cluster.namespace(ns);
     await cluster.labelledService(ns, 'provider');
   }
-  const run = await startAdapter(plane.adminKubeConfig, eso, { now: clock.now, policy });
+  const run = await startAdapter(plane.adminKubeConfig, eso, { now: realClock ? Date.now : clock.now, policy });
   running.push({ run, services: namespaces.map((ns) => [ns, 'provider']) });
   await eventually(async () => {
     for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
@@ -199,6 +199,18 @@ describe('CA rotation on the real apiserver', () => {
       for (const value of Object.values(s.data ?? {})) expect(fingerprints(Buffer.from(value, 'base64').toString())).not.toContain(rogueFingerprint);
     }
     expect(run.writes.filter((w) => w.kind === 'ca')[1]).toMatchObject({ phases: ['recover'], reason: 'secret_missing' });
+  });
+
+  it('wakes at the plan\'s nextDueAt by itself: a forced rotation completes with no event and no reconcileNow()', async () => {
+    const { run, eso } = await setup('due', ['rot-due'], FAST, true);
+    const s = (await cluster.secret(eso, CA_SECRET))!;
+    s.metadata!.annotations = { ...s.metadata!.annotations, [ROTATE_ANNOTATION]: 'by-timer' };
+    await cluster.core.replaceNamespacedSecret({ namespace: eso, name: CA_SECRET, body: s });
+    // Activation and retirement come due seconds later; nothing but the adapter's own timer wakes it
+    // (the safety-net interval is 10 minutes).
+    await eventually(() => expect(run.writes.filter((w) => w.kind === 'ca').map((w) => w.phases?.join('+')))
+      .toEqual(['create', 'prepare', 'activate', 'retire']), 30_000, 250);
+    expect(run.reasonsFor('namespace/rot-due')).toEqual(['initial', 'ca_rotated']);
   });
 
   it('rewrites a foreign CA out of a provider bundle without re-issuing, and never spreads it', async () => {

@@ -183,6 +183,7 @@ describe('issuing on the real apiserver', () => {
 
   it('writes only its three Secret names, never deletes, and keeps the CA and client keys inside the ESO namespace', async () => {
     await converge(run.adapter);
+    expect(logger.lines.filter((l) => l.level === 'error')).toEqual([]);
     const audit = plane.auditEvents().filter((e) => e.user.username === 'eso-adapter' && e.objectRef?.resource === 'secrets');
     const writes = audit.filter((e) => ['create', 'update', 'patch', 'delete'].includes(e.verb));
     expect(writes.length).toBeGreaterThan(0);

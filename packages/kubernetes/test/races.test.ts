@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { type RecordingAdapter, TestCluster, converge, eventually, startAdapter, text } from './support/cluster.js';
+import { RecordingLogger } from './support/logger.js';
 import { chainsTo, leafAndBundle } from './support/pki.js';
 
 let plane: ControlPlane;
@@ -67,20 +68,24 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
     }
   }, 120_000);
 
-  it('keeps working across a kube-apiserver restart in the middle of a reconcile, and converges', async () => {
+  it('keeps working across a kube-apiserver crash and restart in the middle of a reconcile, and converges', async () => {
     const eso = await cluster.namespace('eso-restart');
     const namespaces = await providers('restart', 80);
-    let restarted: Promise<void> | undefined;
+    let crashed: Promise<void> | undefined;
+    let writtenWhenDown = -1;
     const run = await startAdapter(plane.adminKubeConfig, eso, { writeConcurrency: 4 });
     try {
       await eventually(() => {
-        // Restart as soon as the round is under way: the CA and some leaves written, most not.
-        if (!restarted && run.writes.length >= 5) restarted = plane.restartApiServer();
-        return restarted !== undefined;
+        // Kill it as soon as the round is under way: the CA and some leaves written, most not.
+        if (!crashed && run.writes.length >= 5) {
+          crashed = plane.stopApiServer({ crash: true }).then(() => void (writtenWhenDown = run.writes.length));
+        }
+        return crashed !== undefined;
       }, 30_000, 1);
-      await restarted;
-      const writtenWhenDown = run.writes.length;
+      await crashed;
       expect(writtenWhenDown).toBeLessThan(namespaces.length);
+      await new Promise((r) => setTimeout(r, 1000)); // down for a moment: writes and watches fail
+      await plane.startApiServer();
       await eventually(async () => {
         for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
       }, 90_000, 250);
@@ -96,6 +101,29 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
       await removeProviders(namespaces);
     }
   }, 180_000);
+
+  it('coalesces a burst of Service events into a few reconciles', async () => {
+    const eso = await cluster.namespace('eso-burst');
+    const logger = new RecordingLogger();
+    const run = await startAdapter(plane.adminKubeConfig, eso, { debounceMs: 100, logger });
+    const namespaces = Array.from({ length: 40 }, (_, i) => `burst-${i}`);
+    try {
+      await Promise.all(namespaces.map((ns) => cluster.namespace(ns)));
+      await converge(run.adapter);
+      const rounds = run.adapter.rounds;
+      await Promise.all(namespaces.map((ns) => cluster.labelledService(ns, 'p')));
+      await eventually(() => run.writes.filter((w) => w.kind === 'serverLeaf').length === 40);
+      await converge(run.adapter);
+      // 40 Service events and 40 Secret events of our own writes: a handful of rounds, not 80.
+      expect(run.adapter.rounds - rounds).toBeLessThanOrEqual(14); // includes converge()'s two confirming rounds
+      expect(run.writes.filter((w) => w.kind === 'serverLeaf')).toHaveLength(40);
+      // Every write got its answer: no failure, no retry.
+      expect(logger.lines.filter((l) => l.level === 'error' || l.level === 'warn')).toEqual([]);
+    } finally {
+      await run.adapter.stop();
+      await removeProviders(namespaces);
+    }
+  });
 
   it('stops writing at once when writesAllowed() turns false mid-round, and resumes when it turns true', async () => {
     let allowed = true;

@@ -39,12 +39,12 @@ export interface ControlPlane {
   identity(name: string): Identity;
   /** Audit events recorded so far (requires `audit`). */
   auditEvents(): AuditEvent[];
-  /** Stops kube-apiserver (SIGTERM, then SIGKILL); etcd keeps running. */
-  stopApiServer(): Promise<void>;
+  /** Stops kube-apiserver (SIGTERM, then SIGKILL; `{ crash: true }`: SIGKILL at once); etcd keeps running. */
+  stopApiServer(options?: { readonly crash?: boolean }): Promise<void>;
   /** Starts kube-apiserver again on the same port against the same etcd and waits for /readyz. */
   startApiServer(): Promise<void>;
   /** stopApiServer() then startApiServer(). */
-  restartApiServer(): Promise<void>;
+  restartApiServer(options?: { readonly crash?: boolean }): Promise<void>;
   /** Process-group ids of etcd and kube-apiserver (for leak checks). */
   processGroupIds(): number[];
   /** Stops everything and removes the temp dir. Safe to call twice. */
@@ -182,15 +182,15 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
       if (!existsSync(auditLogPath)) return [];
       return readFileSync(auditLogPath, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as AuditEvent);
     },
-    stopApiServer: async () => {
-      await apiServer?.stop();
+    stopApiServer: async (opts) => {
+      await apiServer?.stop(opts?.crash ? 0 : undefined);
     },
     startApiServer: async () => {
       if (apiServer?.running) throw new Error('kube-apiserver is already running; call stopApiServer() first');
       await startApi();
     },
-    restartApiServer: async () => {
-      await apiServer?.stop();
+    restartApiServer: async (opts) => {
+      await apiServer?.stop(opts?.crash ? 0 : undefined);
       await startApi();
     },
     processGroupIds: () => [etcd.pgid, ...(apiServer ? [apiServer.pgid] : [])],

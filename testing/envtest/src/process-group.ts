@@ -60,10 +60,10 @@ export class ProcessGroup {
     }
   }
 
-  /** SIGTERM to the whole group; SIGKILL after `graceMs` if anything is left. */
+  /** SIGTERM to the whole group; SIGKILL after `graceMs` if anything is left (at once with 0: a crash). */
   async stop(graceMs = 5000): Promise<void> {
     if (!this.running) return;
-    signalGroup(this.pgid, 'SIGTERM');
+    signalGroup(this.pgid, graceMs === 0 ? 'SIGKILL' : 'SIGTERM');
     const timedOut = await Promise.race([
       this.exited.then(() => false),
       new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref()),
