@@ -2,23 +2,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CryptoBackend, RandomSource } from '@eso-mtls/core';
+import type { CryptoBackend } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 
-/** A reproducible RandomSource (xorshift32), for tests that must not depend on real entropy. */
-export function seededRandom(seed: number): RandomSource {
-  let state = seed >>> 0 || 1;
-  return (length) => {
-    const out = new Uint8Array(length);
-    for (let i = 0; i < length; i++) {
-      state ^= state << 13; state >>>= 0;
-      state ^= state >>> 17;
-      state ^= state << 5; state >>>= 0;
-      out[i] = state & 0xff;
-    }
-    return out;
-  };
-}
+// One deterministic RandomSource for the whole project: the core's own.
+export { seededRandom } from '@eso-mtls/core';
 
 /** The node:crypto backend, as production uses it. */
 export const nodeBackend = (): CryptoBackend => createNodeCryptoBackend();
