@@ -4,14 +4,13 @@
 //
 //   node bench/kubernetes-adapter.child.mjs <kubeconfig> <esoNamespace>
 import { createInterface } from 'node:readline';
-import { KubeConfig } from '@kubernetes/client-node';
-import { ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
+import { ProviderCertificateAdapter, loadKubeconfigFile } from '@eso-mtls/kubernetes';
 
 const [kubeconfigPath, esoNamespace] = process.argv.slice(2);
 if (!kubeconfigPath || !esoNamespace) throw new Error('usage: kubernetes-adapter.child.mjs <kubeconfig> <esoNamespace>');
-const kubeConfig = new KubeConfig();
-kubeConfig.loadFromFile(kubeconfigPath);
-const adapter = await ProviderCertificateAdapter.create({ kubeConfig, policy: { esoNamespace } });
+// As the controller loads it: our own kubeconfig reader, so client-node is never imported.
+const connection = loadKubeconfigFile(kubeconfigPath);
+const adapter = await ProviderCertificateAdapter.create({ connection, policy: { esoNamespace } });
 
 const send = (message) => void process.stdout.write(JSON.stringify(message) + '\n');
 const cpuMs = (since) => {

@@ -1,12 +1,11 @@
 import { type Instant } from '@eso-mtls/core';
-import { ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
+import { KubeRestClient, ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
 import { ControllerMetrics, type MetricsServer, startMetricsServer } from '@eso-mtls/metrics';
-import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { BindAddress } from './bind-address.js';
 import { type Clock, systemClock } from './clock.js';
 import type { ControllerConfig } from './config.js';
-import { FencedKubeConfig, loadKubeConfig } from './kube-config.js';
+import { loadConnection } from './kube-config.js';
 import { LeaderElector } from './leader-election.js';
 import { LeaseLock } from './lease-lock.js';
 import { type ProbeCheck, type ProbeServer, pingCheck, startProbeServer } from './probes.js';
@@ -49,20 +48,23 @@ export async function startController(config: ControllerConfig, deps: Controller
   const now = deps.now ?? Date.now;
   let stopping = false;
   let elector: LeaderElector | undefined;
-  const writesAllowed = (): boolean => !stopping && (elector ? elector.writesAllowed() : true);
+  const leading = (): boolean => (elector ? elector.writesAllowed() : true);
+  const writesAllowed = (): boolean => !stopping && leading();
   const isLeader = (): boolean => (elector ? elector.isLeader() : true);
 
-  const kubeConfig = new FencedKubeConfig(writesAllowed);
-  const source = loadKubeConfig(kubeConfig, config.kubeconfig, deps.env);
+  const { connection, source } = await loadConnection(config.kubeconfig, deps.env);
   logger.info({ kubeconfig: source, identity }, 'connecting to the Kubernetes API');
+  if (source.kind === 'file' && source.reader === 'client-node') {
+    logger.info({ feature: source.feature }, 'the kubeconfig needs client-node\'s KubeConfig (about 70 MB more memory); in a cluster the service account is used without it');
+  }
 
   const le = config.leaderElection;
+  let leaseApi: KubeRestClient | undefined;
   if (le.enabled) {
-    // Lease traffic has its own clients, unfenced and apart from the adapter's connection pool.
-    const leaseConfig = new KubeConfig();
-    loadKubeConfig(leaseConfig, config.kubeconfig, deps.env);
+    // Lease traffic has its own client, unfenced and apart from the adapter's connection pool.
+    leaseApi = new KubeRestClient(connection, { maxSockets: 2, requestTimeoutMs: le.renewDeadline });
     elector = new LeaderElector({
-      lock: new LeaseLock(leaseConfig.makeApiClient(CoordinationV1Api), le.namespace, le.leaseName),
+      lock: new LeaseLock(leaseApi, le.namespace, le.leaseName),
       identity, timings: le, clock, logger,
       onStartedLeading: () => adapter.requestReconcile(),
       onStoppedLeading: (reason) => {
@@ -83,11 +85,13 @@ export async function startController(config: ControllerConfig, deps: Controller
     onInvalidEntry: (e) => logger.warn({ error: e.message }, 'metrics entry skipped'),
   });
   const adapter: ProviderCertificateAdapter = await ProviderCertificateAdapter.create({
-    kubeConfig,
+    connection,
     policy: config.policy,
     caSecretName: config.caSecretName,
     clientSecretName: config.clientSecretName,
     now, logger, writesAllowed, isLeader,
+    // While stopping, the leader still holds its Lease: the Events of writes it finished go out.
+    eventsAllowed: leading,
     eventInstance: identity,
     hooks: {
       onRotation: (namespace, services, reason) => guard(logger, () => metrics.recordRotation(namespace, services, reason)),
@@ -125,6 +129,7 @@ export async function startController(config: ControllerConfig, deps: Controller
         stopping = true;
         await adapter.stop();
         await elector?.stopAndRelease();
+        leaseApi?.close();
         await Promise.all(started.map((s) => s.close()));
         logger.info('stopped');
       })()),
@@ -132,6 +137,7 @@ export async function startController(config: ControllerConfig, deps: Controller
   } catch (e) {
     stopping = true;
     await adapter.stop().catch(() => undefined);
+    leaseApi?.close();
     await Promise.all(started.map((s) => s.close().catch(() => undefined)));
     throw e;
   }

@@ -1,57 +1,43 @@
 import { existsSync } from 'node:fs';
-import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
-
-/** A write was refused locally because this replica may not write (not the leader, or stopping). */
-export class FencedWriteError extends Error {
-  override readonly name = 'FencedWriteError';
-}
-
-/**
- * A KubeConfig that refuses every non-GET request while `writesAllowed()` is false, checked when
- * the request is signed, the last step before it is sent. The adapter checks the same fence before
- * each write; this second check shrinks the window in which a process stopped between the two
- * (SIGSTOP, a frozen VM) could still send a write after it resumes.
- */
-export class FencedKubeConfig extends KubeConfig {
-  constructor(private readonly writesAllowed: () => boolean) {
-    super();
-  }
-
-  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    await super.applySecurityAuthentication(context);
-    const method = context.getHttpMethod();
-    if (method !== 'GET' && method !== 'HEAD' && !this.writesAllowed()) {
-      throw new FencedWriteError(`${method} ${new URL(context.getUrl()).pathname} not sent: this replica is not the leader (or is stopping)`);
-    }
-  }
-}
+import { type ClusterConnection, UnsupportedKubeconfigError, connectionFromKubeConfig, loadInClusterConnection, loadKubeconfigFile } from '@eso-mtls/kubernetes';
 
 /** Where the controller's API credentials came from, for the start-up log line. */
-export type KubeConfigSource = { readonly kind: 'file'; readonly path: string } | { readonly kind: 'in-cluster'; readonly server: string };
+export type KubeConfigSource =
+  | {
+    readonly kind: 'file';
+    readonly path: string;
+    /** `eso-mtls`: our own reader. `client-node`: the file needs something only client-node does (exec, auth-provider, proxy-url). */
+    readonly reader: 'eso-mtls' | 'client-node';
+    /** Why client-node was needed. */
+    readonly feature?: string;
+  }
+  | { readonly kind: 'in-cluster'; readonly server: string };
 
 /**
- * Loads `kc` from `--kubeconfig`, or in-cluster (service account token and CA under
+ * The apiserver connection from `--kubeconfig`, or in-cluster (service account token and CA under
  * /var/run/secrets/kubernetes.io/serviceaccount, apiserver from KUBERNETES_SERVICE_HOST/PORT).
- * Throws an Error saying what is missing and what to do.
+ * Kubeconfigs are read by @eso-mtls/kubernetes's own reader; one that needs an exec plugin, an
+ * auth provider or a proxy is handed to client-node's KubeConfig, loaded only then because it
+ * costs some 70 MB of memory. Throws an Error saying what is missing and what to do.
  */
-export function loadKubeConfig(kc: KubeConfig, kubeconfigPath: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): KubeConfigSource {
-  if (kubeconfigPath !== undefined) {
-    if (!existsSync(kubeconfigPath)) throw new Error(`--kubeconfig ${kubeconfigPath}: no such file`);
+export async function loadConnection(kubeconfigPath: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): Promise<{ connection: ClusterConnection; source: KubeConfigSource }> {
+  if (kubeconfigPath === undefined) {
+    const connection = loadInClusterConnection({ env });
+    return { connection, source: { kind: 'in-cluster', server: connection.server } };
+  }
+  if (!existsSync(kubeconfigPath)) throw new Error(`--kubeconfig ${kubeconfigPath}: no such file`);
+  try {
+    return { connection: loadKubeconfigFile(kubeconfigPath), source: { kind: 'file', path: kubeconfigPath, reader: 'eso-mtls' } };
+  } catch (e) {
+    if (!(e instanceof UnsupportedKubeconfigError)) throw e;
+    const { KubeConfig } = await import('@kubernetes/client-node');
+    const kc = new KubeConfig();
     try {
       kc.loadFromFile(kubeconfigPath);
-    } catch (e) {
-      throw new Error(`--kubeconfig ${kubeconfigPath}: cannot read it as a kubeconfig: ${(e as Error).message}`, { cause: e });
+    } catch (cause) {
+      throw new Error(`--kubeconfig ${kubeconfigPath}: cannot read it as a kubeconfig: ${(cause as Error).message}`, { cause });
     }
     if (!kc.getCurrentCluster()) throw new Error(`--kubeconfig ${kubeconfigPath}: its current context names no cluster; set current-context`);
-    return { kind: 'file', path: kubeconfigPath };
+    return { connection: await connectionFromKubeConfig(kc), source: { kind: 'file', path: kubeconfigPath, reader: 'client-node', feature: e.feature } };
   }
-  const token = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-  if (!env.KUBERNETES_SERVICE_HOST || !env.KUBERNETES_SERVICE_PORT) {
-    throw new Error('not running in a cluster (KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset): pass --kubeconfig or set ESO_MTLS_KUBECONFIG');
-  }
-  if (!existsSync(token)) {
-    throw new Error(`in-cluster configuration needs the service account token at ${token}: set automountServiceAccountToken, or pass --kubeconfig`);
-  }
-  kc.loadFromCluster();
-  return { kind: 'in-cluster', server: kc.getCurrentCluster()!.server };
 }

@@ -1,4 +1,5 @@
-import { ApiException, type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import { KubeApiError, type KubeRestClient } from '@eso-mtls/kubernetes';
+import type { V1Lease } from '@kubernetes/client-node';
 
 /** The part of a coordination.k8s.io/v1 Lease that leader election reads and writes. */
 export interface LeaseRecord {
@@ -26,18 +27,20 @@ export class LeaseRaceError extends Error {
  * it was read at. client-node ships no leader election, so this is client-go's LeaseLock.
  */
 export class LeaseLock {
-  constructor(
-    private readonly api: Pick<CoordinationV1Api, 'readNamespacedLease' | 'createNamespacedLease' | 'replaceNamespacedLease'>,
-    readonly namespace: string,
-    readonly name: string,
-  ) {}
+  private readonly collection: string;
+  private readonly path: string;
+
+  constructor(private readonly api: Pick<KubeRestClient, 'get' | 'create' | 'replace'>, readonly namespace: string, readonly name: string) {
+    this.collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+    this.path = `${this.collection}/${encodeURIComponent(name)}`;
+  }
 
   /** The Lease, or undefined when it does not exist. Other API errors propagate. */
   async get(): Promise<ObservedLease | undefined> {
     try {
-      return toObserved(await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }));
+      return toObserved(await this.api.get<V1Lease>(this.path));
     } catch (e) {
-      if (e instanceof ApiException && e.code === 404) return undefined;
+      if (e instanceof KubeApiError && e.code === 404) return undefined;
       throw e;
     }
   }
@@ -45,12 +48,11 @@ export class LeaseLock {
   /** Creates the Lease; throws {@link LeaseRaceError} when another replica created it first. */
   async create(record: LeaseRecord): Promise<ObservedLease> {
     try {
-      return toObserved(await this.api.createNamespacedLease({
-        namespace: this.namespace,
-        body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace }, spec: toSpec(record) },
+      return toObserved(await this.api.create<V1Lease>(this.collection, {
+        apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace }, spec: toSpec(record),
       }));
     } catch (e) {
-      if (e instanceof ApiException && e.code === 409) throw new LeaseRaceError(`Lease ${this.namespace}/${this.name} was created by another replica first`);
+      if (e instanceof KubeApiError && e.code === 409) throw new LeaseRaceError(`Lease ${this.namespace}/${this.name} was created by another replica first`);
       throw e;
     }
   }
@@ -61,16 +63,13 @@ export class LeaseLock {
    */
   async update(previous: ObservedLease, record: LeaseRecord): Promise<ObservedLease> {
     try {
-      return toObserved(await this.api.replaceNamespacedLease({
-        name: this.name, namespace: this.namespace,
-        body: {
-          apiVersion: 'coordination.k8s.io/v1', kind: 'Lease',
-          metadata: { name: this.name, namespace: this.namespace, resourceVersion: previous.resourceVersion },
-          spec: toSpec(record),
-        },
+      return toObserved(await this.api.replace<V1Lease>(this.path, {
+        apiVersion: 'coordination.k8s.io/v1', kind: 'Lease',
+        metadata: { name: this.name, namespace: this.namespace, resourceVersion: previous.resourceVersion },
+        spec: toSpec(record),
       }));
     } catch (e) {
-      if (e instanceof ApiException && (e.code === 409 || e.code === 404)) {
+      if (e instanceof KubeApiError && (e.code === 409 || e.code === 404)) {
         throw new LeaseRaceError(`Lease ${this.namespace}/${this.name} changed since resourceVersion ${previous.resourceVersion} (HTTP ${e.code})`);
       }
       throw e;
@@ -78,9 +77,9 @@ export class LeaseLock {
   }
 }
 
-function toSpec(r: LeaseRecord): NonNullable<V1Lease['spec']> {
-  // MicroTime must be serialised with microseconds; V1MicroTime's toISOString does that.
-  const micro = (d: Date | undefined): V1MicroTime | undefined => (d === undefined ? undefined : new V1MicroTime(d.getTime()));
+/** The Lease spec as JSON: MicroTime fields in RFC 3339 with exactly six fractional digits, as the apiserver parses them. */
+export function toSpec(r: LeaseRecord): Record<string, unknown> {
+  const micro = (d: Date | undefined): string | undefined => (d === undefined ? undefined : d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z'));
   return {
     holderIdentity: r.holderIdentity,
     leaseDurationSeconds: r.leaseDurationSeconds,
@@ -92,7 +91,7 @@ function toSpec(r: LeaseRecord): NonNullable<V1Lease['spec']> {
 
 function toObserved(lease: V1Lease): ObservedLease {
   const spec = lease.spec ?? {};
-  // client-node hands MicroTime fields back as strings (it does not know the type); accept both.
+  // MicroTime fields arrive as strings.
   const time = (v: unknown): Date | undefined => {
     if (v === undefined || v === null) return undefined;
     const d = new Date(v as string | Date);

@@ -3,7 +3,8 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
+import { KubeRestClient, connectionFromKubeConfig } from '@eso-mtls/kubernetes';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { LeaderElector, LeaseLock } from '../src/index.js';
 import {
@@ -152,7 +153,7 @@ describe('eso-mtls controller process', () => {
   it('is ready only once the lease is known: held by another replica, it waits and writes nothing; released, it takes over', async () => {
     await createProviderNamespace(admin, 'team-5', ['vault']);
     const other = new LeaderElector({
-      lock: new LeaseLock(admin.makeApiClient(CoordinationV1Api), ESO_NS, 'eso-mtls-controller'), identity: 'another-replica',
+      lock: new LeaseLock(new KubeRestClient(await connectionFromKubeConfig(admin)), ESO_NS, 'eso-mtls-controller'), identity: 'another-replica',
       timings: { leaseDuration: 4000, renewDeadline: 3000, retryPeriod: 500 },
     });
     other.start();

@@ -1,9 +1,8 @@
 import { CertificateCache, type CryptoBackend, type Instant, type Policy, resolvePolicy } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { type KubernetesClients, createKubernetesClients } from './api-client.js';
 import { CertificateStatusView } from './certificate-status.js';
 import { ClusterInformers } from './cluster-informers.js';
+import { type ClusterConnection, type KubeConfigLike, connectionFromKubeConfig } from './connection.js';
 import { EventRecorder, type EventRecorderStats } from './event-recorder.js';
 import type { InformerStats } from './informer.js';
 import { IssuanceLedger } from './ledger.js';
@@ -14,12 +13,16 @@ import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME, installationId } fr
 import { type AdapterHooks, ReconcileRound, type RoundResult } from './reconcile-round.js';
 import { Reconciler } from './reconciler.js';
 import { RequestCounter } from './request-counter.js';
+import { KubeRestClient } from './rest-client.js';
 import { SecretWriter } from './secret-writer.js';
 import { SnapshotBuilder } from './snapshot-builder.js';
 
 /** Options of {@link ProviderCertificateAdapter}. */
 export interface AdapterOptions {
-  readonly kubeConfig: KubeConfig;
+  /** The apiserver and credentials: see loadKubeconfigFile and loadInClusterConnection. Or give kubeConfig. */
+  readonly connection?: ClusterConnection;
+  /** A client-node KubeConfig you already hold, instead of `connection`. */
+  readonly kubeConfig?: KubeConfigLike;
   /** Overrides of the core's default policy (ESO namespace, cluster domain, lifetimes...). */
   readonly policy?: Partial<Policy>;
   /** Name of the CA Secret in the ESO namespace (default `eso-provider-ca-internal`). */
@@ -31,8 +34,13 @@ export interface AdapterOptions {
   /** Key generation and signing (default node:crypto). */
   readonly crypto?: CryptoBackend;
   readonly logger?: Logger;
-  /** Fencing: checked before every plan and every write; leader election turns it off at once. */
+  /** Fencing: checked before every plan, every issuance and every Secret write; leader election turns it off at once. */
   readonly writesAllowed?: () => boolean;
+  /**
+   * Fencing of Events (default: writesAllowed). A controller that is stopping still leads until it
+   * releases its Lease, so it may report the writes it finished while Secret writes are already fenced.
+   */
+  readonly eventsAllowed?: () => boolean;
   /** For the metrics view only (default: writesAllowed). */
   readonly isLeader?: () => boolean;
   readonly hooks?: AdapterHooks;
@@ -70,32 +78,33 @@ export class ProviderCertificateAdapter {
   private readonly events: EventRecorder;
   private unsubscribe: (() => void) | undefined;
 
-  private constructor(private readonly clients: KubernetesClients, options: AdapterOptions) {
+  private constructor(private readonly api: KubeRestClient, options: AdapterOptions) {
     validateAdapterOptions(options);
     this.policy = resolvePolicy(options.policy);
     this.caSecretName = options.caSecretName ?? DEFAULT_CA_SECRET_NAME;
     this.clientSecretName = options.clientSecretName ?? DEFAULT_CLIENT_SECRET_NAME;
     this.installation = installationId(this.policy.esoNamespace, this.caSecretName);
-    this.requests = clients.counter;
+    this.requests = api.counter;
     const now = options.now ?? Date.now;
     const logger = options.logger ?? silentLogger;
     const writesAllowed = options.writesAllowed ?? (() => true);
+    const eventsAllowed = options.eventsAllowed ?? writesAllowed;
     const crypto = options.crypto ?? createNodeCryptoBackend();
     const scope = { esoNamespace: this.policy.esoNamespace, caSecretName: this.caSecretName, clientSecretName: this.clientSecretName };
-    this.informers = new ClusterInformers(clients, scope, {
+    this.informers = new ClusterInformers(api, api.counter, scope, {
       pageSize: options.pageSize, watchTimeoutSeconds: options.watchTimeoutSeconds,
       onError: (e) => logger.warn({ error: e.message }, 'list/watch failed; retrying with backoff'),
     });
     const ledger = new IssuanceLedger();
     this.certificateCache = new CertificateCache(crypto.verifier);
-    this.events = new EventRecorder(clients.core, { now, logger, writesAllowed, instance: options.eventInstance });
+    this.events = new EventRecorder(api, { now, logger, writesAllowed: eventsAllowed, instance: options.eventInstance });
     this.status = new CertificateStatusView(this.informers.services, options.isLeader ?? writesAllowed);
     const round = new ReconcileRound({
       informers: this.informers,
       builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName),
-      writer: new SecretWriter(clients.core, { ...scope, installation: this.installation, writesAllowed }),
+      writer: new SecretWriter(api, { ...scope, installation: this.installation, writesAllowed }),
       events: this.events, ledger, policy: this.policy, cache: this.certificateCache, crypto, logger,
-      hooks: options.hooks ?? {}, writeLimiter: new Limiter(options.writeConcurrency ?? 16),
+      hooks: options.hooks ?? {}, writeLimiter: new Limiter(options.writeConcurrency ?? 16), writesAllowed,
     });
     this.reconciler = new Reconciler(round, {
       now, reconcileIntervalMs: this.policy.reconcileInterval, debounceMs: options.debounceMs, writesAllowed, logger,
@@ -106,10 +115,16 @@ export class ProviderCertificateAdapter {
   /** Validates the options and connects the API clients; nothing is listed until {@link start}. */
   static async create(options: AdapterOptions): Promise<ProviderCertificateAdapter> {
     validateAdapterOptions(options);
-    const clients = await createKubernetesClients(options.kubeConfig, new RequestCounter(), {
-      maxSockets: options.writeConcurrency ?? 16, writesAllowed: options.writesAllowed,
+    const connection = options.connection ?? await connectionFromKubeConfig(options.kubeConfig!);
+    const writesAllowed = options.writesAllowed ?? (() => true);
+    const eventsAllowed = options.eventsAllowed ?? writesAllowed;
+    const api = new KubeRestClient(connection, {
+      counter: new RequestCounter(),
+      maxSockets: options.writeConcurrency ?? 16,
+      // The last check, as each request is sent: Events have their own fence, everything else the Secrets'.
+      writesAllowed: (resource) => (resource === 'events' ? eventsAllowed() : writesAllowed()),
     });
-    return new ProviderCertificateAdapter(clients, options);
+    return new ProviderCertificateAdapter(api, options);
   }
 
   /** Lists and watches; resolves once every cache has synced, with the first reconcile under way. */
@@ -126,7 +141,7 @@ export class ProviderCertificateAdapter {
     this.unsubscribe = undefined;
     await this.informers.stop();
     await this.events.flush();
-    this.clients.close();
+    this.api.close();
   }
 
   /** True once every cache has listed once (for a readiness probe). */

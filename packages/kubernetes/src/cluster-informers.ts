@@ -1,8 +1,9 @@
 import { PROVIDER_LABEL, PROVIDER_SECRET_NAME } from '@eso-mtls/core';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
-import type { KubernetesClients } from './api-client.js';
 import type { BackoffOptions } from './backoff.js';
-import { Informer, type InformerEvent, type InformerStats } from './informer.js';
+import { Informer, type InformerEvent, type InformerStats, type ListPage } from './informer.js';
+import type { RequestCounter } from './request-counter.js';
+import { type KubeRestClient, corePath } from './rest-client.js';
 
 /** Where the adapter looks. */
 export interface InformerScope {
@@ -51,24 +52,25 @@ export class ClusterInformers {
   readonly caSecret: Informer<V1Secret>;
   readonly clientSecret: Informer<V1Secret>;
 
-  constructor(clients: KubernetesClients, scope: InformerScope, tuning: InformerTuning = {}) {
-    const { core, watch, counter } = clients;
-    const options = { watch, counter, ...tuning };
+  constructor(api: KubeRestClient, counter: RequestCounter, scope: InformerScope, tuning: InformerTuning = {}) {
+    const options = { watch: api, counter, ...tuning };
     const byName = (name: string): string => `metadata.name=${name}`;
+    const lister = <T>(path: string, selector: { labelSelector?: string; fieldSelector?: string }) =>
+      (page: { limit: number; continue?: string }): Promise<ListPage<T>> => api.get<ListPage<T>>(path, { ...selector, ...page });
     this.services = new Informer<V1Service>({
       description: `Services labelled ${PROVIDER_SERVICE_SELECTOR}`, resource: 'services',
-      list: (page) => core.listServiceForAllNamespaces({ labelSelector: PROVIDER_SERVICE_SELECTOR, ...page }),
-      watchPath: '/api/v1/services', labelSelector: PROVIDER_SERVICE_SELECTOR, transform: trimService,
+      list: lister(corePath('services'), { labelSelector: PROVIDER_SERVICE_SELECTOR }),
+      watchPath: corePath('services'), labelSelector: PROVIDER_SERVICE_SELECTOR, transform: trimService,
     }, options);
     this.providerSecrets = new Informer<V1Secret>({
       description: `Secrets named ${PROVIDER_SECRET_NAME}`, resource: 'secrets',
-      list: (page) => core.listSecretForAllNamespaces({ fieldSelector: byName(PROVIDER_SECRET_NAME), ...page }),
-      watchPath: '/api/v1/secrets', fieldSelector: byName(PROVIDER_SECRET_NAME), transform: trimSecret,
+      list: lister(corePath('secrets'), { fieldSelector: byName(PROVIDER_SECRET_NAME) }),
+      watchPath: corePath('secrets'), fieldSelector: byName(PROVIDER_SECRET_NAME), transform: trimSecret,
     }, options);
     const esoSecret = (name: string): Informer<V1Secret> => new Informer<V1Secret>({
       description: `Secret ${scope.esoNamespace}/${name}`, resource: 'secrets',
-      list: (page) => core.listNamespacedSecret({ namespace: scope.esoNamespace, fieldSelector: byName(name), ...page }),
-      watchPath: `/api/v1/namespaces/${encodeURIComponent(scope.esoNamespace)}/secrets`, fieldSelector: byName(name), transform: trimSecret,
+      list: lister(corePath('secrets', scope.esoNamespace), { fieldSelector: byName(name) }),
+      watchPath: corePath('secrets', scope.esoNamespace), fieldSelector: byName(name), transform: trimSecret,
     }, options);
     this.caSecret = esoSecret(scope.caSecretName);
     this.clientSecret = esoSecret(scope.clientSecretName);

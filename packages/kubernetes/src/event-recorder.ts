@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Instant } from '@eso-mtls/core';
-import { type CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { WriteFencedError } from './api-client.js';
 import { apiErrorOf } from './api-error.js';
 import { Limiter } from './limiter.js';
 import { type Logger, silentLogger } from './logger.js';
+import { type KubeRestClient, WriteFencedError, corePath } from './rest-client.js';
 
 /** Event reasons we emit, in the style of cert-manager. */
 export type EventReason = 'Issued' | 'Rotated' | 'Failed' | 'Conflict';
@@ -64,7 +63,7 @@ export class EventRecorder {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly logger: Logger;
 
-  constructor(private readonly core: CoreV1Api, private readonly options: EventRecorderOptions) {
+  constructor(private readonly api: KubeRestClient, private readonly options: EventRecorderOptions) {
     this.limiter = new Limiter(options.concurrency ?? 4);
     this.logger = options.logger ?? silentLogger;
   }
@@ -110,15 +109,16 @@ export class EventRecorder {
   private async create(service: ServiceReference, entry: Sent, type: string, reason: EventReason, message: string, now: Instant): Promise<void> {
     const component = this.options.component ?? 'eso-mtls';
     try {
-      await this.limiter.run(() => this.core.createNamespacedEvent({ namespace: service.namespace, body: {
+      await this.limiter.run(() => this.api.create(corePath('events', service.namespace), {
+        apiVersion: 'v1', kind: 'Event',
         metadata: { name: entry.name, namespace: service.namespace },
         involvedObject: { apiVersion: 'v1', kind: 'Service', namespace: service.namespace, name: service.name, ...(service.uid ? { uid: service.uid } : {}) },
         type, reason, message,
         source: { component },
         reportingComponent: component,
         ...(this.options.instance ? { reportingInstance: this.options.instance } : {}),
-        firstTimestamp: new Date(entry.firstTimestamp), lastTimestamp: new Date(now), count: entry.count,
-      } }));
+        firstTimestamp: rfc3339(entry.firstTimestamp), lastTimestamp: rfc3339(now), count: entry.count,
+      }));
       this.stats.created++;
     } catch (e) {
       this.fail(service, reason, e);
@@ -127,10 +127,7 @@ export class EventRecorder {
 
   private async patch(service: ServiceReference, entry: Sent, key: string, type: 'Normal' | 'Warning', reason: EventReason, message: string, now: Instant): Promise<void> {
     try {
-      await this.limiter.run(() => this.core.patchNamespacedEvent(
-        { name: entry.name, namespace: service.namespace, body: { count: entry.count, lastTimestamp: new Date(now).toISOString() } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      ));
+      await this.limiter.run(() => this.api.mergePatch(corePath('events', service.namespace, entry.name), { count: entry.count, lastTimestamp: rfc3339(now) }));
       this.stats.patched++;
     } catch (e) {
       if (apiErrorOf(e).code === 404) {
@@ -148,6 +145,11 @@ export class EventRecorder {
     this.stats.failed++;
     this.logger.warn({ namespace: service.namespace, service: service.name, reason, error: apiErrorOf(e).message }, 'could not record Event');
   }
+}
+
+/** A metav1.Time: RFC 3339 in whole seconds, as the apiserver stores it. */
+function rfc3339(t: Instant): string {
+  return new Date(Math.floor(t / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
 
 /** `<service>.<time hex><random hex>`, like client-go's recorder: unique, and sorted by time. */

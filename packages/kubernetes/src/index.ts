@@ -4,11 +4,11 @@ export { type AdapterHooks, type RoundResult, ReconcileRound, type RoundDependen
 export { Reconciler, type ReconcilerOptions } from './reconciler.js';
 export { CertificateStatusView } from './certificate-status.js';
 export {
-  Informer, WatchError, type InformerEvent, type InformerOptions, type InformerStats, type ListPage, type ListWatchSource, type ObjectWithMeta,
+  Informer, WatchError, type Watcher, type InformerEvent, type InformerOptions, type InformerStats, type ListPage, type ListWatchSource, type ObjectWithMeta,
 } from './informer.js';
 export { ClusterInformers, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService, type InformerScope, type InformerTuning } from './cluster-informers.js';
-export { type KubernetesClients, type KubernetesClientOptions, WriteFencedError, createKubernetesClients } from './api-client.js';
-export { nodeHttpLibrary } from './http-library.js';
+export { KubeApiError, KubeRestClient, type KubeRestClientOptions, type Query, type WatchHandle, WriteFencedError, corePath } from './rest-client.js';
+export { type ClusterConnection, type ConnectionTls, type KubeConfigLike, connectionFromKubeConfig } from './connection.js';
 export { RequestCounter, type ApiVerb, classifyRequest } from './request-counter.js';
 export { SecretWriter, type SecretLocation, type SecretWriterScope, type WriteOutcome } from './secret-writer.js';
 export { EventRecorder, type EventReason, type EventRecorderOptions, type EventRecorderStats, type ServiceReference } from './event-recorder.js';

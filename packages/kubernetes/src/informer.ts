@@ -1,4 +1,3 @@
-import type { Watch } from '@kubernetes/client-node';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import type { RequestCounter } from './request-counter.js';
 
@@ -7,10 +6,23 @@ export interface ObjectWithMeta {
   readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly resourceVersion?: string };
 }
 
-/** One page of a list call, as client-node's typed list methods return it. */
+/** One page of a list call, as the apiserver answers it. */
 export interface ListPage<T> {
   readonly items: readonly T[];
-  readonly metadata?: { readonly resourceVersion?: string; readonly _continue?: string };
+  readonly metadata?: { readonly resourceVersion?: string; readonly continue?: string };
+}
+
+/**
+ * Starts one watch: {@link KubeRestClient.watch}, or client-node's `Watch.watch` (same signature).
+ * `done` is called once when the watch ends, with the error if it failed.
+ */
+export interface Watcher {
+  watch(
+    path: string,
+    query: Readonly<Record<string, string | number | boolean | undefined>>,
+    onEvent: (type: string, object: unknown) => void,
+    done: (error?: unknown) => void,
+  ): Promise<{ abort(): void }>;
 }
 
 /** What to list and watch. */
@@ -19,8 +31,8 @@ export interface ListWatchSource<T> {
   readonly description: string;
   /** Plural resource name, for request counting (`secrets`, `services`). */
   readonly resource: string;
-  /** One list page; the informer passes `limit` and `_continue`, the source adds its selectors. */
-  list(page: { limit: number; _continue?: string }): Promise<ListPage<T>>;
+  /** One list page; the informer passes `limit` and `continue`, the source adds its selectors. */
+  list(page: { limit: number; continue?: string }): Promise<ListPage<T>>;
   /** Collection path to watch, e.g. `/api/v1/secrets` or `/api/v1/namespaces/x/secrets`. */
   readonly watchPath: string;
   readonly labelSelector?: string;
@@ -41,7 +53,7 @@ export interface InformerEvent<T> {
 
 /** Options of {@link Informer}. */
 export interface InformerOptions {
-  readonly watch: Watch;
+  readonly watch: Watcher;
   readonly counter: RequestCounter;
   /** Page size of list calls (default 500). */
   readonly pageSize?: number;
@@ -201,11 +213,11 @@ export class Informer<T extends ObjectWithMeta> {
     let next: string | undefined;
     let resourceVersion: string | undefined;
     do {
-      const page = await this.source.list({ limit: this.options.pageSize ?? 500, ...(next ? { _continue: next } : {}) });
+      const page = await this.source.list({ limit: this.options.pageSize ?? 500, ...(next ? { continue: next } : {}) });
       this.stats.listPages++;
       for (const item of page.items) fresh.set(keyOf(item), this.trim(item));
       resourceVersion ??= page.metadata?.resourceVersion;
-      next = page.metadata?._continue || undefined;
+      next = page.metadata?.continue || undefined;
     } while (next && this.running);
     if (!this.running) return;
     this.stats.lists++;
@@ -290,7 +302,7 @@ export class Informer<T extends ObjectWithMeta> {
           this.emit({ type: previous ? 'MODIFIED' : 'ADDED', object, ...(previous ? { previous } : {}) });
         }
       };
-      this.options.watch.watch(this.source.watchPath, query, onEvent, finish).then((controller) => {
+      this.options.watch.watch(this.source.watchPath, query, onEvent as (type: string, object: unknown) => void, finish).then((controller) => {
         if (finished) return;
         this.abortWatch = () => controller.abort();
         if (!this.running) controller.abort();

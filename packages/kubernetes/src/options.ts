@@ -11,6 +11,7 @@ export class AdapterOptionsError extends Error {
 
 interface CheckedOptions {
   readonly kubeConfig?: unknown;
+  readonly connection?: unknown;
   readonly caSecretName?: string;
   readonly clientSecretName?: string;
   readonly writeConcurrency?: number;
@@ -23,7 +24,9 @@ const intIn = (v: number, min: number, max: number): boolean => Number.isInteger
 
 /** Throws {@link AdapterOptionsError} for the first option that cannot work. */
 export function validateAdapterOptions(options: CheckedOptions): void {
-  if (!options.kubeConfig) throw new AdapterOptionsError('kubeConfig', options.kubeConfig, 'a KubeConfig is required');
+  if (!options.kubeConfig === !options.connection) {
+    throw new AdapterOptionsError('connection', options.connection ?? null, 'give exactly one of connection (a ClusterConnection) and kubeConfig (a client-node KubeConfig)');
+  }
   for (const option of ['caSecretName', 'clientSecretName'] as const) {
     const v = options[option];
     if (v === undefined) continue;

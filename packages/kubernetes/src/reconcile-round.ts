@@ -48,6 +48,8 @@ export interface RoundDependencies {
   readonly logger: Logger;
   readonly hooks: AdapterHooks;
   readonly writeLimiter: Limiter;
+  /** The Secret fence: checked again before each key is generated, so a closing fence wastes no keygen. */
+  readonly writesAllowed: () => boolean;
 }
 
 /**
@@ -92,7 +94,11 @@ export class ReconcileRound {
     const tasks: Promise<void>[] = [];
     for (const issuance of plan.leaves) {
       tasks.push(limiter.run(async () => {
-        if (halted) return;
+        if (halted || !this.deps.writesAllowed()) {
+          halted = true;
+          counts.fenced++;
+          return;
+        }
         const write = await materializeLeaf(plan, issuance, ca, ctx());
         const outcome = await this.send(write, existing(issuance.target), counts, serviceRefs);
         if (outcome.kind === 'fenced') halted = true;
@@ -100,7 +106,10 @@ export class ReconcileRound {
     }
     for (const update of plan.bundles) {
       tasks.push(limiter.run(async () => {
-        if (halted) return;
+        if (halted) {
+          counts.fenced++;
+          return;
+        }
         const outcome = await this.send(materializeBundle(update, ca, clock()), existing(update.target), counts, serviceRefs);
         if (outcome.kind === 'fenced') halted = true;
       }));

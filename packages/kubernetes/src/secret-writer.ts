@@ -1,8 +1,8 @@
 import { PROVIDER_SECRET_NAME, type SecretTarget, type SecretWrite, describeTarget } from '@eso-mtls/core';
-import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
-import { WriteFencedError } from './api-client.js';
+import type { V1Secret } from '@kubernetes/client-node';
 import { apiErrorOf } from './api-error.js';
 import { type SecretComponent, ownershipMetadata } from './ownership.js';
+import { type KubeRestClient, WriteFencedError, corePath } from './rest-client.js';
 
 /** Where a target lives, and what we call it. */
 export interface SecretLocation {
@@ -38,7 +38,7 @@ export interface SecretWriterScope {
  * wrote the CA), never DELETE, and never any name but the three Secrets we own.
  */
 export class SecretWriter {
-  constructor(private readonly core: CoreV1Api, private readonly scope: SecretWriterScope) {}
+  constructor(private readonly api: KubeRestClient, private readonly scope: SecretWriterScope) {}
 
   /** Namespace, name, component and type of a target. */
   locate(target: SecretTarget): SecretLocation {
@@ -61,17 +61,17 @@ export class SecretWriter {
     if (!this.scope.writesAllowed()) return { kind: 'fenced' };
     try {
       if (write.create) {
-        const secret = await this.core.createNamespacedSecret({ namespace: where.namespace, body: {
+        const secret = await this.api.create<V1Secret>(corePath('secrets', where.namespace), {
           apiVersion: 'v1', kind: 'Secret', type: where.type, data,
           metadata: { name: where.name, namespace: where.namespace, labels: ours.labels, annotations: { ...ours.annotations, ...write.annotations } },
-        } });
+        });
         return { kind: 'written', secret };
       }
       if (!existing || write.base === undefined) {
         return { kind: 'failed', code: undefined, message: `${describeTarget(write.target)}: update without the Secret it was planned from` };
       }
       const meta = existing.metadata ?? {};
-      const secret = await this.core.replaceNamespacedSecret({ name: where.name, namespace: where.namespace, body: {
+      const secret = await this.api.replace<V1Secret>(corePath('secrets', where.namespace, where.name), {
         apiVersion: 'v1', kind: 'Secret', type: existing.type ?? where.type, data,
         metadata: {
           name: where.name, namespace: where.namespace, resourceVersion: write.base,
@@ -80,7 +80,7 @@ export class SecretWriter {
           ...(meta.ownerReferences ? { ownerReferences: meta.ownerReferences } : {}),
           ...(meta.finalizers ? { finalizers: meta.finalizers } : {}),
         },
-      } });
+      });
       return { kind: 'written', secret };
     } catch (e) {
       if (e instanceof WriteFencedError) return { kind: 'fenced' };
@@ -96,7 +96,7 @@ export class SecretWriter {
     const where = this.locate(target);
     this.assertOurs(where);
     try {
-      return await this.core.readNamespacedSecret({ name: where.name, namespace: where.namespace });
+      return await this.api.get<V1Secret>(corePath('secrets', where.namespace, where.name));
     } catch (e) {
       if (apiErrorOf(e).code === 404) return undefined;
       throw e;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { RbacAuthorizationV1Api, type V1Secret, Watch } from '@kubernetes/client-node';
+import { RbacAuthorizationV1Api, type V1Secret } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { Informer, type InformerEvent, RequestCounter, createKubernetesClients } from '../src/index.js';
+import { Informer, type InformerEvent, KubeRestClient, type ListPage, RequestCounter, type Watcher, connectionFromKubeConfig, corePath } from '../src/index.js';
 import { TestCluster, converge, eventually, startAdapter, text } from './support/cluster.js';
 
 // Watches end every 3-6 s (the apiserver picks timeouts in [min-request-timeout, 2x]), so a
@@ -86,15 +86,14 @@ describe('list+watch on the real apiserver', () => {
 
   it('relists only on 410 Gone: not for the connection errors of a kube-apiserver restart', async () => {
     const counter = new RequestCounter();
-    const clients = await createKubernetesClients(plane.adminKubeConfig, counter);
+    const clients = new KubeRestClient(await connectionFromKubeConfig(plane.adminKubeConfig), { counter });
     const errors: string[] = [];
     // The apiserver keeps at least 75 s of watch history, so a real 410 cannot be had in a short
     // test; this rare fault alone is injected: once armed, the next resumed watch is answered 410 Expired.
     let armed = false;
     let injected = 0;
-    const watch = new Watch(plane.adminKubeConfig);
-    const expiringOnce = Object.assign(Object.create(watch) as Watch, {
-      watch: (path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (t: string, o: unknown) => void, done: (e: unknown) => void) => {
+    const expiringOnce: Watcher = {
+      watch: (path, query, onEvent, done) => {
         if (armed && query.resourceVersion) {
           armed = false;
           injected++;
@@ -102,14 +101,14 @@ describe('list+watch on the real apiserver', () => {
             onEvent('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
             done(null);
           });
-          return Promise.resolve(new AbortController());
+          return Promise.resolve({ abort: () => undefined });
         }
-        return watch.watch(path, query, onEvent, done);
+        return clients.watch(path, query, onEvent, done);
       },
-    });
+    };
     const informer: Informer<V1Secret> = new Informer<V1Secret>({
       description: 'test Secrets', resource: 'secrets',
-      list: (page) => clients.core.listSecretForAllNamespaces({ fieldSelector: 'metadata.name=relist-me', ...page }),
+      list: (page) => clients.get<ListPage<V1Secret>>(corePath('secrets'), { fieldSelector: 'metadata.name=relist-me', ...page }),
       watchPath: '/api/v1/secrets', fieldSelector: 'metadata.name=relist-me',
     }, { watch: expiringOnce, counter, onError: (e) => errors.push(e.message), backoff: { initialMs: 100, maxMs: 1000 } });
     const ns = await cluster.namespace('relist');
@@ -146,14 +145,14 @@ describe('list+watch on the real apiserver', () => {
   it('restarts with backoff after errors (403 until RBAC allows it) instead of stopping', async () => {
     const kubeConfig = plane.kubeconfigFor('late-bloomer');
     const counter = new RequestCounter();
-    const clients = await createKubernetesClients(kubeConfig, counter);
+    const clients = new KubeRestClient(await connectionFromKubeConfig(kubeConfig), { counter });
     const ns = await cluster.namespace('late');
     const errors: string[] = [];
     const informer = new Informer<V1Secret>({
       description: `Secrets in ${ns}`, resource: 'secrets',
-      list: (page) => clients.core.listNamespacedSecret({ namespace: ns, ...page }),
+      list: (page) => clients.get<ListPage<V1Secret>>(corePath('secrets', ns), page),
       watchPath: `/api/v1/namespaces/${ns}/secrets`,
-    }, { watch: clients.watch, counter, onError: (e) => errors.push(e.message), backoff: { initialMs: 100, maxMs: 2000 } });
+    }, { watch: clients, counter, onError: (e) => errors.push(e.message), backoff: { initialMs: 100, maxMs: 2000 } });
     informer.start();
     try {
       await new Promise((r) => setTimeout(r, 3000));
