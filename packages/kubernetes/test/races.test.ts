@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
+import type { CryptoBackend } from '@eso-mtls/core';
+import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { type RecordingAdapter, TestCluster, converge, eventually, startAdapter, text } from './support/cluster.js';
 import { RecordingLogger } from './support/logger.js';
@@ -160,6 +162,51 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
         for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
       });
       expect(run.writes.length).toBeGreaterThan(resume);
+    } finally {
+      allowed = true;
+      await run.adapter.stop();
+      await removeProviders(namespaces);
+    }
+  });
+
+  it('when the Secret fence closes mid-round: no key is generated after it, and the Events of the writes that landed still go out', async () => {
+    let allowed = true;
+    let keygensAfterFence = 0;
+    const base = createNodeCryptoBackend();
+    const crypto: CryptoBackend = {
+      ...base,
+      signer: {
+        generateKey: (algorithm) => {
+          if (!allowed) keygensAfterFence++;
+          return base.signer.generateKey(algorithm);
+        },
+        sign: (...args) => base.signer.sign(...args),
+      },
+    };
+    const eso = await cluster.namespace('eso-stopping');
+    const namespaces = await providers('stopping', 40);
+    let started: RecordingAdapter | undefined;
+    const run = started = await startAdapter(plane.adminKubeConfig, eso, {
+      crypto, writeConcurrency: 4,
+      // As a stopping leader: Secrets fenced from the fifth write on, Events (leadership) still open.
+      writesAllowed: () => {
+        if (started && started.writes.length >= 5) allowed = false;
+        return allowed;
+      },
+      eventsAllowed: () => true,
+    });
+    try {
+      await eventually(() => !allowed);
+      await run.adapter.stop(); // flushes the queued Events
+      const written = [];
+      for (const ns of namespaces) if (await cluster.secret(ns)) written.push(ns);
+      expect(written.length).toBeGreaterThan(0);
+      expect(written.length).toBeLessThan(namespaces.length);
+      // Keys already being generated when the fence closed may finish; none is started after it.
+      expect(keygensAfterFence).toBe(0);
+      for (const ns of written) {
+        expect({ ns, events: (await cluster.events(ns, 'p')).map((e) => e.reason) }).toEqual({ ns, events: ['Issued'] });
+      }
     } finally {
       allowed = true;
       await run.adapter.stop();
