@@ -104,11 +104,11 @@ export class ProviderCertificateAdapter {
       builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName),
       writer: new SecretWriter(api, { ...scope, installation: this.installation, writesAllowed }),
       events: this.events, ledger, policy: this.policy, cache: this.certificateCache, crypto, logger,
-      hooks: options.hooks ?? {}, writeLimiter: new Limiter(options.writeConcurrency ?? 16), writesAllowed,
+      hooks: { ...options.hooks, onWrite: (w) => { this.status.recordWrite(w); options.hooks?.onWrite?.(w); } }, writeLimiter: new Limiter(options.writeConcurrency ?? 16), writesAllowed,
+      onPlanned: (plan) => this.status.update(plan.status),
     });
     this.reconciler = new Reconciler(round, {
       now, reconcileIntervalMs: this.policy.reconcileInterval, debounceMs: options.debounceMs, writesAllowed, logger,
-      onRound: (r) => this.status.update(r.plan.status),
     });
   }
 

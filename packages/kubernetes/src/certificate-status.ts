@@ -1,4 +1,4 @@
-import type { Instant, PlanStatus } from '@eso-mtls/core';
+import type { Instant, PlanStatus, SecretWrite } from '@eso-mtls/core';
 import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry } from '@eso-mtls/metrics';
 import type { V1Service } from '@kubernetes/client-node';
 import type { Informer } from './informer.js';
@@ -6,11 +6,13 @@ import type { Informer } from './informer.js';
 /**
  * The read-only view the controller's metrics are computed from at scrape time: one entry per
  * labelled Service now in the cache (so a deleted Service's series disappears at once), with its
- * namespace's certificate notAfter from the latest plan; the client certificate; every CA by state.
+ * namespace's certificate notAfter from the latest plan, or from a leaf written since; the client
+ * certificate; every CA by state.
  */
 export class CertificateStatusView implements ControllerCertificateSource {
   private status: PlanStatus | undefined;
   private notAfterByNamespace = new Map<string, Instant | undefined>();
+  private clientNotAfter: Instant | undefined;
 
   constructor(private readonly services: Informer<V1Service>, private readonly leader: () => boolean) {}
 
@@ -19,6 +21,18 @@ export class CertificateStatusView implements ControllerCertificateSource {
     if (status === this.status) return;
     this.status = status;
     this.notAfterByNamespace = new Map(status.namespaces.map((n) => [n.namespace, n.notAfter]));
+    this.clientNotAfter = status.client;
+  }
+
+  /**
+   * Called with each leaf written, so the expiry gauges show a new certificate as soon as it is
+   * stored rather than after the next plan. (A CA change shows after the next plan, which a round
+   * that wrote something schedules within the debounce.)
+   */
+  recordWrite(write: SecretWrite): void {
+    if (write.notAfter === undefined) return;
+    if (write.kind === 'serverLeaf' && typeof write.target === 'object') this.notAfterByNamespace.set(write.target.namespace, write.notAfter);
+    if (write.kind === 'clientLeaf') this.clientNotAfter = write.notAfter;
   }
 
   /** Whether this replica exports gauges (the leader). */
@@ -38,7 +52,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
 
   /** notAfter of the ESO client certificate, if one is in use. */
   clientCertificate(): { readonly notAfter: Instant } | undefined {
-    const notAfter = this.status?.client;
+    const notAfter = this.clientNotAfter;
     return notAfter === undefined ? undefined : { notAfter };
   }
 

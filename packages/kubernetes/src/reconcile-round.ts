@@ -50,6 +50,8 @@ export interface RoundDependencies {
   readonly writeLimiter: Limiter;
   /** The Secret fence: checked again before each key is generated, so a closing fence wastes no keygen. */
   readonly writesAllowed: () => boolean;
+  /** Told each plan before its writes start (the status view; writes then update it one by one through onWrite). */
+  readonly onPlanned?: (plan: Plan) => void;
 }
 
 /**
@@ -68,6 +70,7 @@ export class ReconcileRound {
     const built = builder.build();
     const now = clock();
     const plan = planRotation(built.snapshot, { now, policy, cache });
+    this.deps.onPlanned?.(plan);
     const counts = { written: 0, stale: 0, failed: 0, fenced: 0 };
     const serviceRefs = (namespace: string, names: readonly string[]): ServiceReference[] => {
       const byName = new Map((built.services.get(namespace) ?? []).map((s: V1Service) => [s.metadata?.name, s]));

@@ -177,6 +177,11 @@ describe('issuing on the real apiserver', () => {
     const seconds = Number(line!.split(' ').at(-1));
     expect(Math.abs(seconds - (Date.parse(leaf.validTo) - Date.now()) / 1000)).toBeLessThan(60);
     expect(scrape).toMatch(/state="active"/);
+    // The gauge showed the new certificate the moment it was written, not one plan later.
+    const atWrite = run.shownAtWrite.filter((w) => w.namespace === 'iss-single');
+    expect(atWrite.length).toBeGreaterThan(0);
+    for (const w of atWrite) expect(w.shown).toBe(w.written);
+    expect(Math.abs(atWrite.at(-1)!.written! - Date.parse(leaf.validTo))).toBeLessThan(1000);
     // Services in conflict are listed without a certificate, so alerts can see them.
     expect([...run.adapter.status.providerCertificates()]).toContainEqual({ namespace: 'iss-foreign', service: 'svc-a', notAfter: undefined });
   });

@@ -125,6 +125,8 @@ export interface RecordingAdapter {
   readonly writes: RecordedWrite[];
   readonly rotations: { namespace: string; services: readonly string[]; reason: RotationReason }[];
   readonly failures: { namespace: string; services: readonly string[] }[];
+  /** For each server leaf written: its notAfter, and the notAfter the status view (the gauges) showed for the namespace at that moment. */
+  readonly shownAtWrite: { namespace: string; written: number | undefined; shown: number | undefined }[];
   /** Reasons of server/client leaf issuances for `target` (`namespace/<ns>` or `client`). */
   reasonsFor(target: string): RotationReason[];
 }
@@ -134,18 +136,26 @@ export async function startAdapter(kubeConfig: KubeConfig, esoNamespace: string,
   const writes: RecordedWrite[] = [];
   const rotations: RecordingAdapter['rotations'] = [];
   const failures: RecordingAdapter['failures'] = [];
-  const adapter = await ProviderCertificateAdapter.create({
+  const shownAtWrite: RecordingAdapter['shownAtWrite'] = [];
+  const adapter: ProviderCertificateAdapter = await ProviderCertificateAdapter.create({
     kubeConfig, debounceMs: 20, ...options,
     policy: { esoNamespace, ...options.policy },
     hooks: {
-      onWrite: (w) => writes.push({ target: describeTarget(w.target), kind: w.kind, reason: w.reason, phases: w.phases }),
+      onWrite: (w) => {
+        writes.push({ target: describeTarget(w.target), kind: w.kind, reason: w.reason, phases: w.phases });
+        if (w.kind === 'serverLeaf' && typeof w.target === 'object') {
+          const namespace = w.target.namespace;
+          const shown = [...adapter.status.providerCertificates()].find((e) => e.namespace === namespace)?.notAfter;
+          shownAtWrite.push({ namespace, written: w.notAfter, shown });
+        }
+      },
       onRotation: (namespace, services, reason) => rotations.push({ namespace, services, reason }),
       onRotationFailure: (namespace, services) => failures.push({ namespace, services }),
     },
   });
   await adapter.start();
   return {
-    adapter, writes, rotations, failures,
+    adapter, writes, rotations, failures, shownAtWrite,
     reasonsFor: (target) => writes.filter((w) => w.target === target && w.kind !== 'bundle' && w.kind !== 'ca').map((w) => w.reason!),
   };
 }
