@@ -26,18 +26,20 @@ export async function loadConnection(kubeconfigPath: string | undefined, env: Re
     return { connection, source: { kind: 'in-cluster', server: connection.server } };
   }
   if (!existsSync(kubeconfigPath)) throw new Error(`--kubeconfig ${kubeconfigPath}: no such file`);
+  let unsupported: UnsupportedKubeconfigError;
   try {
     return { connection: loadKubeconfigFile(kubeconfigPath), source: { kind: 'file', path: kubeconfigPath, reader: 'eso-mtls' } };
   } catch (e) {
     if (!(e instanceof UnsupportedKubeconfigError)) throw e;
-    const { KubeConfig } = await import('@kubernetes/client-node');
-    const kc = new KubeConfig();
-    try {
-      kc.loadFromFile(kubeconfigPath);
-    } catch (cause) {
-      throw new Error(`--kubeconfig ${kubeconfigPath}: cannot read it as a kubeconfig: ${(cause as Error).message}`, { cause });
-    }
-    if (!kc.getCurrentCluster()) throw new Error(`--kubeconfig ${kubeconfigPath}: its current context names no cluster; set current-context`);
-    return { connection: await connectionFromKubeConfig(kc), source: { kind: 'file', path: kubeconfigPath, reader: 'client-node', feature: e.feature } };
+    unsupported = e;
   }
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromFile(kubeconfigPath);
+  } catch (cause) {
+    throw new Error(`--kubeconfig ${kubeconfigPath}: cannot read it as a kubeconfig: ${(cause as Error).message}`, { cause });
+  }
+  if (!kc.getCurrentCluster()) throw new Error(`--kubeconfig ${kubeconfigPath}: its current context names no cluster; set current-context`);
+  return { connection: await connectionFromKubeConfig(kc), source: { kind: 'file', path: kubeconfigPath, reader: 'client-node', feature: unsupported.feature } };
 }

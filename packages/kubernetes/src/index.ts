@@ -22,3 +22,6 @@ export { Backoff, type BackoffOptions } from './backoff.js';
 export { Limiter } from './limiter.js';
 export { type Logger, silentLogger } from './logger.js';
 export { type ApiErrorInfo, apiErrorOf } from './api-error.js';
+export {
+  type InClusterOptions, type KubeconfigOptions, TOKEN_REREAD_MS, UnsupportedKubeconfigError, loadInClusterConnection, loadKubeconfigFile,
+} from './kubeconfig.js';
