@@ -91,7 +91,7 @@ export class ProviderCertificateAdapter {
     const eventsAllowed = options.eventsAllowed ?? writesAllowed;
     const crypto = options.crypto ?? createNodeCryptoBackend();
     const scope = { esoNamespace: this.policy.esoNamespace, caSecretName: this.caSecretName, clientSecretName: this.clientSecretName };
-    this.informers = new ClusterInformers(api, api.counter, scope, {
+    this.informers = new ClusterInformers(api, scope, {
       pageSize: options.pageSize, watchTimeoutSeconds: options.watchTimeoutSeconds,
       onError: (e) => logger.warn({ error: e.message }, 'list/watch failed; retrying with backoff'),
     });
@@ -104,8 +104,16 @@ export class ProviderCertificateAdapter {
       builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName),
       writer: new SecretWriter(api, { ...scope, installation: this.installation, writesAllowed }),
       events: this.events, ledger, policy: this.policy, cache: this.certificateCache, crypto, logger,
-      hooks: { ...options.hooks, onWrite: (w) => { this.status.recordWrite(w); options.hooks?.onWrite?.(w); } }, writeLimiter: new Limiter(options.writeConcurrency ?? 16), writesAllowed,
+      writeLimiter: new Limiter(options.writeConcurrency ?? 16), writesAllowed,
+      // The status view (the expiry gauges) takes each plan as it is made, then each leaf as it is written.
       onPlanned: (plan) => this.status.update(plan.status),
+      hooks: {
+        ...options.hooks,
+        onWrite: (w) => {
+          this.status.recordWrite(w);
+          options.hooks?.onWrite?.(w);
+        },
+      },
     });
     this.reconciler = new Reconciler(round, {
       now, reconcileIntervalMs: this.policy.reconcileInterval, debounceMs: options.debounceMs, writesAllowed, logger,

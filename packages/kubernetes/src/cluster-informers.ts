@@ -2,7 +2,6 @@ import { PROVIDER_LABEL, PROVIDER_SECRET_NAME } from '@eso-mtls/core';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import type { BackoffOptions } from './backoff.js';
 import { Informer, type InformerEvent, type InformerStats, type ListPage } from './informer.js';
-import type { RequestCounter } from './request-counter.js';
 import { type KubeRestClient, corePath } from './rest-client.js';
 
 /** Where the adapter looks. */
@@ -52,8 +51,8 @@ export class ClusterInformers {
   readonly caSecret: Informer<V1Secret>;
   readonly clientSecret: Informer<V1Secret>;
 
-  constructor(api: KubeRestClient, counter: RequestCounter, scope: InformerScope, tuning: InformerTuning = {}) {
-    const options = { watch: api, counter, ...tuning };
+  constructor(api: KubeRestClient, scope: InformerScope, tuning: InformerTuning = {}) {
+    const options = { watch: api, counter: api.counter, ...tuning };
     const byName = (name: string): string => `metadata.name=${name}`;
     const lister = <T>(path: string, selector: { labelSelector?: string; fieldSelector?: string }) =>
       (page: { limit: number; continue?: string }): Promise<ListPage<T>> => api.get<ListPage<T>>(path, { ...selector, ...page });
