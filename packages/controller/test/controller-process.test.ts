@@ -57,7 +57,7 @@ describe('eso-mtls controller process', () => {
     expect((await timedGet(`${probes}/healthz`)).status).toBe(200);
 
     // The leader exports one expiry series per Service, and one initial rotation each.
-    // The gauges follow the plan after the writes, a moment after the Secrets are visible.
+    // The gauges follow each write as it lands; the scrape may still race the last write's watch event.
     let scrape = '';
     await eventually(async () => {
       scrape = (await timedGet(metrics)).body;

@@ -105,8 +105,9 @@ export class ProviderCertificateAdapter {
       writer: new SecretWriter(api, { ...scope, installation: this.installation, writesAllowed }),
       events: this.events, ledger, policy: this.policy, cache: this.certificateCache, crypto, logger,
       writeLimiter: new Limiter(options.writeConcurrency ?? 16), writesAllowed,
-      // The status view (the expiry gauges) takes each plan as it is made, then each leaf as it is written.
+      // The status view (the expiry gauges) takes each plan as it is made, then the CA and each leaf as they are written.
       onPlanned: (plan) => this.status.update(plan.status),
+      onCaWritten: (ca) => this.status.recordCa(ca),
       hooks: {
         ...options.hooks,
         onWrite: (w) => {

@@ -1,4 +1,4 @@
-import type { Instant, PlanStatus, SecretWrite } from '@eso-mtls/core';
+import type { CaStatus, Instant, MaterializedCa, PlanStatus, SecretWrite } from '@eso-mtls/core';
 import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry } from '@eso-mtls/metrics';
 import type { V1Service } from '@kubernetes/client-node';
 import type { Informer } from './informer.js';
@@ -13,6 +13,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
   private status: PlanStatus | undefined;
   private notAfterByNamespace = new Map<string, Instant | undefined>();
   private clientNotAfter: Instant | undefined;
+  private ca: CaStatus | undefined;
 
   constructor(private readonly services: Informer<V1Service>, private readonly leader: () => boolean) {}
 
@@ -22,12 +23,17 @@ export class CertificateStatusView implements ControllerCertificateSource {
     this.status = status;
     this.notAfterByNamespace = new Map(status.namespaces.map((n) => [n.namespace, n.notAfter]));
     this.clientNotAfter = status.client;
+    this.ca = status.ca;
+  }
+
+  /** Called once a CA Secret write has landed, with the CAs it holds. */
+  recordCa(ca: MaterializedCa): void {
+    this.ca = { active: ca.active?.certificate.notAfter, next: ca.next?.certificate.notAfter, retired: ca.retired.map((c) => c.notAfter) };
   }
 
   /**
    * Called with each leaf written, so the expiry gauges show a new certificate as soon as it is
-   * stored rather than after the next plan. (A CA change shows after the next plan, which a round
-   * that wrote something schedules within the debounce.)
+   * stored rather than after the next plan.
    */
   recordWrite(write: SecretWrite): void {
     if (write.notAfter === undefined) return;
@@ -58,7 +64,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
 
   /** Every CA certificate in the CA Secret, by state. */
   *caCertificates(): Iterable<CaCertificateEntry> {
-    const ca = this.status?.ca;
+    const ca = this.ca;
     if (!ca) return;
     if (ca.active !== undefined) yield { state: 'active', notAfter: ca.active };
     if (ca.next !== undefined) yield { state: 'next', notAfter: ca.next };

@@ -52,6 +52,8 @@ export interface RoundDependencies {
   readonly writesAllowed: () => boolean;
   /** Told each plan before its writes start (the status view; writes then update it one by one through onWrite). */
   readonly onPlanned?: (plan: Plan) => void;
+  /** Told the CA layout once its CA Secret write has landed. */
+  readonly onCaWritten?: (ca: MaterializedCa) => void;
 }
 
 /**
@@ -90,6 +92,7 @@ export class ReconcileRound {
         return { plan, ...counts };
       }
       logger.info({ phases: ca.write.phases, reason: ca.write.reason, notAfter: iso(ca.write.notAfter) }, `CA Secret written: ${ca.write.message ?? ''}`);
+      this.deps.onCaWritten?.(ca);
     }
 
     const limiter = this.deps.writeLimiter;

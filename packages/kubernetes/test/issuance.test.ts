@@ -181,6 +181,10 @@ describe('issuing on the real apiserver', () => {
     const atWrite = run.shownAtWrite.filter((w) => w.namespace === 'iss-single');
     expect(atWrite.length).toBeGreaterThan(0);
     for (const w of atWrite) expect(w.shown).toBe(w.written);
+    // ...and so did the CA that signed it, even for the very first leaf of an empty cluster.
+    const firstLeaf = run.shownAtWrite[0]!;
+    const ca = new X509Certificate(text(await cluster.secret(ESO, 'eso-provider-ca-internal'), 'ca.crt'));
+    expect(Math.abs(firstLeaf.activeCa! - Date.parse(ca.validTo))).toBeLessThan(1000);
     expect(Math.abs(atWrite.at(-1)!.written! - Date.parse(leaf.validTo))).toBeLessThan(1000);
     // Services in conflict are listed without a certificate, so alerts can see them.
     expect([...run.adapter.status.providerCertificates()]).toContainEqual({ namespace: 'iss-foreign', service: 'svc-a', notAfter: undefined });

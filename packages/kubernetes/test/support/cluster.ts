@@ -126,7 +126,7 @@ export interface RecordingAdapter {
   readonly rotations: { namespace: string; services: readonly string[]; reason: RotationReason }[];
   readonly failures: { namespace: string; services: readonly string[] }[];
   /** For each server leaf written: its notAfter, and the notAfter the status view (the gauges) showed for the namespace at that moment. */
-  readonly shownAtWrite: { namespace: string; written: number | undefined; shown: number | undefined }[];
+  readonly shownAtWrite: { namespace: string; written: number | undefined; shown: number | undefined; activeCa: number | undefined }[];
   /** Reasons of server/client leaf issuances for `target` (`namespace/<ns>` or `client`). */
   reasonsFor(target: string): RotationReason[];
 }
@@ -146,7 +146,8 @@ export async function startAdapter(kubeConfig: KubeConfig, esoNamespace: string,
         if (w.kind === 'serverLeaf' && typeof w.target === 'object') {
           const namespace = w.target.namespace;
           const shown = [...adapter.status.providerCertificates()].find((e) => e.namespace === namespace)?.notAfter;
-          shownAtWrite.push({ namespace, written: w.notAfter, shown });
+          const activeCa = [...adapter.status.caCertificates()].find((c) => c.state === 'active')?.notAfter;
+          shownAtWrite.push({ namespace, written: w.notAfter, shown, activeCa });
         }
       },
       onRotation: (namespace, services, reason) => rotations.push({ namespace, services, reason }),
