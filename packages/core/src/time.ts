@@ -24,8 +24,10 @@ export const days = (n: number): Duration => n * 86_400 * SECOND;
  */
 export const truncateToSecond = (t: Instant): Instant => Math.floor(t / SECOND) * SECOND;
 
-/** Human-readable duration for error messages, e.g. `35d`, `10m`, `90s`. */
+/** Human-readable duration for error messages, e.g. `35d`, `10m`, `90s`, `-5m`; `Infinity` and `NaN` as such. */
 export function formatDuration(d: Duration): string {
+  if (!Number.isFinite(d)) return String(d);
+  if (d < 0) return `-${formatDuration(-d)}`;
   if (d % days(1) === 0) return `${d / days(1)}d`;
   if (d % hours(1) === 0) return `${d / hours(1)}h`;
   if (d % minutes(1) === 0) return `${d / minutes(1)}m`;
