@@ -1,53 +1,19 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { type Policy, ROTATE_ANNOTATION, days, minutes, seconds } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
-import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { type RecordingAdapter, TestClock, TestCluster, certificates, converge, eventually, startAdapter, text } from './support/cluster.js';
+import { certificates, converge, eventually, text } from './support/cluster.js';
+import { useInstallations } from './support/installations.js';
 import { chainsTo, leafAndBundle, rogueCa } from './support/pki.js';
 import { handshake, material } from './support/tls.js';
 
 const CA_SECRET = 'eso-provider-ca-internal';
 const CLIENT_SECRET = 'eso-provider-client-tls';
 
-let plane: ControlPlane;
-let cluster: TestCluster;
-const running: { run: RecordingAdapter; services: [string, string][] }[] = [];
-
-beforeAll(async () => {
-  plane = await startControlPlane();
-  cluster = new TestCluster(plane);
-}, 120_000);
-
-afterEach(async () => {
-  for (const { run, services } of running.splice(0)) {
-    await run.adapter.stop();
-    for (const [ns, name] of services) await cluster.deleteService(ns, name).catch(() => undefined);
-  }
-});
-
-afterAll(async () => {
-  await plane?.stop();
-});
+const suite = useInstallations();
 
 /** Propagation and connection age short enough that a rotation completes within the 5-minute backdate of real time. */
 const FAST: Partial<Policy> = { propagationDelay: seconds(2), maxConnectionAge: seconds(2) };
-
-async function setup(name: string, namespaces: string[], policy: Partial<Policy> = {}, realClock = false): Promise<{ run: RecordingAdapter; clock: TestClock; eso: string }> {
-  const eso = await cluster.namespace(`eso-${name}`);
-  const clock = new TestClock();
-  for (const ns of namespaces) {
-    await cluster.namespace(ns);
-    await cluster.labelledService(ns, 'provider');
-  }
-  const run = await startAdapter(plane.adminKubeConfig, eso, { now: realClock ? Date.now : clock.now, policy });
-  running.push({ run, services: namespaces.map((ns) => [ns, 'provider']) });
-  await eventually(async () => {
-    for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
-  });
-  await converge(run.adapter);
-  return { run, clock, eso };
-}
 
 /** The installation's Secrets as they are now. */
 interface TrustState {
@@ -58,8 +24,8 @@ interface TrustState {
 
 async function trustState(eso: string, namespaces: string[]): Promise<TrustState> {
   const providers = new Map<string, V1Secret>();
-  for (const ns of namespaces) providers.set(ns, (await cluster.secret(ns))!);
-  return { ca: (await cluster.secret(eso, CA_SECRET))!, client: (await cluster.secret(eso, CLIENT_SECRET))!, providers };
+  for (const ns of namespaces) providers.set(ns, (await suite.cluster.secret(ns))!);
+  return { ca: (await suite.cluster.secret(eso, CA_SECRET))!, client: (await suite.cluster.secret(eso, CLIENT_SECRET))!, providers };
 }
 
 /**
@@ -91,8 +57,8 @@ const fingerprints = (pem: string): string[] => certificates(pem).map((c) => c.f
 describe('CA rotation on the real apiserver', () => {
   it('rotates the CA with overlapping bundles at every step and re-issues every leaf with ca_rotated', async () => {
     const namespaces = ['rot-a', 'rot-b'];
-    const { run, clock, eso } = await setup('rotation', namespaces);
-    const ca0 = new X509Certificate(text(await cluster.secret(eso, CA_SECRET), 'ca.crt'));
+    const { run, clock, eso } = await suite.setup('rotation', namespaces);
+    const ca0 = new X509Certificate(text(await suite.cluster.secret(eso, CA_SECRET), 'ca.crt'));
     // Renew the leaves just before the CA's lookahead, so that the rotation is all that is due after.
     clock.set(Date.parse(ca0.validTo) - days(61));
     await converge(run.adapter);
@@ -130,11 +96,11 @@ describe('CA rotation on the real apiserver', () => {
 
   it('starts an overlap rotation on eso-mtls.io/rotate on the CA Secret, and a hard cut-over on "emergency"', async () => {
     const namespaces = ['rot-forced'];
-    const { run, clock, eso } = await setup('ca-forced', namespaces, FAST);
+    const { run, clock, eso } = await suite.setup('ca-forced', namespaces, FAST);
     const annotate = async (value: string): Promise<void> => {
-      const s = (await cluster.secret(eso, CA_SECRET))!;
+      const s = (await suite.cluster.secret(eso, CA_SECRET))!;
       s.metadata!.annotations = { ...s.metadata!.annotations, [ROTATE_ANNOTATION]: value };
-      await cluster.core.replaceNamespacedSecret({ namespace: eso, name: CA_SECRET, body: s });
+      await suite.cluster.core.replaceNamespacedSecret({ namespace: eso, name: CA_SECRET, body: s });
     };
     await annotate('rotate-1');
     await eventually(() => expect(run.writes.filter((w) => w.kind === 'ca').map((w) => w.phases?.join('+'))).toEqual(['create', 'prepare']));
@@ -170,13 +136,13 @@ describe('CA rotation on the real apiserver', () => {
 
   it('recovers a deleted CA Secret by an overlap rotation seeded only from the ESO namespace', async () => {
     const namespaces = ['rec-a', 'rec-b'];
-    const { run, clock, eso } = await setup('recovery', namespaces, FAST);
-    const ca0 = new X509Certificate(text(await cluster.secret(eso, CA_SECRET), 'ca.crt'));
+    const { run, clock, eso } = await suite.setup('recovery', namespaces, FAST);
+    const ca0 = new X509Certificate(text(await suite.cluster.secret(eso, CA_SECRET), 'ca.crt'));
     // An admin of rec-b plants their own CA in its bundle: recovery must not adopt it.
     const rogue = await rogueCa(['x']);
-    await cluster.overwriteSecretData('rec-b', 'external-secrets-provider-tls', (d) => (d['ca.crt'] = rogue.ca.certificate.pem + d['ca.crt']));
-    await cluster.deleteSecret(eso, CA_SECRET);
-    await eventually(async () => expect(text(await cluster.secret(eso, CA_SECRET), 'next.crt')).toContain('BEGIN CERTIFICATE'));
+    await suite.cluster.overwriteSecretData('rec-b', 'external-secrets-provider-tls', (d) => (d['ca.crt'] = rogue.ca.certificate.pem + d['ca.crt']));
+    await suite.cluster.deleteSecret(eso, CA_SECRET);
+    await eventually(async () => expect(text(await suite.cluster.secret(eso, CA_SECRET), 'next.crt')).toContain('BEGIN CERTIFICATE'));
     await converge(run.adapter);
     let previous = await trustState(eso, namespaces);
     expect(fingerprints(text(previous.ca, 'retired.crt'))).toEqual([ca0.fingerprint256]);
@@ -195,17 +161,17 @@ describe('CA rotation on the real apiserver', () => {
     expect(ca1.fingerprint256).not.toBe(ca0.fingerprint256);
     for (const ns of namespaces) expect(run.reasonsFor(`namespace/${ns}`).at(-1)).toBe('ca_rotated');
     const rogueFingerprint = new X509Certificate(rogue.ca.certificate.pem).fingerprint256;
-    for (const s of await cluster.allSecrets()) {
+    for (const s of await suite.cluster.allSecrets()) {
       for (const value of Object.values(s.data ?? {})) expect(fingerprints(Buffer.from(value, 'base64').toString())).not.toContain(rogueFingerprint);
     }
     expect(run.writes.filter((w) => w.kind === 'ca')[1]).toMatchObject({ phases: ['recover'], reason: 'secret_missing' });
   });
 
   it('wakes at the plan\'s nextDueAt by itself: a forced rotation completes with no event and no reconcileNow()', async () => {
-    const { run, eso } = await setup('due', ['rot-due'], FAST, true);
-    const s = (await cluster.secret(eso, CA_SECRET))!;
+    const { run, eso } = await suite.setup('due', ['rot-due'], FAST, true);
+    const s = (await suite.cluster.secret(eso, CA_SECRET))!;
     s.metadata!.annotations = { ...s.metadata!.annotations, [ROTATE_ANNOTATION]: 'by-timer' };
-    await cluster.core.replaceNamespacedSecret({ namespace: eso, name: CA_SECRET, body: s });
+    await suite.cluster.core.replaceNamespacedSecret({ namespace: eso, name: CA_SECRET, body: s });
     // Activation and retirement come due seconds later; nothing but the adapter's own timer wakes it
     // (the safety-net interval is 10 minutes).
     await eventually(() => expect(run.writes.filter((w) => w.kind === 'ca').map((w) => w.phases?.join('+')))
@@ -215,15 +181,15 @@ describe('CA rotation on the real apiserver', () => {
 
   it('rewrites a foreign CA out of a provider bundle without re-issuing, and never spreads it', async () => {
     const namespaces = ['bnd-a', 'bnd-b'];
-    const { run, eso } = await setup('bundle', namespaces);
+    const { run, eso } = await suite.setup('bundle', namespaces);
     const rogue = await rogueCa(['provider.bnd-a.svc']);
     const rogueFingerprint = new X509Certificate(rogue.ca.certificate.pem).fingerprint256;
-    const leafBefore = text(await cluster.secret('bnd-a'), 'tls.crt');
-    const expected = text(await cluster.secret('bnd-a'), 'ca.crt');
-    await cluster.overwriteSecretData('bnd-a', 'external-secrets-provider-tls', (d) => (d['ca.crt'] = d['ca.crt'] + rogue.ca.certificate.pem));
-    await eventually(async () => expect(text(await cluster.secret('bnd-a'), 'ca.crt')).toBe(expected));
+    const leafBefore = text(await suite.cluster.secret('bnd-a'), 'tls.crt');
+    const expected = text(await suite.cluster.secret('bnd-a'), 'ca.crt');
+    await suite.cluster.overwriteSecretData('bnd-a', 'external-secrets-provider-tls', (d) => (d['ca.crt'] = d['ca.crt'] + rogue.ca.certificate.pem));
+    await eventually(async () => expect(text(await suite.cluster.secret('bnd-a'), 'ca.crt')).toBe(expected));
     await converge(run.adapter);
-    expect(text(await cluster.secret('bnd-a'), 'tls.crt')).toBe(leafBefore);
+    expect(text(await suite.cluster.secret('bnd-a'), 'tls.crt')).toBe(leafBefore);
     expect(run.reasonsFor('namespace/bnd-a')).toEqual(['initial']);
     expect(run.writes.filter((w) => w.target === 'namespace/bnd-a').map((w) => w.kind)).toEqual(['serverLeaf', 'bundle']);
     const state = await trustState(eso, namespaces);

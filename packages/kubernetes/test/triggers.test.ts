@@ -1,64 +1,28 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { ROTATE_ACKNOWLEDGED_ANNOTATION, ROTATE_ANNOTATION, days } from '@eso-mtls/core';
-import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { type RecordingAdapter, TestClock, TestCluster, converge, eventually, startAdapter, text } from './support/cluster.js';
+import { converge, eventually, text } from './support/cluster.js';
+import { useInstallations } from './support/installations.js';
 import { chainsTo, leafAndBundle, rogueCa } from './support/pki.js';
 
-let plane: ControlPlane;
-let cluster: TestCluster;
-const running: { run: RecordingAdapter; services: [string, string][] }[] = [];
+const suite = useInstallations();
 
-beforeAll(async () => {
-  plane = await startControlPlane();
-  cluster = new TestCluster(plane);
-}, 120_000);
-
-afterEach(async () => {
-  // Each test owns its installation and namespaces; labelled Services would otherwise be seen by the next one.
-  for (const { run, services } of running.splice(0)) {
-    await run.adapter.stop();
-    for (const [ns, name] of services) await cluster.deleteService(ns, name).catch(() => undefined);
-  }
-});
-
-afterAll(async () => {
-  await plane?.stop();
-});
-
-/** A fresh installation (own ESO namespace) with one labelled Service per namespace, converged. */
-async function setup(name: string, namespaces: string[]): Promise<{ run: RecordingAdapter; clock: TestClock; eso: string }> {
-  const eso = await cluster.namespace(`eso-${name}`);
-  const clock = new TestClock();
-  for (const ns of namespaces) {
-    await cluster.namespace(ns);
-    await cluster.labelledService(ns, 'provider');
-  }
-  const run = await startAdapter(plane.adminKubeConfig, eso, { now: clock.now });
-  running.push({ run, services: namespaces.map((ns) => [ns, 'provider']) });
-  await eventually(async () => {
-    for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
-  });
-  await converge(run.adapter);
-  return { run, clock, eso };
-}
-
-const serial = async (ns: string): Promise<string> => new X509Certificate(text(await cluster.secret(ns), 'tls.crt')).serialNumber;
+const serial = async (ns: string): Promise<string> => new X509Certificate(text(await suite.cluster.secret(ns), 'tls.crt')).serialNumber;
 
 describe('each rotation trigger, with the clock injected', () => {
   it('re-creates a deleted Secret: secret_missing', async () => {
-    const { run, eso } = await setup('missing', ['trg-missing']);
-    await cluster.deleteSecret('trg-missing');
-    await eventually(async () => expect(text(await cluster.secret('trg-missing'), 'tls.crt')).toContain('BEGIN CERTIFICATE'));
+    const { run, eso } = await suite.setup('missing', ['trg-missing']);
+    await suite.cluster.deleteSecret('trg-missing');
+    await eventually(async () => expect(text(await suite.cluster.secret('trg-missing'), 'tls.crt')).toContain('BEGIN CERTIFICATE'));
     expect(run.reasonsFor('namespace/trg-missing')).toEqual(['initial', 'secret_missing']);
 
-    await cluster.deleteSecret(eso, 'eso-provider-client-tls');
-    await eventually(async () => expect(await cluster.secret(eso, 'eso-provider-client-tls')).toBeDefined());
+    await suite.cluster.deleteSecret(eso, 'eso-provider-client-tls');
+    await eventually(async () => expect(await suite.cluster.secret(eso, 'eso-provider-client-tls')).toBeDefined());
     expect(run.reasonsFor('client')).toEqual(['initial', 'secret_missing']);
   });
 
   it('renews a leaf at its renewal time, not before: expiring', async () => {
-    const { run, clock } = await setup('expiring', ['trg-expiring']);
+    const { run, clock } = await suite.setup('expiring', ['trg-expiring']);
     const first = await serial('trg-expiring');
     clock.advance(days(50)); // before notAfter - 35 d - jitter (at most 3 d)
     await converge(run.adapter);
@@ -69,59 +33,59 @@ describe('each rotation trigger, with the clock injected', () => {
     expect(await serial('trg-expiring')).not.toBe(first);
     expect(run.reasonsFor('namespace/trg-expiring')).toEqual(['initial', 'expiring']);
     expect(run.reasonsFor('client')).toEqual(['initial', 'expiring']);
-    const leaf = new X509Certificate(text(await cluster.secret('trg-expiring'), 'tls.crt'));
+    const leaf = new X509Certificate(text(await suite.cluster.secret('trg-expiring'), 'tls.crt'));
     // Issued at the injected time: notBefore is the clock minus the 5-minute backdate.
     expect(Math.abs(Date.parse(leaf.validFrom) - (clock.now() - 5 * 60_000))).toBeLessThan(2000);
   });
 
   it('re-issues when a Service joins the namespace: dns_changed', async () => {
-    const { run } = await setup('dns', ['trg-dns']);
-    await cluster.labelledService('trg-dns', 'second');
-    running[running.length - 1]!.services.push(['trg-dns', 'second']);
-    await eventually(async () => expect(new X509Certificate(text(await cluster.secret('trg-dns'), 'tls.crt')).subjectAltName).toContain('DNS:second.trg-dns.svc'));
+    const { run } = await suite.setup('dns', ['trg-dns']);
+    await suite.cluster.labelledService('trg-dns', 'second');
+    suite.deleteAfterTest('trg-dns', 'second');
+    await eventually(async () => expect(new X509Certificate(text(await suite.cluster.secret('trg-dns'), 'tls.crt')).subjectAltName).toContain('DNS:second.trg-dns.svc'));
     expect(run.reasonsFor('namespace/trg-dns')).toEqual(['initial', 'dns_changed']);
   });
 
   it('replaces a leaf from another CA written into the Secret: ca_mismatch', async () => {
-    const { run } = await setup('mismatch', ['trg-mismatch']);
+    const { run } = await suite.setup('mismatch', ['trg-mismatch']);
     const dnsNames = ['provider', 'provider.trg-mismatch', 'provider.trg-mismatch.svc', 'provider.trg-mismatch.svc.cluster.local'];
     const rogue = await rogueCa(dnsNames);
-    await cluster.overwriteSecretData('trg-mismatch', 'external-secrets-provider-tls', (d) => {
+    await suite.cluster.overwriteSecretData('trg-mismatch', 'external-secrets-provider-tls', (d) => {
       d['tls.crt'] = rogue.leaf.certificate.pem;
       d['tls.key'] = rogue.leaf.privateKeyPem;
     });
     await eventually(() => expect(run.reasonsFor('namespace/trg-mismatch')).toEqual(['initial', 'ca_mismatch']));
     await converge(run.adapter);
-    const { leaf, bundle } = leafAndBundle(await cluster.secret('trg-mismatch'));
+    const { leaf, bundle } = leafAndBundle(await suite.cluster.secret('trg-mismatch'));
     expect(chainsTo(leaf, bundle)).toBe(true);
     expect(leaf.checkIssued(new X509Certificate(rogue.ca.certificate.pem))).toBe(false);
   });
 
   it('replaces garbage: invalid', async () => {
-    const { run } = await setup('invalid', ['trg-invalid']);
-    await cluster.overwriteSecretData('trg-invalid', 'external-secrets-provider-tls', (d) => {
+    const { run } = await suite.setup('invalid', ['trg-invalid']);
+    await suite.cluster.overwriteSecretData('trg-invalid', 'external-secrets-provider-tls', (d) => {
       d['tls.crt'] = '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n';
     });
     await eventually(() => expect(run.reasonsFor('namespace/trg-invalid')).toEqual(['initial', 'invalid']));
     await converge(run.adapter);
-    const { leaf, bundle } = leafAndBundle(await cluster.secret('trg-invalid'));
+    const { leaf, bundle } = leafAndBundle(await suite.cluster.secret('trg-invalid'));
     expect(chainsTo(leaf, bundle)).toBe(true);
   });
 
   it('re-issues once per new eso-mtls.io/rotate value on a Service: forced', async () => {
-    const { run } = await setup('forced', ['trg-forced']);
-    await cluster.patchService('trg-forced', 'provider', (_, a) => (a[ROTATE_ANNOTATION] = 'ticket-1'));
+    const { run } = await suite.setup('forced', ['trg-forced']);
+    await suite.cluster.patchService('trg-forced', 'provider', (_, a) => (a[ROTATE_ANNOTATION] = 'ticket-1'));
     await eventually(() => expect(run.reasonsFor('namespace/trg-forced')).toEqual(['initial', 'forced']));
     await converge(run.adapter);
-    const secret = await cluster.secret('trg-forced');
+    const secret = await suite.cluster.secret('trg-forced');
     expect(JSON.parse(secret?.metadata?.annotations?.[ROTATE_ACKNOWLEDGED_ANNOTATION] ?? '{}')).toEqual({ provider: 'ticket-1' });
     // The same value again asks for nothing; a new value asks again.
-    await cluster.patchService('trg-forced', 'provider', (l) => (l['unrelated'] = 'change'));
+    await suite.cluster.patchService('trg-forced', 'provider', (l) => (l['unrelated'] = 'change'));
     await converge(run.adapter);
     expect(run.reasonsFor('namespace/trg-forced')).toEqual(['initial', 'forced']);
-    await cluster.patchService('trg-forced', 'provider', (_, a) => (a[ROTATE_ANNOTATION] = 'ticket-2'));
+    await suite.cluster.patchService('trg-forced', 'provider', (_, a) => (a[ROTATE_ANNOTATION] = 'ticket-2'));
     await eventually(() => expect(run.reasonsFor('namespace/trg-forced')).toEqual(['initial', 'forced', 'forced']));
     await run.adapter.flushEvents();
-    expect(await cluster.events('trg-forced', 'provider')).toContainEqual(expect.objectContaining({ reason: 'Rotated', message: expect.stringContaining('reason: forced') }));
+    expect(await suite.cluster.events('trg-forced', 'provider')).toContainEqual(expect.objectContaining({ reason: 'Rotated', message: expect.stringContaining('reason: forced') }));
   });
 });
