@@ -33,7 +33,7 @@ describe('resolvePolicy', () => {
     ['a negative duration', { leafJitter: -1 }, 'leafJitter', /leafJitter=-1ms: must be a non-negative whole number/],
     ['a fractional duration', { propagationDelay: 1.5 }, 'propagationDelay', /propagationDelay=1\.5ms/],
     ['a duration that is not a number', { maxConnectionAge: '30m' }, 'maxConnectionAge', /maxConnectionAge="30m"/],
-    ['an infinite duration', { notBeforeBackdate: Infinity }, 'notBeforeBackdate', /notBeforeBackdate=Infinityms/],
+    ['an infinite duration', { notBeforeBackdate: Infinity }, 'notBeforeBackdate', /notBeforeBackdate=Infinity: must be/],
     ['a reconcile interval under a second', { reconcileInterval: 999 }, 'reconcileInterval', /reconcileInterval=999ms: must be at least one second/],
     ['a cluster domain that is not a DNS name', { clusterDomain: 'Cluster.Local' }, 'clusterDomain', /clusterDomain="Cluster.Local": must be a DNS name/],
     ['a cluster domain with an empty label', { clusterDomain: 'cluster..local' }, 'clusterDomain', /"cluster..local"/],
