@@ -12,7 +12,7 @@ import { validateAdapterOptions } from './options.js';
 import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME, installationId } from './ownership.js';
 import { type AdapterHooks, ReconcileRound, type RoundResult } from './reconcile-round.js';
 import { Reconciler } from './reconciler.js';
-import { RequestCounter } from './request-counter.js';
+import type { RequestCounter } from './request-counter.js';
 import { KubeRestClient } from './rest-client.js';
 import { SecretWriter } from './secret-writer.js';
 import { SnapshotBuilder } from './snapshot-builder.js';
@@ -56,6 +56,12 @@ export interface AdapterOptions {
   readonly eventInstance?: string;
 }
 
+/** The Secret and Event fences, defaults applied. */
+interface Fences {
+  readonly writesAllowed: () => boolean;
+  readonly eventsAllowed: () => boolean;
+}
+
 /**
  * The Kubernetes adapter of the core: informers on labelled Services and our Secrets, a
  * reconciler that plans with the core and writes Secrets and Events. Create with
@@ -78,8 +84,8 @@ export class ProviderCertificateAdapter {
   private readonly events: EventRecorder;
   private unsubscribe: (() => void) | undefined;
 
-  private constructor(private readonly api: KubeRestClient, options: AdapterOptions) {
-    validateAdapterOptions(options);
+  // Only create() calls this, with the options validated and the fences resolved.
+  private constructor(private readonly api: KubeRestClient, options: AdapterOptions, fences: Fences) {
     this.policy = resolvePolicy(options.policy);
     this.caSecretName = options.caSecretName ?? DEFAULT_CA_SECRET_NAME;
     this.clientSecretName = options.clientSecretName ?? DEFAULT_CLIENT_SECRET_NAME;
@@ -87,8 +93,7 @@ export class ProviderCertificateAdapter {
     this.requests = api.counter;
     const now = options.now ?? Date.now;
     const logger = options.logger ?? silentLogger;
-    const writesAllowed = options.writesAllowed ?? (() => true);
-    const eventsAllowed = options.eventsAllowed ?? writesAllowed;
+    const { writesAllowed, eventsAllowed } = fences;
     const crypto = options.crypto ?? createNodeCryptoBackend();
     const scope = { esoNamespace: this.policy.esoNamespace, caSecretName: this.caSecretName, clientSecretName: this.clientSecretName };
     this.informers = new ClusterInformers(api, scope, {
@@ -104,17 +109,7 @@ export class ProviderCertificateAdapter {
       builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName),
       writer: new SecretWriter(api, { ...scope, installation: this.installation, writesAllowed }),
       events: this.events, ledger, policy: this.policy, cache: this.certificateCache, crypto, logger,
-      writeLimiter: new Limiter(options.writeConcurrency ?? 16), writesAllowed,
-      // The status view (the expiry gauges) takes each plan as it is made, then the CA and each leaf as they are written.
-      onPlanned: (plan) => this.status.update(plan.status),
-      onCaWritten: (ca) => this.status.recordCa(ca),
-      hooks: {
-        ...options.hooks,
-        onWrite: (w) => {
-          this.status.recordWrite(w);
-          options.hooks?.onWrite?.(w);
-        },
-      },
+      hooks: options.hooks ?? {}, writeLimiter: new Limiter(options.writeConcurrency ?? 16), writesAllowed, status: this.status,
     });
     this.reconciler = new Reconciler(round, {
       now, reconcileIntervalMs: this.policy.reconcileInterval, debounceMs: options.debounceMs, writesAllowed, logger,
@@ -128,12 +123,11 @@ export class ProviderCertificateAdapter {
     const writesAllowed = options.writesAllowed ?? (() => true);
     const eventsAllowed = options.eventsAllowed ?? writesAllowed;
     const api = new KubeRestClient(connection, {
-      counter: new RequestCounter(),
       maxSockets: options.writeConcurrency ?? 16,
       // The last check, as each request is sent: Events have their own fence, everything else the Secrets'.
       writesAllowed: (resource) => (resource === 'events' ? eventsAllowed() : writesAllowed()),
     });
-    return new ProviderCertificateAdapter(api, options);
+    return new ProviderCertificateAdapter(api, options, { writesAllowed, eventsAllowed });
   }
 
   /** Lists and watches; resolves once every cache has synced, with the first reconcile under way. */

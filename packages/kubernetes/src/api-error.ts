@@ -5,23 +5,30 @@ export interface ApiErrorInfo {
   readonly message: string;
 }
 
+/** The `reason` and `message` of a JSON Status body (a string or already parsed); empty when it is not one. */
+export function statusOf(body: unknown): { reason?: string; message?: string } {
+  let status: unknown = body;
+  if (typeof body === 'string') {
+    try {
+      status = JSON.parse(body);
+    } catch {
+      return {};
+    }
+  }
+  if (typeof status !== 'object' || status === null) return {};
+  const { reason, message } = status as { reason?: unknown; message?: unknown };
+  return { ...(typeof reason === 'string' ? { reason } : {}), ...(typeof message === 'string' ? { message } : {}) };
+}
+
 /**
- * Reads client-node's ApiException (numeric `code`, `body` a JSON Status string) or a network
- * error into one shape, never throwing.
+ * Reads a KubeApiError, client-node's ApiException (numeric `code`, `body` a JSON Status
+ * string) or a network error into one shape, never throwing.
  */
 export function apiErrorOf(error: unknown): ApiErrorInfo {
   const e = error as { code?: unknown; body?: unknown; message?: unknown };
   const code = typeof e?.code === 'number' ? e.code : undefined;
-  let reason: string | undefined;
-  let message = typeof e?.message === 'string' ? e.message : String(error);
-  if (typeof e?.body === 'string' || (typeof e?.body === 'object' && e.body !== null)) {
-    try {
-      const status = (typeof e.body === 'string' ? JSON.parse(e.body) : e.body) as { reason?: unknown; message?: unknown };
-      if (typeof status.reason === 'string') reason = status.reason;
-      if (typeof status.message === 'string') message = status.message;
-    } catch {
-      // Not a Status body: keep the exception's own message.
-    }
-  }
+  const status = statusOf(e?.body);
+  const message = status.message ?? (typeof e?.message === 'string' ? e.message : String(error));
+  const reason = status.reason;
   return { code, reason, message: code === undefined ? message : `${code}${reason ? ` ${reason}` : ''}: ${message}` };
 }

@@ -10,7 +10,6 @@ import type { Informer } from './informer.js';
  * certificate; every CA by state.
  */
 export class CertificateStatusView implements ControllerCertificateSource {
-  private status: PlanStatus | undefined;
   private notAfterByNamespace = new Map<string, Instant | undefined>();
   private clientNotAfter: Instant | undefined;
   private ca: CaStatus | undefined;
@@ -19,8 +18,6 @@ export class CertificateStatusView implements ControllerCertificateSource {
 
   /** Called with each plan's status (what the cluster held when it was planned). */
   update(status: PlanStatus): void {
-    if (status === this.status) return;
-    this.status = status;
     this.notAfterByNamespace = new Map(status.namespaces.map((n) => [n.namespace, n.notAfter]));
     this.clientNotAfter = status.client;
     this.ca = status.ca;

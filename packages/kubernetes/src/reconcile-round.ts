@@ -4,6 +4,7 @@ import {
   materializeCaChange, materializeLeaf, planRotation,
 } from '@eso-mtls/core';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
+import type { CertificateStatusView } from './certificate-status.js';
 import type { ClusterInformers } from './cluster-informers.js';
 import type { EventRecorder, ServiceReference } from './event-recorder.js';
 import type { IssuanceLedger } from './ledger.js';
@@ -50,10 +51,8 @@ export interface RoundDependencies {
   readonly writeLimiter: Limiter;
   /** The Secret fence: checked again before each key is generated, so a closing fence wastes no keygen. */
   readonly writesAllowed: () => boolean;
-  /** Told each plan before its writes start (the status view; writes then update it one by one through onWrite). */
-  readonly onPlanned?: (plan: Plan) => void;
-  /** Told the CA layout once its CA Secret write has landed. */
-  readonly onCaWritten?: (ca: MaterializedCa) => void;
+  /** The metrics view: given each plan as it is made, then the CA and each leaf as its write lands. */
+  readonly status?: CertificateStatusView;
 }
 
 /**
@@ -72,7 +71,7 @@ export class ReconcileRound {
     const built = builder.build();
     const now = clock();
     const plan = planRotation(built.snapshot, { now, policy, cache });
-    this.deps.onPlanned?.(plan);
+    this.deps.status?.update(plan.status);
     const counts = { written: 0, stale: 0, failed: 0, fenced: 0 };
     const serviceRefs = (namespace: string, names: readonly string[]): ServiceReference[] => {
       const byName = new Map((built.services.get(namespace) ?? []).map((s: V1Service) => [s.metadata?.name, s]));
@@ -92,7 +91,7 @@ export class ReconcileRound {
         return { plan, ...counts };
       }
       logger.info({ phases: ca.write.phases, reason: ca.write.reason, notAfter: iso(ca.write.notAfter) }, `CA Secret written: ${ca.write.message ?? ''}`);
-      this.deps.onCaWritten?.(ca);
+      this.deps.status?.recordCa(ca);
     }
 
     const limiter = this.deps.writeLimiter;
@@ -143,6 +142,7 @@ export class ReconcileRound {
         counts.written++;
         informer.observe(outcome.secret);
         if (write.kind !== 'ca') ledger.record(write.target);
+        this.deps.status?.recordWrite(write);
         hooks.onWrite?.(write);
         if (write.kind === 'bundle') {
           logger.info({ target }, 'trust bundle (ca.crt) rewritten');

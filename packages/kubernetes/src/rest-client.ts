@@ -1,5 +1,6 @@
 import { type IncomingMessage, request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
+import { statusOf } from './api-error.js';
 import type { ClusterConnection } from './connection.js';
 import { RequestCounter, classifyRequest } from './request-counter.js';
 
@@ -9,7 +10,7 @@ export class KubeApiError extends Error {
   /** The Status `reason` (`NotFound`, `AlreadyExists`, `Conflict`, `Expired`...), when the body is one. */
   readonly reason: string | undefined;
   constructor(readonly code: number, readonly body: string, method: string, path: string) {
-    const status = parseStatus(body);
+    const status = statusOf(body);
     super(`${method} ${path}: HTTP ${code}${status.reason ? ` ${status.reason}` : ''}: ${status.message ?? body.slice(0, 200)}`);
     this.reason = status.reason;
   }
@@ -216,18 +217,6 @@ function readAll(res: IncomingMessage, method: string, url: URL): Promise<Buffer
       else resolve(Buffer.concat(chunks));
     });
   });
-}
-
-function parseStatus(body: string): { reason?: string; message?: string } {
-  try {
-    const status = JSON.parse(body) as { reason?: unknown; message?: unknown };
-    return {
-      ...(typeof status.reason === 'string' ? { reason: status.reason } : {}),
-      ...(typeof status.message === 'string' ? { message: status.message } : {}),
-    };
-  } catch {
-    return {};
-  }
 }
 
 /** `/api/v1/namespaces/<ns>/<resource>[/<name>]`, or the cluster-wide collection without a namespace. */
