@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs or builds what the test suite needs beyond npm packages, reusing caches outside the
-# clone: kube-apiserver + etcd and kustomize (built from the Go module proxy) and promtool (Debian's prometheus).
+# clone: kube-apiserver + etcd, kustomize and zlint (built from the Go module proxy) and promtool (Debian's prometheus).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -x testing/envtest/build-testbin.sh ] || [ -f testing/envtest/build-testbin.sh ]; then
@@ -11,4 +11,7 @@ if [ -f scripts/ensure-kustomize.sh ]; then
 fi
 if [ -f scripts/ensure-promtool.sh ]; then
   echo "test env: promtool at $(bash scripts/ensure-promtool.sh)" >&2
+fi
+if [ -f scripts/ensure-zlint.sh ]; then
+  echo "test env: zlint at $(bash scripts/ensure-zlint.sh)" >&2
 fi

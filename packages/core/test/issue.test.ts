@@ -4,7 +4,7 @@ import * as x509 from '@peculiar/x509';
 import { AsnParser } from '@peculiar/asn1-schema';
 import { SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
 import {
-  type CryptoBackend, type Issued, IssueError, type Signer, days, issueCa, issueClientLeaf, issueServerLeaf, minutes,
+  type CryptoBackend, type Issued, IssueError, KEY_ALGORITHMS, type Signer, days, issueCa, issueClientLeaf, issueServerLeaf, minutes,
   parseCertificate, resolvePolicy,
 } from '@eso-mtls/core';
 import { NOW, nodeBackend, seededRandom } from './support/fixtures.js';
@@ -134,6 +134,14 @@ describe('issueClientLeaf', () => {
     expect(leaf.certificate.uris).toEqual(['spiffe://corp.example/ns/eso/sa/eso-core']);
     expect(leaf.certificate.dnsNames).toEqual([]);
   });
+
+  // RFC 5280 4.2.1.12: keyEncipherment is not consistent with clientAuth (zlint's
+  // e_key_usage_and_extended_key_usage_inconsistent); RSA client leaves used to carry it.
+  it.each(KEY_ALGORITHMS)('has keyUsage digitalSignature only, critical, for a %s key', async (keyAlgorithm) => {
+    const leaf = await issueClientLeaf({ crypto, policy: resolvePolicy({ keyAlgorithm }), now: NOW }, ca);
+    const ku = peculiar(leaf).getExtension(x509.KeyUsagesExtension)!;
+    expect([leaf.keyAlgorithm, ku.usages, ku.critical]).toEqual([keyAlgorithm, x509.KeyUsageFlags.digitalSignature, true]);
+  });
 });
 
 describe('validity', () => {
@@ -168,7 +176,7 @@ describe('serial numbers', () => {
 });
 
 describe('key algorithms', () => {
-  it('issues RSA leaves with keyEncipherment and sha256WithRSAEncryption from an RSA CA', async () => {
+  it('issues RSA server leaves with keyEncipherment and sha256WithRSAEncryption from an RSA CA', async () => {
     const rsa = { crypto, policy: resolvePolicy({ keyAlgorithm: 'RSA-2048' }), now: NOW };
     const rsaCa = await issueCa(rsa);
     const leaf = await issueServerLeaf(rsa, rsaCa, NAMES);
