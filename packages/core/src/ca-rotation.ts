@@ -1,6 +1,6 @@
 import type { CertificateCache } from './cache.js';
 import type { CertificateView } from './certificate.js';
-import { type KeyedCertificate, type ObservedCaSecret, SecretKeys, observeCaSecret } from './observe.js';
+import { type KeyedCertificate, type Observed, type ObservedCaSecret, SecretKeys, observeCaSecret } from './observe.js';
 import { textOf } from './pem.js';
 import type { Policy } from './policy.js';
 import { type RotationReason, issuedNoLaterThan } from './rules.js';
@@ -18,8 +18,10 @@ import { type Instant, truncateToSecond } from './time.js';
  * - `recover`: the CA key is lost or unreadable: keep the old certificates trusted as retired
  *   and prepare a new CA, without a hard cut-over.
  * - `emergency`: a new active CA at once and every older one out of every bundle.
+ * - `restore`: a CA key is good but its certificate is missing or unreadable: the certificate is
+ *   put back from the client Secret's bundle; nothing is re-issued.
  */
-export type CaPhase = 'create' | 'prepare' | 'activate' | 'retire' | 'recover' | 'emergency';
+export type CaPhase = 'create' | 'prepare' | 'activate' | 'retire' | 'recover' | 'emergency' | 'restore';
 
 /** A CA slot after the plan: kept as it is, or generated when the plan is executed. */
 export type CaMaterial =
@@ -88,6 +90,8 @@ export interface CaRotationPlan {
   /** An emergency rotation is under way: every leaf is re-issued as `forced`. */
   readonly emergency: boolean;
   readonly status: CaStatus;
+  /** Set while no CA signs after the plan (a recovery waits for its new CA): when one is expected to. */
+  readonly signingResumesAt?: Instant;
   /** Future instants at which the CA schedule acts. */
   readonly dueAt: readonly Instant[];
 }
@@ -95,6 +99,35 @@ export interface CaRotationPlan {
 const existing = (keyed: KeyedCertificate): CaMaterial => ({ kind: 'existing', keyed });
 const GENERATE: CaMaterial = { kind: 'generate' };
 const certOf = (m: CaMaterial | undefined): CertificateView | undefined => (m?.kind === 'existing' ? m.keyed.certificate : undefined);
+
+/** The detail of an unusable part of the CA Secret, for messages. */
+function problemOf(o: Observed<unknown> | undefined): string | undefined {
+  return o !== undefined && !o.ok ? o.detail : undefined;
+}
+
+/** A Secret value as text; '' for anything unreadable. */
+function textValue(value: unknown): string {
+  if (typeof value !== 'string' && !(value instanceof Uint8Array)) return '';
+  try {
+    return textOf(value);
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * The certificate of a good CA key whose own certificate is missing or unreadable: a self-signed,
+ * unexpired CA certificate in the client Secret's bundle (ESO namespace, never a provider
+ * namespace, which tenants can write) whose public key matches and whose signature verifies.
+ */
+function restorableCertificate(
+  keyText: string, clientBundle: readonly CertificateView[], cache: CertificateCache, now: Instant,
+): KeyedCertificate | undefined {
+  if (keyText.trim() === '') return undefined;
+  const certificate = clientBundle.find((c) => c.isCa && c.notAfter > now && c.subject === c.issuer
+    && cache.isSignedBy(c, c) && cache.checkKey(c, keyText) === 'match');
+  return certificate && { certificate, privateKeyPem: keyText };
+}
 
 /** Every certificate in `text` that parses and is a CA; nothing on garbage. */
 function readableCas(text: unknown, cache: CertificateCache): CertificateView[] {
@@ -137,8 +170,13 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
     ? observeCaSecret(caSecret.data, cache) : { active: undefined, next: undefined, retired: undefined };
   const usable = (o: ObservedCaSecret['active']): KeyedCertificate | undefined =>
     o?.ok && o.value.certificate.isCa && o.value.certificate.notAfter > now ? o.value : undefined;
-  const activeKeyed = usable(observed.active);
-  const nextKeyed = usable(observed.next);
+  const restoreFrom = (o: ObservedCaSecret['active'], keyKey: string): KeyedCertificate | undefined =>
+    (o === undefined || o.ok || caSecret?.ownership !== 'managed' ? undefined
+      : restorableCertificate(textValue(caSecret.data[keyKey]), input.clientBundle, cache, now));
+  const restoredActive = usable(observed.active) ? undefined : restoreFrom(observed.active, SecretKeys.caPrivateKey);
+  const restoredNext = usable(observed.next) ? undefined : restoreFrom(observed.next, SecretKeys.nextPrivateKey);
+  const activeKeyed = usable(observed.active) ?? restoredActive;
+  const nextKeyed = usable(observed.next) ?? restoredNext;
   const retiredNow = observed.retired?.ok ? observed.retired.value : [];
   const status: CaStatus = {
     active: activeKeyed?.certificate.notAfter,
@@ -160,6 +198,11 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
 
   const phases: CaPhase[] = [];
   const messages: string[] = [];
+  for (const [restored, pair, keys] of [[restoredActive, observed.active, 'ca.crt/ca.key'], [restoredNext, observed.next, 'next.crt/next.key']] as const) {
+    if (!restored || pair === undefined || pair.ok) continue;
+    phases.push('restore');
+    messages.push(`${keys}: ${pair.detail}; the key is good, so its certificate ${restored.certificate.subject} (serial ${restored.certificate.serialNumber}) is restored from the client Secret's ca.crt and nothing is re-issued`);
+  }
   let reason: RotationReason | undefined;
   let active = activeKeyed && existing(activeKeyed);
   let next = nextKeyed && existing(nextKeyed);
@@ -208,7 +251,8 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
       next = GENERATE;
       phases.push('recover');
       reason = lostWhy;
-      messages.push(`the CA key is ${lostWhy === 'invalid' ? 'unreadable' : 'gone'}: ${retired.length} CA certificate(s) stay trusted as retired while a new CA is published`);
+      const why = lostWhy === 'invalid' ? `unusable (${problemOf(observed.active) ?? 'no ca.crt/ca.key'}) and no certificate in the client Secret's ca.crt matches it` : 'gone';
+      messages.push(`the CA key is ${why}: ${retired.length} CA certificate(s) stay trusted as retired while a new CA is published`);
     } else {
       active = GENERATE;
       phases.push('create');
@@ -218,11 +262,13 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
   } else if (broken) {
     phases.push('recover');
     reason = lostWhy;
-    messages.push('part of the CA Secret is unreadable: readable CA certificates stay trusted as retired');
+    messages.push(`part of the CA Secret is unreadable (${problemOf(observed.active) ?? problemOf(observed.retired) ?? 'ca.crt/ca.key'}): readable CA certificates stay trusted as retired`);
   }
 
   // Activate: next has been published for propagationDelay and every managed bundle holds it.
   const nextCert = certOf(next);
+  // When the next CA is expected to sign; reported while no CA signs (a recovery's wait).
+  let resumesAt: Instant | undefined;
   if (nextCert) {
     // A bundle counts once it has held next for propagationDelay: since next was generated, and
     // since the bundle was last written (a write that failed and was retried reached peers later).
@@ -247,6 +293,8 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
       messages.push(`activating the next CA ${nextCert.subject}${ready ? '' : ' (deadline reached before every bundle held it)'}`);
     } else {
       dueAt.push(activationAt, deadline);
+      // Bundles short of next are written this round: they count from a second after now.
+      resumesAt = ready ? activationAt : Math.min(deadline, Math.max(activationAt, truncateToSecond(now) + 1000 + policy.propagationDelay));
     }
   }
 
@@ -266,7 +314,8 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
     dueAt.push(prepareAt);
   }
   if (next?.kind === 'generate') {
-    dueAt.push(truncateToSecond(now - policy.notBeforeBackdate) + policy.notBeforeBackdate + 1000 + policy.propagationDelay);
+    resumesAt = truncateToSecond(now - policy.notBeforeBackdate) + policy.notBeforeBackdate + 1000 + policy.propagationDelay;
+    dueAt.push(resumesAt);
   }
   if (active?.kind === 'generate') dueAt.push(truncateToSecond(now + policy.caValidity) - policy.caLookahead);
 
@@ -274,5 +323,8 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
   const change = phases.length > 0 || request !== undefined
     ? { ...base, phases, reason, message: messages.join('; ') || `rotation request ${request} acknowledged`, layout }
     : undefined;
-  return { change, layout, emergency: false, status, dueAt: dueAt.filter((t) => t > now) };
+  return {
+    change, layout, emergency: false, status, dueAt: dueAt.filter((t) => t > now),
+    ...(active === undefined && resumesAt !== undefined ? { signingResumesAt: resumesAt } : {}),
+  };
 }

@@ -1,5 +1,6 @@
 export * from './time.js';
 export * from './names.js';
+export * from './name-budget.js';
 export * from './policy.js';
 export * from './crypto.js';
 export * from './certificate.js';

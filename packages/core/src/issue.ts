@@ -1,6 +1,7 @@
 import type { CertificateView } from './certificate.js';
 import type { CryptoBackend, GeneratedKey } from './crypto.js';
 import { encodeCommonNameDn, formatCommonNameDn } from './distinguished-name.js';
+import { MAX_DNS_NAME_BYTES, dnsNamesBytes } from './name-budget.js';
 import { CLIENT_COMMON_NAME, clientSpiffeId, isDnsName } from './names.js';
 import type { KeyedCertificate } from './observe.js';
 import { serialHex } from './certificate-reader.js';
@@ -82,14 +83,19 @@ export async function issueServerLeaf(ctx: IssueContext, issuer: KeyedCertificat
   if (dnsNames.length === 0) throw new IssueError('a server certificate needs at least one DNS name');
   const bad = dnsNames.find((n) => !isDnsName(n));
   if (bad !== undefined) throw new IssueError(`${JSON.stringify(bad)} is not a DNS name (RFC 1123 labels, at most 253 characters)`);
+  const nameBytes = dnsNamesBytes(dnsNames);
+  if (nameBytes > MAX_DNS_NAME_BYTES) {
+    throw new IssueError(`the ${dnsNames.length} DNS names take ${nameBytes} bytes, over the limit of ${MAX_DNS_NAME_BYTES}: the certificate would be too large for a TLS handshake`);
+  }
   const commonName = dnsNames.find((n) => n.length <= MAX_COMMON_NAME);
   if (commonName === undefined) throw new IssueError(`none of the DNS names ${dnsNames.join(', ')} fits in a ${MAX_COMMON_NAME}-character commonName`);
   return issueLeaf(ctx, issuer, { commonName, isCa: false, dnsNames, uris: [], purpose: 'serverAuth' });
 }
 
 /**
- * The ESO core client leaf: EKU clientAuth only; subject CN `external-secrets-core` and the URI
- * SAN `spiffe://<clusterDomain>/ns/<esoNamespace>/sa/<serviceAccount>` from the policy.
+ * The ESO core client leaf: EKU clientAuth only; keyUsage digitalSignature only, whatever the key;
+ * basicConstraints cA:FALSE; subject CN `external-secrets-core` and the URI SAN
+ * `spiffe://<clusterDomain>/ns/<esoNamespace>/sa/<serviceAccount>` from the policy.
  */
 export async function issueClientLeaf(ctx: IssueContext, issuer: KeyedCertificate): Promise<Issued> {
   const { clusterDomain, esoNamespace, serviceAccount } = ctx.policy;
@@ -125,9 +131,7 @@ async function sign(
     ? [basicConstraintsExtension({ pathLen: 0 }), keyUsageExtension([KeyUsage.keyCertSign, KeyUsage.cRLSign])]
     : [
       basicConstraintsExtension(undefined),
-      // keyEncipherment only for RSA: an ECDSA key cannot encrypt (RFC 8813 section 3).
-      keyUsageExtension(keyFamilyOf(key.subjectPublicKeyInfo) === 'rsa'
-        ? [KeyUsage.digitalSignature, KeyUsage.keyEncipherment] : [KeyUsage.digitalSignature]),
+      keyUsageExtension(leafKeyUsage(profile.purpose, keyFamilyOf(key.subjectPublicKeyInfo))),
       extendedKeyUsageExtension([profile.purpose]),
     ];
   extensions.push(subjectKeyIdentifierExtension(ski), authorityKeyIdentifierExtension(aki));
@@ -163,6 +167,16 @@ async function sign(
     signatureValue,
   });
   return { certificate, privateKeyPem: key.privateKeyPem, keyAlgorithm: key.algorithm };
+}
+
+/**
+ * A leaf's keyUsage. Only an RSA server key may also encipher (RSA key transport in TLS 1.2). A
+ * client only signs: RFC 5280 4.2.1.12 lists digitalSignature and keyAgreement as the usages
+ * consistent with clientAuth, and zlint errors on keyEncipherment. An ECDSA key cannot encrypt at
+ * all (RFC 8813 section 3).
+ */
+function leafKeyUsage(purpose: 'serverAuth' | 'clientAuth', family: 'ec' | 'rsa'): number[] {
+  return purpose === 'serverAuth' && family === 'rsa' ? [KeyUsage.digitalSignature, KeyUsage.keyEncipherment] : [KeyUsage.digitalSignature];
 }
 
 function akiFor(ca: CertificateView): Uint8Array {

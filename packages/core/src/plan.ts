@@ -3,12 +3,13 @@ import type { CertificateCache } from './cache.js';
 import { type CaChange, type CaLayout, type CaStatus, planCaRotation } from './ca-rotation.js';
 import type { CertificateView } from './certificate.js';
 import { CLIENT_COMMON_NAME, InvalidNameError, clientSpiffeId, namespaceDnsNames, serviceDnsNames } from './names.js';
+import { MAX_DNS_NAME_BYTES, fitServiceNames } from './name-budget.js';
 import { type ObservedLeafSecret, type SecretData, observeLeafSecret } from './observe.js';
 import type { Policy } from './policy.js';
 import { type LeafIdentity, type LeafRuleContext, type RotationReason, evaluateLeafRules, renewalTime } from './rules.js';
 import {
-  BUNDLE_WRITTEN_AT_ANNOTATION, type ProviderService, ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, type Snapshot, isRotationRequestPending,
-  namespaceRotationRequest, secretRotationRequest,
+  BUNDLE_WRITTEN_AT_ANNOTATION, type ProviderService, ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, type Snapshot,
+  namespaceRotationRequest, pendingRotationRequests, rotateRequestProblem, secretRotationRequest,
 } from './snapshot.js';
 import { type Instant, truncateToSecond } from './time.js';
 
@@ -58,13 +59,34 @@ export interface Conflict {
 /** A leaf that is due while no CA signs (a recovery waits for its new CA's propagation). */
 export interface WaitingLeaf {
   readonly target: SecretTarget;
+  /** The labelled Services of the namespace (empty for the client), for Events. */
+  readonly services: readonly string[];
   readonly reason: RotationReason;
+  readonly message: string;
+  /** When a CA is expected to sign again (the new CA's activation), if known. */
+  readonly until?: Instant;
+}
+
+/** Why a labelled Service's request or names are left out of its namespace's certificate. */
+export type RefusalReason = 'rotate_request_too_large' | 'certificate_too_large';
+
+/**
+ * A labelled Service the plan does not fully honour: its rotation request is ignored
+ * (`rotate_request_too_large`), or its DNS names would make the namespace's certificate too large
+ * to handshake (`certificate_too_large`: the names are left out; the others keep being served).
+ */
+export interface RefusedService {
+  readonly namespace: string;
+  readonly service: string;
+  readonly reason: RefusalReason;
   readonly message: string;
 }
 
 /** notAfter of what is in use, for metrics computed at scrape time. */
 export interface PlanStatus {
   readonly ca: CaStatus;
+  /** While no CA signs (a recovery waits for its new CA's propagation): when one is expected to sign again. */
+  readonly signingPausedUntil?: Instant;
   readonly client?: Instant;
   readonly namespaces: readonly { readonly namespace: string; readonly services: readonly string[]; readonly notAfter?: Instant }[];
 }
@@ -83,6 +105,8 @@ export interface Plan {
   readonly bundles: readonly BundleUpdate[];
   readonly conflicts: readonly Conflict[];
   readonly waiting: readonly WaitingLeaf[];
+  /** Labelled Services whose request or names are refused; the rest of their namespace is planned as usual. */
+  readonly refused: readonly RefusedService[];
   readonly status: PlanStatus;
   /** Earliest future instant at which anything comes due; plan again then. */
   readonly nextDueAt?: Instant;
@@ -124,6 +148,7 @@ interface LeafSubject {
 export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   const { now, policy, cache } = ctx;
   const conflicts: Conflict[] = [];
+  const refused: RefusedService[] = [];
   const subjects: LeafSubject[] = [];
 
   const client = snapshot.clientSecret;
@@ -140,22 +165,25 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     });
   }
   for (const ns of snapshot.namespaces) {
-    const { services, dnsNames } = validServices(ns.namespace, ns.services, policy.clusterDomain, conflicts);
+    const valid = validServices(ns.namespace, ns.services, policy.clusterDomain, conflicts);
     // A namespace without labelled Services is left alone: not renewed, no bundle, no say in retiring a CA.
-    if (services.length === 0) continue;
+    if (valid.length === 0) continue;
     const target = { namespace: ns.namespace };
-    const names = services.map((s) => s.name);
     if (ns.secret?.ownership === 'foreign') {
-      conflicts.push({ target, services: names, message: `namespace ${ns.namespace}: Secret external-secrets-provider-tls exists but was not written by this installation; it is left alone` });
+      conflicts.push({ target, services: valid.map((s) => s.name), message: `namespace ${ns.namespace}: Secret external-secrets-provider-tls exists but was not written by this installation; it is left alone` });
       continue;
     }
+    const observed = ns.secret?.ownership === 'managed' ? observeLeafSecret(ns.secret.data, cache) : undefined;
+    const served = observed?.leaf.ok ? observed.leaf.value.certificate.dnsNames : undefined;
+    const services = fitNamespace(ns.namespace, valid, served, policy.clusterDomain, refused);
     const request = namespaceRotationRequest(services);
-    const pending = isRotationRequestPending(request, ns.secret?.annotations[ROTATE_ACKNOWLEDGED_ANNOTATION]);
+    const pending = pendingRotationRequests(services, ns.secret?.annotations[ROTATE_ACKNOWLEDGED_ANNOTATION]);
     subjects.push({
-      target, label: `namespace ${ns.namespace}`, kind: 'serverLeaf', services: names, secret: ns.secret, previouslyIssued: ns.previouslyIssued,
-      observed: ns.secret?.ownership === 'managed' ? observeLeafSecret(ns.secret.data, cache) : undefined,
-      identity: { kind: 'server', dnsNames }, request, requestPending: pending,
-      forcedBy: pending ? `the Services' annotation eso-mtls.io/rotate (${request})` : undefined,
+      target, label: `namespace ${ns.namespace}`, kind: 'serverLeaf', services: services.map((s) => s.name), secret: ns.secret,
+      previouslyIssued: ns.previouslyIssued, observed,
+      identity: { kind: 'server', dnsNames: namespaceDnsNames(services.map((s) => ({ namespace: ns.namespace, name: s.name })), policy.clusterDomain) },
+      request, requestPending: pending.length > 0,
+      forcedBy: pending.length > 0 ? `the annotation eso-mtls.io/rotate of ${listServices(pending)}` : undefined,
     });
   }
 
@@ -172,6 +200,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   });
   const status: PlanStatus = {
     ca: ca.status,
+    signingPausedUntil: ca.signingResumesAt,
     client: clientSubject && notAfterOf(clientSubject),
     namespaces: subjects.filter((s) => s.target !== 'client').map((s) => ({
       namespace: (s.target as { namespace: string }).namespace, services: s.services, notAfter: notAfterOf(s),
@@ -179,7 +208,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   };
   if (ca.conflict !== undefined) {
     conflicts.push({ target: 'ca', services: [], message: ca.conflict });
-    return { now, policy, trust: ca.layout, leaves: [], bundles: [], conflicts, waiting: [], status };
+    return { now, policy, trust: ca.layout, leaves: [], bundles: [], conflicts, waiting: [], refused, status };
   }
 
   const layout = ca.layout;
@@ -211,7 +240,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
       });
       continue;
     }
-    if (trigger) waiting.push({ target: s.target, reason: trigger.reason, message: `${trigger.message} (waiting: no CA signs until the new one is activated)` });
+    if (trigger) waiting.push({ target: s.target, services: s.services, until: ca.signingResumesAt, reason: trigger.reason, message: `${trigger.message} (waiting: no CA signs until the new one is activated)` });
     if (s.observed && s.observed.bundleText !== bundle) bundles.push({ target: s.target, base: s.secret!.version, data: s.secret!.data, currentBundle: currentBundleOf(s) });
     if (!trigger && s.observed?.leaf.ok) dueAt.push(renewalTime(s.observed.leaf.value.certificate, policy));
   }
@@ -222,7 +251,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   }
   const future = dueAt.filter((t) => t > now);
   return {
-    now, policy, ca: ca.change, trust: layout, bundle, leaves, bundles, conflicts, waiting, status,
+    now, policy, ca: ca.change, trust: layout, bundle, leaves, bundles, conflicts, waiting, refused, status,
     nextDueAt: future.length > 0 ? future.reduce((a, b) => Math.min(a, b)) : undefined,
   };
 }
@@ -241,24 +270,43 @@ function notAfterOf(s: LeafSubject): Instant | undefined {
   return s.observed?.leaf.ok ? s.observed.leaf.value.certificate.notAfter : undefined;
 }
 
-/** The Services whose names can be DNS SANs, and their SAN union; each bad one becomes a conflict. */
-function validServices(
-  namespace: string, services: readonly ProviderService[], clusterDomain: string, conflicts: Conflict[],
-): { services: readonly ProviderService[]; dnsNames: readonly string[] } {
-  if (services.length === 0) return { services, dnsNames: [] };
-  try {
-    return { services, dnsNames: namespaceDnsNames(services.map((s) => ({ namespace, name: s.name })), clusterDomain) };
-  } catch (e) {
-    if (!(e instanceof InvalidNameError)) throw e;
-  }
-  const good = services.filter((s) => {
+/** The Services whose names can be DNS SANs; each bad one becomes a conflict. */
+function validServices(namespace: string, services: readonly ProviderService[], clusterDomain: string, conflicts: Conflict[]): ProviderService[] {
+  return services.filter((s) => {
     try {
       serviceDnsNames({ namespace, name: s.name }, clusterDomain);
       return true;
     } catch (e) {
-      conflicts.push({ target: { namespace }, services: [s.name], message: (e as Error).message });
+      if (!(e instanceof InvalidNameError)) throw e;
+      conflicts.push({ target: { namespace }, services: [s.name], message: e.message });
       return false;
     }
   });
-  return { services: good, dnsNames: good.length === 0 ? [] : namespaceDnsNames(good.map((s) => ({ namespace, name: s.name })), clusterDomain) };
+}
+
+/**
+ * The Services a namespace's certificate serves: those whose names fit its size bound (see
+ * fitServiceNames). Each Service left out, and each oversized rotation request, is refused.
+ */
+function fitNamespace(
+  namespace: string, services: readonly ProviderService[], served: readonly string[] | undefined, clusterDomain: string, refused: RefusedService[],
+): readonly ProviderService[] {
+  const fit = fitServiceNames(services.map((s) => ({ ...s, namespace })), served, clusterDomain);
+  for (const { service, bytes } of fit.refused) {
+    refused.push({
+      namespace, service: service.name, reason: 'certificate_too_large',
+      message: `Service ${namespace}/${service.name} is left out of the certificate of namespace ${namespace}: with its DNS names they would take ${bytes} bytes, over the limit of ${MAX_DNS_NAME_BYTES} (a larger certificate fails the TLS handshake); the ${fit.fitted.length} Service(s) that fit keep being served. Label fewer Services in this namespace, or use shorter names.`,
+    });
+  }
+  for (const s of fit.fitted) {
+    const problem = rotateRequestProblem(s.rotateRequest);
+    if (problem !== undefined) refused.push({ namespace, service: s.name, reason: 'rotate_request_too_large', message: `Service ${namespace}/${s.name}: ${problem}` });
+  }
+  return fit.fitted;
+}
+
+/** `Service a`, `Services a, b, c and 4 more`: bounded, for messages. */
+function listServices(names: readonly string[]): string {
+  const shown = names.slice(0, 3).join(', ');
+  return `${names.length === 1 ? 'Service' : 'Services'} ${shown}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
 }

@@ -1,4 +1,6 @@
+import { toHex } from './hex.js';
 import type { SecretData } from './observe.js';
+import { sha256 } from './sha256.js';
 
 /**
  * Who a Secret belongs to, as the adapter judges it from labels and the installation annotation.
@@ -68,30 +70,64 @@ export function isEmergencyRequest(request: string | undefined): boolean {
 }
 
 /**
- * A namespace's rotation request: the JSON object of each labelled Service's non-empty
- * `eso-mtls.io/rotate` token, keys sorted so the text is deterministic; undefined when none has one.
+ * The longest `eso-mtls.io/rotate` value honoured on a Service, in UTF-8 bytes: room for a
+ * timestamp, a UUID or a short note. A longer one is ignored and reported, never copied.
+ */
+export const MAX_ROTATE_REQUEST_BYTES = 128;
+
+// Stateless, deterministic builtin (see der.ts).
+const utf8 = new TextEncoder();
+
+/** Why a Service's `eso-mtls.io/rotate` value is ignored; undefined when it is absent, empty or honoured. */
+export function rotateRequestProblem(request: string | undefined): string | undefined {
+  if (request === undefined || request === '') return undefined;
+  // UTF-8 is never shorter than the UTF-16 length: a long value is refused without being encoded.
+  if (request.length <= MAX_ROTATE_REQUEST_BYTES && utf8.encode(request).length <= MAX_ROTATE_REQUEST_BYTES) return undefined;
+  return `its annotation ${ROTATE_ANNOTATION} is longer than ${MAX_ROTATE_REQUEST_BYTES} bytes and is ignored; use a short token such as a timestamp`;
+}
+
+/** The acknowledgement recorded for one token: `sha256:` and 32 hex digits, whatever the token. */
+export function acknowledgementOf(token: string): string {
+  return `sha256:${toHex(sha256(utf8.encode(token)).subarray(0, 16))}`;
+}
+
+/** The honoured, non-empty tokens of `services`, by Service name. */
+function honouredTokens(services: readonly ProviderService[]): [string, string][] {
+  return services
+    .filter((s) => s.rotateRequest !== undefined && s.rotateRequest !== '' && rotateRequestProblem(s.rotateRequest) === undefined)
+    .map((s): [string, string] => [s.name, s.rotateRequest!])
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/**
+ * The acknowledgement of a namespace's rotation requests, recorded on its Secret when it is
+ * issued: a JSON object of each Service's token digest, keys sorted so the text is deterministic,
+ * and bounded whatever the tokens; undefined when no Service asks. `services` are the Services
+ * the certificate serves.
  */
 export function namespaceRotationRequest(services: readonly ProviderService[]): string | undefined {
-  const entries = services
-    .filter((s) => s.rotateRequest !== undefined && s.rotateRequest !== '')
-    .map((s) => [s.name, s.rotateRequest!] as const)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const entries = honouredTokens(services).map(([name, token]) => [name, acknowledgementOf(token)] as const);
   return entries.length === 0 ? undefined : JSON.stringify(Object.fromEntries(entries));
 }
 
 /**
- * True when `request` (from {@link namespaceRotationRequest}) holds a token that `acknowledged`
- * does not: a Service asked for a rotation not yet performed. A token removed, or a Service gone,
- * asks for nothing. Unreadable acknowledgements count as empty.
+ * The Services whose honoured token `acknowledged` does not hold: they asked for a rotation not yet
+ * performed. A token removed, or a Service gone, asks for nothing. An acknowledgement holds a token
+ * as its digest, or as the token itself (what versions before 0.2 wrote, so an upgrade re-issues
+ * nothing). Unreadable or oversized acknowledgements count as empty.
  */
-export function isRotationRequestPending(request: string | undefined, acknowledged: string | undefined): boolean {
-  if (request === undefined) return false;
-  const wanted = parseTokens(request);
-  const done = acknowledged === undefined ? {} : parseTokens(acknowledged);
-  return Object.entries(wanted).some(([service, token]) => done[service] !== token);
+export function pendingRotationRequests(services: readonly ProviderService[], acknowledged: string | undefined): string[] {
+  const tokens = honouredTokens(services);
+  if (tokens.length === 0) return [];
+  const done = acknowledged === undefined ? {} : parseAcknowledgement(acknowledged);
+  return tokens.filter(([name, token]) => done[name] !== token && done[name] !== acknowledgementOf(token)).map(([name]) => name);
 }
 
-function parseTokens(text: string): Record<string, string> {
+// Kubernetes caps all annotations of an object at 256 KiB; anything larger is not ours.
+const MAX_ACKNOWLEDGEMENT_LENGTH = 256 * 1024;
+
+function parseAcknowledgement(text: string): Record<string, string> {
+  if (text.length > MAX_ACKNOWLEDGEMENT_LENGTH) return {};
   try {
     const value: unknown = JSON.parse(text);
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return {};

@@ -111,6 +111,46 @@ describe('planner: CA recovery', () => {
     expect(plan.nextDueAt).toBeLessThanOrEqual(T0 + days(1) + pki.policy.propagationDelay + 1000);
   });
 
+  it('ca.crt removed beside a good ca.key: its certificate is restored from the client Secret, nothing is re-issued', async () => {
+    const ca = store.get('ca')!;
+    const before = text(ca, 'ca.crt');
+    store.put('ca', { ...ca, data: { ...ca.data, 'ca.crt': '' } });
+    const { plan, writes } = await reconcile(store, pki, T0 + days(1));
+    expect(plan.ca).toMatchObject({ phases: ['restore'], reason: undefined });
+    expect(plan.ca!.message).toContain('restored from the client Secret');
+    expect(describeWrites(writes)).toEqual(['ca:restore']);
+    expect(text(store.get('ca'), 'ca.crt')).toBe(before);
+    expect(isPlanEmpty(planAt(store, pki, T0 + days(1) + minutes(1)))).toBe(true);
+  });
+
+  it('ca.crt replaced by another CA beside a good ca.key: restored too; a key no certificate in the client Secret matches is recovered', async () => {
+    const ca = store.get('ca')!;
+    const other = await pki.ca(T0, 'other-ca');
+    store.put('ca', { ...ca, data: { ...ca.data, 'ca.crt': other.certificate.pem } });
+    expect(planAt(store, pki, T0 + days(1)).ca).toMatchObject({ phases: ['restore'] });
+    // A key that no certificate in the client Secret matches: its certificate stays trusted as retired, a new CA is recovered.
+    store.put('ca', { ...ca, data: { ...ca.data, 'ca.key': other.privateKeyPem } });
+    const plan = planAt(store, pki, T0 + days(1));
+    expect(plan.ca).toMatchObject({ phases: ['recover'], reason: 'invalid' });
+    expect(plan.ca!.message).toMatch(/the CA key is unusable \(ca.key is not the private key of the certificate in ca.crt.*no certificate in the client Secret's ca.crt matches it/);
+  });
+
+  it('while no CA signs, waiting leaves and the plan say until when', async () => {
+    store.delete('ca');
+    store.delete({ namespace: 'a' });
+    const now = T0 + days(1);
+    const plan = planAt(store, pki, now);
+    const until = plan.status.signingPausedUntil!;
+    expect(until).toBeGreaterThan(now);
+    expect(until).toBeLessThanOrEqual(now + pki.policy.propagationDelay + 1000);
+    expect(plan.waiting.map((w) => [w.services, w.until])).toEqual([[[], until], [['p'], until], [['q'], until]]);
+    // Once the recovery's CA is written, the wait goes on until its activation, then ends.
+    await reconcile(store, pki, now);
+    expect(planAt(store, pki, now + minutes(1)).status.signingPausedUntil).toBe(until);
+    await reconcile(store, pki, until);
+    expect(planAt(store, pki, until + 1000).status.signingPausedUntil).toBeUndefined();
+  });
+
   it('CA and client Secrets both gone: nothing to recover from, a new CA is created and every leaf is ca_mismatch', async () => {
     store.delete('ca');
     store.delete('client');

@@ -1,4 +1,4 @@
-import { PROVIDER_LABEL, PROVIDER_SECRET_NAME } from '@eso-mtls/core';
+import { MAX_ROTATE_REQUEST_BYTES, PROVIDER_LABEL, PROVIDER_SECRET_NAME, ROTATE_ANNOTATION } from '@eso-mtls/core';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import type { BackoffOptions } from './backoff.js';
 import { Informer, type InformerEvent, type InformerStats, type ListPage } from './informer.js';
@@ -19,10 +19,27 @@ export interface InformerTuning {
   readonly onError?: (error: Error) => void;
 }
 
-/** What the adapter reads of a Service: name, namespace, uid, labels, annotations, resourceVersion. */
+/**
+ * What the adapter reads of a Service: name, namespace, uid, resourceVersion, the provider label
+ * and the rotate annotation. Everything else a tenant put there is dropped, and a rotate value
+ * too long to be honoured is kept as a copy of its first bytes, enough to be refused.
+ */
 export function trimService(s: V1Service): V1Service {
   const m = s.metadata ?? {};
-  return { metadata: { name: m.name, namespace: m.namespace, uid: m.uid, labels: m.labels, annotations: m.annotations, resourceVersion: m.resourceVersion } };
+  const label = m.labels?.[PROVIDER_LABEL];
+  const rotate = m.annotations?.[ROTATE_ANNOTATION];
+  return {
+    metadata: {
+      name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion,
+      ...(label === undefined ? {} : { labels: { [PROVIDER_LABEL]: label } }),
+      ...(rotate === undefined ? {} : { annotations: { [ROTATE_ANNOTATION]: boundedCopy(rotate, MAX_ROTATE_REQUEST_BYTES + 1) } }),
+    },
+  };
+}
+
+/** At most `max` characters of `text`, copied so that a long original is not kept alive by a slice. */
+function boundedCopy(text: string, max: number): string {
+  return text.length <= max ? text : Buffer.from(text.slice(0, max), 'utf16le').toString('utf16le');
 }
 
 /** What the adapter reads of a Secret: its identity, ownership metadata, type and data (no managedFields). */

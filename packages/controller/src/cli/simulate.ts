@@ -116,6 +116,7 @@ const CA_PHASE_WORDS: Record<CaPhase, string> = {
   create: 'CA created', prepare: 'next CA generated and published in every bundle (not signing yet)',
   activate: 'next CA activated: it signs from now on, the old one stays trusted as retired', retire: 'retired CA dropped from every bundle',
   recover: 'CA key lost: readable CA certificates kept trusted as retired, a new CA published', emergency: 'EMERGENCY: new CA active at once, every older CA dropped',
+  restore: 'CA certificate restored from the client bundle for its good key (nothing re-issued)',
 };
 
 /** The human-readable report of a simulation. */
