@@ -1,13 +1,14 @@
+import {
+  type CaPhaseRule, type CaStep, activatePhase, emergencyPhase, generatedSchedule, initialSlots, preparePhase, readCaSecret,
+  recoverOrCreatePhase, restorePhase, retirePhase, salvagePhase,
+} from './ca-phases.js';
 import type { CertificateCache } from './cache.js';
 import type { CertificateView } from './certificate.js';
-import { type KeyedCertificate, type Observed, type ObservedCaSecret, SecretKeys, observeCaSecret } from './observe.js';
-import { textOf } from './pem.js';
+import type { KeyedCertificate } from './observe.js';
 import type { Policy } from './policy.js';
-import { type RotationReason, issuedNoLaterThan } from './rules.js';
-import {
-  ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, isEmergencyRequest, secretRotationRequest,
-} from './snapshot.js';
-import { type Instant, truncateToSecond } from './time.js';
+import type { RotationReason } from './rules.js';
+import { ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState } from './snapshot.js';
+import type { Instant } from './time.js';
 
 /**
  * What a CA write does; one write may do several (retire an old CA and prepare the next).
@@ -96,61 +97,15 @@ export interface CaRotationPlan {
   readonly dueAt: readonly Instant[];
 }
 
-const existing = (keyed: KeyedCertificate): CaMaterial => ({ kind: 'existing', keyed });
-const GENERATE: CaMaterial = { kind: 'generate' };
-const certOf = (m: CaMaterial | undefined): CertificateView | undefined => (m?.kind === 'existing' ? m.keyed.certificate : undefined);
-
-/** The detail of an unusable part of the CA Secret, for messages. */
-function problemOf(o: Observed<unknown> | undefined): string | undefined {
-  return o !== undefined && !o.ok ? o.detail : undefined;
-}
-
-/** A Secret value as text; '' for anything unreadable. */
-function textValue(value: unknown): string {
-  if (typeof value !== 'string' && !(value instanceof Uint8Array)) return '';
-  try {
-    return textOf(value);
-  } catch {
-    return '';
-  }
-}
-
-/**
- * The certificate of a good CA key whose own certificate is missing or unreadable: a self-signed,
- * unexpired CA certificate in the client Secret's bundle (ESO namespace, never a provider
- * namespace, which tenants can write) whose public key matches and whose signature verifies.
- */
-function restorableCertificate(
-  keyText: string, clientBundle: readonly CertificateView[], cache: CertificateCache, now: Instant,
-): KeyedCertificate | undefined {
-  if (keyText.trim() === '') return undefined;
-  const certificate = clientBundle.find((c) => c.isCa && c.notAfter > now && c.subject === c.issuer
-    && cache.isSignedBy(c, c) && cache.checkKey(c, keyText) === 'match');
-  return certificate && { certificate, privateKeyPem: keyText };
-}
-
-/** Every certificate in `text` that parses and is a CA; nothing on garbage. */
-function readableCas(text: unknown, cache: CertificateCache): CertificateView[] {
-  if (typeof text !== 'string' && !(text instanceof Uint8Array)) return [];
-  try {
-    const s = textOf(text);
-    return s.trim() === '' ? [] : cache.parseBundle(s).filter((c) => c.isCa);
-  } catch {
-    return [];
-  }
-}
-
-function dedupe(certificates: readonly CertificateView[]): CertificateView[] {
-  const seen = new Set<string>();
-  return certificates.filter((c) => !seen.has(c.pem) && (seen.add(c.pem), true));
-}
-
 /** The CA certificates of a layout, in bundle order: active, next, retired. */
 export function layoutCertificates(layout: CaLayout): (CertificateView | 'active' | 'next')[] {
   const slot = (m: CaMaterial | undefined, name: 'active' | 'next'): (CertificateView | 'active' | 'next')[] =>
     m === undefined ? [] : m.kind === 'existing' ? [m.keyed.certificate] : [name];
   return [...slot(layout.active, 'active'), ...slot(layout.next, 'next'), ...layout.retired];
 }
+
+/** The phases after emergency, in the order they are decided (see ca-phases.ts and docs/ca-rotation.md). */
+const PHASES: readonly CaPhaseRule[] = [restorePhase, salvagePhase, retirePhase, recoverOrCreatePhase, activatePhase, preparePhase];
 
 /**
  * The CA schedule, stateless: every time is derived from the certificates themselves.
@@ -159,172 +114,46 @@ export function layoutCertificates(layout: CaLayout): (CertificateView | 'active
  * retired CA and propagationDelay + maxConnectionAge have passed since the last replacement.
  */
 export function planCaRotation(input: CaRotationInput): CaRotationPlan {
-  const { now, policy, cache, caSecret } = input;
+  const { now, caSecret } = input;
   if (caSecret?.ownership === 'foreign') {
     return {
       conflict: 'the CA Secret exists but was not written by this installation; it is left alone and nothing can be signed',
       layout: { retired: [] }, emergency: false, status: { retired: [] }, dueAt: [],
     };
   }
-  const observed: ObservedCaSecret = caSecret?.ownership === 'managed'
-    ? observeCaSecret(caSecret.data, cache) : { active: undefined, next: undefined, retired: undefined };
-  const usable = (o: ObservedCaSecret['active']): KeyedCertificate | undefined =>
-    o?.ok && o.value.certificate.isCa && o.value.certificate.notAfter > now ? o.value : undefined;
-  const restoreFrom = (o: ObservedCaSecret['active'], keyKey: string): KeyedCertificate | undefined =>
-    (o === undefined || o.ok || caSecret?.ownership !== 'managed' ? undefined
-      : restorableCertificate(textValue(caSecret.data[keyKey]), input.clientBundle, cache, now));
-  const restoredActive = usable(observed.active) ? undefined : restoreFrom(observed.active, SecretKeys.caPrivateKey);
-  const restoredNext = usable(observed.next) ? undefined : restoreFrom(observed.next, SecretKeys.nextPrivateKey);
-  const activeKeyed = usable(observed.active) ?? restoredActive;
-  const nextKeyed = usable(observed.next) ?? restoredNext;
-  const retiredNow = observed.retired?.ok ? observed.retired.value : [];
-  const status: CaStatus = {
-    active: activeKeyed?.certificate.notAfter,
-    next: nextKeyed?.certificate.notAfter,
-    retired: retiredNow.map((c) => c.notAfter),
-  };
-  const request = secretRotationRequest(caSecret);
+  const reading = readCaSecret(input);
+  const status: CaStatus = { active: reading.active?.certificate.notAfter, next: reading.next?.certificate.notAfter, retired: reading.retired.map((c) => c.notAfter) };
+  const { request } = reading;
   const annotations: Record<string, string> = request === undefined ? {} : { [ROTATE_ACKNOWLEDGED_ANNOTATION]: request };
-  const base = { create: caSecret === undefined, base: caSecret?.version, annotations };
-  const dueAt: Instant[] = [];
+  // How the CA write addresses the Secret: create, or update from the version read; any request is acknowledged.
+  const secretWrite = { create: caSecret === undefined, base: caSecret?.version, annotations };
 
-  if (isEmergencyRequest(request)) {
-    const layout: CaLayout = { active: GENERATE, retired: [] };
+  const emergency = emergencyPhase(reading);
+  if (emergency) {
     return {
-      change: { ...base, phases: ['emergency'], reason: 'forced', message: `emergency CA rotation requested (${request}): new CA, every older one leaves every bundle`, layout },
-      layout, emergency: true, status, dueAt: [truncateToSecond(now + policy.caValidity) - policy.caLookahead],
+      change: { ...secretWrite, phases: ['emergency'], reason: emergency.reason, message: emergency.message!, layout: emergency.slots },
+      layout: emergency.slots, emergency: true, status, dueAt: emergency.dueAt,
     };
   }
-
-  const phases: CaPhase[] = [];
-  const messages: string[] = [];
-  for (const [restored, pair, keys] of [[restoredActive, observed.active, 'ca.crt/ca.key'], [restoredNext, observed.next, 'next.crt/next.key']] as const) {
-    if (!restored || pair === undefined || pair.ok) continue;
-    phases.push('restore');
-    messages.push(`${keys}: ${pair.detail}; the key is good, so its certificate ${restored.certificate.subject} (serial ${restored.certificate.serialNumber}) is restored from the client Secret's ca.crt and nothing is re-issued`);
+  const steps: CaStep[] = [];
+  let slots = initialSlots(reading);
+  for (const phase of PHASES) {
+    const step = phase(reading, slots);
+    steps.push(step);
+    slots = step.slots;
   }
-  let reason: RotationReason | undefined;
-  let active = activeKeyed && existing(activeKeyed);
-  let next = nextKeyed && existing(nextKeyed);
-  let retired = retiredNow.filter((c) => c.isCa);
-  const nextBroken = observed.next !== undefined && !nextKeyed;
-  const broken = (observed.active !== undefined && !activeKeyed) || (observed.retired !== undefined && !observed.retired.ok);
+  steps.push(generatedSchedule(reading, slots));
 
-  // Lost or unreadable key material: keep every CA certificate we can still read (CA Secret, then
-  // the client bundle in the ESO namespace) trusted as retired, so no leaf loses its chain.
-  let salvagedAny = false;
-  if (caSecret?.ownership !== 'managed' || broken || (!active && !next)) {
-    const salvaged = [
-      ...(caSecret?.ownership === 'managed' ? [SecretKeys.caCertificate, SecretKeys.nextCertificate, SecretKeys.retiredCertificates]
-        .flatMap((k) => readableCas(caSecret.data[k], cache)) : []),
-      ...input.clientBundle.filter((c) => c.isCa),
-    ];
-    const keep = new Set([certOf(active)?.pem, certOf(next)?.pem]);
-    retired = dedupe([...retired, ...salvaged.filter((c) => !keep.has(c.pem))]);
-    salvagedAny = salvaged.length > 0;
-  }
-  // Retire: nothing in use is signed by it, and every replacement has had time to reach its peers.
-  const activeCert = certOf(active);
-  // The last replacement is bounded by the newest leaf in use (whatever signed it: during a
-  // recovery no CA is active, yet replaced leaves may still be served).
-  let lastReplacement = -Infinity;
-  if (retired.length > 0) for (const l of input.leavesInUse) lastReplacement = Math.max(lastReplacement, issuedNoLaterThan(l, policy));
-  const retireAfter = lastReplacement + policy.propagationDelay + policy.maxConnectionAge;
-  const kept = retired.filter((ca) => {
-    if (ca.notAfter <= now) return false;
-    const inUse = input.leavesInUse.some((l) => cache.isSignedBy(l, ca));
-    if (inUse) dueAt.push(now + 1000 + policy.propagationDelay + policy.maxConnectionAge);
-    else if (now < retireAfter) dueAt.push(retireAfter);
-    dueAt.push(ca.notAfter);
-    return inUse || now < retireAfter;
-  });
-  const dropped = retiredNow.filter((c) => !kept.includes(c)).length;
-  if (dropped > 0) {
-    phases.push('retire');
-    messages.push(`retiring ${dropped} CA certificate(s) nothing in use depends on`);
-  }
-  retired = kept;
-
-  const lostWhy: RotationReason = caSecret?.ownership === 'managed' ? 'invalid' : 'secret_missing';
-  if (!active && !next) {
-    if (retired.some((c) => c.notAfter > now)) {
-      next = GENERATE;
-      phases.push('recover');
-      reason = lostWhy;
-      const why = lostWhy === 'invalid' ? `unusable (${problemOf(observed.active) ?? 'no ca.crt/ca.key'}) and no certificate in the client Secret's ca.crt matches it` : 'gone';
-      messages.push(`the CA key is ${why}: ${retired.length} CA certificate(s) stay trusted as retired while a new CA is published`);
-    } else {
-      active = GENERATE;
-      phases.push('create');
-      reason = caSecret?.ownership === 'managed' ? 'invalid' : salvagedAny ? 'secret_missing' : 'initial';
-      messages.push('no CA anywhere: creating one');
+  const acted = steps.filter((s) => s.phase !== undefined);
+  const resumesAt = steps.findLast((s) => s.resumesAt !== undefined)?.resumesAt;
+  const change = acted.length > 0 || request !== undefined
+    ? {
+      ...secretWrite, phases: acted.map((s) => s.phase!), reason: acted.find((s) => s.reason !== undefined)?.reason,
+      message: acted.map((s) => s.message).join('; ') || `rotation request ${request} acknowledged`, layout: slots,
     }
-  } else if (broken) {
-    phases.push('recover');
-    reason = lostWhy;
-    messages.push(`part of the CA Secret is unreadable (${problemOf(observed.active) ?? problemOf(observed.retired) ?? 'ca.crt/ca.key'}): readable CA certificates stay trusted as retired`);
-  }
-
-  // Activate: next has been published for propagationDelay and every managed bundle holds it.
-  const nextCert = certOf(next);
-  // When the next CA is expected to sign; reported while no CA signs (a recovery's wait).
-  let resumesAt: Instant | undefined;
-  if (nextCert) {
-    // A bundle counts once it has held next for propagationDelay: since next was generated, and
-    // since the bundle was last written (a write that failed and was retried reached peers later).
-    let lastWrite = issuedNoLaterThan(nextCert, policy);
-    let ready = true;
-    for (const b of input.bundles) {
-      if (!b.certificates?.some((c) => c.pem === nextCert.pem)) ready = false;
-      // + 1 s like issuedNoLaterThan: never in the same instant as the write, even with no delay.
-      else if (b.writtenAt !== undefined && b.writtenAt <= now) lastWrite = Math.max(lastWrite, b.writtenAt + 1000);
-    }
-    const activationAt = lastWrite + policy.propagationDelay;
-    // Past this point leaves signed by the old CA would be due at birth; stop waiting for a bundle
-    // that cannot be written (a CA without an active one waits at most one more propagationDelay).
-    const deadline = activeCert
-      ? activeCert.notAfter - policy.leafLookahead - policy.leafJitter
-      : activationAt + policy.propagationDelay + policy.reconcileInterval;
-    if (now >= activationAt && (ready || now >= deadline)) {
-      retired = dedupe([...(activeCert ? [activeCert] : []), ...retired]);
-      active = next;
-      next = undefined;
-      phases.push('activate');
-      messages.push(`activating the next CA ${nextCert.subject}${ready ? '' : ' (deadline reached before every bundle held it)'}`);
-    } else {
-      dueAt.push(activationAt, deadline);
-      // Bundles short of next are written this round: they count from a second after now.
-      resumesAt = ready ? activationAt : Math.min(deadline, Math.max(activationAt, truncateToSecond(now) + 1000 + policy.propagationDelay));
-    }
-  }
-
-  // Prepare: the active CA enters its lookahead, a rotation is asked for, or next is unreadable.
-  // A request while a CA is being created or recovered is met by that new CA.
-  const signing = certOf(active);
-  const freshCa = active?.kind === 'generate' || next?.kind === 'generate';
-  const prepareAt = signing ? signing.notAfter - policy.caLookahead : Infinity;
-  const why: RotationReason | undefined = request !== undefined && !freshCa ? 'forced'
-    : !signing || next ? undefined : nextBroken ? 'invalid' : now >= prepareAt ? 'expiring' : undefined;
-  if (why) {
-    next = GENERATE;
-    phases.push('prepare');
-    reason ??= why;
-    messages.push(`preparing the next CA (${why === 'forced' ? `rotation requested: ${request}` : why === 'invalid' ? 'next.crt/next.key unreadable' : `active CA notAfter ${new Date(prepareAt + policy.caLookahead).toISOString()}`})`);
-  } else if (signing && !next) {
-    dueAt.push(prepareAt);
-  }
-  if (next?.kind === 'generate') {
-    resumesAt = truncateToSecond(now - policy.notBeforeBackdate) + policy.notBeforeBackdate + 1000 + policy.propagationDelay;
-    dueAt.push(resumesAt);
-  }
-  if (active?.kind === 'generate') dueAt.push(truncateToSecond(now + policy.caValidity) - policy.caLookahead);
-
-  const layout: CaLayout = { active, next, retired };
-  const change = phases.length > 0 || request !== undefined
-    ? { ...base, phases, reason, message: messages.join('; ') || `rotation request ${request} acknowledged`, layout }
     : undefined;
   return {
-    change, layout, emergency: false, status, dueAt: dueAt.filter((t) => t > now),
-    ...(active === undefined && resumesAt !== undefined ? { signingResumesAt: resumesAt } : {}),
+    change, layout: slots, emergency: false, status, dueAt: steps.flatMap((s) => s.dueAt).filter((t) => t > now),
+    ...(slots.active === undefined && resumesAt !== undefined ? { signingResumesAt: resumesAt } : {}),
   };
 }
