@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
-import { ROTATE_ACKNOWLEDGED_ANNOTATION, ROTATE_ANNOTATION, days } from '@eso-mtls/core';
+import { ROTATE_ACKNOWLEDGED_ANNOTATION, ROTATE_ANNOTATION, acknowledgementOf, days } from '@eso-mtls/core';
 import { converge, eventually, text } from './support/cluster.js';
 import { useInstallations } from './support/installations.js';
 import { chainsTo, leafAndBundle, rogueCa } from './support/pki.js';
@@ -78,7 +78,7 @@ describe('each rotation trigger, with the clock injected', () => {
     await eventually(() => expect(run.reasonsFor('namespace/trg-forced')).toEqual(['initial', 'forced']));
     await converge(run.adapter);
     const secret = await suite.cluster.secret('trg-forced');
-    expect(JSON.parse(secret?.metadata?.annotations?.[ROTATE_ACKNOWLEDGED_ANNOTATION] ?? '{}')).toEqual({ provider: 'ticket-1' });
+    expect(JSON.parse(secret?.metadata?.annotations?.[ROTATE_ACKNOWLEDGED_ANNOTATION] ?? '{}')).toEqual({ provider: acknowledgementOf('ticket-1') });
     // The same value again asks for nothing; a new value asks again.
     await suite.cluster.patchService('trg-forced', 'provider', (l) => (l['unrelated'] = 'change'));
     await converge(run.adapter);
