@@ -1,4 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
+import { type ProxyChoice, chooseProxy, redactProxyUrl } from './proxy.js';
 
 /** TLS settings of every connection to the apiserver. */
 export interface ConnectionTls {
@@ -23,6 +24,12 @@ export interface ClusterConnection {
   readonly server: string;
   readonly tls: ConnectionTls;
   /**
+   * The HTTP proxy to tunnel through (CONNECT), already decided for this server: a kubeconfig's
+   * proxy-url, or HTTPS_PROXY unless NO_PROXY or loopback exempts the server (see chooseProxy).
+   * Unset: connect directly. The URL may hold the proxy's password; `from` names the setting.
+   */
+  readonly proxy?: ProxyChoice;
+  /**
    * Adds the credential headers (Authorization) to one request. Called for every request, so a
    * rotated service account token or a refreshed exec credential is picked up.
    */
@@ -34,15 +41,24 @@ export interface ClusterConnection {
 /** The part of client-node's KubeConfig that {@link connectionFromKubeConfig} uses. */
 export type KubeConfigLike = Pick<KubeConfig, 'getCurrentCluster' | 'applyToHTTPSOptions'>;
 
+/** Options of {@link connectionFromKubeConfig}. */
+export interface KubeConfigConnectionOptions {
+  /** HTTPS_PROXY/NO_PROXY and their lower-case forms, used when the cluster has no proxy-url (default process.env). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
 /**
  * A {@link ClusterConnection} over a client-node KubeConfig, for every authentication client-node
  * knows (exec plugins, OIDC and cloud auth providers, basic auth). TLS settings are read once here;
- * headers are asked of the KubeConfig per request. Only the type of KubeConfig is imported, so
- * this costs nothing unless the caller has loaded client-node already.
+ * headers are asked of the KubeConfig per request. The cluster's proxy-url, or else HTTPS_PROXY
+ * and NO_PROXY, choose the proxy as in client-go (client-node's own proxy agent is not used).
+ * Only the type of KubeConfig is imported, so this costs nothing unless the caller has loaded
+ * client-node already.
  */
-export async function connectionFromKubeConfig(kubeConfig: KubeConfigLike): Promise<ClusterConnection> {
+export async function connectionFromKubeConfig(kubeConfig: KubeConfigLike, settings: KubeConfigConnectionOptions = {}): Promise<ClusterConnection> {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster: set current-context, or pass a kubeconfig with a context that names a cluster');
+  const proxy = chooseProxy(cluster.server, cluster.proxyUrl || undefined, settings.env ?? process.env, `kubeconfig cluster "${cluster.name}"`);
   const probe: { agent?: { options?: Record<string, unknown> }; headers?: Record<string, unknown> } = {};
   await kubeConfig.applyToHTTPSOptions(probe as never);
   const agentOptions = probe.agent?.options ?? {};
@@ -55,7 +71,8 @@ export async function connectionFromKubeConfig(kubeConfig: KubeConfigLike): Prom
   return {
     server: cluster.server,
     tls,
-    description: `client-node KubeConfig (cluster ${cluster.name})`,
+    ...(proxy ? { proxy } : {}),
+    description: `client-node KubeConfig (cluster ${cluster.name})${describeProxy(proxy)}`,
     async authorize(headers) {
       const options: { headers?: Record<string, unknown>; auth?: string } = {};
       await kubeConfig.applyToHTTPSOptions(options as never);
@@ -66,4 +83,9 @@ export async function connectionFromKubeConfig(kubeConfig: KubeConfigLike): Prom
       }
     },
   };
+}
+
+/** ` through proxy <url without password> (<setting>)` for a connection's description, or nothing. */
+export function describeProxy(proxy: ProxyChoice | undefined): string {
+  return proxy ? ` through proxy ${redactProxyUrl(proxy.url)} (${proxy.from})` : '';
 }

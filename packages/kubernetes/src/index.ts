@@ -8,7 +8,9 @@ export {
 } from './informer.js';
 export { ClusterInformers, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService, type InformerScope, type InformerTuning } from './cluster-informers.js';
 export { KubeApiError, KubeRestClient, type KubeRestClientOptions, type Query, type WatchHandle, WriteFencedError, corePath } from './rest-client.js';
-export { type ClusterConnection, type ConnectionTls, type KubeConfigLike, connectionFromKubeConfig } from './connection.js';
+export {
+  type ClusterConnection, type ConnectionTls, type KubeConfigConnectionOptions, type KubeConfigLike, connectionFromKubeConfig,
+} from './connection.js';
 export { RequestCounter, type ApiVerb, classifyRequest } from './request-counter.js';
 export { SecretWriter, type SecretLocation, type SecretWriterScope, type WriteOutcome } from './secret-writer.js';
 export { EventRecorder, type EventReason, type EventRecorderOptions, type EventRecorderStats, type ServiceReference } from './event-recorder.js';
@@ -25,3 +27,5 @@ export { type ApiErrorInfo, apiErrorOf } from './api-error.js';
 export {
   type InClusterOptions, type KubeconfigOptions, TOKEN_REREAD_MS, UnsupportedKubeconfigError, loadInClusterConnection, loadKubeconfigFile,
 } from './kubeconfig.js';
+export { PROXY_CONNECT_TIMEOUT_MS, type ProxyChoice, ProxyTunnelAgent, chooseProxy, parseProxyUrl, redactProxyUrl } from './proxy.js';
+export { type ProxyEnvironment, proxyFromEnvironment, readProxyEnvironment, usesProxy } from './no-proxy.js';

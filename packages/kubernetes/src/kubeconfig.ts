@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse } from 'yaml';
-import type { ClusterConnection, ConnectionTls } from './connection.js';
+import { type ClusterConnection, type ConnectionTls, describeProxy } from './connection.js';
+import { chooseProxy } from './proxy.js';
 
 /**
  * A kubeconfig that needs something only client-node's KubeConfig does (an exec plugin, an auth
- * provider, a proxy, impersonation). `feature` names it; the caller may fall back to client-node.
+ * provider, impersonation). `feature` names it; the caller may fall back to client-node.
  */
 export class UnsupportedKubeconfigError extends Error {
   override readonly name = 'UnsupportedKubeconfigError';
@@ -22,10 +23,13 @@ export interface KubeconfigOptions {
   readonly now?: () => number;
   /** Reads a file (default fs.readFileSync); tests inject failures. */
   readonly readFile?: (path: string) => Buffer;
+  /** HTTPS_PROXY/NO_PROXY (or lower-case), used when the cluster has no proxy-url (default process.env). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** Options of {@link loadInClusterConnection}. */
 export interface InClusterOptions {
+  /** KUBERNETES_SERVICE_HOST/PORT, and HTTPS_PROXY/NO_PROXY (or lower-case) as client-go reads them (default process.env). */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Default /var/run/secrets/kubernetes.io/serviceaccount. */
   readonly serviceAccountDir?: string;
@@ -38,17 +42,18 @@ export const TOKEN_REREAD_MS = 60_000;
 
 type Entry = Record<string, unknown>;
 
-// Settings that change authentication or the transport; silently ignoring any of them would
-// connect as someone else, or not at all.
+// Settings that change authentication; silently ignoring any of them would connect as someone
+// else, or not at all.
 const UNSUPPORTED_USER = ['exec', 'auth-provider', 'as', 'as-uid', 'as-groups', 'as-user-extra'];
-const UNSUPPORTED_CLUSTER = ['proxy-url'];
 
 /**
  * Reads a kubeconfig file (YAML or JSON) into a {@link ClusterConnection} without client-node:
- * server, certificate-authority(-data), insecure-skip-tls-verify, tls-server-name, client
+ * server, certificate-authority(-data), insecure-skip-tls-verify, tls-server-name, proxy-url (an
+ * http:// CONNECT proxy; without it HTTPS_PROXY/NO_PROXY decide, as in client-go), client
  * certificates, token, tokenFile (re-read at most once a minute) and basic auth. Relative file
  * paths are resolved against the kubeconfig's directory, as kubectl does. Anything else that
- * affects authentication throws {@link UnsupportedKubeconfigError}; other errors name the field.
+ * affects authentication throws {@link UnsupportedKubeconfigError}; other errors, such as a
+ * proxy-url that is not http://, name the field.
  */
 export function loadKubeconfigFile(path: string, options: KubeconfigOptions = {}): ClusterConnection {
   const read = options.readFile ?? ((p: string) => readFileSync(p));
@@ -70,9 +75,11 @@ export function loadKubeconfigFile(path: string, options: KubeconfigOptions = {}
   const userName = str(context.user);
   const user: Entry = userName ? named(doc, 'users', 'user', userName) ?? fail(`user "${userName}" (of context "${contextName}") is not defined under users`) : {};
   for (const key of UNSUPPORTED_USER) if (user[key] !== undefined) throw new UnsupportedKubeconfigError(path, `user ${key}`);
-  for (const key of UNSUPPORTED_CLUSTER) if (cluster[key] !== undefined) throw new UnsupportedKubeconfigError(path, `cluster ${key}`);
 
   const server = str(cluster.server) ?? fail(`cluster "${clusterName}" has no server`);
+  const proxyUrl = cluster['proxy-url'];
+  if (proxyUrl !== undefined && typeof proxyUrl !== 'string') fail(`cluster "${clusterName}" proxy-url must be a string, like http://proxy:3128`);
+  const proxy = chooseProxy(server, str(proxyUrl), options.env ?? process.env, `kubeconfig ${path}: cluster "${clusterName}"`);
   const base = dirname(resolve(path));
   // A `<key>-data` (base64) or a `<key>` file path, resolved against the kubeconfig's directory.
   const material = (entry: Entry, key: string, owner: string): Buffer | undefined => {
@@ -110,13 +117,17 @@ export function loadKubeconfigFile(path: string, options: KubeconfigOptions = {}
     const basic = Buffer.from(`${username}:${str(user.password) ?? ''}`).toString('base64');
     authorize = async (headers) => { headers.Authorization = `Basic ${basic}`; };
   }
-  return { server, tls, authorize, description: `kubeconfig ${path} (context ${contextName}, cluster ${clusterName}, user ${userName ?? 'none'})` };
+  return {
+    server, tls, authorize, ...(proxy ? { proxy } : {}),
+    description: `kubeconfig ${path} (context ${contextName}, cluster ${clusterName}, user ${userName ?? 'none'})${describeProxy(proxy)}`,
+  };
 }
 
 /**
  * The in-cluster connection: the apiserver at KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT,
  * trusted through the service account's ca.crt, authenticated with its token, which is re-read at
- * most once a minute (the kubelet rotates bound tokens). Errors say what is missing.
+ * most once a minute (the kubelet rotates bound tokens). HTTPS_PROXY/NO_PROXY apply, as client-go's
+ * InClusterConfig leaves them to Go's ProxyFromEnvironment. Errors say what is missing.
  */
 export function loadInClusterConnection(options: InClusterOptions = {}): ClusterConnection {
   const env = options.env ?? process.env;
@@ -141,11 +152,13 @@ export function loadInClusterConnection(options: InClusterOptions = {}): Cluster
     throw new Error(`${(e as Error).message}; set automountServiceAccountToken, or pass --kubeconfig`, { cause: e });
   }
   const server = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const proxy = chooseProxy(server, undefined, env, 'in-cluster');
   return {
     server,
     tls: { ca },
+    ...(proxy ? { proxy } : {}),
     authorize: async (headers) => { headers.Authorization = `Bearer ${readToken()}`; },
-    description: `in-cluster service account (${dir})`,
+    description: `in-cluster service account (${dir})${describeProxy(proxy)}`,
   };
 }
 

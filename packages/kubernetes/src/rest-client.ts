@@ -1,7 +1,8 @@
 import { type IncomingMessage, request as httpRequest } from 'node:http';
-import { Agent, request as httpsRequest } from 'node:https';
+import { Agent, type AgentOptions, request as httpsRequest } from 'node:https';
 import { statusOf } from './api-error.js';
 import type { ClusterConnection } from './connection.js';
+import { PROXY_CONNECT_TIMEOUT_MS, ProxyTunnelAgent, parseProxyUrl } from './proxy.js';
 import { RequestCounter, classifyRequest } from './request-counter.js';
 
 /** A non-2xx answer of the apiserver: HTTP status, the raw body (a JSON Status), and its reason. */
@@ -54,7 +55,8 @@ const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /**
  * The few apiserver calls the adapter makes, as JSON over node:https with one keep-alive pool.
  * It replaces client-node's generated clients: importing those loads every API model (some 70 MB
- * of RSS), and client-node 1.x opens a fresh TLS connection per request.
+ * of RSS), and client-node 1.x opens a fresh TLS connection per request. With `connection.proxy`
+ * set, every connection (requests and watches) is a CONNECT tunnel through that HTTP proxy.
  */
 export class KubeRestClient {
   private readonly agent: Agent;
@@ -74,8 +76,17 @@ export class KubeRestClient {
       throw new Error(`apiserver URL ${connection.server} (${connection.description}): expected https://host[:port]`);
     }
     const tls = { ...connection.tls, keepAlive: true };
-    this.agent = new Agent({ ...tls, maxSockets: options.maxSockets ?? 16 });
-    this.watchAgent = new Agent(tls);
+    const proxy = connection.proxy;
+    if (proxy && this.base.protocol !== 'https:') {
+      throw new Error(`apiserver URL ${connection.server} (${connection.description}): only https:// apiservers are reached through a proxy`);
+    }
+    // Parsed (and refused if unsupported) here too, for connections built by hand.
+    const proxyUrl = proxy ? parseProxyUrl(proxy.url, `${proxy.from} of ${connection.description}`) : undefined;
+    // A request's own timeout starts only once it has a socket, so the CONNECT gets the same bound.
+    const agent = (agentOptions: AgentOptions, connectTimeoutMs: number): Agent =>
+      (proxyUrl ? new ProxyTunnelAgent(proxyUrl, agentOptions, connectTimeoutMs) : new Agent(agentOptions));
+    this.agent = agent({ ...tls, maxSockets: options.maxSockets ?? 16 }, Math.min(PROXY_CONNECT_TIMEOUT_MS, options.requestTimeoutMs ?? 60_000));
+    this.watchAgent = agent(tls, PROXY_CONNECT_TIMEOUT_MS);
   }
 
   /** GET of one object; KubeApiError with code 404 when it does not exist. */

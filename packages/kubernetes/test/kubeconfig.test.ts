@@ -92,7 +92,6 @@ describe('loadKubeconfigFile', () => {
     ['exec', {}, { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: 'aws' } }, 'user exec'],
     ['auth-provider', {}, { 'auth-provider': { name: 'oidc' } }, 'user auth-provider'],
     ['impersonation', {}, { as: 'someone' }, 'user as'],
-    ['proxy-url', { 'proxy-url': 'http://proxy:3128' }, {}, 'cluster proxy-url'],
   ])('throws UnsupportedKubeconfigError for %s', (_name, cluster, user, feature) => {
     const path = kubeconfig({ server: 'https://h', ...cluster }, user);
     const error = (() => {
@@ -105,6 +104,29 @@ describe('loadKubeconfigFile', () => {
     })();
     expect(error).toBeInstanceOf(UnsupportedKubeconfigError);
     expect(error).toMatchObject({ feature, path });
+  });
+
+  it('reads proxy-url into the connection (for every host, as client-go), and refuses a scheme it cannot honour, naming proxy-url', () => {
+    const path = kubeconfig({ server: 'https://127.0.0.1:6443', 'proxy-url': 'http://u:pw@proxy:3128' });
+    const c = loadKubeconfigFile(path, { env: {} });
+    expect(c.proxy).toEqual({ url: 'http://u:pw@proxy:3128', from: 'proxy-url' });
+    expect(c.description).toBe(`kubeconfig ${path} (context c, cluster k, user u) through proxy http://u:xxxxx@proxy:3128 (proxy-url)`);
+    for (const [proxyUrl, scheme] of [['socks5://proxy:1080', 'socks5'], ['https://proxy:3129', 'https']]) {
+      const refused = kubeconfig({ server: 'https://h', 'proxy-url': proxyUrl });
+      const error = (() => {
+        try {
+          loadKubeconfigFile(refused);
+        } catch (e) {
+          return e as Error;
+        }
+        return undefined;
+      })();
+      // Not UnsupportedKubeconfigError: client-node would not honour it either, so nothing falls back.
+      expect(error).not.toBeInstanceOf(UnsupportedKubeconfigError);
+      expect(error?.message).toBe(`kubeconfig ${refused}: cluster "k" proxy-url ${proxyUrl}: the ${scheme}:// scheme is not supported; eso-mtls reaches the apiserver only through http:// proxies (HTTP CONNECT). Use an http:// proxy, or remove the setting`);
+    }
+    const notString = kubeconfig({ server: 'https://h', 'proxy-url': 3128 });
+    expect(() => loadKubeconfigFile(notString)).toThrow(`kubeconfig ${notString}: cluster "k" proxy-url must be a string, like http://proxy:3128`);
   });
 
   it.each([

@@ -143,6 +143,29 @@ describe('KubeRestClient faults', () => {
     }
   });
 
+  it('through a proxy that never answers the CONNECT, gives up after requestTimeoutMs too', async () => {
+    const silent = createServer((socket) => socket.on('data', () => undefined));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as { port: number }).port;
+    const client = new KubeRestClient({
+      server: 'https://127.0.0.1:6443', tls: {}, proxy: { url: `http://127.0.0.1:${port}`, from: 'proxy-url' }, description: 'test', authorize: async () => undefined,
+    }, { requestTimeoutMs: 300 });
+    try {
+      await expect(client.get('/api/v1/namespaces')).rejects.toThrow(`proxy http://127.0.0.1:${port}: no answer to CONNECT 127.0.0.1:6443 within 300 ms`);
+    } finally {
+      client.close();
+      silent.close();
+    }
+  });
+
+  it('refuses a hand-built connection whose proxy it cannot honour, naming the setting', () => {
+    const connection = { server: 'https://h', tls: {}, description: 'test', authorize: async () => undefined };
+    expect(() => new KubeRestClient({ ...connection, proxy: { url: 'socks5://p:1080', from: 'HTTPS_PROXY' } }))
+      .toThrow('HTTPS_PROXY of test socks5://p:1080: the socks5:// scheme is not supported');
+    expect(() => new KubeRestClient({ ...connection, server: 'http://h', proxy: { url: 'http://p:3128', from: 'proxy-url' } }))
+      .toThrow('apiserver URL http://h (test): only https:// apiservers are reached through a proxy');
+  });
+
   it('rejects a server URL that is not http(s)', () => {
     expect(() => new KubeRestClient({ server: 'ftp://x', tls: {}, description: 'test', authorize: async () => undefined }))
       .toThrow('apiserver URL ftp://x (test): expected https://host[:port]');
