@@ -46,9 +46,9 @@ export interface CaStep {
 /** One phase: pure, like the leaf rules. */
 export type CaPhaseRule = (reading: CaReading, slots: CaLayout) => CaStep;
 
-export const GENERATE: CaMaterial = { kind: 'generate' };
+const GENERATE: CaMaterial = { kind: 'generate' };
 const existing = (keyed: KeyedCertificate): CaMaterial => ({ kind: 'existing', keyed });
-export const certOf = (m: CaMaterial | undefined): CertificateView | undefined => (m?.kind === 'existing' ? m.keyed.certificate : undefined);
+const certOf = (m: CaMaterial | undefined): CertificateView | undefined => (m?.kind === 'existing' ? m.keyed.certificate : undefined);
 const idle = (slots: CaLayout): CaStep => ({ slots, dueAt: [] });
 
 /** Reads the CA Secret: what is usable, what can be restored, and the pending request. */

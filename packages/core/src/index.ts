@@ -15,6 +15,7 @@ export { type WebCryptoAlgorithm, type WebCryptoLike, type WebCryptoKeyUsage, cr
 export * from './snapshot.js';
 export * from './rules.js';
 export * from './ca-rotation.js';
+export * from './ca-phases.js';
 export * from './bundle.js';
 export * from './plan.js';
 export * from './execute.js';

@@ -6,7 +6,7 @@ import { CLIENT_COMMON_NAME, InvalidNameError, clientSpiffeId, namespaceDnsNames
 import { MAX_DNS_NAME_BYTES, fitServiceNames } from './name-budget.js';
 import { type ObservedLeafSecret, type SecretData, observeLeafSecret } from './observe.js';
 import type { Policy } from './policy.js';
-import { type LeafIdentity, type LeafRuleContext, type RotationReason, evaluateLeafRules, renewalTime } from './rules.js';
+import { type LeafIdentity, type LeafRuleContext, type LeafTrust, type RotationReason, evaluateLeafRules, renewalTime } from './rules.js';
 import {
   BUNDLE_WRITTEN_AT_ANNOTATION, type ProviderService, ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, type Snapshot,
   namespaceRotationRequest, pendingRotationRequests, rotateRequestProblem, secretRotationRequest,
@@ -212,7 +212,8 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   }
 
   const layout = ca.layout;
-  const trust = {
+  // The CAs a leaf rule checks signatures against (certificates only), not the layout the plan returns.
+  const leafTrust: LeafTrust = {
     active: layout.active?.kind === 'existing' ? layout.active.keyed.certificate : undefined,
     next: layout.next?.kind === 'existing' ? layout.next.keyed.certificate : undefined,
     retired: layout.retired,
@@ -229,7 +230,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     const ruleContext: LeafRuleContext = {
       now, policy, subject: s.label,
       presence, previouslyIssued: s.previouslyIssued, leaf: s.observed?.leaf,
-      forcedBy: s.forcedBy ?? (ca.emergency ? 'an emergency CA rotation' : undefined), trust, isSignedBy, identity: s.identity,
+      forcedBy: s.forcedBy ?? (ca.emergency ? 'an emergency CA rotation' : undefined), trust: leafTrust, isSignedBy, identity: s.identity,
     };
     const trigger = evaluateLeafRules(ruleContext);
     if (trigger && signer) {
