@@ -13,6 +13,7 @@ export * from './observe.js';
 export * from './issue.js';
 export { type WebCryptoAlgorithm, type WebCryptoLike, type WebCryptoKeyUsage, createWebCryptoSigner, ecdsaSignatureToDer, webCryptoRandom } from './webcrypto.js';
 export * from './snapshot.js';
+export * from './ledger.js';
 export * from './rules.js';
 export * from './ca-rotation.js';
 export * from './ca-phases.js';

@@ -1,6 +1,7 @@
 import type { SecretWrite } from './execute.js';
+import { IssuanceLedger } from './ledger.js';
 import { type SecretTarget, describeTarget } from './plan.js';
-import type { ProviderNamespace, ProviderService, SecretState, Snapshot } from './snapshot.js';
+import { type ProviderService, type SecretState, type Snapshot, assembleSnapshot } from './snapshot.js';
 
 /** A write the store refused: the Secret moved on since it was planned (or already exists). */
 export class StoreConflictError extends Error {
@@ -16,8 +17,7 @@ export class StoreConflictError extends Error {
 export class MemoryStore {
   private readonly secrets = new Map<string, { target: SecretTarget; state: SecretState }>();
   private readonly services = new Map<string, ProviderService[]>();
-  /** Targets in which a managed Secret has been seen: absent again means `secret_missing`. */
-  private readonly ledger = new Set<string>();
+  private readonly ledger = new IssuanceLedger();
   private versions = 0;
 
   /** The Secret at `target`, if any. */
@@ -45,7 +45,7 @@ export class MemoryStore {
     if (!write.create && current?.version !== write.base) {
       throw new StoreConflictError(`${name}: update planned from version ${write.base}, but the Secret is at ${current?.version ?? 'absent'}`);
     }
-    this.ledger.add(name);
+    this.ledger.record(write.target);
     return this.put(write.target, {
       data: { ...write.data }, ownership: 'managed', annotations: { ...current?.annotations, ...write.annotations },
     });
@@ -67,20 +67,10 @@ export class MemoryStore {
     return [...this.services.keys()];
   }
 
-  /**
-   * The snapshot an adapter would build: every namespace with labelled Services or a Secret, and
-   * `previouslyIssued` from the ledger, which records every managed Secret it has seen.
-   */
+  /** The snapshot an adapter would build from the same cluster (see assembleSnapshot). */
   snapshot(): Snapshot {
-    for (const [key, { state }] of this.secrets) if (state.ownership === 'managed') this.ledger.add(key);
-    const names = new Set([...this.services.keys()]);
-    for (const { target } of this.secrets.values()) if (typeof target === 'object') names.add(target.namespace);
-    const namespaces: ProviderNamespace[] = [...names].sort().map((namespace) => ({
-      namespace, services: this.servicesOf(namespace), secret: this.get({ namespace }),
-      previouslyIssued: this.ledger.has(describeTarget({ namespace })),
-    }));
-    return {
-      caSecret: this.get('ca'), clientSecret: this.get('client'), clientPreviouslyIssued: this.ledger.has('client'), namespaces,
-    };
+    const providerSecrets = new Map<string, SecretState>();
+    for (const { target, state } of this.secrets.values()) if (typeof target === 'object') providerSecrets.set(target.namespace, state);
+    return assembleSnapshot({ caSecret: this.get('ca'), clientSecret: this.get('client'), services: this.services, providerSecrets }, this.ledger);
   }
 }

@@ -1,4 +1,5 @@
 import { toHex } from './hex.js';
+import type { IssuanceLedger } from './ledger.js';
 import type { SecretData } from './observe.js';
 import { sha256 } from './sha256.js';
 
@@ -49,6 +50,38 @@ export interface Snapshot {
   /** As {@link ProviderNamespace.previouslyIssued}, for the client Secret. */
   readonly clientPreviouslyIssued?: boolean;
   readonly namespaces: readonly ProviderNamespace[];
+}
+
+/** What an adapter (or the memory store) observes, before it becomes a {@link Snapshot}. */
+export interface ObservedCluster {
+  readonly caSecret?: SecretState;
+  readonly clientSecret?: SecretState;
+  /** Labelled Services, by namespace. */
+  readonly services: ReadonlyMap<string, readonly ProviderService[]>;
+  /** Each namespace's `external-secrets-provider-tls` Secret, whoever wrote it. */
+  readonly providerSecrets: ReadonlyMap<string, SecretState>;
+}
+
+/**
+ * The one way a snapshot is assembled: every namespace with labelled Services or a provider
+ * Secret, sorted, each with its Services sorted by name; managed Secrets are recorded in the
+ * ledger first, so `previouslyIssued` covers what is seen now as well as what was seen before.
+ */
+export function assembleSnapshot(cluster: ObservedCluster, ledger: IssuanceLedger): Snapshot {
+  if (cluster.clientSecret?.ownership === 'managed') ledger.record('client');
+  for (const [namespace, secret] of cluster.providerSecrets) if (secret.ownership === 'managed') ledger.record({ namespace });
+  const names = [...new Set([...cluster.services.keys(), ...cluster.providerSecrets.keys()])].sort();
+  const namespaces: ProviderNamespace[] = names.map((namespace) => {
+    const secret = cluster.providerSecrets.get(namespace);
+    const services = [...(cluster.services.get(namespace) ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return { namespace, services, ...(secret ? { secret } : {}), previouslyIssued: ledger.has({ namespace }) };
+  });
+  return {
+    ...(cluster.caSecret ? { caSecret: cluster.caSecret } : {}),
+    ...(cluster.clientSecret ? { clientSecret: cluster.clientSecret } : {}),
+    clientPreviouslyIssued: ledger.has('client'),
+    namespaces,
+  };
 }
 
 /** Annotation on a Service, the CA Secret or the client Secret asking for a forced rotation. */

@@ -1,20 +1,2 @@
-import { type SecretTarget, describeTarget } from '@eso-mtls/core';
-
-/**
- * Targets in which this adapter has seen (or written) a managed Secret: when such a Secret is
- * gone, its re-issue is `secret_missing` rather than `initial`. Held in memory: after a restart
- * a Secret deleted meanwhile is re-issued as `initial`, which changes only the reported reason.
- */
-export class IssuanceLedger {
-  private readonly seen = new Set<string>();
-
-  /** Notes that a managed Secret exists (or was written) at `target`. */
-  record(target: SecretTarget): void {
-    this.seen.add(describeTarget(target));
-  }
-
-  /** True when a managed Secret was ever seen at `target`. */
-  has(target: SecretTarget): boolean {
-    return this.seen.has(describeTarget(target));
-  }
-}
+/** The issuance ledger lives in the core now, beside the snapshot assembly that reads it; kept here for imports. */
+export { IssuanceLedger } from '@eso-mtls/core';

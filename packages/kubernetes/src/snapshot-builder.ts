@@ -1,9 +1,8 @@
 import {
-  type ProviderNamespace, type ProviderService, ROTATE_ANNOTATION, type SecretState, type Snapshot, describeTarget,
+  type IssuanceLedger, type ProviderService, ROTATE_ANNOTATION, type SecretState, type Snapshot, assembleSnapshot, describeTarget,
 } from '@eso-mtls/core';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import type { ClusterInformers } from './cluster-informers.js';
-import type { IssuanceLedger } from './ledger.js';
 import { type SecretComponent, classifyOwnership } from './ownership.js';
 
 /** A snapshot and the raw Secrets it was built from, by target, to merge metadata into writes. */
@@ -30,47 +29,32 @@ export class SnapshotBuilder {
     private readonly clientSecretName: string,
   ) {}
 
-  /** The snapshot of the caches as they are now; records managed Secrets in the ledger. */
+  /** The snapshot of the caches as they are now (see assembleSnapshot); records managed Secrets in the ledger. */
   build(): BuiltSnapshot {
     const secrets = new Map<string, V1Secret>();
     const services = new Map<string, V1Service[]>();
+    const providerServices = new Map<string, ProviderService[]>();
     for (const svc of this.informers.services.list()) {
       const ns = svc.metadata?.namespace;
-      if (!ns || !svc.metadata?.name) continue;
-      let list = services.get(ns);
-      if (!list) services.set(ns, (list = []));
-      list.push(svc);
+      const name = svc.metadata?.name;
+      if (!ns || !name) continue;
+      append(services, ns, svc);
+      append(providerServices, ns, { name, rotateRequest: svc.metadata?.annotations?.[ROTATE_ANNOTATION] });
     }
-    const providerSecrets = new Map<string, V1Secret>();
+    const providerSecrets = new Map<string, SecretState>();
     for (const s of this.informers.providerSecrets.list()) {
-      if (s.metadata?.namespace) providerSecrets.set(s.metadata.namespace, s);
+      const namespace = s.metadata?.namespace;
+      if (!namespace) continue;
+      providerSecrets.set(namespace, this.state(s, 'provider-tls'));
+      secrets.set(describeTarget({ namespace }), s);
     }
-
     const ca = this.informers.caSecret.get(this.esoNamespace, this.caSecretName);
     const client = this.informers.clientSecret.get(this.esoNamespace, this.clientSecretName);
-    const caSecret = ca && this.state(ca, 'ca');
-    const clientSecret = client && this.state(client, 'client-tls');
     if (ca) secrets.set(describeTarget('ca'), ca);
     if (client) secrets.set(describeTarget('client'), client);
-    if (clientSecret?.ownership === 'managed') this.ledger.record('client');
-
-    const names = [...new Set([...services.keys(), ...providerSecrets.keys()])].sort();
-    const namespaces: ProviderNamespace[] = names.map((namespace) => {
-      const raw = providerSecrets.get(namespace);
-      const secret = raw && this.state(raw, 'provider-tls');
-      if (raw) secrets.set(describeTarget({ namespace }), raw);
-      if (secret?.ownership === 'managed') this.ledger.record({ namespace });
-      const svcs: ProviderService[] = (services.get(namespace) ?? [])
-        .map((s) => ({ name: s.metadata!.name!, rotateRequest: s.metadata?.annotations?.[ROTATE_ANNOTATION] }))
-        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      return { namespace, services: svcs, ...(secret ? { secret } : {}), previouslyIssued: this.ledger.has({ namespace }) };
-    });
-    const snapshot: Snapshot = {
-      ...(caSecret ? { caSecret } : {}),
-      ...(clientSecret ? { clientSecret } : {}),
-      clientPreviouslyIssued: this.ledger.has('client'),
-      namespaces,
-    };
+    const snapshot = assembleSnapshot({
+      caSecret: ca && this.state(ca, 'ca'), clientSecret: client && this.state(client, 'client-tls'), services: providerServices, providerSecrets,
+    }, this.ledger);
     return { snapshot, secrets, services };
   }
 
@@ -89,4 +73,10 @@ export class SnapshotBuilder {
     }
     return state;
   }
+}
+
+function append<T>(map: Map<string, T[]>, key: string, value: T): void {
+  let list = map.get(key);
+  if (!list) map.set(key, (list = []));
+  list.push(value);
 }
