@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as grpc from '@grpc/grpc-js';
+import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   clientTlsMaterial, createSecretStoreProviderClient, healthServiceDefinition, PROVIDER_SERVICE_NAME, ProviderChannel,
-  type CallContext, type SecretStoreProvider,
+  type CallContext, type ProviderLogRecord, type SecretStoreProvider,
 } from '@eso-mtls/grpc';
 import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from './support/pki.js';
 import { startReloadingProvider, type ReloadingProvider } from './support/reloading-provider.js';
@@ -113,6 +116,53 @@ describe('hot reload on a serving provider', () => {
     const metrics = await provider.server.metrics!.registry.metrics();
     expect(metrics).toMatch(new RegExp(`eso_provider_certificate_hot_reload_total\\{[^}]*\\} ${before.reloads + 1}\\n`));
     expect(metrics).toMatch(new RegExp(`eso_provider_certificate_hot_reload_failures_total\\{[^}]*\\} ${before.failures + 4}\\n`));
+  });
+});
+
+describe('a provider whose log callback throws', () => {
+  it('keeps serving and reloading; refusals (a FIFO in place of tls.crt) are counted and logged once each, with namespace and service', async () => {
+    const records: ProviderLogRecord[] = [];
+    const listenerErrors: Error[] = [];
+    const broken = await startReloadingProvider(ca.cert, leaves[0]!, {
+      implementation,
+      metrics: { namespace: 'provider-system', service: 'broken-logger' },
+      log: (record) => {
+        records.push(record);
+        throw new Error('log sink is down');
+      },
+    }, { onError: (e) => listenerErrors.push(e) });
+    const probeBroken = () => probe(broken.port, { ca: ca.cert, cert: client.cert, key: client.key, servername: TEST_SERVER_NAME });
+    const failuresCounted = async () => {
+      const text = await broken.server.metrics!.registry.metrics();
+      return Number(/eso_provider_certificate_hot_reload_failures_total\{[^}]*\} (\d+)/.exec(text)![1]);
+    };
+    try {
+      expect((await probeBroken()).serverSerial).toBe(serial(leaves[0]!.cert));
+      await broken.publish(ca.cert, leaves[1]!);
+      expect((await probeBroken()).serverSerial).toBe(serial(leaves[1]!.cert));
+
+      const tlsCrt = join(broken.certDir, '..data', 'tls.crt');
+      rmSync(tlsCrt);
+      execFileSync('mkfifo', [tlsCrt]);
+      await broken.watcher.check();
+      await broken.watcher.check();
+      expect(await failuresCounted()).toBe(1);
+      const outcome = await probeBroken();
+      expect([outcome.accepted, outcome.serverSerial]).toEqual([true, serial(leaves[1]!.cert)]);
+
+      await broken.publish(ca.cert, leaves[2]!);
+      expect((await probeBroken()).serverSerial).toBe(serial(leaves[2]!.cert));
+      expect(records.map((r) => [r.level, r.reason, r.namespace, r.service])).toEqual([
+        ['info', 'reloaded', 'provider-system', 'broken-logger'],
+        ['warn', 'fifo', 'provider-system', 'broken-logger'],
+        ['info', 'reloaded', 'provider-system', 'broken-logger'],
+      ]);
+      expect(records[1]!.detail).toContain(`cannot read ${join(broken.certDir, 'tls.crt')}: is a FIFO (named pipe), not a regular file`);
+      // Each throw was caught by the watcher and reported, not left to become an unhandled rejection.
+      expect(listenerErrors.map((e) => e.message)).toEqual(Array(3).fill(`certificate watcher for ${broken.certDir}: listener failed: log sink is down`));
+    } finally {
+      await broken.stop();
+    }
   });
 });
 

@@ -1,12 +1,14 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readlinkSync, renameSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import { issueServerLeaf, type KeyedCertificate } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { CertificateWatcher, type ReloadFailure, type TlsMaterial } from '@eso-mtls/grpc';
+import { CertificateWatcher, MAX_MOUNTED_FILE_BYTES, readMountedFile, type ReloadFailure, type TlsMaterial } from '@eso-mtls/grpc';
 import { writeAtomically } from './support/atomic-writer.js';
 import { issueTestCa, issueTestClient, issueTestServer, TEST_POLICY, TEST_SERVER_NAME, type KeyPair, type TestCa } from './support/pki.js';
 
@@ -77,7 +79,7 @@ describe('loading what the kubelet mounted', () => {
     const started = watcher.start();
     await new Promise((r) => setTimeout(r, 60));
     expect(watcher.ready).toBe(false);
-    expect(failures.map((f) => f.reason)).toEqual(['unreadable']);
+    expect(failures.map((f) => f.reason)).toEqual(['not_found']);
     expect(failures[0]!.message).toContain(`cannot read ${join(dir, 'tls.crt')}`);
     await mkdir(dir);
     await writeAtomically(dir, secret(ca.cert, first));
@@ -195,5 +197,148 @@ describe('a bad pair on disk keeps the last good one and counts a failure', () =
     const { material } = await swapped;
     expect(material?.serialNumber).toBe(serial(nextLeaf.cert));
     expect(material?.caCertificates).toHaveLength(2);
+  });
+});
+
+describe('files that are not regular certificate files are refused before reading', () => {
+  const servers: Server[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+  });
+
+  // Replaces tls.crt inside the version `..data` points at: what a check of the top-level name
+  // (a symlink) would never see.
+  const inData = (dir: string) => join(dir, '..data', 'tls.crt');
+  const listen = (path: string) => new Promise<void>((resolve) => {
+    const server = createServer();
+    servers.push(server);
+    server.listen(path, resolve);
+  });
+
+  it.each([
+    ['a FIFO', 'fifo', /is a FIFO \(named pipe\), not a regular file/, async (p: string) => void execFileSync('mkfifo', [p])],
+    ['a Unix socket', 'socket', /is a socket, not a regular file \(ENXIO\)/, (p: string) => listen(p)],
+    ['a directory', 'directory', /is a directory, not a regular file/, async (p: string) => mkdirSync(p)],
+    ['a symlink loop', 'symlink_loop', /is a symlink loop \(ELOOP\)/, async (p: string) => symlinkSync('tls.crt', p)],
+    ['a device', 'device', /is a device, not a regular file/, async (p: string) => symlinkSync('/dev/zero', p)],
+    ['a 200 MB file', 'too_large', /holds 209715200 bytes, above the 2097152-byte bound/, async (p: string) => (writeFileSync(p, ''), truncateSync(p, 200 * 1024 * 1024))],
+  ])('%s in place of tls.crt: refused with its own reason, the last good pair kept; reload resumes once the file is good', async (_name, reason, message, make) => {
+    const dir = folder();
+    await writeAtomically(dir, secret(ca.cert, first));
+    const watcher = watcherOn(dir);
+    await watcher.start();
+
+    rmSync(inData(dir));
+    await make(inData(dir));
+    const refused = nextEvent(watcher);
+    void watcher.check();
+    const { failure } = await refused;
+    expect(failure?.reason).toBe(reason);
+    expect(failure?.message).toContain(`cannot read ${join(dir, 'tls.crt')}: `);
+    expect(failure?.message).toMatch(message);
+    expect(watcher.current?.serialNumber).toBe(serial(first.cert));
+    await watcher.check();
+    expect(watcher.stats).toEqual({ loads: 1, reloads: 0, failures: 1 });
+
+    const recovered = nextEvent(watcher);
+    await writeAtomically(dir, secret(ca.cert, second));
+    expect((await recovered).material?.serialNumber).toBe(serial(second.cert));
+    expect(watcher.stats).toEqual({ loads: 2, reloads: 1, failures: 1 });
+  });
+
+  it('a file exactly at the bound is read; one byte more is refused, and so is one that grows past it after fstat', async () => {
+    const dir = folder();
+    const exact = join(dir, 'exact');
+    writeFileSync(exact, Buffer.alloc(MAX_MOUNTED_FILE_BYTES, 'a'));
+    expect((await readMountedFile(exact)).length).toBe(MAX_MOUNTED_FILE_BYTES);
+    writeFileSync(exact, Buffer.alloc(MAX_MOUNTED_FILE_BYTES + 1, 'a'));
+    await expect(readMountedFile(exact)).rejects.toMatchObject({ reason: 'too_large' });
+    // fstat says 0 bytes for /proc files, which hold more: the read itself stops at the bound.
+    await expect(readMountedFile('/proc/self/maps', 16)).rejects.toMatchObject({ reason: 'too_large', message: expect.stringMatching(/held more than the 16-byte bound of a certificate file when read \(fstat said 0 bytes\)/) });
+  });
+
+  it('maxFileBytes bounds every file, and must be a positive whole number', async () => {
+    const dir = folder();
+    await writeAtomically(dir, secret(ca.cert, first));
+    const small = watcherOn(dir, { maxFileBytes: 100 });
+    const failure = new Promise<ReloadFailure>((resolve) => small.onFailure(resolve));
+    void small.start();
+    expect(await failure).toMatchObject({ reason: 'too_large', message: expect.stringContaining(`cannot read ${join(dir, 'tls.crt')}: holds`) });
+    expect(small.ready).toBe(false);
+    expect(() => watcherOn(dir, { maxFileBytes: -1 })).toThrow('CertificateWatcher: maxFileBytes=-1 must be a positive whole number of bytes');
+    expect(() => watcherOn(dir, { maxFileBytes: Infinity })).toThrow('maxFileBytes=Infinity');
+  });
+
+  it('different problems one after another are each reported; the same problem again is not', async () => {
+    const dir = folder();
+    await writeAtomically(dir, secret(ca.cert, first));
+    const watcher = watcherOn(dir);
+    await watcher.start();
+    const failures: ReloadFailure[] = [];
+    watcher.onFailure((f) => failures.push(f));
+
+    rmSync(inData(dir));
+    await watcher.check();
+    symlinkSync('tls.crt', inData(dir));
+    await watcher.check();
+    await watcher.check();
+    rmSync(inData(dir));
+    mkdirSync(inData(dir));
+    await watcher.check();
+    await watcher.check();
+    // The same file missing again, after other problems, is a new report.
+    rmSync(inData(dir), { recursive: true });
+    await watcher.check();
+    // Another file missing as well is another problem.
+    rmSync(join(dir, '..data', 'tls.key'));
+    await watcher.check();
+    expect(failures.map((f) => f.reason)).toEqual(['not_found', 'symlink_loop', 'directory', 'not_found', 'not_found']);
+    expect(failures[4]!.message).toContain(`(nor ${join(dir, 'tls.key')}: not_found)`);
+    expect(watcher.stats.failures).toBe(5);
+    expect(watcher.current?.serialNumber).toBe(serial(first.cert));
+  });
+});
+
+describe('listeners that throw', () => {
+  it('are reported; the other listeners still run, and the watcher goes on loading and refusing', async () => {
+    const dir = folder();
+    await writeAtomically(dir, secret(ca.cert, first));
+    const errors: Error[] = [];
+    const watcher = watcherOn(dir, { onError: (e) => errors.push(e) });
+    const seen: string[] = [];
+    watcher.onMaterial(() => {
+      throw new Error('material listener broke');
+    });
+    watcher.onMaterial((m) => seen.push(m.serialNumber));
+    watcher.onFailure(() => {
+      throw new Error('failure listener broke');
+    });
+    watcher.onFailure((f) => seen.push(f.reason));
+
+    expect((await watcher.start()).serialNumber).toBe(serial(first.cert));
+    await writeAtomically(dir, { 'ca.crt': ca.cert, 'tls.crt': second.cert, 'tls.key': first.key });
+    await watcher.check();
+    await writeAtomically(dir, secret(ca.cert, second));
+    await watcher.check();
+    expect(seen).toEqual([serial(first.cert), 'key_mismatch', serial(second.cert)]);
+    expect(watcher.current?.serialNumber).toBe(serial(second.cert));
+    expect(errors.map((e) => e.message)).toEqual([
+      `certificate watcher for ${dir}: listener failed: material listener broke`,
+      `certificate watcher for ${dir}: listener failed: failure listener broke`,
+      `certificate watcher for ${dir}: listener failed: material listener broke`,
+    ]);
+  });
+
+  it('an error reporter that throws as well changes nothing', async () => {
+    const dir = folder();
+    await writeAtomically(dir, secret(ca.cert, first));
+    const watcher = watcherOn(dir, { onError: () => { throw new Error('reporter broke'); } });
+    watcher.onMaterial(() => {
+      throw new Error('listener broke');
+    });
+    expect((await watcher.start()).serialNumber).toBe(serial(first.cert));
+    await writeAtomically(dir, secret(ca.cert, second));
+    await watcher.check();
+    expect(watcher.current?.serialNumber).toBe(serial(second.cert));
   });
 });

@@ -1,4 +1,5 @@
 export * from './material.js';
+export * from './mounted-file.js';
 export * from './watcher.js';
 export * from './server-credentials.js';
 export * from './client-material.js';

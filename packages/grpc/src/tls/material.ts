@@ -1,5 +1,6 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { splitPemCertificates } from '@eso-mtls/core';
+import type { MountedFileProblem } from './mounted-file.js';
 
 /** The extended key usage a leaf must carry for its side of the connection. */
 export type CertificatePurpose = 'serverAuth' | 'clientAuth';
@@ -32,7 +33,7 @@ export interface TlsMaterial extends TlsMaterialPems {
 
 /** Why material was refused; the reason label of failure counters and logs. */
 export type TlsMaterialProblem =
-  | 'unreadable'          // a file could not be read
+  | MountedFileProblem    // a file could not be read, or was refused before reading (not_found, fifo, too_large, ...)
   | 'empty'               // every file empty
   | 'missing_certificate' // tls.crt empty while others are not
   | 'missing_key'         // tls.key empty

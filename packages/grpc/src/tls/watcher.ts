@@ -1,7 +1,8 @@
 import { watch, type FSWatcher } from 'node:fs';
-import { readFile, readlink } from 'node:fs/promises';
+import { readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { checkTlsMaterial, sameTlsMaterial, TlsMaterialError, type CertificatePurpose, type TlsMaterial, type TlsMaterialPems, type TlsMaterialProblem } from './material.js';
+import { MAX_MOUNTED_FILE_BYTES, MountedFileError, readMountedFile } from './mounted-file.js';
 
 /** Where a provider mounts its Secret, per the design. */
 export const DEFAULT_CERT_DIR = '/etc/provider/certs';
@@ -24,6 +25,13 @@ export interface CertificateWatcherOptions {
   readonly clockSkewToleranceMs?: number;
   /** Require tls.crt to chain to ca.crt; default true. */
   readonly chainToBundle?: boolean;
+  /** Files above this size are refused unread (reason `too_large`); default {@link MAX_MOUNTED_FILE_BYTES}, 2 MiB. */
+  readonly maxFileBytes?: number;
+  /**
+   * Told when a listener throws (the other listeners still run) or a background check fails
+   * unexpectedly; the watcher carries on either way. Default `process.emitWarning`.
+   */
+  readonly onError?: (error: Error) => void;
 }
 
 /** A refused attempt to load what is on disk; the last good material stays in use. */
@@ -42,13 +50,29 @@ const DATA_LINK = '..data';
 
 const errorCode = (e: unknown) => (e as NodeJS.ErrnoException).code;
 
+/** Files of one read that were refused; `problem` names each (path, reason, errno) for de-duplication. */
+class UnreadableFilesError extends TlsMaterialError {
+  constructor(reason: TlsMaterialProblem, message: string, readonly code: string | undefined, readonly problem: string) {
+    super(reason, message);
+  }
+}
+
+// What makes two refusals the same problem: a refused read by its files, reasons and errnos (never
+// by sizes or timestamped paths, which change on every poll); refused content by its bytes.
+function problemOf(e: unknown, pems: TlsMaterialPems | undefined): { key: string; pems: TlsMaterialPems | undefined } {
+  if (e instanceof UnreadableFilesError) return { key: e.problem, pems: undefined };
+  if (e instanceof TlsMaterialError) return { key: e.reason, pems };
+  return { key: `unreadable ${errorCode(e) ?? ''} ${(e as Error).message}`, pems: undefined };
+}
+
 /**
  * Keeps the newest good certificate, key and bundle of one mounted Secret folder in memory.
  *
  * The kubelet updates a mounted Secret by writing a new `..<timestamp>` folder and renaming a
  * `..data` symlink over the old one, so the folder is watched (a watch on the files would keep
  * watching the old inodes), and re-read every `pollIntervalMs` in case an event is lost. Each read
- * resolves `..data` once, so the three files come from one version. New bytes are checked
+ * resolves `..data` once, so the three files come from one version, each read only if it is a
+ * regular file within `maxFileBytes` ({@link readMountedFile}). New bytes are checked
  * ({@link checkTlsMaterial}) before they replace the current material; anything unusable is
  * counted as a failure and the last good material stays in use until the next change.
  */
@@ -57,7 +81,7 @@ export class CertificateWatcher {
   private readonly options: CertificateWatcherOptions;
   private readonly fileNames: { certificate: string; privateKey: string; caBundle: string };
   private material: TlsMaterial | undefined;
-  private lastRejected: { pems: TlsMaterialPems | undefined; reason: TlsMaterialProblem } | undefined;
+  private lastRejected: { key: string; pems: TlsMaterialPems | undefined } | undefined;
   private readonly materialListeners = new Set<MaterialListener>();
   private readonly failureListeners = new Set<FailureListener>();
   private readonly counters = { loads: 0, reloads: 0, failures: 0 };
@@ -72,6 +96,10 @@ export class CertificateWatcher {
   private rejectFirst!: (e: Error) => void;
 
   constructor(options: CertificateWatcherOptions) {
+    const maxFileBytes = options.maxFileBytes;
+    if (maxFileBytes !== undefined && !(Number.isSafeInteger(maxFileBytes) && maxFileBytes > 0)) {
+      throw new RangeError(`CertificateWatcher: maxFileBytes=${String(maxFileBytes)} must be a positive whole number of bytes; leave it out for ${MAX_MOUNTED_FILE_BYTES}`);
+    }
     this.options = options;
     this.directory = options.directory ?? DEFAULT_CERT_DIR;
     this.fileNames = {
@@ -121,9 +149,9 @@ export class CertificateWatcher {
   start(): Promise<TlsMaterial> {
     if (this.closed) return Promise.reject(new Error(`certificate watcher for ${this.directory} is closed`));
     if (this.pollTimer === undefined) {
-      this.pollTimer = setInterval(() => this.check(), this.options.pollIntervalMs ?? 10_000);
+      this.pollTimer = setInterval(() => this.checkInBackground(), this.options.pollIntervalMs ?? 10_000);
       this.pollTimer.unref();
-      this.check();
+      this.checkInBackground();
     }
     return this.firstLoad;
   }
@@ -177,8 +205,33 @@ export class CertificateWatcher {
     if (this.debounceTimer !== undefined || this.closed) return;
     this.debounceTimer = setTimeout(() => {
       this.debounceTimer = undefined;
-      void this.check();
+      this.checkInBackground();
     }, this.options.debounceMs ?? 2);
+  }
+
+  // Timers have no caller to hand a rejection to; it is reported instead of becoming unhandled.
+  private checkInBackground(): void {
+    this.check().catch((e: unknown) => this.report(new Error(`certificate watcher for ${this.directory}: reading failed unexpectedly: ${(e as Error).message}`, { cause: e })));
+  }
+
+  // A throwing listener (a user's log callback, say) must not skip the others, one of which swaps
+  // the served certificate, nor end the check; as the Informer does, it is reported and skipped.
+  private notify<A extends unknown[]>(listeners: Iterable<(...args: A) => void>, ...args: A): void {
+    for (const listener of listeners) {
+      try {
+        listener(...args);
+      } catch (e) {
+        this.report(new Error(`certificate watcher for ${this.directory}: listener failed: ${(e as Error).message}`, { cause: e }));
+      }
+    }
+  }
+
+  private report(error: Error): void {
+    try {
+      (this.options.onError ?? ((e: Error) => process.emitWarning(e)))(error);
+    } catch {
+      // The reporter threw too: nothing is left to tell, and the watcher must go on.
+    }
   }
 
   private async readAndSwap(): Promise<void> {
@@ -196,14 +249,17 @@ export class CertificateWatcher {
       });
     } catch (e) {
       const reason: TlsMaterialProblem = e instanceof TlsMaterialError ? e.reason : 'unreadable';
-      // The same bytes refused for the same reason are one failure, however often they are re-read.
-      const repeated = this.lastRejected !== undefined && this.lastRejected.reason === reason
-        && (pems === undefined ? this.lastRejected.pems === undefined : sameTlsMaterial(pems, this.lastRejected.pems));
-      this.lastRejected = { pems, reason };
+      // The same problem (same files and errnos, or the same bytes refused for the same reason) is
+      // one failure, however often it is re-read; a different one is a failure of its own.
+      const problem = problemOf(e, pems);
+      const last = this.lastRejected;
+      const repeated = last !== undefined && last.key === problem.key
+        && (problem.pems === undefined ? last.pems === undefined : sameTlsMaterial(problem.pems, last.pems));
+      this.lastRejected = problem;
       if (!repeated) {
         this.counters.failures++;
         const failure: ReloadFailure = { reason, message: `${this.directory}: ${(e as Error).message}`, directory: this.directory };
-        for (const l of this.failureListeners) l(failure);
+        this.notify(this.failureListeners, failure);
       }
       return;
     }
@@ -214,7 +270,7 @@ export class CertificateWatcher {
     this.counters.loads++;
     if (previous !== undefined) this.counters.reloads++;
     if (previous === undefined) this.resolveFirst(next);
-    for (const l of this.materialListeners) l(next, previous);
+    this.notify(this.materialListeners, next, previous);
   }
 
   /**
@@ -245,18 +301,26 @@ export class CertificateWatcher {
 
   private async readFiles(dir: string): Promise<TlsMaterialPems> {
     const names = [this.fileNames.certificate, this.fileNames.privateKey, this.fileNames.caBundle];
-    const results = await Promise.allSettled(names.map((name) => readFile(join(dir, name), 'utf8')));
-    // Reported in file order, so the message does not depend on which read finished first.
-    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [{ name: names[i]!, error: r.reason as NodeJS.ErrnoException }] : []));
+    const maxBytes = this.options.maxFileBytes ?? MAX_MOUNTED_FILE_BYTES;
+    const results = await Promise.allSettled(names.map((name) => readMountedFile(join(dir, name), maxBytes)));
+    // Reported in file order, so the message does not depend on which read finished first. Paths
+    // are named as mounted (not the timestamped folder), so one problem reads the same each time.
+    const failed = results.flatMap((r, i) => {
+      if (r.status === 'fulfilled') return [];
+      const error = r.reason instanceof MountedFileError ? r.reason : new MountedFileError('unreadable', errorCode(r.reason), String((r.reason as Error).message));
+      return [{ path: join(this.directory, names[i]!), error }];
+    });
     if (failed.length > 0) {
       const [first, ...others] = failed;
-      const also = others.length > 0 ? ` (nor ${others.map((o) => o.name).join(', ')})` : '';
-      throw Object.assign(
-        new Error(`cannot read ${join(this.directory, first!.name)}: ${first!.error.message}${also}; mount a Secret holding ${names.join(', ')} there`),
-        { code: first!.error.code },
+      const also = others.length > 0 ? ` (nor ${others.map((o) => `${o.path}: ${o.error.reason}`).join(', ')})` : '';
+      throw new UnreadableFilesError(
+        first!.error.reason,
+        `cannot read ${first!.path}: ${first!.error.message}${also}; mount a Secret holding ${names.join(', ')} there`,
+        first!.error.code,
+        failed.map((f) => `${f.path} ${f.error.reason} ${f.error.code ?? ''}`).join('; '),
       );
     }
-    const [certificate, privateKey, caBundle] = results.map((r) => (r as PromiseFulfilledResult<string>).value);
+    const [certificate, privateKey, caBundle] = results.map((r) => (r as PromiseFulfilledResult<Buffer>).value.toString('utf8'));
     return { certificate: certificate!, privateKey: privateKey!, caBundle: caBundle! };
   }
 }

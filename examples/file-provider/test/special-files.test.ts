@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync, spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createSecretStoreProviderClient } from '@eso-mtls/grpc';
+import { issueTestCa, issueTestClient, issueTestServer, type KeyPair, type TestCa } from '../../../packages/grpc/test/support/pki.js';
+import { writeAtomically } from '../../../packages/grpc/test/support/atomic-writer.js';
+import { clientChannel } from '../../../packages/grpc/test/support/provider-fixture.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const LABELS = '{namespace="provider-system",service="file-provider"}';
+// The kubelet sends SIGKILL after the pod's terminationGracePeriodSeconds, 30 s by default.
+const TERMINATION_GRACE_MS = 30_000;
+
+interface LogLine { readonly level?: string; readonly message: string; readonly namespace?: string; readonly service?: string; readonly reason?: string; readonly detail?: string; readonly serialNumber?: string }
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A kubelet-style swap of `..data` to a new version whose tls.crt is a FIFO (one folder event, like a real update). */
+function swapToFifoVersion(certDir: string, ca: string, key: string): void {
+  const version = mkdtempSync(join(certDir, '..fifo.'));
+  writeFileSync(join(version, 'ca.crt'), ca);
+  writeFileSync(join(version, 'tls.key'), key);
+  execFileSync('mkfifo', [join(version, 'tls.crt')]);
+  symlinkSync(basename(version), join(certDir, '..data_tmp'));
+  renameSync(join(certDir, '..data_tmp'), join(certDir, '..data'));
+}
+
+describe('main, as a process, with a FIFO where tls.crt belongs', () => {
+  let ca: TestCa;
+  let first: KeyPair;
+  let second: KeyPair;
+  let client: KeyPair;
+  let dir: string;
+  let certDir: string;
+
+  beforeAll(async () => {
+    ca = await issueTestCa();
+    [first, second, client] = await Promise.all([issueTestServer(ca), issueTestServer(ca), issueTestClient(ca)]);
+    dir = mkdtempSync(join(tmpdir(), 'file-provider-fifo-'));
+    certDir = mkdtempSync(join(tmpdir(), 'file-provider-fifo-certs-'));
+    writeFileSync(join(dir, 'secrets.json'), JSON.stringify({ secrets: { greeting: { value: 'hello' } } }));
+    await writeAtomically(certDir, { 'ca.crt': ca.cert, 'tls.crt': first.cert, 'tls.key': first.key });
+  });
+
+  afterAll(() => {
+    for (const d of [dir, certDir]) if (d) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('refuses it once (logged with namespace and service, counted), keeps serving, reloads once the file is good, and exits 0 on SIGTERM', async () => {
+    const child = spawn(process.execPath, ['--import', './scripts/register-ts.mjs', 'examples/file-provider/src/main.ts',
+      '--data-file', join(dir, 'secrets.json'), '--cert-dir', certDir, '--host', '127.0.0.1', '--port', '0', '--health-port', '0',
+      '--namespace', 'provider-system', '--service', 'file-provider'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const lines = (): LogLine[] => stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as LogLine);
+    const refusals = () => lines().filter((l) => l.level === 'warn');
+    let terminated = false;
+    try {
+      const serving = await until('the serving line', () => {
+        if (child.exitCode !== null) throw new Error(`main exited with ${child.exitCode}: ${stderr}`);
+        return lines().find((l) => l.message === 'serving') as { port: number; healthPort: number } | undefined;
+      });
+      const failuresCounted = async () => {
+        const text = await (await fetch(`http://127.0.0.1:${serving.healthPort}/metrics`)).text();
+        const line = text.split('\n').find((l) => l.startsWith(`eso_provider_certificate_hot_reload_failures_total${LABELS} `));
+        return Number(line!.slice(line!.lastIndexOf(' ') + 1));
+      };
+      const call = async (key: string) => {
+        const channel = clientChannel(`127.0.0.1:${serving.port}`, ca.cert, client);
+        try {
+          return (await createSecretStoreProviderClient(channel, { retry: false }).getSecret({ remoteRef: { key } })).toString();
+        } finally {
+          channel.close();
+        }
+      };
+
+      swapToFifoVersion(certDir, ca.cert, first.key);
+      const refused = await until('the FIFO refusal', () => refusals()[0]);
+      expect(refused).toMatchObject({
+        message: 'certificate reload refused; serving the last good certificate',
+        namespace: 'provider-system', service: 'file-provider', reason: 'fifo', serialNumber: new X509Certificate(first.cert).serialNumber.toLowerCase(),
+      });
+      expect(refused.detail).toContain(`cannot read ${join(certDir, 'tls.crt')}: is a FIFO (named pipe), not a regular file`);
+      expect(await failuresCounted()).toBe(1);
+      expect(await call('greeting')).toBe('hello');
+      expect((await fetch(`http://127.0.0.1:${serving.healthPort}/readyz`)).status).toBe(200);
+
+      await writeAtomically(certDir, { 'ca.crt': ca.cert, 'tls.crt': second.cert, 'tls.key': second.key });
+      const reloaded = await until('the reload line', () => lines().find((l) => l.message === 'certificate reloaded'));
+      expect(reloaded.serialNumber).toBe(new X509Certificate(second.cert).serialNumber.toLowerCase());
+      expect(await call('greeting')).toBe('hello');
+      expect(refusals()).toHaveLength(1);
+
+      // The FIFO back on disk when the pod is deleted: the process must still end.
+      swapToFifoVersion(certDir, ca.cert, second.key);
+      await until('the second FIFO refusal', () => refusals()[1]);
+      expect(await failuresCounted()).toBe(2);
+      child.kill('SIGTERM');
+      terminated = true;
+      const deadline = new Promise<'still running'>((r) => setTimeout(() => r('still running'), TERMINATION_GRACE_MS).unref());
+      expect(await Promise.race([exited, deadline])).toBe(0);
+    } finally {
+      if (!terminated) child.kill('SIGTERM');
+      // Nothing may outlive the test, whatever happened above.
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
+  }, 90_000);
+});
