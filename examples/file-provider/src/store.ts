@@ -1,7 +1,8 @@
 import { watch, type FSWatcher } from 'node:fs';
-import { open, readFile, rename, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { MountedFileError, readMountedFile } from '@eso-mtls/grpc';
 import { formatOf, parseSecretFile, serializeSecretFile, type SecretFile, type SecretFileFormat } from './secret-file.js';
 
 /** Options of {@link FileSecretStore.open}. */
@@ -16,12 +17,17 @@ export interface FileSecretStoreOptions {
   readonly onError?: (error: Error) => void;
 }
 
+/** The largest data file read: far above any real secret store, far below the pod's memory. */
+export const MAX_DATA_FILE_BYTES = 16 * 1024 * 1024;
+
+// Read as the certificate files are: non-blocking and bounded, so a FIFO or a huge file in its
+// place is refused instead of hanging or exhausting the provider.
 const readText = async (path: string): Promise<string | undefined> => {
   try {
-    return await readFile(path, 'utf8');
+    return (await readMountedFile(path, MAX_DATA_FILE_BYTES)).toString('utf8');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw e;
+    if (e instanceof MountedFileError && e.reason === 'not_found') return undefined;
+    throw new Error(`data file ${path} ${(e as Error).message}`, { cause: e });
   }
 };
 
@@ -98,12 +104,12 @@ export class FileSecretStore {
   // `strict`: throw on an unusable file (start, and before a write, which must not overwrite
   // what someone is editing); otherwise keep the last good contents and report.
   private async reload(strict: boolean): Promise<void> {
-    const text = await readText(this.options.path);
-    if (text === this.lastText) {
-      this.problem = undefined; // back to the contents in use, e.g. a bad edit reverted
-      return;
-    }
     try {
+      const text = await readText(this.options.path);
+      if (text === this.lastText) {
+        this.problem = undefined; // back to the contents in use, e.g. a bad edit reverted
+        return;
+      }
       this.current = text === undefined ? { secrets: {} } : parseSecretFile(text, this.format, this.options.path);
       this.lastText = text;
       this.problem = undefined;

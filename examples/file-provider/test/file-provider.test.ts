@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as grpc from '@grpc/grpc-js';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -159,6 +160,21 @@ describe('the data file is watched', () => {
     const push = await failureOf(client.pushSecret({ secretData: { a: Buffer.from('1') }, pushSecretData: { remoteKey: 'x', secretKey: 'a' } }));
     expect([push.code, push.details]).toEqual([grpc.status.FAILED_PRECONDITION, expect.stringContaining('fix the file, then retry')]);
     expect(readFileSync(dataFile, 'utf8')).toBe('secrets:\n  broken: [not, an, object]\n');
+    replaceDataFile(good);
+    await eventually(async () => expect(await client.validate({})).toMatchObject({ valid: true }));
+  });
+
+  it('a FIFO in place of the data file is refused at once, not read; the last good contents stay served', async () => {
+    const good = readFileSync(dataFile, 'utf8');
+    execFileSync('mkfifo', [join(dir, 'fifo.tmp')]);
+    renameSync(join(dir, 'fifo.tmp'), dataFile);
+    const report = await eventually(async () => {
+      const v = await client.validate({});
+      if (v.valid) throw new Error('not reloaded yet');
+      return v;
+    });
+    expect(report.error).toContain('is a FIFO');
+    expect(await client.getSecret({ remoteRef: { key: 'team-d/new' } })).toEqual(Buffer.from('fresh'));
     replaceDataFile(good);
     await eventually(async () => expect(await client.validate({})).toMatchObject({ valid: true }));
   });
