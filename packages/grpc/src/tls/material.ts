@@ -1,5 +1,5 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
-import { splitPemCertificates } from '@eso-mtls/core';
+import { type DataProblem, splitPemCertificates } from '@eso-mtls/core';
 import type { MountedFileProblem } from './mounted-file.js';
 
 /** The extended key usage a leaf must carry for its side of the connection. */
@@ -31,16 +31,17 @@ export interface TlsMaterial extends TlsMaterialPems {
   readonly notAfter: number;
 }
 
-/** Why material was refused; the reason label of failure counters and logs. */
+/**
+ * Why material was refused; the reason label of failure counters and logs. What is wrong with the
+ * bytes is named in the core's words (empty, missing_certificate, missing_key, garbage_pem,
+ * key_mismatch, not_a_ca), as the controller names it; tls.crt may carry intermediates here, so
+ * never multiple_certificates. Why the other reasons are the provider's own:
+ * docs/connections-and-rotation.md, "One vocabulary with the controller".
+ */
 export type TlsMaterialProblem =
   | MountedFileProblem    // a file could not be read, or was refused before reading (not_found, fifo, too_large, ...)
-  | 'empty'               // every file empty
-  | 'missing_certificate' // tls.crt empty while others are not
-  | 'missing_key'         // tls.key empty
+  | Exclude<DataProblem, 'multiple_certificates'>
   | 'missing_ca_bundle'   // ca.crt empty
-  | 'garbage_pem'         // a value that is not a parseable certificate or key
-  | 'key_mismatch'        // tls.key is not the key of tls.crt's leaf
-  | 'not_a_ca'            // a ca.crt entry without basicConstraints cA
   | 'untrusted'           // the leaf does not chain to a CA of ca.crt valid now
   | 'wrong_purpose'       // the leaf lacks the required extendedKeyUsage
   | 'not_yet_valid'
