@@ -2,6 +2,7 @@ import {
   type Duration, type KeyAlgorithm, type Policy, KEY_ALGORITHMS, PROVIDER_SECRET_NAME, PolicyError, isDnsLabel, isDnsName, resolvePolicy,
 } from '@eso-mtls/core';
 import { type BindAddress, parseBindAddress } from './bind-address.js';
+import { readArgv } from './cli/args.js';
 import { parseDuration } from './duration.js';
 import { CONTROLLER_FLAGS, type FlagSpec, controllerUsage, envVarOf } from './flags.js';
 
@@ -55,46 +56,23 @@ function describe(flag: FlagSpec, source: Source): string {
   return `invalid value ${JSON.stringify(source.value)} for ${where}: accepts ${flag.accepts}`;
 }
 
-/** Splits argv into raw flag values; errors for unknown flags, missing values and positionals. */
-function readArgv(argv: readonly string[]): Map<string, string> | ConfigError | 'help' {
-  const byName = new Map(CONTROLLER_FLAGS.map((f) => [f.name, f]));
-  const values = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (arg === '--help' || arg === '-h') return 'help';
-    const m = /^--?([a-z][a-z0-9-]*)(?:=(.*))?$/s.exec(arg);
-    if (!m) return new ConfigError(`unexpected argument ${JSON.stringify(arg)}: eso-mtls controller takes only flags; see eso-mtls controller --help`);
-    const name = m[1] as string;
-    const flag = byName.get(name);
-    if (!flag) return new ConfigError(`unknown flag --${name}; see eso-mtls controller --help`);
-    let value = m[2];
-    if (value === undefined) {
-      if (flag.kind === 'bool') value = 'true';
-      else if (i + 1 < argv.length) value = argv[++i] as string;
-      else return new ConfigError(`flag --${name} needs a value: ${flag.accepts}`);
-    }
-    values.set(name, value);
-  }
-  return values;
-}
-
 /**
  * Reads the controller's configuration from `argv` (without the `controller` subcommand) and
  * `env`. A flag wins over its environment variable, which wins over the default. Pure: no I/O.
  */
 export function parseControllerConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ConfigResult {
-  const args = readArgv(argv);
-  if (args === 'help') return { kind: 'help', text: controllerUsage() };
-  if (args instanceof ConfigError) return { kind: 'error', error: args };
+  const args = readArgv(argv, { command: 'eso-mtls controller', flags: CONTROLLER_FLAGS });
+  if (args.kind === 'help') return { kind: 'help', text: controllerUsage() };
+  if (args.kind === 'error') return { kind: 'error', error: new ConfigError(args.message) };
   try {
-    return { kind: 'config', config: build(args, env) };
+    return { kind: 'config', config: build(args.values, env) };
   } catch (e) {
     if (e instanceof ConfigError) return { kind: 'error', error: e };
     throw e;
   }
 }
 
-function build(args: Map<string, string>, env: Readonly<Record<string, string | undefined>>): ControllerConfig {
+function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, string | undefined>>): ControllerConfig {
   const spec = (name: string): FlagSpec => CONTROLLER_FLAGS.find((f) => f.name === name)!;
   const source = (name: string): Source | undefined => {
     const arg = args.get(name);

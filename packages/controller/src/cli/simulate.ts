@@ -1,10 +1,10 @@
-import { parseArgs } from 'node:util';
 import {
   type CaPhase, type Duration, KEY_ALGORITHMS, type KeyAlgorithm, type Policy, PolicyError, type RotationReason, SIMULATION_EPOCH,
   type SimulationEvent, type SimulationResult, days, formatDuration, resolvePolicy, seededRandom, simulate,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { parseDuration } from '../duration.js';
+import { type FlagErrorWords, type FlagSyntax, readArgv } from './args.js';
 import type { CliStreams } from './controller.js';
 
 const DURATION = 'a duration such as 90d, 36h, 10m or 1d12h';
@@ -36,6 +36,20 @@ ${Object.values(POLICY_FLAGS).map((f) => `  --${f} <duration>`.padEnd(30) + 'pol
   --help                      print this text
 `;
 
+const SIMULATE_FLAGS: readonly FlagSyntax[] = [
+  ...['years', 'services', 'namespaces', 'seed', 'delete-ca-at', 'emergency-at', 'key-algorithm', 'cluster-domain', ...Object.values(POLICY_FLAGS)]
+    .map((name) => ({ name, kind: 'string' as const })),
+  { name: 'timeline', kind: 'bool' }, { name: 'json', kind: 'bool' },
+];
+
+// The words simulate has always used for flag errors (they were node:util parseArgs's).
+const SEE_HELP = '; see eso-mtls simulate --help';
+const SIMULATE_WORDS: FlagErrorWords = {
+  unknown: (typed) => `Unknown option '${typed}'${SEE_HELP}`,
+  unexpected: (arg) => `Unexpected argument '${arg}'. This command does not take positional arguments${SEE_HELP}`,
+  missingValue: (flag) => `Option '--${flag.name} <value>' argument missing${SEE_HELP}`,
+};
+
 /** A flag's value that is not what the flag accepts. */
 class FlagError extends Error {}
 
@@ -66,20 +80,10 @@ export interface SimulateArgs {
 
 /** Parses `eso-mtls simulate` flags; throws an Error naming the flag and what it accepts. */
 export function parseSimulateArgs(argv: readonly string[]): SimulateArgs | 'help' {
-  const options = {
-    years: { type: 'string' }, services: { type: 'string' }, namespaces: { type: 'string' }, seed: { type: 'string' },
-    'delete-ca-at': { type: 'string' }, 'emergency-at': { type: 'string' }, timeline: { type: 'boolean' }, json: { type: 'boolean' },
-    'key-algorithm': { type: 'string' }, 'cluster-domain': { type: 'string' }, help: { type: 'boolean' },
-    ...Object.fromEntries(Object.values(POLICY_FLAGS).map((f) => [f, { type: 'string' }])),
-  } as const;
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    values = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values;
-  } catch (e) {
-    throw new FlagError(`${(e as Error).message.replace(/\. To specify.*$/s, '')}; see eso-mtls simulate --help`);
-  }
-  if (values.help) return 'help';
-  const str = (k: string): string | undefined => values[k] as string | undefined;
+  const read = readArgv(argv, { command: 'eso-mtls simulate', flags: SIMULATE_FLAGS, words: SIMULATE_WORDS });
+  if (read.kind === 'error') throw new FlagError(read.message);
+  if (read.kind === 'help') return 'help';
+  const str = (k: string): string | undefined => read.values.get(k);
   const yearsText = str('years') ?? '3';
   const years = Number(yearsText);
   if (!/^\d+(\.\d+)?$/.test(yearsText) || years <= 0 || years > 100) throw new FlagError(`--years: ${JSON.stringify(yearsText)} is not a number of years above 0 and at most 100`);
@@ -108,7 +112,14 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs | 'help
   if (deleteAt !== undefined) events.push({ at: SIMULATION_EPOCH + parseSimDuration('delete-ca-at', deleteAt), kind: 'deleteSecret', target: 'ca' });
   const emergencyAt = str('emergency-at');
   if (emergencyAt !== undefined) events.push({ at: SIMULATION_EPOCH + parseSimDuration('emergency-at', emergencyAt), kind: 'requestCaRotation', token: 'emergency' });
-  return { policy, years, services, namespaces, seed, events, timeline: values.timeline === true, json: values.json === true };
+  return { policy, years, services, namespaces, seed, events, timeline: switchOf(read.values, 'timeline'), json: switchOf(read.values, 'json') };
+}
+
+/** A bool flag's value: absent or `false` is off, bare or `true` is on. */
+function switchOf(values: ReadonlyMap<string, string>, name: string): boolean {
+  const value = values.get(name);
+  if (value !== undefined && value !== 'true' && value !== 'false') throw new FlagError(`--${name}: ${JSON.stringify(value)} is not true or false`);
+  return value === 'true';
 }
 
 const iso = (t: number): string => new Date(t).toISOString().replace('.000Z', 'Z');

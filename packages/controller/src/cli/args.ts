@@ -1,0 +1,72 @@
+/** A flag as the command line sees it: its name and whether it takes a value. */
+export interface FlagSyntax {
+  /** Flag name without the leading dashes. */
+  readonly name: string;
+  /** `string` takes a value; `bool` is a switch, true when bare, or `--name=true|false`. */
+  readonly kind: 'string' | 'bool';
+  /** What a valid value looks like; named when the value is missing. */
+  readonly accepts?: string;
+}
+
+/** How a command words the three things the reader can find wrong; each message ends with `; see <command> --help` where it helps. */
+export interface FlagErrorWords {
+  unknown(typed: string, name: string): string;
+  unexpected(arg: string): string;
+  missingValue(flag: FlagSyntax): string;
+}
+
+/** One command's flags. */
+export interface CommandLine {
+  /** The command as users type it, e.g. `eso-mtls controller`. */
+  readonly command: string;
+  readonly flags: readonly FlagSyntax[];
+  /** Its error wording (default: {@link goFlagWords}, the controller's). */
+  readonly words?: FlagErrorWords;
+}
+
+/** What argv asked for: flag values by name (a bare bool flag is `true`), help, or an error to print. */
+export type ArgvResult =
+  | { readonly kind: 'flags'; readonly values: ReadonlyMap<string, string> }
+  | { readonly kind: 'help' }
+  | { readonly kind: 'error'; readonly message: string };
+
+/** The controller's wording, as Kubernetes controllers word flag errors. */
+export function goFlagWords(command: string): FlagErrorWords {
+  const seeHelp = `; see ${command} --help`;
+  return {
+    unknown: (_typed, name) => `unknown flag --${name}${seeHelp}`,
+    unexpected: (arg) => `unexpected argument ${JSON.stringify(arg)}: ${command} takes only flags${seeHelp}`,
+    missingValue: (flag) => `flag --${flag.name} needs a value${flag.accepts === undefined ? '' : `: ${flag.accepts}`}`,
+  };
+}
+
+const FLAG = /^--?([a-z][a-z0-9-]*)(?:=(.*))?$/s;
+
+/**
+ * Reads `argv` (without the command words) against `line`'s flags, the one way every command
+ * does, as Kubernetes controllers (Go's `flag` package) read flags: `--name value`, `--name=value`
+ * or `-name`; a value is the next argument whatever it looks like; a bool flag is true when bare
+ * and takes a value only after `=`; the last of a repeated flag wins; `--help` or `-h` asks for
+ * help; reading stops at the first of help or a problem. Pure: no I/O.
+ */
+export function readArgv(argv: readonly string[], line: CommandLine): ArgvResult {
+  const words = line.words ?? goFlagWords(line.command);
+  const flags = new Map(line.flags.map((f) => [f.name, f]));
+  const values = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--help' || arg === '-h') return { kind: 'help' };
+    const m = FLAG.exec(arg);
+    if (!m) return { kind: 'error', message: words.unexpected(arg) };
+    const flag = flags.get(m[1]!);
+    if (!flag) return { kind: 'error', message: words.unknown(arg.split('=')[0]!, m[1]!) };
+    let value = m[2];
+    if (value === undefined) {
+      if (flag.kind === 'bool') value = 'true';
+      else if (i + 1 < argv.length) value = argv[++i]!;
+      else return { kind: 'error', message: words.missingValue(flag) };
+    }
+    values.set(flag.name, value);
+  }
+  return { kind: 'flags', values };
+}
