@@ -1,18 +1,13 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
-import { type Instant, MemoryStore, type SecretState, days, executePlan, isPlanEmpty, minutes } from '@eso-mtls/core';
-import { Pki, T0, describeWrites, planAt, reconcile } from './support/planner.js';
+import { type Instant, MemoryStore, days, executePlan, isPlanEmpty, minutes } from '@eso-mtls/core';
+import { Pki, T0, convergedCluster, describeWrites, planAt, reconcile, text } from './support/planner.js';
 
-const text = (s: SecretState | undefined, key: string): string => String(s?.data[key] ?? '');
 const LEAVES = ['client', { namespace: 'a' }, { namespace: 'b' }] as const;
 
 let pki: Pki;
 let store: MemoryStore;
 beforeEach(async () => {
-  pki = new Pki();
-  store = new MemoryStore();
-  store.setServices('a', [{ name: 'p' }]);
-  store.setServices('b', [{ name: 'q' }]);
-  await reconcile(store, pki, T0);
+  ({ pki, store } = await convergedCluster());
 });
 
 const bundleOf = (target: (typeof LEAVES)[number]): string[] => pki.cache.parseBundle(text(store.get(target), 'ca.crt')).map((c) => c.serialNumber);

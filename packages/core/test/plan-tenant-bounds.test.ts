@@ -3,7 +3,7 @@ import {
   MAX_DNS_NAME_BYTES, MAX_ROTATE_REQUEST_BYTES, MAX_SERVER_CERTIFICATE_BYTES, MemoryStore, acknowledgementOf, dnsNamesBytes, fitServiceNames,
   isPlanEmpty, minutes, namespaceDnsNames,
 } from '@eso-mtls/core';
-import { Pki, T0, planAt, reconcile } from './support/planner.js';
+import { Pki, T0, convergedCluster, planAt, reconcile } from './support/planner.js';
 
 const A = { namespace: 'a' } as const;
 const ACK = 'eso-mtls.io/rotate-acknowledged';
@@ -11,11 +11,7 @@ const ACK = 'eso-mtls.io/rotate-acknowledged';
 let pki: Pki;
 let store: MemoryStore;
 beforeEach(async () => {
-  pki = new Pki();
-  store = new MemoryStore();
-  store.setServices('a', [{ name: 'p' }, { name: 'q' }]);
-  store.setServices('b', [{ name: 'r' }]);
-  await reconcile(store, pki, T0);
+  ({ pki, store } = await convergedCluster({ a: [{ name: 'p' }, { name: 'q' }], b: [{ name: 'r' }] }));
 });
 
 describe('rotation requests are bounded', () => {

@@ -1,18 +1,13 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
-import { MemoryStore, type SecretState, acknowledgementOf, days, isPlanEmpty, minutes } from '@eso-mtls/core';
-import { Pki, T0, describeWrites, planAt, reconcile } from './support/planner.js';
+import { MemoryStore, acknowledgementOf, days, isPlanEmpty, minutes } from '@eso-mtls/core';
+import { Pki, T0, convergedCluster, describeWrites, planAt, reconcile, text } from './support/planner.js';
 
-const text = (s: SecretState | undefined, key: string): string => String(s?.data[key] ?? '');
 const A = { namespace: 'a' } as const;
 
 let pki: Pki;
 let store: MemoryStore;
 beforeEach(async () => {
-  pki = new Pki();
-  store = new MemoryStore();
-  store.setServices('a', [{ name: 'p' }]);
-  store.setServices('b', [{ name: 'q' }]);
-  await reconcile(store, pki, T0);
+  ({ pki, store } = await convergedCluster());
 });
 
 /** Overwrites data keys of a Secret as a user would. */

@@ -1,6 +1,6 @@
 import {
   CertificateCache, type CertificateView, type CryptoBackend, type Instant, MemoryStore, type Plan, type Policy, type SecretWrite,
-  days, executePlan, issueCa, issueClientLeaf, issueServerLeaf, planRotation, resolvePolicy, seededRandom,
+  type ProviderService, type SecretState, days, executePlan, issueCa, issueClientLeaf, issueServerLeaf, planRotation, resolvePolicy, seededRandom,
   type KeyedCertificate, type Issued,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
@@ -69,4 +69,16 @@ export function describeWrites(writes: readonly SecretWrite[]): string[] {
     const target = typeof w.target === 'string' ? w.target : `namespace/${w.target.namespace}`;
     return w.kind === 'ca' ? `ca:${(w.phases ?? []).join('+')}` : w.kind === 'bundle' ? `${target}:bundle` : `${target}:${w.reason}`;
   });
+}
+
+/** The text of one data key of a Secret ('' when absent). */
+export const text = (s: SecretState | undefined, key: string): string => String(s?.data[key] ?? '');
+
+/** A converged cluster of the planner tests: Service `p` in namespace `a`, `q` in `b`, every Secret issued at T0. */
+export async function convergedCluster(services: Readonly<Record<string, readonly ProviderService[]>> = { a: [{ name: 'p' }], b: [{ name: 'q' }] }): Promise<{ pki: Pki; store: MemoryStore }> {
+  const pki = new Pki();
+  const store = new MemoryStore();
+  for (const [namespace, list] of Object.entries(services)) store.setServices(namespace, list);
+  await reconcile(store, pki, T0);
+  return { pki, store };
 }

@@ -1,0 +1,42 @@
+// `npm run test:fast`: every jest suite that needs no control plane, for the inner loop. A suite
+// needs one when it imports testing/envtest, directly or through its own test helpers; this
+// follows relative imports from each test file, so a new suite is sorted without a list to keep.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+const root = resolve(dirname(new URL(import.meta.url).pathname), '..');
+const IMPORT = /(?:import|export)[^'"]*?from\s+'(\.{1,2}\/[^']+)'|import\(\s*'(\.{1,2}\/[^']+)'\s*\)/g;
+
+function testFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    if (e.name === 'node_modules' || e.name === 'dist' || e.name.startsWith('.')) return [];
+    const path = join(dir, e.name);
+    return e.isDirectory() ? testFiles(path) : e.name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+
+const memo = new Map();
+function needsControlPlane(file, seen = new Set()) {
+  if (memo.has(file)) return memo.get(file);
+  if (seen.has(file) || !existsSync(file)) return false;
+  seen.add(file);
+  const source = readFileSync(file, 'utf8');
+  let needs = false;
+  for (const m of source.matchAll(IMPORT)) {
+    const target = resolve(dirname(file), (m[1] ?? m[2]).replace(/\.js$/, '.ts'));
+    if (relative(root, target).startsWith(join('testing', 'envtest')) || needsControlPlane(target, seen)) {
+      needs = true;
+      break;
+    }
+  }
+  memo.set(file, needs);
+  return needs;
+}
+
+const all = ['packages', 'examples', 'testing'].flatMap((d) => testFiles(join(root, d)));
+const fast = all.filter((f) => !needsControlPlane(f)).map((f) => relative(root, f));
+console.error(`test:fast: ${fast.length} of ${all.length} suites (the others start kube-apiserver and etcd)`);
+const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
+const run = spawnSync(process.execPath, ['--experimental-vm-modules', jest, ...process.argv.slice(2), '--runTestsByPath', ...fast], { cwd: root, stdio: 'inherit' });
+process.exit(run.status ?? 1);
