@@ -3,7 +3,7 @@ import { checkServerIdentity, createSecureContext } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import type { TlsMaterial } from './material.js';
 import { MIN_TLS_VERSION } from './server-credentials.js';
-import type { CertificateWatcher } from './watcher.js';
+import { CertificateWatcher } from './watcher.js';
 
 /** Fixed client material, or a watcher over the client Secret's folder. */
 export type ClientMaterialSource = TlsMaterial | CertificateWatcher;
@@ -98,12 +98,15 @@ export class ProviderChannel {
       throw new Error(`channel option grpc.ssl_target_name_override=${JSON.stringify(options.channelOptions['grpc.ssl_target_name_override'])} is not accepted: the server certificate is always verified against ${this.serverName}, the host of ${options.address}; use connectTo to dial elsewhere`);
     }
     const source = options.material;
-    const initial = 'leaf' in source ? source : source.current;
-    if (initial === undefined) {
-      throw new Error(`client material for ${options.address} is not loaded yet (watcher on ${(source as CertificateWatcher).directory}); await watcher.start() first`);
+    if (source instanceof CertificateWatcher) {
+      if (source.current === undefined) {
+        throw new Error(`client material for ${options.address} is not loaded yet (watcher on ${source.directory}); await watcher.start() first`);
+      }
+      this.current = this.open(source.current);
+      this.unsubscribe = source.onMaterial((m) => this.updateMaterial(m));
+    } else {
+      this.current = this.open(source);
     }
-    if (!('leaf' in source)) this.unsubscribe = source.onMaterial((m) => this.updateMaterial(m));
-    this.current = this.open(initial);
   }
 
   /** The channel for a new call; counts the call until {@link callFinished}. */
