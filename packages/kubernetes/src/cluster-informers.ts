@@ -1,6 +1,7 @@
 import { MAX_ROTATE_REQUEST_BYTES, PROVIDER_LABEL, PROVIDER_SECRET_NAME, ROTATE_ANNOTATION } from '@eso-mtls/core';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import type { BackoffOptions } from './backoff.js';
+import type { Timers } from './clock.js';
 import { Informer, type InformerEvent, type InformerStats, type ListPage } from './informer.js';
 import { type KubeRestClient, corePath } from './rest-client.js';
 
@@ -17,6 +18,8 @@ export interface InformerTuning {
   readonly watchTimeoutSeconds?: number;
   readonly backoff?: BackoffOptions;
   readonly onError?: (error: Error) => void;
+  /** How long a watch ran, and when to retry (default: the process's own timers). */
+  readonly timers?: Timers;
 }
 
 /**

@@ -4,8 +4,10 @@ export { type AdapterHooks, type RoundResult, ReconcileRound, type RoundDependen
 export { Reconciler, type ReconcilerOptions } from './reconciler.js';
 export { CertificateStatusView } from './certificate-status.js';
 export {
-  Informer, WatchError, type Watcher, type InformerEvent, type InformerOptions, type InformerStats, type ListPage, type ListWatchSource, type ObjectWithMeta,
+  Informer, type Watcher, type InformerEvent, type InformerOptions, type InformerStats, type ListPage, type ListWatchSource, type ObjectWithMeta,
 } from './informer.js';
+export { WatchError } from './watch-state.js';
+export { type MonotonicClock, type ScheduledTimer, type TimerScheduler, type Timers, sleep, systemTimers } from './clock.js';
 export { ClusterInformers, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService, type InformerScope, type InformerTuning } from './cluster-informers.js';
 export { KubeApiError, KubeRestClient, type KubeRestClientOptions, type Query, type WatchHandle, WriteFencedError, corePath } from './rest-client.js';
 export {

@@ -1,5 +1,7 @@
 import { Backoff, type BackoffOptions } from './backoff.js';
+import { type Timers, sleep, systemTimers } from './clock.js';
 import type { RequestCounter } from './request-counter.js';
+import { type WatchState, type WatchStatus, endedAtOnce, nextWatchState, watching } from './watch-state.js';
 
 /** The metadata an informer needs of every object. */
 export interface ObjectWithMeta {
@@ -62,6 +64,8 @@ export interface InformerOptions {
   readonly backoff?: BackoffOptions;
   /** Told about every failed list or watch, before the retry. */
   readonly onError?: (error: Error) => void;
+  /** How long a watch ran, and when to retry (default: the process's own timers). */
+  readonly timers?: Timers;
 }
 
 /** What an informer has done, for tests and benchmarks. */
@@ -74,13 +78,6 @@ export interface InformerStats {
   /** Watches refused with 410 Gone (resourceVersion too old), each followed by a relist. */
   expired: number;
   errors: number;
-}
-
-/** Thrown into onError for a watch that ended with an ERROR event. */
-export class WatchError extends Error {
-  constructor(message: string, readonly code: number | undefined) {
-    super(message);
-  }
 }
 
 const keyOf = (o: ObjectWithMeta): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
@@ -107,10 +104,11 @@ export class Informer<T extends ObjectWithMeta> {
   private readonly store = new Map<string, T>();
   private readonly listeners = new Set<(event: InformerEvent<T>) => void>();
   private readonly backoff: Backoff;
+  private readonly timers: Timers;
   private resourceVersion: string | undefined;
   private running = false;
+  private stopping = new AbortController();
   private abortWatch: (() => void) | undefined;
-  private wakeSleep: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private syncedResolve!: () => void;
   /** Resolves after the first complete list. */
@@ -119,6 +117,7 @@ export class Informer<T extends ObjectWithMeta> {
 
   constructor(private readonly source: ListWatchSource<T>, private readonly options: InformerOptions) {
     this.backoff = new Backoff(options.backoff);
+    this.timers = options.timers ?? systemTimers;
     this.synced = new Promise((r) => (this.syncedResolve = r));
   }
 
@@ -126,6 +125,7 @@ export class Informer<T extends ObjectWithMeta> {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopping = new AbortController();
     this.loop = this.run();
   }
 
@@ -133,7 +133,7 @@ export class Informer<T extends ObjectWithMeta> {
   async stop(): Promise<void> {
     this.running = false;
     this.abortWatch?.();
-    this.wakeSleep?.();
+    this.stopping.abort();
     await this.loop;
   }
 
@@ -189,12 +189,13 @@ export class Informer<T extends ObjectWithMeta> {
           await this.relist();
           needList = false;
         }
-        const outcome = await this.watchOnce();
-        if (outcome === 'expired') {
+        const end = await this.watchOnce();
+        if (end.phase === 'failed') throw end.error; // reported, then retried after backoff, below
+        if (end.phase === 'expired') {
           this.stats.expired++;
           needList = true; // no backoff: the apiserver is healthy, our resourceVersion is just too old
-        } else if (outcome.ranMs < 1000 && outcome.events === 0) {
-          await this.sleep(this.backoff.next()); // a watch that ends at once must not spin
+        } else if (endedAtOnce(end)) {
+          await this.sleep(this.backoff.next());
         } else {
           this.backoff.reset();
         }
@@ -239,75 +240,72 @@ export class Informer<T extends ObjectWithMeta> {
     }
   }
 
-  /** One watch, until the server ends it. */
-  private watchOnce(): Promise<'expired' | { ranMs: number; events: number }> {
-    const started = Date.now();
-    let events = 0;
-    let failure: Error | undefined;
-    let expired = false;
+  /**
+   * One watch, from its request to the close of its stream; resolves with the state it closed in
+   * (see {@link nextWatchState}). An ERROR event aborts the stream, and so does our stop.
+   */
+  private async watchOnce(): Promise<WatchState> {
     this.stats.watches++;
     this.options.counter.record('watch', this.source.resource);
-    return new Promise((resolveWatch, rejectWatch) => {
-      const query: Record<string, string | number | boolean | undefined> = {
-        allowWatchBookmarks: true,
-        resourceVersion: this.resourceVersion,
-        labelSelector: this.source.labelSelector,
-        fieldSelector: this.source.fieldSelector,
-        timeoutSeconds: this.options.watchTimeoutSeconds,
-      };
-      let finished = false;
-      const finish = (err: unknown): void => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(guard);
-        this.abortWatch = undefined;
-        if (expired) resolveWatch('expired');
-        else if (failure) rejectWatch(failure);
-        else if (err && this.running) {
-          const code = (err as { statusCode?: number }).statusCode;
-          if (code === 410) resolveWatch('expired');
-          else rejectWatch(err instanceof Error ? err : new Error(String(err)));
-        } else resolveWatch({ ranMs: Date.now() - started, events });
-      };
-      // If the server never ends the watch (a silently dead connection), end it ourselves.
-      const guardMs = ((this.options.watchTimeoutSeconds ?? 3600) + 60) * 1000;
-      const guard = setTimeout(() => this.abortWatch?.(), guardMs);
-      guard.unref?.();
-      const onEvent = (type: string, received: T & { code?: number; message?: string; reason?: string }): void => {
-        if (type === 'BOOKMARK') {
-          this.stats.bookmarks++;
-          this.resourceVersion = received.metadata?.resourceVersion ?? this.resourceVersion;
-          return;
-        }
-        if (type === 'ERROR') {
-          // A Status object: 410 Gone (Expired) means our resourceVersion left the watch window.
-          if (received.code === 410) expired = true;
-          else failure = new WatchError(`watch ERROR event: ${received.code ?? '?'} ${received.reason ?? ''} ${received.message ?? ''}`.trim(), received.code);
-          this.abortWatch?.();
-          return;
-        }
-        if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return;
-        const object = this.trim(received);
-        events++;
-        this.resourceVersion = object.metadata?.resourceVersion ?? this.resourceVersion;
-        const key = keyOf(object);
-        const previous = this.store.get(key);
-        if (type === 'DELETED') {
-          this.store.delete(key);
-          this.emit({ type, object, previous: previous ?? object });
-        } else {
-          // Our own write may already be cached (observe()); a lagging event must not regress it.
-          if (previous && !isNewer(object, previous)) return;
-          this.store.set(key, object);
-          this.emit({ type: previous ? 'MODIFIED' : 'ADDED', object, ...(previous ? { previous } : {}) });
-        }
-      };
-      this.options.watch.watch(this.source.watchPath, query, onEvent as (type: string, object: unknown) => void, finish).then((controller) => {
-        if (finished) return;
-        this.abortWatch = () => controller.abort();
-        if (!this.running) controller.abort();
-      }, finish);
-    });
+    let state = watching(this.timers.monotonicMs());
+    let stream: { abort(): void } | undefined;
+    const abort = (): void => stream?.abort();
+    let close!: (error?: unknown) => void;
+    const closed = new Promise<unknown>((resolve) => (close = resolve));
+    const onEvent = (type: string, received: unknown): void => {
+      if (type === 'ERROR') {
+        state = nextWatchState(state, { on: 'error-event', status: received as WatchStatus });
+        abort();
+      } else if (this.apply(type, received as T)) {
+        state = nextWatchState(state, { on: 'change' });
+      }
+    };
+    // If the server never ends the watch (a silently dead connection), end it ourselves.
+    const guard = this.timers.setTimer(((this.options.watchTimeoutSeconds ?? 3600) + 60) * 1000, abort);
+    guard.unref();
+    this.abortWatch = abort;
+    this.options.watch.watch(this.source.watchPath, this.watchQuery(), onEvent, close).then((opened) => {
+      if (this.abortWatch !== abort) return; // closed before it opened
+      stream = opened;
+      if (!this.running) opened.abort();
+    }, close);
+    const error = await closed;
+    guard.cancel();
+    this.abortWatch = undefined;
+    return nextWatchState(state, { on: 'close', atMs: this.timers.monotonicMs(), error, stopping: !this.running });
+  }
+
+  private watchQuery(): Record<string, string | number | boolean | undefined> {
+    return {
+      allowWatchBookmarks: true,
+      resourceVersion: this.resourceVersion,
+      labelSelector: this.source.labelSelector,
+      fieldSelector: this.source.fieldSelector,
+      timeoutSeconds: this.options.watchTimeoutSeconds,
+    };
+  }
+
+  /** Applies one watch event to the cache; true when it was a change, not a bookmark or unknown type. */
+  private apply(type: string, received: T): boolean {
+    if (type === 'BOOKMARK') {
+      this.stats.bookmarks++;
+      this.resourceVersion = received.metadata?.resourceVersion ?? this.resourceVersion;
+      return false;
+    }
+    if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return false;
+    const object = this.trim(received);
+    this.resourceVersion = object.metadata?.resourceVersion ?? this.resourceVersion;
+    const key = keyOf(object);
+    const previous = this.store.get(key);
+    if (type === 'DELETED') {
+      this.store.delete(key);
+      this.emit({ type, object, previous: previous ?? object });
+    } else if (!previous || isNewer(object, previous)) {
+      // Our own write may already be cached (observe()); a lagging event must not regress it.
+      this.store.set(key, object);
+      this.emit(previous ? { type: 'MODIFIED', object, previous } : { type: 'ADDED', object });
+    }
+    return true;
   }
 
   private trim(object: T): T {
@@ -324,10 +322,8 @@ export class Informer<T extends ObjectWithMeta> {
     }
   }
 
+  /** Waits before a retry; stop() ends the wait at once. */
   private sleep(ms: number): Promise<void> {
-    return new Promise((r) => {
-      const timer = setTimeout(() => { this.wakeSleep = undefined; r(); }, ms);
-      this.wakeSleep = () => { clearTimeout(timer); this.wakeSleep = undefined; r(); };
-    });
+    return sleep(ms, this.stopping.signal, this.timers);
   }
 }

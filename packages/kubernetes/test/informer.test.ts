@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { RbacAuthorizationV1Api, type V1Secret } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { Informer, type InformerEvent, KubeRestClient, type ListPage, RequestCounter, type Watcher, connectionFromKubeConfig, corePath } from '../src/index.js';
+import {
+  ClusterInformers, Informer, type InformerEvent, type InformerOptions, KubeRestClient, type ListPage, RequestCounter, type Watcher, connectionFromKubeConfig, corePath,
+} from '../src/index.js';
 import { TestCluster, converge, eventually, startAdapter, text } from './support/cluster.js';
+import { FakeTimers } from './support/fake-timers.js';
 
 // Watches end every 3-6 s (the apiserver picks timeouts in [min-request-timeout, 2x]), so a
 // 12-second run sees at least two watch timeouts per informer, each to resume without a relist.
@@ -175,5 +178,129 @@ describe('list+watch on the real apiserver', () => {
       await informer.stop();
       clients.close();
     }
+  }, 60_000);
+});
+
+describe('watch timing on injected timers, against the real apiserver', () => {
+  let clients: KubeRestClient;
+  beforeAll(async () => {
+    clients = new KubeRestClient(await connectionFromKubeConfig(plane.adminKubeConfig), { counter: new RequestCounter() });
+  });
+  afterAll(() => clients?.close());
+
+  // random 0 draws the lowest delay: half the ceiling, which doubles from 1 s with each failure.
+  const backoff = { initialMs: 1000, maxMs: 30_000, random: () => 0 };
+  const backingOff = (ms: number) => [{ inMs: ms, unref: false }];
+  const guarding = (watchTimeoutSeconds: number) => [{ inMs: (watchTimeoutSeconds + 60) * 1000, unref: true }];
+
+  /**
+   * An informer of one Secret (absent) on fake timers. `opened` counts the watches the apiserver
+   * accepted; `onOpen` runs as each opens, with the timers then pending.
+   */
+  function timedInformer(
+    timers: FakeTimers, tuning: Partial<InformerOptions>, onOpen: (n: number, pending: ReturnType<FakeTimers['pending']>) => void = () => undefined,
+  ) {
+    const watched = { opened: 0 };
+    const watch: Watcher = {
+      watch: async (path, query, onEvent, done) => {
+        const handle = await clients.watch(path, query, onEvent, done);
+        onOpen(++watched.opened, timers.pending());
+        return handle;
+      },
+    };
+    const errors: string[] = [];
+    const informer = new Informer<V1Secret>({
+      description: 'Secret never-there', resource: 'secrets',
+      list: (page) => clients.get<ListPage<V1Secret>>(corePath('secrets'), { fieldSelector: 'metadata.name=never-there', ...page }),
+      watchPath: '/api/v1/secrets', fieldSelector: 'metadata.name=never-there',
+    }, { watch, counter: new RequestCounter(), timers, backoff, onError: (e) => errors.push(e.message), ...tuning });
+    return { informer, watched, errors };
+  }
+
+  /** Lets the informer act on what the last advance woke. */
+  const settle = () => new Promise((r) => setImmediate(r));
+
+  it('backs off from a watch that closes at once having seen nothing, and re-watches at once after one that ran a second', async () => {
+    const timers = new FakeTimers();
+    const atOpen: ReturnType<FakeTimers['pending']>[] = [];
+    // The apiserver ends each watch after 1 s of real time; the injected clock says how long it ran.
+    const { informer, watched, errors } = timedInformer(timers, { watchTimeoutSeconds: 1 }, (n, pending) => {
+      atOpen[n] = pending;
+      if (n === 2) timers.advance(1000);
+    });
+    informer.start();
+    try {
+      await informer.synced;
+      await eventually(() => expect(timers.pending()).toEqual(backingOff(500)), 30_000);
+      expect(atOpen[1]).toEqual(guarding(1));
+      timers.advance(499);
+      await settle();
+      expect(watched.opened).toBe(1);
+      timers.advance(1);
+      // The second watch ran 1000 ms on the injected clock: the third opens without a wait...
+      await eventually(() => watched.opened === 3, 30_000);
+      expect(atOpen[3]).toEqual(guarding(1));
+      // ...and the backoff started over: the third, closing at once, waits the first delay again,
+      // and the fourth twice that.
+      await eventually(() => expect(timers.pending()).toEqual(backingOff(500)), 30_000);
+      timers.advance(500);
+      await eventually(() => expect(timers.pending()).toEqual(backingOff(1000)), 30_000);
+      expect(watched.opened).toBe(4);
+      expect(informer.stats).toMatchObject({ lists: 1, watches: 4, expired: 0, errors: 0 });
+      expect(errors).toEqual([]);
+    } finally {
+      await informer.stop();
+    }
+  }, 60_000);
+
+  it('ends a watch the server never ends at timeoutSeconds + 60 s, reports it, and retries it with backoff', async () => {
+    const timers = new FakeTimers();
+    const { informer, watched, errors } = timedInformer(timers, { watchTimeoutSeconds: 3600 });
+    informer.start();
+    try {
+      await eventually(() => watched.opened === 1, 30_000);
+      expect(timers.pending()).toEqual(guarding(3600));
+      timers.advance(3_660_000 - 1);
+      await settle();
+      expect(errors).toEqual([]);
+      timers.advance(1);
+      await eventually(() => expect(timers.pending()).toEqual(backingOff(500)), 30_000);
+      expect(errors).toEqual([expect.stringMatching(/^Secret never-there: watch \/api\/v1\/secrets: aborted$/)]);
+      expect(informer.stats).toMatchObject({ lists: 1, watches: 1, errors: 1 });
+      timers.advance(500);
+      await eventually(() => watched.opened === 2, 30_000);
+      expect(informer.stats.lists).toBe(1);
+    } finally {
+      await informer.stop();
+    }
+  }, 60_000);
+
+  it('stops at once when it ends an open watch: no backoff wait after the stop, no timer left', async () => {
+    const timers = new FakeTimers();
+    const { informer, watched } = timedInformer(timers, { watchTimeoutSeconds: 3600 });
+    informer.start();
+    await eventually(() => watched.opened === 1, 30_000);
+    // A watch we abort closes at once having seen nothing; before the stop that means a backoff
+    // wait, which stop() must not sit out (this timer never comes due).
+    let deadline: NodeJS.Timeout | undefined;
+    const stillWaiting = new Promise<'still waiting'>((r) => (deadline = setTimeout(() => r('still waiting'), 20_000)));
+    const outcome = await Promise.race([informer.stop().then(() => 'stopped' as const), stillWaiting]);
+    clearTimeout(deadline);
+    expect(outcome).toBe('stopped');
+    expect(timers.pending()).toEqual([]);
+    expect(informer.stats).toMatchObject({ watches: 1, errors: 0 });
+  }, 60_000);
+
+  it('ClusterInformers hands its timers to each of its four informers', async () => {
+    const timers = new FakeTimers();
+    const eso = await cluster.namespace('eso-timed');
+    const informers = new ClusterInformers(clients, { esoNamespace: eso, caSecretName: 'ca', clientSecretName: 'client' }, { timers, watchTimeoutSeconds: 3600 });
+    await informers.start();
+    try {
+      await eventually(() => expect(timers.pending()).toEqual([...guarding(3600), ...guarding(3600), ...guarding(3600), ...guarding(3600)]), 30_000);
+    } finally {
+      await informers.stop();
+    }
+    expect(timers.pending()).toEqual([]);
   }, 60_000);
 });

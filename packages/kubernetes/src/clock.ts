@@ -1,0 +1,55 @@
+/**
+ * Real elapsed time, injected so that tests drive retries and wake-ups without sleeping. It is not
+ * the certificate clock (the adapter's `now`), which tests move forward by days: these measure how
+ * long a watch ran and when to try again, on a clock that never jumps with NTP.
+ */
+export interface MonotonicClock {
+  /** Milliseconds on a monotonic clock with an arbitrary origin. */
+  monotonicMs(): number;
+}
+
+/** A callback waiting in a {@link TimerScheduler}. */
+export interface ScheduledTimer {
+  /** Stops it from running; harmless once it has run. */
+  cancel(): void;
+  /** Lets the process exit while it waits (Node's `unref`). */
+  unref(): void;
+}
+
+/** Runs callbacks after a delay measured on the monotonic clock. */
+export interface TimerScheduler {
+  /** Calls `callback` once after `ms`, taken within [0, 2^31 - 1], Node's longest timer. */
+  setTimer(ms: number, callback: () => void): ScheduledTimer;
+}
+
+/** A monotonic clock and the timers that run on it: what the informer and the reconciler wait with. */
+export interface Timers extends MonotonicClock, TimerScheduler {}
+
+/** Node's setTimeout fires at once, with a warning, for any delay above this. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The process's own: `process.hrtime` and `setTimeout`. */
+export const systemTimers: Timers = {
+  monotonicMs: () => Number(process.hrtime.bigint() / 1_000_000n),
+  setTimer: (ms, callback) => {
+    const timer = setTimeout(callback, Math.min(MAX_TIMER_MS, Math.max(0, ms)));
+    return { cancel: () => clearTimeout(timer), unref: () => void timer.unref() };
+  },
+};
+
+/**
+ * Resolves after `ms`, or at once when `signal` aborts (never rejects), so that loops waiting
+ * for their next attempt stop promptly on shutdown.
+ */
+export function sleep(ms: number, signal?: AbortSignal, timers: TimerScheduler = systemTimers): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = (): void => {
+      timer.cancel();
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = timers.setTimer(ms, done);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
