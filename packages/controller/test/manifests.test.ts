@@ -3,9 +3,11 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
-import { join, resolve } from 'node:path';
-import type { V1ClusterRole, V1Deployment, V1Role, V1Service } from '@kubernetes/client-node';
-import { issueCa, issueServerLeaf, resolvePolicy } from '@eso-mtls/core';
+import { join, relative, resolve } from 'node:path';
+import type {
+  V1ClusterRole, V1ConfigMap, V1Deployment, V1Role, V1Service, V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding,
+} from '@kubernetes/client-node';
+import { PROVIDER_SECRET_NAME, issueCa, issueServerLeaf, resolvePolicy } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { freePort } from '../../../testing/envtest/src/index.js';
 import { PROBE_PATHS, parseControllerConfig } from '../src/index.js';
@@ -109,6 +111,44 @@ describe('deploy/ manifests', () => {
       verbs: ['get', 'list', 'watch', 'update', 'patch'] }]);
     find(manifests, 'ValidatingAdmissionPolicy', 'eso-mtls-controller-secret-writes');
     find(manifests, 'ValidatingAdmissionPolicyBinding', 'eso-mtls-controller-secret-writes');
+  });
+
+  it('gives the admission policies, as parameters, the names the Deployment\'s flags and ServiceAccount use', () => {
+    const { argv, env } = cliInput();
+    const result = parseControllerConfig(argv, env);
+    if (result.kind !== 'config') throw new Error('args do not parse');
+    const c = result.config;
+    const params = find<V1ConfigMap>(manifests, 'ConfigMap', 'eso-mtls-controller-admission');
+    expect(params.data).toEqual({
+      serviceAccountNamespace: deployment.metadata!.namespace, serviceAccountName: pod.serviceAccountName,
+      esoNamespace: c.policy.esoNamespace, caSecretName: c.caSecretName, clientSecretName: c.clientSecretName, providerSecretName: PROVIDER_SECRET_NAME,
+      leaseNamespace: c.leaderElection.namespace, leaseName: c.leaderElection.leaseName,
+    });
+    for (const name of ['eso-mtls-controller-secret-writes', 'eso-mtls-controller-lease-creates']) {
+      const policy = find<V1ValidatingAdmissionPolicy>(manifests, 'ValidatingAdmissionPolicy', name);
+      expect(policy.spec!.paramKind).toEqual({ apiVersion: 'v1', kind: 'ConfigMap' });
+      expect(policy.spec!.failurePolicy).toBe('Fail');
+      const binding = find<V1ValidatingAdmissionPolicyBinding>(manifests, 'ValidatingAdmissionPolicyBinding', name);
+      expect(binding.spec).toEqual({ policyName: name, validationActions: ['Deny'], paramRef: {
+        name: params.metadata!.name, namespace: params.metadata!.namespace, parameterNotFoundAction: 'Allow' } });
+      // Every name comes from the parameters: none of them appears as a literal in the CEL.
+      const cel = JSON.stringify([policy.spec!.matchConditions, policy.spec!.variables, policy.spec!.validations]);
+      for (const value of Object.values(params.data!)) expect({ name, literal: cel.includes(`'${value}'`) }).toEqual({ name, literal: false });
+    }
+    // An overlay's namespace: transformer moves the bindings' paramRef along with the ConfigMap (kustomizeconfig.yaml).
+    const overlay = mkdtempSync(join(tmpdir(), 'eso-mtls-ns-overlay-'));
+    try {
+      writeFileSync(join(overlay, 'kustomization.yaml'), `namespace: other-ns\nresources:\n- ${relative(overlay, resolve(repoRoot, 'deploy/base'))}\n`);
+      const moved = kustomizeBuild(overlay);
+      expect(find<V1ConfigMap>(moved, 'ConfigMap', 'eso-mtls-controller-admission').metadata!.namespace).toBe('other-ns');
+      expect(moved.filter((m) => m.kind === 'ValidatingAdmissionPolicyBinding')
+        .map((b) => (b as V1ValidatingAdmissionPolicyBinding).spec!.paramRef!.namespace)).toEqual(['other-ns', 'other-ns']);
+    } finally {
+      rmSync(overlay, { recursive: true, force: true });
+    }
+    const leaseRole = find<V1Role>(manifests, 'Role', 'eso-mtls-controller-leader-election');
+    expect(leaseRole.metadata!.namespace).toBe(c.leaderElection.namespace);
+    expect(leaseRole.rules!.find((r) => r.verbs.includes('get'))!.resourceNames).toEqual([c.leaderElection.leaseName]);
   });
 
   it('keeps the PrometheusRule out of the default build; the opt-in overlay adds exactly it', () => {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ApiException, CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Secret, Watch } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api, ApiException, CoordinationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api, type V1Lease, type V1Secret, Watch,
+} from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { applyAll, kustomizeBuild, serviceAccountKubeConfig } from './support/manifests.js';
 
@@ -29,6 +31,25 @@ function secret(namespace: string, name: string, extra: Partial<V1Secret> = {}):
   return { metadata: { name, namespace, labels: LABELS }, type: 'kubernetes.io/tls', data: { 'tls.crt': '', 'tls.key': '' }, ...extra };
 }
 
+function lease(name: string, extra: Partial<V1Lease['spec']> = {}): V1Lease {
+  return { metadata: { name }, spec: { holderIdentity: 'x', leaseDurationSeconds: 15, ...extra } };
+}
+
+/**
+ * Repeats `attempt` until it answers `code`: a new policy, binding or parameter takes a moment to
+ * reach admission. `undo` removes what an attempt created in the meantime.
+ */
+async function untilAnswer(what: string, attempt: () => Promise<unknown>, code: number, undo: () => Promise<unknown> = async () => undefined): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  let last = await status(attempt());
+  while (last.code !== code) {
+    if (Date.now() > deadline) throw new Error(`${what}: still ${last.code} ${last.message} after 20 s, expected ${code}`);
+    if (last.code === 200) await undo().catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 250));
+    last = await status(attempt());
+  }
+}
+
 describe('shipped RBAC and admission policy, as the controller ServiceAccount', () => {
   let plane: ControlPlane;
   let admin: CoreV1Api;
@@ -45,13 +66,11 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     await admin.createNamespacedSecret({ namespace: ESO_NS, body: { metadata: { name: 'eso-core-credentials' }, stringData: { k: 'v' } } });
     saKc = (await serviceAccountKubeConfig(plane.adminKubeConfig, plane.url, plane.caPem, ESO_NS, 'eso-mtls-controller')).kc;
     sa = saKc.makeApiClient(CoreV1Api);
-    // A new policy takes a moment to load: wait until it denies what it should.
-    const deadline = Date.now() + 20_000;
-    while ((await status(sa.createNamespacedSecret({ namespace: 'team-b', body: secret('team-b', 'probe') }))).code !== 403) {
-      if (Date.now() > deadline) throw new Error('the ValidatingAdmissionPolicy never started denying');
-      await admin.deleteNamespacedSecret({ name: 'probe', namespace: 'team-b' }).catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    await untilAnswer('a Secret of another name', () => sa.createNamespacedSecret({ namespace: 'team-b', body: secret('team-b', 'probe') }), 403,
+      () => admin.deleteNamespacedSecret({ name: 'probe', namespace: 'team-b' }));
+    const adminLeases = plane.adminKubeConfig.makeApiClient(CoordinationV1Api);
+    await untilAnswer('a Lease of another name', () => saKc.makeApiClient(CoordinationV1Api).createNamespacedLease({ namespace: ESO_NS, body: lease('probe') }), 403,
+      () => adminLeases.deleteNamespacedLease({ name: 'probe', namespace: ESO_NS }));
   }, 120_000);
   afterAll(async () => {
     await plane?.stop();
@@ -153,6 +172,87 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     expect((await status(coordination.readNamespacedLease({ name: 'kube-controller-manager', namespace: ESO_NS }))).code).toBe(403);
     expect((await status(coordination.createNamespacedLease({ namespace: 'team-a', body: { metadata: { name: 'eso-mtls-controller' } } }))).code).toBe(403);
     expect((await status(coordination.deleteNamespacedLease({ name: 'eso-mtls-controller', namespace: ESO_NS }))).code).toBe(403);
+  });
+
+  it('denies, by admission policy, creating any other Lease in the leader-election namespace, ESO\'s own included', async () => {
+    const coordination = saKc.makeApiClient(CoordinationV1Api);
+    // ESO's leader-election Lease, taken over for 68 years: without the policy the Role's create allows it.
+    const hijack = lease('external-secrets-controller', { holderIdentity: 'eso-mtls-controller', leaseDurationSeconds: 2_147_483_647 });
+    const r = await status(coordination.createNamespacedLease({ namespace: ESO_NS, body: hijack }));
+    expect(r.code).toBe(403);
+    expect(r.message).toContain('ValidatingAdmissionPolicy \'eso-mtls-controller-lease-creates\'');
+    expect(r.message).toContain('eso-mtls-controller may create only its own leader-election Lease eso-mtls-controller (--leader-election-id), not external-secrets-controller');
+    const adminLeases = plane.adminKubeConfig.makeApiClient(CoordinationV1Api);
+    expect((await status(adminLeases.readNamespacedLease({ name: 'external-secrets-controller', namespace: ESO_NS }))).code).toBe(404);
+    // Elsewhere RBAC refuses first; the policy's namespace rule is exercised with other parameters below.
+    expect((await status(coordination.createNamespacedLease({ namespace: 'team-a', body: lease('eso-mtls-controller') }))).code).toBe(403);
+    // Others are not judged: an admin creates ESO's Lease as before.
+    expect((await status(adminLeases.createNamespacedLease({ namespace: ESO_NS, body: lease('external-secrets-controller') }))).code).toBe(200);
+  });
+
+  it('takes the identity, namespaces and names from its parameters: a second binding with other ones holds another controller', async () => {
+    // Another installation: ServiceAccount ops/other-controller, its Lease other-lease in ops, its CA other-ca.
+    const ns = 'ops';
+    const kc = plane.adminKubeConfig;
+    await admin.createNamespace({ body: { metadata: { name: ns } } });
+    await admin.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'other-controller' } } });
+    await admin.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'other-params' }, data: {
+      serviceAccountNamespace: ns, serviceAccountName: 'other-controller', esoNamespace: ns, caSecretName: 'other-ca', clientSecretName: 'other-client',
+      providerSecretName: PROVIDER, leaseNamespace: ns, leaseName: 'other-lease',
+    } } });
+    // RBAC as loose as the shipped Roles' create rules, in ops and in ESO's namespace, so only the policy stands in the way.
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    for (const namespace of [ns, ESO_NS]) {
+      await rbac.createNamespacedRole({ namespace, body: { metadata: { name: 'other-controller' }, rules: [
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] }, { apiGroups: [''], resources: ['secrets'], verbs: ['create'] }] } });
+      await rbac.createNamespacedRoleBinding({ namespace, body: { metadata: { name: 'other-controller' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'other-controller' },
+        subjects: [{ kind: 'ServiceAccount', name: 'other-controller', namespace: ns }] } });
+    }
+    const policies = kc.makeApiClient(AdmissionregistrationV1Api);
+    for (const policyName of ['eso-mtls-controller-lease-creates', 'eso-mtls-controller-secret-writes']) {
+      await policies.createValidatingAdmissionPolicyBinding({ body: { metadata: { name: `other-${policyName}` },
+        spec: { policyName, validationActions: ['Deny'], paramRef: { name: 'other-params', namespace: ns, parameterNotFoundAction: 'Allow' } } } });
+    }
+    const other = (await serviceAccountKubeConfig(kc, plane.url, plane.caPem, ns, 'other-controller')).kc;
+    const leases = other.makeApiClient(CoordinationV1Api);
+    const adminLeases = kc.makeApiClient(CoordinationV1Api);
+    await untilAnswer('the other controller\'s Lease of another name', () => leases.createNamespacedLease({ namespace: ns, body: lease('probe') }), 403,
+      () => adminLeases.deleteNamespacedLease({ name: 'probe', namespace: ns }));
+
+    expect((await status(leases.createNamespacedLease({ namespace: ns, body: lease('other-lease') }))).code).toBe(200);
+    const ours = await status(leases.createNamespacedLease({ namespace: ns, body: lease('eso-mtls-controller') }));
+    expect(ours).toEqual({ code: 403, message: expect.stringContaining('may create only its own leader-election Lease other-lease (--leader-election-id), not eso-mtls-controller') });
+    const elsewhere = await status(leases.createNamespacedLease({ namespace: ESO_NS, body: lease('other-lease') }));
+    expect(elsewhere).toEqual({ code: 403, message: expect.stringContaining(`may create Leases only in namespace ${ns} (--leader-election-namespace), not ${ESO_NS}`) });
+
+    const secrets = other.makeApiClient(CoreV1Api);
+    const caLabels = { ...LABELS, 'app.kubernetes.io/component': 'ca' };
+    const ca = (name: string): V1Secret => ({ metadata: { name, labels: caLabels }, type: 'Opaque' });
+    expect((await status(secrets.createNamespacedSecret({ namespace: ns, body: ca('other-ca') }))).code).toBe(200);
+    const shippedName = await status(secrets.createNamespacedSecret({ namespace: ns, body: ca('eso-provider-ca-internal') }));
+    expect(shippedName).toEqual({ code: 403, message: expect.stringContaining(`may write only the Secrets ${PROVIDER}, other-ca and other-client, not eso-provider-ca-internal`) });
+    const caElsewhere = await status(secrets.createNamespacedSecret({ namespace: ESO_NS, body: ca('other-ca') }));
+    expect(caElsewhere).toEqual({ code: 403, message: expect.stringContaining(`may write other-ca only in namespace ${ns}, not ${ESO_NS}`) });
+
+    // The shipped parameters still hold our controller, whose identity the other binding does not match.
+    expect((await status(saKc.makeApiClient(CoordinationV1Api).createNamespacedLease({ namespace: ESO_NS, body: lease('other-lease') }))).code).toBe(403);
+
+    // Without its parameters a binding stands aside (parameterNotFoundAction: Allow): the cluster's
+    // other Secret writes never depend on one ConfigMap, and RBAC alone judges the controller again.
+    await admin.deleteNamespacedConfigMap({ name: 'other-params', namespace: ns });
+    try {
+      await untilAnswer('the other controller\'s Lease of another name, once its parameters are gone', () =>
+        leases.createNamespacedLease({ namespace: ns, body: lease('after-params') }), 200);
+      expect((await status(admin.createNamespacedSecret({ namespace: 'team-b', body: { metadata: { name: 'while-params-missing' }, stringData: { a: 'b' } } }))).code)
+        .toBe(200);
+    } finally {
+      for (const policyName of ['eso-mtls-controller-lease-creates', 'eso-mtls-controller-secret-writes']) {
+        await policies.deleteValidatingAdmissionPolicyBinding({ name: `other-${policyName}` });
+      }
+    }
+    await untilAnswer('an admin\'s Secret once the bindings are gone', () => admin.createNamespacedSecret({ namespace: 'team-b',
+      body: { metadata: { name: 'after-unbinding' }, stringData: { a: 'b' } } }), 200);
   });
 
   it('applies everything of the opt-in overlay but the PrometheusRule, whose CRD this cluster lacks', async () => {
