@@ -8,12 +8,14 @@ import { formatIssueBenchmark, runIssueBenchmark } from './issue.bench.js';
 import { formatPlanBenchmark, runPlanBenchmark } from './plan.bench.js';
 import { formatKubernetesBenchmark, runKubernetesBenchmark } from './kubernetes.bench.js';
 import { formatGrpcBenchmark, runGrpcBenchmark } from './grpc.bench.js';
+import { formatKeygenBenchmark, runKeygenBenchmark } from './keygen.bench.js';
 
 const benchmarks: Record<string, () => Promise<string>> = {
   issue: async () => formatIssueBenchmark(await runIssueBenchmark()),
   plan: async () => formatPlanBenchmark(await runPlanBenchmark()),
   kubernetes: async () => formatKubernetesBenchmark(await runKubernetesBenchmark()),
   grpc: async () => formatGrpcBenchmark(await runGrpcBenchmark()),
+  keygen: async () => formatKeygenBenchmark(await runKeygenBenchmark()),
 };
 
 const wanted = process.argv.slice(2);

@@ -1,6 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
-import { createNodeCryptoBackend, createNodeSigner, createNodeVerifier, nodeRandom } from '@eso-mtls/core/node';
+import {
+  cpuQuotaCores, createNodeCryptoBackend, createNodeSigner, createNodeVerifier, defaultKeyGenerationConcurrency, nodeRandom,
+} from '@eso-mtls/core/node';
 import type { KeyAlgorithm } from '@eso-mtls/core';
 
 describe('createNodeSigner', () => {
@@ -36,6 +38,43 @@ describe('createNodeSigner', () => {
     done = true;
     expect(turns).toBeGreaterThan(1);
     expect(signatures.every((s) => s.length === 384)).toBe(true);
+  });
+
+  it('limits concurrent key generations, so an RSA signature is not queued behind every pending key', async () => {
+    // libuv's pool has 4 threads. Unlimited, 6 queued keygens take all 4 and the signature waits
+    // behind the other 2, for at least 2 keys; one keygen at a time leaves it a free thread at once.
+    const signer = createNodeSigner({ keyGenerationConcurrency: 1 });
+    const caKey = await signer.generateKey('RSA-2048');
+    let keysDone = 0;
+    const keys = Array.from({ length: 6 }, () => signer.generateKey('RSA-2048').then((k) => {
+      keysDone++;
+      return k;
+    }));
+    await signer.sign(caKey.privateKeyPem, Uint8Array.of(1));
+    const keysDoneAtSignature = keysDone;
+    await Promise.all(keys);
+    expect(keysDoneAtSignature).toBeLessThanOrEqual(1);
+    expect(keysDone).toBe(6);
+  }, 60_000);
+
+  it('runs no more keygens than CPUs and leaves a pool thread to others by default, and refuses a limit below 1', () => {
+    expect([[1, 4], [2, 4], [4, 4], [8, 4], [16, 64], [2, 1]].map(([cores, pool]) => defaultKeyGenerationConcurrency(cores, pool))).toEqual([1, 2, 3, 3, 16, 1]);
+    expect(() => createNodeSigner({ keyGenerationConcurrency: 0 }))
+      .toThrow('keyGenerationConcurrency must be a positive integer, got 0; leave it unset for the number of CPUs, at most one less than UV_THREADPOOL_SIZE');
+    expect(() => createNodeSigner({ keyGenerationConcurrency: 1.5 })).toThrow(RangeError);
+  });
+
+  it('counts a cgroup CPU quota (a pod\'s limits.cpu) as the CPUs it may use, rounded up', () => {
+    const files = (entries: Record<string, string>) => (path: string): string => {
+      if (!(path in entries)) throw new Error(`ENOENT: ${path}`);
+      return entries[path]!;
+    };
+    expect(cpuQuotaCores(files({ '/sys/fs/cgroup/cpu.max': '100000 100000\n' }))).toBe(1);
+    expect(cpuQuotaCores(files({ '/sys/fs/cgroup/cpu.max': '150000 100000\n' }))).toBe(2);
+    expect(cpuQuotaCores(files({ '/sys/fs/cgroup/cpu.max': 'max 100000\n' }))).toBeUndefined();
+    expect(cpuQuotaCores(files({ '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '50000\n', '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000\n' }))).toBe(1);
+    expect(cpuQuotaCores(files({ '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '-1\n', '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000\n' }))).toBeUndefined();
+    expect(cpuQuotaCores(files({}))).toBeUndefined();
   });
 
   it.each<[KeyAlgorithm, string, object]>([

@@ -18,7 +18,8 @@ const SERVICE = 'file-provider';
 const ADDRESS = `${SERVICE}.${NAMESPACE}.svc:8080`;
 const CLIENTS = 4;
 const MAX_CALLS = 200_000;
-const DEADLINE_MS = 90_000;
+// A hang guard only: how long the rotations take is the machine's business, not the test's.
+const TIMEOUT_MS = 120_000;
 
 const root = mkdtempSync(join(tmpdir(), 'rotation-'));
 const dirs = { client: join(root, 'client'), server: join(root, 'server') };
@@ -103,7 +104,6 @@ afterAll(async () => {
 
 describe('rotation with calls in flight', () => {
   it('20 server, 20 client and 2 CA rotations: 0 failed calls, 0 failed handshakes, 0 refused loads', async () => {
-    const started = Date.now();
     startLoad();
     await callsAfterStep();
     expect(new Set([...peers].map((p) => p.split(':').pop())).size).toBeGreaterThanOrEqual(CLIENTS);
@@ -148,8 +148,7 @@ describe('rotation with calls in flight', () => {
     // Each change of the client material (22 leaves, 4 bundles) replaced every client's channel, and each old one drained.
     for (const c of channels) expect(c.stats).toMatchObject({ channels: 27, drained: 26, forcedCloses: 0 });
     expect(load.ok).toBeGreaterThan(CLIENTS * 5 * 47);
-    expect(Date.now() - started).toBeLessThan(DEADLINE_MS);
-  }, DEADLINE_MS + 30_000);
+  }, TIMEOUT_MS);
 
   it('control: without the overlap (an emergency CA rotation reaching the client first), the same harness sees calls fail', async () => {
     if (!load.running) startLoad();

@@ -6,12 +6,21 @@ import {
   type KeyObject, createPrivateKey, createPublicKey, generateKeyPair, randomBytes, sign as signAsync, verify,
 } from 'node:crypto';
 import { publicKeyOfPrivateKey } from './key-check.js';
+import { ConcurrencyLimit, checkKeyGenerationConcurrency, cpuQuotaCores, defaultKeyGenerationConcurrency } from './key-generation-limit.js';
 import type { CryptoBackend, GeneratedKey, KeyAlgorithm, RandomSource, SignatureVerifier, Signer } from '../index.js';
+
+export { cpuQuotaCores, defaultKeyGenerationConcurrency };
 
 /** Options of {@link createNodeCryptoBackend}. */
 export interface NodeCryptoBackendOptions {
   /** Parsed private and public keys kept for reuse (the CA key signs every leaf). Default 256. */
   readonly keyCacheSize?: number;
+  /**
+   * Key generations running at once; more wait their turn. Default: the CPUs the process may use
+   * (cores, or the cgroup CPU quota if lower), at most one less than libuv's thread pool
+   * (UV_THREADPOOL_SIZE, default 4), at least 1.
+   */
+  readonly keyGenerationConcurrency?: number;
 }
 
 // Signature algorithm OID -> digest; RSA-PSS is not accepted (it needs its parameters read).
@@ -47,25 +56,35 @@ function keyPairOptions(algorithm: KeyAlgorithm): { type: 'ec' | 'rsa'; options:
   }
 }
 
+/** One key pair from OpenSSL, on libuv's thread pool. */
+function generateOnThreadPool(algorithm: KeyAlgorithm): Promise<GeneratedKey> {
+  return new Promise((resolve, reject) => {
+    // Inside the executor, so an unsupported algorithm rejects instead of throwing.
+    const { type, options: params } = keyPairOptions(algorithm);
+    // The overloads cannot be picked from a union of option shapes; the options are checked above.
+    (generateKeyPair as unknown as (t: string, o: object, cb: (e: Error | null, pub: Buffer, priv: string) => void) => void)(
+      type, params, (error, publicKey, privateKey) => {
+        if (error) reject(error);
+        else resolve({ algorithm, subjectPublicKeyInfo: new Uint8Array(publicKey), privateKeyPem: privateKey });
+      });
+  });
+}
+
 /**
  * A {@link Signer} on node:crypto. Key generation and RSA signing run in libuv's thread pool (the
  * callback APIs), so a controller keeps renewing its lease while RSA keys are made; ECDSA signing
  * takes tens of microseconds and runs inline, where a thread-pool round trip would cost more.
+ * Key generations are limited (keyGenerationConcurrency): RSA keygen is CPU-bound, and a mass
+ * issuance that fills every pool thread starves the event loop of CPU and queues RSA signatures
+ * behind every pending key.
  */
 export function createNodeSigner(options: NodeCryptoBackendOptions = {}): Signer {
   const keys = new KeyCache<KeyObject>(options.keyCacheSize ?? 256);
+  const keyGenerations = new ConcurrencyLimit(options.keyGenerationConcurrency === undefined
+    ? defaultKeyGenerationConcurrency() : checkKeyGenerationConcurrency(options.keyGenerationConcurrency));
   return {
     generateKey(algorithm: KeyAlgorithm): Promise<GeneratedKey> {
-      return new Promise((resolve, reject) => {
-        // Inside the executor, so an unsupported algorithm rejects instead of throwing.
-        const { type, options: params } = keyPairOptions(algorithm);
-        // The overloads cannot be picked from a union of option shapes; the options are checked above.
-        (generateKeyPair as unknown as (t: string, o: object, cb: (e: Error | null, pub: Buffer, priv: string) => void) => void)(
-          type, params, (error, publicKey, privateKey) => {
-            if (error) reject(error);
-            else resolve({ algorithm, subjectPublicKeyInfo: new Uint8Array(publicKey), privateKeyPem: privateKey });
-          });
-      });
+      return keyGenerations.run(() => generateOnThreadPool(algorithm));
     },
     sign(privateKeyPem: string, data: Uint8Array): Promise<Uint8Array> {
       let key: KeyObject;
