@@ -77,6 +77,8 @@ describe('loading what the kubelet mounted', () => {
     const failures: ReloadFailure[] = [];
     watcher.onFailure((f) => failures.push(f));
     const started = watcher.start();
+    // The first failed read, however long a loaded machine takes to make it; then a few more polls.
+    while (failures.length === 0) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 60));
     expect(watcher.ready).toBe(false);
     expect(failures.map((f) => f.reason)).toEqual(['not_found']);
