@@ -81,6 +81,8 @@ export async function startController(config: ControllerConfig, deps: Controller
       providerCertificates: () => adapter.status.providerCertificates(),
       clientCertificate: () => adapter.status.clientCertificate(),
       caCertificates: () => adapter.status.caCertificates(),
+      refusedServices: () => adapter.status.refusedServices(),
+      signingPausedUntil: () => adapter.status.signingPausedUntil(),
     },
     onInvalidEntry: (e) => logger.warn({ error: e.message }, 'metrics entry skipped'),
   });
@@ -96,6 +98,7 @@ export async function startController(config: ControllerConfig, deps: Controller
     hooks: {
       onRotation: (namespace, services, reason) => guard(logger, () => metrics.recordRotation(namespace, services, reason)),
       onRotationFailure: (namespace, services) => guard(logger, () => metrics.recordRotationFailure(namespace, services)),
+      onCaRotationFailure: () => guard(logger, () => metrics.recordCaRotationFailure()),
     },
   });
 

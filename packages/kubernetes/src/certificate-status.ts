@@ -1,5 +1,5 @@
-import type { CaStatus, Instant, MaterializedCa, PlanStatus, SecretWrite } from '@eso-mtls/core';
-import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry } from '@eso-mtls/metrics';
+import type { CaStatus, Instant, MaterializedCa, Plan, SecretWrite } from '@eso-mtls/core';
+import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry, RefusedServiceEntry } from '@eso-mtls/metrics';
 import type { V1Service } from '@kubernetes/client-node';
 import type { Informer } from './informer.js';
 
@@ -7,20 +7,25 @@ import type { Informer } from './informer.js';
  * The read-only view the controller's metrics are computed from at scrape time: one entry per
  * labelled Service now in the cache (so a deleted Service's series disappears at once), with its
  * namespace's certificate notAfter from the latest plan, or from a leaf written since; the client
- * certificate; every CA by state.
+ * certificate; every CA by state; the Services refused and the pause of signing, from the latest plan.
  */
 export class CertificateStatusView implements ControllerCertificateSource {
   private notAfterByNamespace = new Map<string, Instant | undefined>();
   private clientNotAfter: Instant | undefined;
   private ca: CaStatus | undefined;
+  private refused: readonly RefusedServiceEntry[] = [];
+  private pausedUntil: Instant | undefined;
 
   constructor(private readonly services: Informer<V1Service>, private readonly leader: () => boolean) {}
 
-  /** Called with each plan's status (what the cluster held when it was planned). */
-  update(status: PlanStatus): void {
+  /** Called with each plan (its status is what the cluster held when it was planned). */
+  update(plan: Pick<Plan, 'status' | 'refused'>): void {
+    const { status } = plan;
     this.notAfterByNamespace = new Map(status.namespaces.map((n) => [n.namespace, n.notAfter]));
     this.clientNotAfter = status.client;
     this.ca = status.ca;
+    this.pausedUntil = status.signingPausedUntil;
+    this.refused = plan.refused.map(({ namespace, service, reason }) => ({ namespace, service, reason }));
   }
 
   /** Called once a CA Secret write has landed, with the CAs it holds. */
@@ -66,5 +71,15 @@ export class CertificateStatusView implements ControllerCertificateSource {
     if (ca.active !== undefined) yield { state: 'active', notAfter: ca.active };
     if (ca.next !== undefined) yield { state: 'next', notAfter: ca.next };
     for (const notAfter of ca.retired) yield { state: 'retired', notAfter };
+  }
+
+  /** The Services whose rotation request or names the latest plan refused. */
+  refusedServices(): Iterable<RefusedServiceEntry> {
+    return this.refused;
+  }
+
+  /** While no CA signs (a recovery waits for its new CA's propagation): when one is expected to sign again. */
+  signingPausedUntil(): Instant | undefined {
+    return this.pausedUntil;
   }
 }

@@ -6,10 +6,15 @@ import { type Logger, silentLogger } from './logger.js';
 import { type KubeRestClient, WriteFencedError, corePath } from './rest-client.js';
 
 /** Event reasons we emit, in the style of cert-manager. */
-export type EventReason = 'Issued' | 'Rotated' | 'Failed' | 'Conflict';
+export type EventReason = 'Issued' | 'Rotated' | 'Failed' | 'Conflict' | 'WaitingForCA' | 'RotateRequestRefused' | 'NamesRefused';
 
-/** The Service an Event is about. */
+/**
+ * The object an Event is about: a labelled Service, or (for the CA's failures, which concern no
+ * Service) the CA Secret in ESO's namespace.
+ */
 export interface ServiceReference {
+  /** Default `Service`. */
+  readonly kind?: 'Service' | 'Secret';
   readonly namespace: string;
   readonly name: string;
   readonly uid?: string;
@@ -51,7 +56,7 @@ const MAX_MESSAGE = 1024;
 const MAX_REMEMBERED = 10_000;
 
 /**
- * Emits core/v1 Events on Services. Identical Events (same Service, reason and message) are
+ * Emits core/v1 Events on Services (and on the CA Secret). Identical Events (same Service, reason and message) are
  * correlated as client-go's recorder does: the first is created, repeats raise `count` and are
  * patched onto it at most once per window, so a conflict reported every resync does not flood.
  * Requests run in the background; {@link flush} awaits them. Failures are logged, never thrown.
@@ -68,11 +73,11 @@ export class EventRecorder {
     this.logger = options.logger ?? silentLogger;
   }
 
-  /** Queues an Event on `service`. */
+  /** Queues an Event on `service` (or on the Secret it names). */
   record(service: ServiceReference, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
     if (this.options.writesAllowed && !this.options.writesAllowed()) return;
     const text = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 3)}...` : message;
-    const key = `${service.namespace}/${service.name}/${reason}/${text}`;
+    const key = `${service.kind ?? 'Service'}/${service.namespace}/${service.name}/${reason}/${text}`;
     const now = this.options.now();
     const previous = this.sent.get(key);
     if (previous) {
@@ -112,7 +117,7 @@ export class EventRecorder {
       await this.limiter.run(() => this.api.create(corePath('events', service.namespace), {
         apiVersion: 'v1', kind: 'Event',
         metadata: { name: entry.name, namespace: service.namespace },
-        involvedObject: { apiVersion: 'v1', kind: 'Service', namespace: service.namespace, name: service.name, ...(service.uid ? { uid: service.uid } : {}) },
+        involvedObject: { apiVersion: 'v1', kind: service.kind ?? 'Service', namespace: service.namespace, name: service.name, ...(service.uid ? { uid: service.uid } : {}) },
         type, reason, message,
         source: { component },
         reportingComponent: component,

@@ -1,24 +1,30 @@
 import {
-  type CertificateCache, type Conflict, type CryptoBackend, type Instant, type MaterializedCa, type Plan, type Policy,
+  type CertificateCache, type CryptoBackend, type Instant, type MaterializedCa, type Plan, type Policy,
   type RotationReason, type SecretTarget, type SecretWrite, describeTarget, isPlanEmpty, materializeBundle,
   materializeCaChange, materializeLeaf, planRotation,
 } from '@eso-mtls/core';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import type { CertificateStatusView } from './certificate-status.js';
 import type { ClusterInformers } from './cluster-informers.js';
-import type { EventRecorder, ServiceReference } from './event-recorder.js';
+import type { EventRecorder } from './event-recorder.js';
 import type { IssuanceLedger } from './ledger.js';
 import { Limiter } from './limiter.js';
 import type { Logger } from './logger.js';
 import type { SecretWriter, WriteOutcome } from './secret-writer.js';
 import type { SnapshotBuilder } from './snapshot-builder.js';
+import { type ServiceRefs, StandingReports } from './standing-reports.js';
 
 /** Callbacks for metrics and tests; each must be cheap and must not throw. */
 export interface AdapterHooks {
   /** A namespace's server certificate was issued and written (one call per issuance). */
   onRotation?(namespace: string, services: readonly string[], reason: RotationReason): void;
-  /** A namespace's server certificate could not be issued or written, or its Secret is in conflict. */
+  /**
+   * A namespace's server certificate could not be issued (key generation, signing) or written, its
+   * trust bundle could not be written, or its Secret is in conflict.
+   */
   onRotationFailure?(namespace: string, services: readonly string[]): void;
+  /** A CA could not be generated or signed, or the CA Secret could not be written. */
+  onCaRotationFailure?(): void;
   /** Every Secret write that succeeded: CA, client, server leaves and bundle updates. */
   onWrite?(write: SecretWrite): void;
 }
@@ -61,9 +67,11 @@ export interface RoundDependencies {
  * counts as stale, so the caller plans again; nothing signed by an unwritten CA is ever written.
  */
 export class ReconcileRound {
-  private readonly reported = new Map<string, { message: string; at: Instant }>();
+  private readonly reports: StandingReports;
 
-  constructor(private readonly deps: RoundDependencies) {}
+  constructor(private readonly deps: RoundDependencies) {
+    this.reports = new StandingReports(deps.logger, deps.events, deps.hooks, deps.policy.reconcileInterval);
+  }
 
   /** Plans at `clock()` and writes; each write is issued and stamped at the clock's time of writing. */
   async run(clock: () => Instant): Promise<RoundResult> {
@@ -71,21 +79,33 @@ export class ReconcileRound {
     const built = builder.build();
     const now = clock();
     const plan = planRotation(built.snapshot, { now, policy, cache });
-    this.deps.status?.update(plan.status);
+    this.deps.status?.update(plan);
     const counts = { written: 0, stale: 0, failed: 0, fenced: 0 };
-    const serviceRefs = (namespace: string, names: readonly string[]): ServiceReference[] => {
+    const serviceRefs: ServiceRefs = (namespace, names) => {
       const byName = new Map((built.services.get(namespace) ?? []).map((s: V1Service) => [s.metadata?.name, s]));
       return names.map((name) => ({ namespace, name, uid: byName.get(name)?.metadata?.uid }));
     };
-    this.reportConflicts(plan.conflicts, now, serviceRefs);
-    for (const w of plan.waiting) logger.info({ target: describeTarget(w.target), reason: w.reason }, w.message);
+    this.reports.report(plan, now, serviceRefs);
     if (isPlanEmpty(plan)) return { plan, ...counts };
 
     const existing = (target: SecretTarget): V1Secret | undefined => built.secrets.get(describeTarget(target));
+    const failures: FailureAccounting = {
+      serviceRefs,
+      // A bundle write names no Services; its namespace's are the ones whose provider is affected.
+      servicesOf: (namespace) => plan.status.namespaces.find((n) => n.namespace === namespace)?.services ?? [],
+      caSecretUid: existing('ca')?.metadata?.uid,
+    };
     const ctx = () => ({ crypto: this.deps.crypto, now: clock() });
-    const ca: MaterializedCa = await materializeCaChange(plan, ctx());
+    let ca: MaterializedCa;
+    try {
+      ca = await materializeCaChange(plan, ctx());
+    } catch (e) {
+      // The reconciler retries with backoff; operators see the counter, the Event and this line.
+      this.caFailed('generating or signing', plan.ca?.reason, errorText(e), undefined, failures);
+      throw e;
+    }
     if (ca.write) {
-      const outcome = await this.send(ca.write, existing('ca'), counts, serviceRefs);
+      const outcome = await this.send(ca.write, existing('ca'), counts, failures);
       if (outcome.kind !== 'written') {
         // Leaves signed by a CA that is not stored would be trusted by nobody: stop here.
         return { plan, ...counts };
@@ -104,8 +124,15 @@ export class ReconcileRound {
           counts.fenced++;
           return;
         }
-        const write = await materializeLeaf(plan, issuance, ca, ctx());
-        const outcome = await this.send(write, existing(issuance.target), counts, serviceRefs);
+        let write: SecretWrite;
+        try {
+          write = await materializeLeaf(plan, issuance, ca, ctx());
+        } catch (e) {
+          counts.failed++;
+          this.leafFailed({ target: issuance.target, reason: issuance.reason, services: issuance.services }, 'issuing', errorText(e), undefined, failures);
+          return;
+        }
+        const outcome = await this.send(write, existing(issuance.target), counts, failures);
         if (outcome.kind === 'fenced') halted = true;
       }));
     }
@@ -115,15 +142,16 @@ export class ReconcileRound {
           counts.fenced++;
           return;
         }
-        const outcome = await this.send(materializeBundle(update, ca, clock()), existing(update.target), counts, serviceRefs);
+        const outcome = await this.send(materializeBundle(update, ca, clock()), existing(update.target), counts, failures);
         if (outcome.kind === 'fenced') halted = true;
       }));
     }
     const results = await Promise.allSettled(tasks);
     for (const r of results) {
       if (r.status === 'rejected') {
+        // Every expected failure is accounted for in its task; this is a bug, still retried.
         counts.failed++;
-        logger.error({ error: (r.reason as Error)?.message ?? String(r.reason) }, 'issuing a certificate failed');
+        logger.error({ error: errorText(r.reason) }, 'unexpected failure in a reconcile; retrying');
       }
     }
     return { plan, ...counts };
@@ -131,7 +159,8 @@ export class ReconcileRound {
 
   /** Sends one write and accounts for it: cache, ledger, Events, hooks, logs. */
   private async send(write: SecretWrite, current: V1Secret | undefined, counts: { written: number; stale: number; failed: number; fenced: number },
-    serviceRefs: (namespace: string, names: readonly string[]) => ServiceReference[]): Promise<WriteOutcome> {
+    failures: FailureAccounting): Promise<WriteOutcome> {
+    const { serviceRefs } = failures;
     const { writer, informers, ledger, events, hooks, logger } = this.deps;
     const target = describeTarget(write.target);
     const namespace = typeof write.target === 'object' ? write.target.namespace : undefined;
@@ -176,39 +205,54 @@ export class ReconcileRound {
         break;
       case 'failed': {
         counts.failed++;
-        for (const fields of perService(namespace, write)) {
-          logger.error({ target, ...fields, reason: write.reason, code: outcome.code, error: outcome.message }, 'writing Secret failed');
-        }
-        if (namespace && write.kind === 'serverLeaf') {
-          hooks.onRotationFailure?.(namespace, write.services);
-          const text = `Could not write Secret ${writer.locate(write.target).name} (reason: ${write.reason ?? 'bundle'}): ${outcome.message}`;
-          for (const ref of serviceRefs(namespace, write.services)) events.record(ref, 'Warning', 'Failed', text);
-        }
+        if (write.kind === 'ca') this.caFailed('writing', write.reason, errorText(outcome.message), outcome.code, failures);
+        else this.leafFailed(write, 'writing', errorText(outcome.message), outcome.code, failures);
         break;
       }
     }
     return outcome;
   }
 
-  // A conflict persists until a human acts: report it when it first appears or changes, and again
-  // once per reconcile interval, not on every event-driven reconcile.
-  private reportConflicts(conflicts: readonly Conflict[], now: Instant,
-    serviceRefs: (namespace: string, names: readonly string[]) => ServiceReference[]): void {
-    const { logger, hooks, events, policy } = this.deps;
-    const current = new Set<string>();
-    for (const c of conflicts) {
-      const key = `${describeTarget(c.target)}|${c.services.join(',')}`;
-      current.add(key);
-      const last = this.reported.get(key);
-      if (last && last.message === c.message && now - last.at < policy.reconcileInterval) continue;
-      this.reported.set(key, { message: c.message, at: now });
-      logger.warn({ target: describeTarget(c.target), services: c.services }, `conflict: ${c.message}`);
-      if (typeof c.target === 'object' && c.services.length > 0) {
-        hooks.onRotationFailure?.(c.target.namespace, c.services);
-        for (const ref of serviceRefs(c.target.namespace, c.services)) events.record(ref, 'Warning', 'Conflict', c.message);
-      }
+  /**
+   * The one accounting path of a leaf or bundle that failed (key generation, signing, writing): the
+   * failure counter of each labelled Service of the namespace, a Warning Event on each, and one log
+   * line per Service. The client's leaf has no Service: one log line.
+   */
+  private leafFailed(what: { target: SecretTarget; reason?: RotationReason; services?: readonly string[] },
+    stage: 'issuing' | 'writing', error: string, code: number | undefined, failures: FailureAccounting): void {
+    const { writer, hooks, events, logger } = this.deps;
+    const target = describeTarget(what.target);
+    const secret = writer.locate(what.target).name;
+    const reason = what.reason ?? 'bundle';
+    const message = stage === 'issuing' ? 'issuing a certificate failed' : 'writing Secret failed';
+    if (typeof what.target === 'string') {
+      logger.error({ target, reason, code, error }, message);
+      return;
     }
-    for (const key of this.reported.keys()) if (!current.has(key)) this.reported.delete(key);
+    const namespace = what.target.namespace;
+    const services = what.services?.length ? what.services : failures.servicesOf(namespace);
+    for (const service of services) logger.error({ target, namespace, service, reason, code, error }, message);
+    if (services.length === 0) {
+      logger.error({ target, namespace, reason, code, error }, message);
+      return;
+    }
+    hooks.onRotationFailure?.(namespace, services);
+    const text = stage === 'issuing'
+      ? `Could not issue the certificate for Secret ${secret} (reason: ${reason}): ${error}`
+      : `Could not write Secret ${secret} (reason: ${reason}): ${error}`;
+    for (const ref of failures.serviceRefs(namespace, services)) events.record(ref, 'Warning', 'Failed', text);
+  }
+
+  /** The accounting path of a CA that could not be generated, signed or written: counter, Event on the CA Secret, log line. */
+  private caFailed(stage: 'generating or signing' | 'writing', reason: string | undefined, error: string, code: number | undefined, failures: FailureAccounting): void {
+    const { writer, hooks, events, logger } = this.deps;
+    const where = writer.locate('ca');
+    hooks.onCaRotationFailure?.();
+    logger.error({ target: 'ca', secret: `${where.namespace}/${where.name}`, reason, code, error }, `${stage} the CA failed`);
+    const text = stage === 'writing'
+      ? `Could not write the CA Secret (reason: ${reason ?? 'unknown'}): ${error}`
+      : `Could not generate or sign a CA (reason: ${reason ?? 'unknown'}): ${error}; nothing is issued until this succeeds`;
+    events.record({ kind: 'Secret', namespace: where.namespace, name: where.name, uid: failures.caSecretUid }, 'Warning', 'Failed', text);
   }
 }
 
@@ -216,6 +260,22 @@ export class ReconcileRound {
 function perService(namespace: string | undefined, write: SecretWrite): { namespace?: string; service?: string }[] {
   if (namespace && write.kind === 'serverLeaf' && write.services.length > 0) return write.services.map((service) => ({ namespace, service }));
   return [namespace ? { namespace } : {}];
+}
+
+/** What the failure accounting needs from the round. */
+interface FailureAccounting {
+  readonly serviceRefs: ServiceRefs;
+  /** The labelled Services of a namespace in this round's plan. */
+  readonly servicesOf: (namespace: string) => readonly string[];
+  readonly caSecretUid?: string;
+}
+
+const MAX_ERROR = 1024;
+
+/** An error's message for logs and Events, bounded: an apiserver's message may quote what it refused. */
+function errorText(e: unknown): string {
+  const text = e instanceof Error ? e.message : String(e);
+  return text.length > MAX_ERROR ? `${text.slice(0, MAX_ERROR - 3)}...` : text;
 }
 
 const iso = (t: Instant | undefined): string | undefined => (t === undefined ? undefined : new Date(t).toISOString());

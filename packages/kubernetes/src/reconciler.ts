@@ -2,6 +2,7 @@ import type { Instant } from '@eso-mtls/core';
 import { Backoff } from './backoff.js';
 import type { Logger } from './logger.js';
 import type { ReconcileRound, RoundResult } from './reconcile-round.js';
+import { StateReporter } from './state-reporter.js';
 
 /** Timing of {@link Reconciler}. */
 export interface ReconcilerOptions {
@@ -33,10 +34,15 @@ export class Reconciler {
   private readonly retry = new Backoff({ initialMs: 100, maxMs: 30_000 });
   private lastResult: RoundResult | undefined;
   private settledWaiters: (() => void)[] = [];
+  // A round that keeps failing is retried every few seconds: log its error when it changes, and
+  // again once per reconcile interval, not on every retry.
+  private readonly failure: StateReporter;
   /** Rounds run so far. */
   rounds = 0;
 
-  constructor(private readonly round: ReconcileRound, private readonly options: ReconcilerOptions) {}
+  constructor(private readonly round: ReconcileRound, private readonly options: ReconcilerOptions) {
+    this.failure = new StateReporter({ repeatMs: options.reconcileIntervalMs });
+  }
 
   /** Starts scheduling with an immediate reconcile. */
   start(): void {
@@ -103,12 +109,18 @@ export class Reconciler {
       if (!this.options.writesAllowed()) return undefined;
       try {
         const result = await this.round.run(this.options.now);
+        if (this.failure.observe([], () => 'reconcile', () => '', this.options.now()).ended.length > 0) {
+          this.options.logger.info({}, 'reconcile succeeded again');
+        }
         this.rounds++;
         this.lastResult = result;
         this.options.onRound?.(result);
         return result;
       } catch (e) {
-        this.options.logger.error({ error: (e as Error).message }, 'reconcile failed');
+        const error = (e as Error)?.message ?? String(e);
+        if (this.failure.observe([error], () => 'reconcile', (m) => m, this.options.now()).report.length > 0) {
+          this.options.logger.error({ error }, 'reconcile failed; retrying with backoff');
+        }
         return undefined;
       }
     })();

@@ -1,4 +1,4 @@
-import { type Instant, ROTATION_REASONS, type RotationReason } from '@eso-mtls/core';
+import { type Instant, ROTATION_REASONS, type RefusalReason, type RotationReason } from '@eso-mtls/core';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { isInstant, secondsUntil } from './expiry.js';
 import { MetricLabelError, type ServiceLabels, serviceKey, serviceLabels } from './labels.js';
@@ -24,6 +24,16 @@ export interface CaCertificateEntry {
   readonly notAfter: Instant;
 }
 
+/** Every reason the core refuses a Service for: the only values of the refused gauge's `reason` label. */
+export const REFUSAL_REASONS: readonly RefusalReason[] = Object.freeze(['rotate_request_too_large', 'certificate_too_large'] as const);
+
+/** A labelled Service whose rotation request or DNS names the controller refuses. */
+export interface RefusedServiceEntry {
+  readonly namespace: string;
+  readonly service: string;
+  readonly reason: RefusalReason;
+}
+
 /**
  * The controller's current view, read at every scrape (cert-manager's lesson: gauges computed
  * from the cache cannot go stale). Implemented by the controller; must be cheap and not throw.
@@ -37,6 +47,10 @@ export interface ControllerCertificateSource {
   clientCertificate(): { readonly notAfter: Instant } | undefined;
   /** Every CA certificate still in the CA Secret: active, next and retired. */
   caCertificates(): Iterable<CaCertificateEntry>;
+  /** The Services refused now (each with its reason); a refusal that ended is no longer listed. */
+  refusedServices(): Iterable<RefusedServiceEntry>;
+  /** While no CA signs (a recovery waits for its new CA's propagation): when one is expected to sign again. */
+  signingPausedUntil(): Instant | undefined;
 }
 
 /** Options of {@link ControllerMetrics}. */
@@ -60,6 +74,7 @@ export class ControllerMetrics {
   readonly registry: Registry;
   private readonly rotations: Counter<'namespace' | 'service' | 'reason'>;
   private readonly rotationFailures: Counter<'namespace' | 'service'>;
+  private readonly caRotationFailures: Counter;
   // Series each counter holds, so a departed Service's series can be removed.
   private readonly rotationSeries = new Map<string, ServiceLabels>();
   private readonly failureSeries = new Map<string, ServiceLabels>();
@@ -123,6 +138,46 @@ export class ControllerMetrics {
       },
     });
 
+    new Gauge({
+      name: METRIC_NAMES.providerServicesRefused,
+      help: '1 for each labelled Service whose eso-mtls.io/rotate request (rotate_request_too_large) or DNS names (certificate_too_large) are refused; absent once the refusal ends. Exported by the leading controller only.',
+      labelNames: [...SERVICE_LABELS, 'reason'] as const,
+      registers,
+      collect() {
+        this.reset();
+        if (!source.isLeader()) return;
+        for (const entry of source.refusedServices()) {
+          const labels = refusedLabels(entry, report);
+          if (labels) this.set(labels, 1);
+        }
+      },
+    });
+
+    new Gauge({
+      name: METRIC_NAMES.caSigningPausedUntil,
+      help: 'While no CA signs (a CA recovery waits for its new CA to reach every bundle), the Unix time at which one is expected to sign again; absent otherwise. Exported by the leading controller only.',
+      registers,
+      collect() {
+        // As the client gauge: an unlabelled reset() would leave a 0 sample, read as "paused until 1970".
+        this.reset();
+        this.remove();
+        if (!source.isLeader()) return;
+        const until = source.signingPausedUntil();
+        if (until === undefined) return;
+        if (!isInstant(until)) {
+          report(new MetricLabelError(`signing paused until ${String(until)} is not an epoch-millisecond instant; skipped`));
+          return;
+        }
+        this.set(until / 1000);
+      },
+    });
+
+    this.caRotationFailures = new Counter({
+      name: METRIC_NAMES.caCertificateRotationFailures,
+      help: 'CA creations or rotations that failed: generating or signing a CA, or writing the CA Secret. Retried with backoff.',
+      registers,
+    });
+
     this.rotations = new Counter({
       name: METRIC_NAMES.providerCertificateRotations,
       help: 'Server certificates issued, per labelled Service of the namespace and reason. One issuance adds one to each Service of its namespace.',
@@ -184,6 +239,11 @@ export class ControllerMetrics {
       this.failureSeries.set(serviceKey(labels), labels);
     }
   }
+
+  /** Counts one failed CA creation or rotation (a CA could not be generated or signed, or the CA Secret not written). */
+  recordCaRotationFailure(): void {
+    this.caRotationFailures.inc();
+  }
 }
 
 function validServices(namespace: string, services: readonly string[]): ServiceLabels[] {
@@ -196,6 +256,21 @@ function validServices(namespace: string, services: readonly string[]): ServiceL
     unique.set(serviceKey(labels), labels);
   }
   return [...unique.values()];
+}
+
+/** The labels of a refused Service, or undefined (reported) when a name or the reason cannot be a label. */
+function refusedLabels(entry: RefusedServiceEntry, report: (e: MetricLabelError) => void): (ServiceLabels & { reason: RefusalReason }) | undefined {
+  try {
+    const labels = serviceLabels(entry.namespace, entry.service);
+    if (!REFUSAL_REASONS.includes(entry.reason)) {
+      throw new MetricLabelError(`refusal reason ${JSON.stringify(entry.reason)} of Service ${labels.namespace}/${labels.service} is not one of ${REFUSAL_REASONS.join(', ')}`);
+    }
+    return { ...labels, reason: entry.reason };
+  } catch (e) {
+    if (!(e instanceof MetricLabelError)) throw e;
+    report(new MetricLabelError(`${e.message}; entry skipped`));
+    return undefined;
+  }
 }
 
 function currentServices(source: ControllerCertificateSource, report: (e: MetricLabelError) => void) {

@@ -13,6 +13,12 @@ export const METRIC_NAMES = Object.freeze({
   providerCertificateRotations: 'eso_provider_certificate_rotation_total',
   /** Controller counter: server certificate issuances that failed, per Service. */
   providerCertificateRotationFailures: 'eso_provider_certificate_rotation_failures_total',
+  /** Controller counter: CA creations or rotations that failed (generating, signing or writing the CA Secret). */
+  caCertificateRotationFailures: 'eso_ca_certificate_rotation_failures_total',
+  /** Controller gauge: 1 per labelled Service whose rotation request or names are refused, by reason. */
+  providerServicesRefused: 'eso_provider_services_refused',
+  /** Controller gauge: while no CA signs (a recovery waits for its new CA), when one is expected to sign again. */
+  caSigningPausedUntil: 'eso_ca_signing_paused_until_timestamp_seconds',
   /** Provider counter: certificate pairs swapped in by the hot reload. */
   providerHotReloads: 'eso_provider_certificate_hot_reload_total',
   /** Provider counter: reload attempts that kept the last good pair. */

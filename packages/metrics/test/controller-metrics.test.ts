@@ -8,7 +8,7 @@ import { Served } from './helpers/served.js';
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
 const DAY = 86_400_000;
 const N = METRIC_NAMES;
-const GAUGES = [N.providerCertificateExpiry, N.clientCertificateExpiry, N.caCertificateExpiry];
+const GAUGES = [N.providerCertificateExpiry, N.clientCertificateExpiry, N.caCertificateExpiry, N.providerServicesRefused, N.caSigningPausedUntil];
 
 const served = new Served();
 afterEach(() => served.stop());
@@ -104,6 +104,8 @@ describe('ControllerMetrics expiry gauges', () => {
     view.services = [{ namespace: 'a', service: 'one', notAfter: T0 + DAY }];
     view.client = { notAfter: T0 + DAY };
     view.cas = [{ state: 'active', notAfter: T0 + 100 * DAY }];
+    view.refused = [{ namespace: 'a', service: 'one', reason: 'rotate_request_too_large' }];
+    view.pausedUntil = T0 + DAY;
     metrics.recordRotation('a', ['one'], 'initial');
 
     view.leader = false;
@@ -219,6 +221,61 @@ describe('ControllerMetrics rotation counters', () => {
     const s = await samples();
     expect(series(s, N.providerCertificateRotations)).toHaveLength(0);
     expect(valueOf(s, N.providerCertificateRotationFailures, { namespace: 'n', service: 'a' })).toBe(0);
+  });
+});
+
+describe('ControllerMetrics refusals, signing pause and CA failures', () => {
+  it('export 1 per refused Service and reason while the source lists it, and no series once the refusal ends', async () => {
+    const { view, samples } = await setUp();
+    view.refused = [
+      { namespace: 'n', service: 'a', reason: 'rotate_request_too_large' },
+      { namespace: 'n', service: 'b', reason: 'certificate_too_large' },
+    ];
+    let s = await samples();
+    expect(series(s, N.providerServicesRefused).map((x) => [x.labels, x.value])).toEqual([
+      [{ namespace: 'n', service: 'a', reason: 'rotate_request_too_large' }, 1],
+      [{ namespace: 'n', service: 'b', reason: 'certificate_too_large' }, 1],
+    ]);
+    view.refused = [{ namespace: 'n', service: 'b', reason: 'certificate_too_large' }];
+    s = await samples();
+    expect(series(s, N.providerServicesRefused).map((x) => x.labels.service)).toEqual(['b']);
+  });
+
+  it('skip a refused entry whose reason or name cannot be a label, and report it', async () => {
+    const { view, samples, invalid } = await setUp();
+    view.refused = [
+      { namespace: 'n', service: 'a', reason: 'whatever the tenant wrote' as never },
+      { namespace: 'n', service: 'Not_A_Name', reason: 'certificate_too_large' },
+      { namespace: 'n', service: 'ok', reason: 'certificate_too_large' },
+    ];
+    const s = await samples();
+    expect(series(s, N.providerServicesRefused).map((x) => x.labels.service)).toEqual(['ok']);
+    const messages = invalid.map((e) => e.message).join('\n');
+    expect(messages).toContain('refusal reason "whatever the tenant wrote" of Service n/a is not one of rotate_request_too_large, certificate_too_large');
+    expect(messages).toContain('service label "Not_A_Name"');
+  });
+
+  it('export the signing pause as a Unix time while it lasts, and no sample (not 0) otherwise', async () => {
+    const { view, samples } = await setUp();
+    let s = await samples();
+    expect(series(s, N.caSigningPausedUntil)).toEqual([]);
+    view.pausedUntil = T0 + 300_000;
+    s = await samples();
+    expect(valueOf(s, N.caSigningPausedUntil, {})).toBe((T0 + 300_000) / 1000);
+    view.pausedUntil = undefined;
+    s = await samples();
+    expect(series(s, N.caSigningPausedUntil)).toEqual([]);
+  });
+
+  it('count CA failures from 0, on followers too, so increase() sees the first', async () => {
+    const { view, metrics, samples } = await setUp();
+    view.leader = false;
+    let s = await samples();
+    expect(valueOf(s, N.caCertificateRotationFailures, {})).toBe(0);
+    metrics.recordCaRotationFailure();
+    metrics.recordCaRotationFailure();
+    s = await samples();
+    expect(valueOf(s, N.caCertificateRotationFailures, {})).toBe(2);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry } from '@eso-mtls/metrics';
+import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry, RefusedServiceEntry } from '@eso-mtls/metrics';
 
 /** A controller's view held in plain fields, changed by the test between scrapes. */
 export class ControllerView implements ControllerCertificateSource {
@@ -6,6 +6,8 @@ export class ControllerView implements ControllerCertificateSource {
   services: ProviderCertificateEntry[] = [];
   client: { notAfter: number } | undefined = undefined;
   cas: CaCertificateEntry[] = [];
+  refused: RefusedServiceEntry[] = [];
+  pausedUntil: number | undefined = undefined;
 
   isLeader(): boolean {
     return this.leader;
@@ -18,6 +20,12 @@ export class ControllerView implements ControllerCertificateSource {
   }
   caCertificates(): Iterable<CaCertificateEntry> {
     return this.cas;
+  }
+  refusedServices(): Iterable<RefusedServiceEntry> {
+    return this.refused;
+  }
+  signingPausedUntil(): number | undefined {
+    return this.pausedUntil;
   }
 }
 

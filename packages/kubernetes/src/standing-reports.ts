@@ -1,0 +1,99 @@
+import {
+  type Conflict, type Instant, type Plan, type RefusalReason, type RefusedService, type WaitingLeaf, describeTarget,
+} from '@eso-mtls/core';
+import type { EventReason, EventRecorder, ServiceReference } from './event-recorder.js';
+import type { Logger } from './logger.js';
+import type { AdapterHooks } from './reconcile-round.js';
+import { StateReporter } from './state-reporter.js';
+
+/** The Services of a namespace as Event targets (with their uids where the cache has them). */
+export type ServiceRefs = (namespace: string, names: readonly string[]) => ServiceReference[];
+
+/** One waiting leaf as seen by one of its Services (the client's leaf has none). */
+interface WaitingState {
+  readonly leaf: WaitingLeaf;
+  readonly namespace?: string;
+  readonly service?: string;
+}
+
+const REFUSAL_EVENT: Readonly<Record<RefusalReason, EventReason>> = {
+  rotate_request_too_large: 'RotateRequestRefused',
+  certificate_too_large: 'NamesRefused',
+};
+
+/**
+ * What a plan reports that stands until something changes: conflicts, leaves waiting for a CA, and
+ * refused Services. Each is logged (and given an Event on each of its Services) when it starts or
+ * changes, with one summary line per reconcile interval while any stands; never once per round.
+ */
+export class StandingReports {
+  // A conflict counts as a failure: it is reported again each reconcile interval, so its alert holds.
+  private readonly conflicts: StateReporter;
+  private readonly waiting: StateReporter;
+  private readonly refused: StateReporter;
+
+  constructor(private readonly logger: Logger, private readonly events: Pick<EventRecorder, 'record'>, private readonly hooks: AdapterHooks, intervalMs: number) {
+    this.conflicts = new StateReporter({ repeatMs: intervalMs });
+    this.waiting = new StateReporter({ summaryMs: intervalMs });
+    this.refused = new StateReporter({ summaryMs: intervalMs });
+  }
+
+  /** Reports what changed in `plan` since the last call. */
+  report(plan: Pick<Plan, 'conflicts' | 'waiting' | 'refused'>, now: Instant, serviceRefs: ServiceRefs): void {
+    this.reportConflicts(plan.conflicts, now, serviceRefs);
+    this.reportWaiting(plan.waiting, now, serviceRefs);
+    this.reportRefused(plan.refused, now, serviceRefs);
+  }
+
+  private reportConflicts(conflicts: readonly Conflict[], now: Instant, serviceRefs: ServiceRefs): void {
+    const { report } = this.conflicts.observe(conflicts, (c) => `${describeTarget(c.target)}|${c.services.join(',')}`, (c) => c.message, now);
+    for (const c of report) {
+      this.logger.warn({ target: describeTarget(c.target), services: c.services }, `conflict: ${c.message}`);
+      if (typeof c.target === 'object' && c.services.length > 0) {
+        this.hooks.onRotationFailure?.(c.target.namespace, c.services);
+        for (const ref of serviceRefs(c.target.namespace, c.services)) this.events.record(ref, 'Warning', 'Conflict', c.message);
+      }
+    }
+  }
+
+  // During a recovery's wait nothing can be issued for up to the propagation delay: say so once per
+  // Service, with the reason and until when, and then once per interval how many wait.
+  private reportWaiting(waiting: readonly WaitingLeaf[], now: Instant, serviceRefs: ServiceRefs): void {
+    const states: WaitingState[] = waiting.flatMap((leaf) => (typeof leaf.target === 'object' && leaf.services.length > 0
+      ? leaf.services.map((service) => ({ leaf, namespace: (leaf.target as { namespace: string }).namespace, service }))
+      : [{ leaf }]));
+    const key = (s: WaitingState): string => `${describeTarget(s.leaf.target)}|${s.service ?? ''}`;
+    const { report, summarize } = this.waiting.observe(states, key, (s) => `${s.leaf.reason}|${iso(s.leaf.until) ?? ''}`, now);
+    for (const { leaf, namespace, service } of report) {
+      const until = iso(leaf.until);
+      const text = `${leaf.message}; no CA signs until ${until ?? 'the new CA is activated'}, and the certificate is issued then`;
+      this.logger.info({ target: describeTarget(leaf.target), namespace, service, reason: leaf.reason, until }, `waiting for the new CA: ${text}`);
+      if (namespace && service) for (const ref of serviceRefs(namespace, [service])) this.events.record(ref, 'Warning', 'WaitingForCA', text);
+    }
+    if (summarize) {
+      const until = waiting.map((w) => w.until).find((t) => t !== undefined);
+      this.logger.info({ leaves: waiting.length, services: states.filter((s) => s.service).length, until: iso(until) },
+        `${waiting.length} leaves waiting for the new CA`);
+    }
+  }
+
+  // The core's messages are bounded; the tenant's annotation value never reaches a log line or Event.
+  private reportRefused(refused: readonly RefusedService[], now: Instant, serviceRefs: ServiceRefs): void {
+    const key = (r: RefusedService): string => `${r.namespace}/${r.service}|${r.reason}`;
+    const { report, ended, summarize } = this.refused.observe(refused, key, (r) => r.message, now);
+    for (const r of report) {
+      this.logger.warn({ namespace: r.namespace, service: r.service, reason: r.reason }, `refused: ${r.message}`);
+      for (const ref of serviceRefs(r.namespace, [r.service])) this.events.record(ref, 'Warning', REFUSAL_EVENT[r.reason], r.message);
+    }
+    for (const k of ended) {
+      const [name, reason] = k.split('|');
+      const [namespace, service] = name!.split('/');
+      this.logger.info({ namespace, service, reason }, 'no longer refused');
+    }
+    if (summarize) this.logger.warn({ services: refused.length }, `${refused.length} Services refused`);
+  }
+}
+
+// In whole seconds, as the bundle-written-at stamps it derives from: a sub-second shift is no change.
+const iso = (t: Instant | undefined): string | undefined =>
+  (t === undefined ? undefined : new Date(Math.floor(t / 1000) * 1000).toISOString().replace('.000Z', 'Z'));
