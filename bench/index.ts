@@ -9,6 +9,7 @@ import { formatPlanBenchmark, runPlanBenchmark } from './plan.bench.js';
 import { formatKubernetesBenchmark, runKubernetesBenchmark } from './kubernetes.bench.js';
 import { formatGrpcBenchmark, runGrpcBenchmark } from './grpc.bench.js';
 import { formatKeygenBenchmark, runKeygenBenchmark } from './keygen.bench.js';
+import { formatTenantAnnotationsBenchmark, runTenantAnnotationsBenchmark } from './tenant-annotations.bench.js';
 
 const benchmarks: Record<string, () => Promise<string>> = {
   issue: async () => formatIssueBenchmark(await runIssueBenchmark()),
@@ -16,6 +17,7 @@ const benchmarks: Record<string, () => Promise<string>> = {
   kubernetes: async () => formatKubernetesBenchmark(await runKubernetesBenchmark()),
   grpc: async () => formatGrpcBenchmark(await runGrpcBenchmark()),
   keygen: async () => formatKeygenBenchmark(await runKeygenBenchmark()),
+  tenant: async () => formatTenantAnnotationsBenchmark(await runTenantAnnotationsBenchmark()),
 };
 
 const wanted = process.argv.slice(2);

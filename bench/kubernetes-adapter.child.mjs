@@ -19,6 +19,8 @@ const cpuMs = (since) => {
 };
 const report = () => ({
   rssBytes: process.memoryUsage().rss,
+  // The high-water mark since the process started (getrusage reports kilobytes).
+  maxRssBytes: process.resourceUsage().maxRSS * 1024,
   heapUsedBytes: process.memoryUsage().heapUsed,
   ...afterGc(),
   requests: adapter.requests.snapshot(),

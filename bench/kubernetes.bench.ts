@@ -18,7 +18,7 @@ import { type CoreV1Event, CoreV1Api, type V1Secret } from '@kubernetes/client-n
 import { type ControlPlane, startControlPlane } from '../testing/envtest/src/index.js';
 
 const CONCURRENCY = 16; // the adapter's default write concurrency
-const ESO = 'external-secrets-system';
+export const ESO = 'external-secrets-system';
 
 /** What {@link runKubernetesBenchmark} measures. */
 export interface KubernetesBenchmark {
@@ -60,7 +60,8 @@ async function pool<T>(items: readonly T[], limit: number, task: (item: T, index
   }));
 }
 
-class AdapterProcess {
+/** The adapter in a process of its own (bench/kubernetes-adapter.child.mjs), so its memory is its own. */
+export class AdapterProcess {
   private readonly replies: ((value: Record<string, unknown>) => void)[] = [];
   private constructor(private readonly child: ChildProcessWithoutNullStreams) {
     createInterface({ input: child.stdout }).on('line', (line) => this.replies.shift()?.(JSON.parse(line)));
