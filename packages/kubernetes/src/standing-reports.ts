@@ -1,13 +1,11 @@
 import {
   type Conflict, type Instant, type Plan, type RefusalReason, type RefusedService, type WaitingLeaf, describeTarget,
 } from '@eso-mtls/core';
-import type { EventReason, EventRecorder, ServiceReference } from './event-recorder.js';
+import type { EventReason, EventRecorder } from './event-recorder.js';
 import type { Logger } from './logger.js';
 import type { AdapterHooks } from './reconcile-round.js';
+import type { ServiceDirectory } from './service-directory.js';
 import { StateReporter } from './state-reporter.js';
-
-/** The Services of a namespace as Event targets (with their uids where the cache has them). */
-export type ServiceRefs = (namespace: string, names: readonly string[]) => ServiceReference[];
 
 /** One waiting leaf as seen by one of its Services (the client's leaf has none). */
 interface WaitingState {
@@ -39,26 +37,26 @@ export class StandingReports {
   }
 
   /** Reports what changed in `plan` since the last call. */
-  report(plan: Pick<Plan, 'conflicts' | 'waiting' | 'refused'>, now: Instant, serviceRefs: ServiceRefs): void {
-    this.reportConflicts(plan.conflicts, now, serviceRefs);
-    this.reportWaiting(plan.waiting, now, serviceRefs);
-    this.reportRefused(plan.refused, now, serviceRefs);
+  report(plan: Pick<Plan, 'conflicts' | 'waiting' | 'refused'>, now: Instant, services: ServiceDirectory): void {
+    this.reportConflicts(plan.conflicts, now, services);
+    this.reportWaiting(plan.waiting, now, services);
+    this.reportRefused(plan.refused, now, services);
   }
 
-  private reportConflicts(conflicts: readonly Conflict[], now: Instant, serviceRefs: ServiceRefs): void {
+  private reportConflicts(conflicts: readonly Conflict[], now: Instant, services: ServiceDirectory): void {
     const { report } = this.conflicts.observe(conflicts, (c) => `${describeTarget(c.target)}|${c.services.join(',')}`, (c) => c.message, now);
     for (const c of report) {
       this.logger.warn({ target: describeTarget(c.target), services: c.services }, `conflict: ${c.message}`);
       if (typeof c.target === 'object' && c.services.length > 0) {
         this.hooks.onRotationFailure?.(c.target.namespace, c.services);
-        for (const ref of serviceRefs(c.target.namespace, c.services)) this.events.record(ref, 'Warning', 'Conflict', c.message);
+        for (const ref of services.refs(c.target.namespace, c.services)) this.events.record(ref, 'Warning', 'Conflict', c.message);
       }
     }
   }
 
   // During a recovery's wait nothing can be issued for up to the propagation delay: say so once per
   // Service, with the reason and until when, and then once per interval how many wait.
-  private reportWaiting(waiting: readonly WaitingLeaf[], now: Instant, serviceRefs: ServiceRefs): void {
+  private reportWaiting(waiting: readonly WaitingLeaf[], now: Instant, services: ServiceDirectory): void {
     const states: WaitingState[] = waiting.flatMap((leaf) => (typeof leaf.target === 'object' && leaf.services.length > 0
       ? leaf.services.map((service) => ({ leaf, namespace: (leaf.target as { namespace: string }).namespace, service }))
       : [{ leaf }]));
@@ -68,7 +66,7 @@ export class StandingReports {
       const until = iso(leaf.until);
       const text = `${leaf.message}; no CA signs until ${until ?? 'the new CA is activated'}, and the certificate is issued then`;
       this.logger.info({ target: describeTarget(leaf.target), namespace, service, reason: leaf.reason, until }, `waiting for the new CA: ${text}`);
-      if (namespace && service) for (const ref of serviceRefs(namespace, [service])) this.events.record(ref, 'Warning', 'WaitingForCA', text);
+      if (namespace && service) for (const ref of services.refs(namespace, [service])) this.events.record(ref, 'Warning', 'WaitingForCA', text);
     }
     if (summarize) {
       const until = waiting.map((w) => w.until).find((t) => t !== undefined);
@@ -78,12 +76,12 @@ export class StandingReports {
   }
 
   // The core's messages are bounded; the tenant's annotation value never reaches a log line or Event.
-  private reportRefused(refused: readonly RefusedService[], now: Instant, serviceRefs: ServiceRefs): void {
+  private reportRefused(refused: readonly RefusedService[], now: Instant, services: ServiceDirectory): void {
     const key = (r: RefusedService): string => `${r.namespace}/${r.service}|${r.reason}`;
     const { report, ended, summarize } = this.refused.observe(refused, key, (r) => r.message, now);
     for (const r of report) {
       this.logger.warn({ namespace: r.namespace, service: r.service, reason: r.reason }, `refused: ${r.message}`);
-      for (const ref of serviceRefs(r.namespace, [r.service])) this.events.record(ref, 'Warning', REFUSAL_EVENT[r.reason], r.message);
+      for (const ref of services.refs(r.namespace, [r.service])) this.events.record(ref, 'Warning', REFUSAL_EVENT[r.reason], r.message);
     }
     for (const k of ended) {
       const [name, reason] = k.split('|');

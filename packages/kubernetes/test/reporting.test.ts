@@ -7,6 +7,7 @@ import { minutes } from '@eso-mtls/core';
 import { ControllerMetrics } from '@eso-mtls/metrics';
 import type { EventReason, ServiceReference } from '../src/index.js';
 import { CertificateStatusView } from '../src/certificate-status.js';
+import { ServiceDirectory } from '../src/service-directory.js';
 import { StandingReports } from '../src/standing-reports.js';
 import { StateReporter } from '../src/state-reporter.js';
 import { RecordingLogger } from './support/logger.js';
@@ -27,7 +28,8 @@ function setUp() {
   const events = new RecordedEvents();
   const failures: { namespace: string; services: readonly string[] }[] = [];
   const reports = new StandingReports(logger, events, { onRotationFailure: (namespace, services) => failures.push({ namespace, services }) }, INTERVAL);
-  const refs = (namespace: string, names: readonly string[]): ServiceReference[] => names.map((name) => ({ namespace, name }));
+  // No Service in the cache: Events carry no uid.
+  const refs = new ServiceDirectory(new Map());
   const plan = (p: { conflicts?: Conflict[]; waiting?: WaitingLeaf[]; refused?: RefusedService[] }): Pick<Plan, 'conflicts' | 'waiting' | 'refused'> =>
     ({ conflicts: p.conflicts ?? [], waiting: p.waiting ?? [], refused: p.refused ?? [] });
   return { logger, events, failures, reports, refs, plan };
