@@ -1,6 +1,7 @@
 import { CertificateCache, type CryptoBackend, type Instant, type Policy, resolvePolicy } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { CertificateStatusView } from './certificate-status.js';
+import type { Timers } from './clock.js';
 import { ClusterInformers } from './cluster-informers.js';
 import { type ClusterConnection, type KubeConfigLike, connectionFromKubeConfig } from './connection.js';
 import { EventRecorder, type EventRecorderStats } from './event-recorder.js';
@@ -31,6 +32,11 @@ export interface AdapterOptions {
   readonly clientSecretName?: string;
   /** The clock (default Date.now); tests jump it forward instead of sleeping. */
   readonly now?: () => Instant;
+  /**
+   * Watches, retries and wake-ups, on real elapsed time (default: the process's own timers).
+   * Not {@link now}: a test that moves the certificate clock by days moves these by hand, or not at all.
+   */
+  readonly timers?: Timers;
   /** Key generation and signing (default node:crypto). */
   readonly crypto?: CryptoBackend;
   readonly logger?: Logger;
@@ -98,7 +104,7 @@ export class ProviderCertificateAdapter {
     const scope = { esoNamespace: this.policy.esoNamespace, caSecretName: this.caSecretName, clientSecretName: this.clientSecretName };
     this.informers = new ClusterInformers(api, scope, {
       pageSize: options.pageSize, watchTimeoutSeconds: options.watchTimeoutSeconds,
-      onError: (e) => logger.warn({ error: e.message }, 'list/watch failed; retrying with backoff'),
+      onError: (e) => logger.warn({ error: e.message }, 'list/watch failed; retrying with backoff'), timers: options.timers,
     });
     const ledger = new IssuanceLedger();
     this.certificateCache = new CertificateCache(crypto.verifier);
@@ -112,7 +118,7 @@ export class ProviderCertificateAdapter {
       hooks: options.hooks ?? {}, writeLimiter: new Limiter(options.writeConcurrency ?? 16), writesAllowed, status: this.status,
     });
     this.reconciler = new Reconciler(round, {
-      now, reconcileIntervalMs: this.policy.reconcileInterval, debounceMs: options.debounceMs, writesAllowed, logger,
+      now, timers: options.timers, reconcileIntervalMs: this.policy.reconcileInterval, debounceMs: options.debounceMs, writesAllowed, logger,
     });
   }
 

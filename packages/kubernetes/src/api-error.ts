@@ -21,8 +21,8 @@ export function statusOf(body: unknown): { reason?: string; message?: string } {
 }
 
 /**
- * Reads a KubeApiError, client-node's ApiException (numeric `code`, `body` a JSON Status
- * string) or a network error into one shape, never throwing.
+ * Reads any error of a request into one shape, never throwing: a KubeApiError (numeric `code`,
+ * `body` the apiserver's JSON Status text) or a network error (no code).
  */
 export function apiErrorOf(error: unknown): ApiErrorInfo {
   const e = error as { code?: unknown; body?: unknown; message?: unknown };

@@ -148,7 +148,8 @@ export class EventRecorder {
   private fail(service: ServiceReference, reason: EventReason, e: unknown): void {
     if (e instanceof WriteFencedError) return; // leadership lost: the new leader reports from now on
     this.stats.failed++;
-    this.logger.warn({ namespace: service.namespace, service: service.name, reason, error: apiErrorOf(e).message }, 'could not record Event');
+    const about = service.kind === 'Secret' ? { secret: service.name } : { service: service.name };
+    this.logger.warn({ namespace: service.namespace, ...about, reason, error: apiErrorOf(e).message }, 'could not record Event');
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Instant } from '@eso-mtls/core';
 import { Backoff } from './backoff.js';
+import { type ScheduledTimer, type Timers, systemTimers } from './clock.js';
 import type { Logger } from './logger.js';
 import type { ReconcileRound, RoundResult } from './reconcile-round.js';
 import { StateReporter } from './state-reporter.js';
@@ -7,6 +8,11 @@ import { StateReporter } from './state-reporter.js';
 /** Timing of {@link Reconciler}. */
 export interface ReconcilerOptions {
   readonly now: () => Instant;
+  /**
+   * When to wake up (debounce, retries, the next due time), on real elapsed time: not `now`, the
+   * certificate clock that tests move forward (default: the process's own timers).
+   */
+  readonly timers?: Timers;
   /** Safety-net period: a reconcile runs at least this often. */
   readonly reconcileIntervalMs: number;
   /** Events within this window are coalesced into one reconcile (default 100 ms). */
@@ -14,11 +20,7 @@ export interface ReconcilerOptions {
   /** False stops reconciling (a replica that is not the leader plans nothing). */
   readonly writesAllowed: () => boolean;
   readonly logger: Logger;
-  /** Told about every completed round (e.g. to refresh the metrics view). */
-  readonly onRound?: (result: RoundResult) => void;
 }
-
-const MAX_TIMER = 2 ** 31 - 1;
 
 /**
  * Decides when to reconcile: shortly after a burst of events (debounced), when the last plan said
@@ -26,7 +28,8 @@ const MAX_TIMER = 2 ** 31 - 1;
  * Secret moved on (with backoff). Rounds never overlap.
  */
 export class Reconciler {
-  private timer: NodeJS.Timeout | undefined;
+  private readonly timers: Timers;
+  private timer: ScheduledTimer | undefined;
   private timerAt = Infinity;
   private running: Promise<RoundResult | undefined> | undefined;
   private dirty = false;
@@ -42,6 +45,7 @@ export class Reconciler {
 
   constructor(private readonly round: ReconcileRound, private readonly options: ReconcilerOptions) {
     this.failure = new StateReporter({ repeatMs: options.reconcileIntervalMs });
+    this.timers = options.timers ?? systemTimers;
   }
 
   /** Starts scheduling with an immediate reconcile. */
@@ -86,19 +90,20 @@ export class Reconciler {
 
   private schedule(delayMs: number): void {
     if (this.stopped) return;
-    const at = Date.now() + Math.max(0, delayMs);
+    const at = this.timers.monotonicMs() + Math.max(0, delayMs);
     if (this.timer && this.timerAt <= at) return; // an earlier wake-up is already set
     this.clearTimer();
     this.timerAt = at;
-    this.timer = setTimeout(() => {
+    // setTimer clamps the delay to Node's longest timer, as a due time months ahead needs.
+    this.timer = this.timers.setTimer(delayMs, () => {
       this.timer = undefined;
       this.timerAt = Infinity;
       void this.runRound();
-    }, Math.min(MAX_TIMER, Math.max(0, delayMs)));
+    });
   }
 
   private clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = undefined;
     this.timerAt = Infinity;
   }
@@ -114,7 +119,6 @@ export class Reconciler {
         }
         this.rounds++;
         this.lastResult = result;
-        this.options.onRound?.(result);
         return result;
       } catch (e) {
         const error = (e as Error)?.message ?? String(e);
