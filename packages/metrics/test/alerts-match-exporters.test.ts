@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { stringify } from 'yaml';
 import { ControllerMetrics, METRIC_NAMES, ProviderMetrics } from '@eso-mtls/metrics';
-import { ControllerView, ManualClock } from './helpers/controller-view.js';
-import type { Sample, Scrape } from './helpers/exposition.js';
-import { promtool, repoRoot } from './helpers/promtool.js';
-import { ALERTS_PATH, alertRules, metricsReadBy } from './helpers/rules.js';
-import { Served } from './helpers/served.js';
+import { ControllerView, ManualClock } from './support/controller-view.js';
+import type { Sample, Scrape } from './support/exposition.js';
+import { promtool, repoRoot } from './support/promtool.js';
+import { ALERTS_PATH, alertRules, metricsReadBy } from './support/rules.js';
+import { Served } from './support/served.js';
 
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
 const DAY = 86_400_000;

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { ROTATION_REASONS, type RotationReason } from '@eso-mtls/core';
 import { ControllerMetrics, METRIC_NAMES, MetricLabelError } from '@eso-mtls/metrics';
-import { ControllerView, ManualClock } from './helpers/controller-view.js';
-import { series, valueOf } from './helpers/exposition.js';
-import { Served } from './helpers/served.js';
+import { ControllerView, ManualClock } from './support/controller-view.js';
+import { series, valueOf } from './support/exposition.js';
+import { Served } from './support/served.js';
 
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
 const DAY = 86_400_000;

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { METRIC_NAMES, MetricLabelError, ProviderMetrics } from '@eso-mtls/metrics';
-import { ManualClock } from './helpers/controller-view.js';
-import { series, valueOf } from './helpers/exposition.js';
-import { Served } from './helpers/served.js';
+import { ManualClock } from './support/controller-view.js';
+import { series, valueOf } from './support/exposition.js';
+import { Served } from './support/served.js';
 
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
 const DAY = 86_400_000;

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ControllerMetrics } from '@eso-mtls/metrics';
 import { stringify } from 'yaml';
-import { parseExposition } from '../../../metrics/test/helpers/exposition.js';
-import { type PromtoolResult, promtool, repoRoot } from '../../../metrics/test/helpers/promtool.js';
-import { ALERTS_PATH } from '../../../metrics/test/helpers/rules.js';
+import { parseExposition } from '../../../metrics/test/support/exposition.js';
+import { type PromtoolResult, promtool, repoRoot } from '../../../metrics/test/support/promtool.js';
+import { ALERTS_PATH } from '../../../metrics/test/support/rules.js';
 
 type Registry = ControllerMetrics['registry'];
 
