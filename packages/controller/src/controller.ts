@@ -50,7 +50,6 @@ export async function startController(config: ControllerConfig, deps: Controller
   let elector: LeaderElector | undefined;
   const leading = (): boolean => (elector ? elector.writesAllowed() : true);
   const writesAllowed = (): boolean => !stopping && leading();
-  const isLeader = (): boolean => (elector ? elector.isLeader() : true);
 
   const { connection, source } = await loadConnection(config.kubeconfig, deps.env);
   logger.info({ kubeconfig: source, identity }, 'connecting to the Kubernetes API');
@@ -77,7 +76,7 @@ export async function startController(config: ControllerConfig, deps: Controller
   const metrics = new ControllerMetrics({
     now,
     source: {
-      isLeader,
+      isLeader: leading,
       providerCertificates: () => adapter.status.providerCertificates(),
       clientCertificate: () => adapter.status.clientCertificate(),
       caCertificates: () => adapter.status.caCertificates(),
@@ -91,7 +90,7 @@ export async function startController(config: ControllerConfig, deps: Controller
     policy: config.policy,
     caSecretName: config.caSecretName,
     clientSecretName: config.clientSecretName,
-    now, logger, writesAllowed, isLeader,
+    now, logger, writesAllowed, isLeader: leading,
     // While stopping, the leader still holds its Lease: the Events of writes it finished go out.
     eventsAllowed: leading,
     eventInstance: identity,

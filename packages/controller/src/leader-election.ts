@@ -69,7 +69,7 @@ export class LeaderElector {
     return this.leading && this.clock.monotonicMs() - this.renewedFromMs < this.options.timings.renewDeadline;
   }
 
-  /** Same as {@link writesAllowed}: the metrics source's notion of "leader". */
+  /** @deprecated Since 0.2: another name for {@link writesAllowed}, which says what it decides. */
   isLeader(): boolean {
     return this.writesAllowed();
   }
@@ -197,7 +197,7 @@ export class LeaderElector {
       const created = await lock.create(mine(now, 0));
       return this.commit(token, created, startedMs);
     }
-    this.observe(current);
+    this.recordLease(current);
     const r = current.record;
     const heldByOther = r.holderIdentity !== '' && r.holderIdentity !== identity;
     if (heldByOther && this.observedAtMs + r.leaseDurationSeconds * 1000 > this.clock.monotonicMs()) return false;
@@ -208,13 +208,13 @@ export class LeaderElector {
 
   private commit(token: Attempt, lease: ObservedLease, startedMs: number): boolean {
     if (token.abandoned) return false;
-    this.observe(lease);
+    this.recordLease(lease);
     this.renewedFromMs = startedMs;
     return true;
   }
 
   /** Remembers when the record last changed: the holder's liveness is judged by our own clock. */
-  private observe(lease: ObservedLease): void {
+  private recordLease(lease: ObservedLease): void {
     const before = this.observed?.record;
     const r = lease.record;
     if (!before || before.holderIdentity !== r.holderIdentity || before.renewTime?.getTime() !== r.renewTime?.getTime() ||

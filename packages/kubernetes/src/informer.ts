@@ -167,13 +167,18 @@ export class Informer<T extends ObjectWithMeta> {
    * Puts an object read or written by the adapter itself into the cache ahead of its watch event,
    * so the next plan starts from it. Ignored when the cache already holds a newer version.
    */
-  observe(received: T): void {
+  cacheAhead(received: T): void {
     const object = this.trim(received);
     const key = keyOf(object);
     const previous = this.store.get(key);
     if (previous && !isNewer(object, previous)) return;
     this.store.set(key, object);
     this.emit(previous ? { type: 'MODIFIED', object, previous } : { type: 'ADDED', object });
+  }
+
+  /** @deprecated Since 0.2: renamed {@link cacheAhead} ("observe" is the core's word for classifying a Secret's data). */
+  observe(received: T): void {
+    this.cacheAhead(received);
   }
 
   /** The resourceVersion the next watch resumes from. */
@@ -301,7 +306,7 @@ export class Informer<T extends ObjectWithMeta> {
       this.store.delete(key);
       this.emit({ type, object, previous: previous ?? object });
     } else if (!previous || isNewer(object, previous)) {
-      // Our own write may already be cached (observe()); a lagging event must not regress it.
+      // Our own write may already be cached (cacheAhead()); a lagging event must not regress it.
       this.store.set(key, object);
       this.emit(previous ? { type: 'MODIFIED', object, previous } : { type: 'ADDED', object });
     }

@@ -114,7 +114,7 @@ export class Reconciler {
       if (!this.options.writesAllowed()) return undefined;
       try {
         const result = await this.round.run(this.options.now);
-        if (this.failure.observe([], () => 'reconcile', () => '', this.options.now()).ended.length > 0) {
+        if (this.failure.track([], () => 'reconcile', () => '', this.options.now()).ended.length > 0) {
           this.options.logger.info({}, 'reconcile succeeded again');
         }
         this.rounds++;
@@ -122,7 +122,7 @@ export class Reconciler {
         return result;
       } catch (e) {
         const error = (e as Error)?.message ?? String(e);
-        if (this.failure.observe([error], () => 'reconcile', (m) => m, this.options.now()).report.length > 0) {
+        if (this.failure.track([error], () => 'reconcile', (m) => m, this.options.now()).report.length > 0) {
           this.options.logger.error({ error }, 'reconcile failed; retrying with backoff');
         }
         return undefined;

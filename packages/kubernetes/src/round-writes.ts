@@ -120,7 +120,7 @@ export class RoundWrites {
   private written(write: SecretWrite, secret: V1Secret): void {
     const { ledger, hooks, logger } = this.deps;
     this.counts.written++;
-    this.informerOf(write.target).observe(secret);
+    this.informerOf(write.target).cacheAhead(secret);
     if (write.kind !== 'ca') ledger.record(write.target);
     this.deps.status?.recordWrite(write);
     hooks.onWrite?.(write);
@@ -162,7 +162,7 @@ export class RoundWrites {
     logger.info({ target, status }, 'Secret changed since it was planned; re-reading it and planning again');
     try {
       const fresh = await writer.read(write.target);
-      if (fresh) this.informerOf(write.target).observe(fresh);
+      if (fresh) this.informerOf(write.target).cacheAhead(fresh);
     } catch (e) {
       logger.warn({ target, error: (e as Error).message }, 'could not re-read Secret after a conflict');
     }

@@ -44,7 +44,7 @@ export class StandingReports {
   }
 
   private reportConflicts(conflicts: readonly Conflict[], now: Instant, services: ServiceDirectory): void {
-    const { report } = this.conflicts.observe(conflicts, (c) => `${describeTarget(c.target)}|${c.services.join(',')}`, (c) => c.message, now);
+    const { report } = this.conflicts.track(conflicts, (c) => `${describeTarget(c.target)}|${c.services.join(',')}`, (c) => c.message, now);
     for (const c of report) {
       this.logger.warn({ target: describeTarget(c.target), services: c.services }, `conflict: ${c.message}`);
       if (typeof c.target === 'object' && c.services.length > 0) {
@@ -61,7 +61,7 @@ export class StandingReports {
       ? leaf.services.map((service) => ({ leaf, namespace: (leaf.target as { namespace: string }).namespace, service }))
       : [{ leaf }]));
     const key = (s: WaitingState): string => `${describeTarget(s.leaf.target)}|${s.service ?? ''}`;
-    const { report, summarize } = this.waiting.observe(states, key, (s) => `${s.leaf.reason}|${iso(s.leaf.until) ?? ''}`, now);
+    const { report, summarize } = this.waiting.track(states, key, (s) => `${s.leaf.reason}|${iso(s.leaf.until) ?? ''}`, now);
     for (const { leaf, namespace, service } of report) {
       const until = iso(leaf.until);
       const text = `${leaf.message}; no CA signs until ${until ?? 'the new CA is activated'}, and the certificate is issued then`;
@@ -78,7 +78,7 @@ export class StandingReports {
   // The core's messages are bounded; the tenant's annotation value never reaches a log line or Event.
   private reportRefused(refused: readonly RefusedService[], now: Instant, services: ServiceDirectory): void {
     const key = (r: RefusedService): string => `${r.namespace}/${r.service}|${r.reason}`;
-    const { report, ended, summarize } = this.refused.observe(refused, key, (r) => r.message, now);
+    const { report, ended, summarize } = this.refused.track(refused, key, (r) => r.message, now);
     for (const r of report) {
       this.logger.warn({ namespace: r.namespace, service: r.service, reason: r.reason }, `refused: ${r.message}`);
       for (const ref of services.refs(r.namespace, [r.service])) this.events.record(ref, 'Warning', REFUSAL_EVENT[r.reason], r.message);

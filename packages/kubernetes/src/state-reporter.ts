@@ -32,7 +32,7 @@ export class StateReporter {
   constructor(private readonly options: StateReporterOptions = {}) {}
 
   /** Observes every state standing at `now` (call once per round, with all of them). */
-  observe<T>(states: readonly T[], key: (state: T) => string, signature: (state: T) => string, now: Instant): StateReport<T> {
+  track<T>(states: readonly T[], key: (state: T) => string, signature: (state: T) => string, now: Instant): StateReport<T> {
     const repeatMs = this.options.repeatMs ?? Infinity;
     const current = new Set<string>();
     const report: T[] = [];

@@ -125,9 +125,9 @@ describe('StateReporter', () => {
   it('forgets ended states, so memory follows what stands now', () => {
     const reporter = new StateReporter();
     const key = (s: string): string => s;
-    expect(reporter.observe(['a', 'b', 'a'], key, () => 'x', T0).report).toEqual(['a', 'b']);
-    expect(reporter.observe(['b'], key, () => 'x', T0)).toEqual({ report: [], ended: ['a'], summarize: false });
-    expect(reporter.observe(['a'], key, () => 'x', T0)).toEqual({ report: ['a'], ended: ['b'], summarize: false });
+    expect(reporter.track(['a', 'b', 'a'], key, () => 'x', T0).report).toEqual(['a', 'b']);
+    expect(reporter.track(['b'], key, () => 'x', T0)).toEqual({ report: [], ended: ['a'], summarize: false });
+    expect(reporter.track(['a'], key, () => 'x', T0)).toEqual({ report: ['a'], ended: ['b'], summarize: false });
   });
 });
 
