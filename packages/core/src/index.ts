@@ -21,6 +21,7 @@ export * from './bundle.js';
 export * from './plan.js';
 export * from './execute.js';
 export * from './seeded-random.js';
+export * from './concurrency-limit.js';
 export * from './memory-store.js';
 export * from './invariants.js';
 export * from './simulate.js';

@@ -1,4 +1,4 @@
-import { CertificateCache, type CryptoBackend, type Instant, type Policy, resolvePolicy } from '@eso-mtls/core';
+import { CertificateCache, ConcurrencyLimit, type CryptoBackend, type Instant, type Policy, resolvePolicy } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { CertificateStatusView } from './certificate-status.js';
 import type { Timers } from './clock.js';
@@ -7,7 +7,6 @@ import { type ClusterConnection, type KubeConfigLike, connectionFromKubeConfig }
 import { EventRecorder, type EventRecorderStats } from './event-recorder.js';
 import type { InformerStats } from './informer.js';
 import { IssuanceLedger } from './ledger.js';
-import { Limiter } from './limiter.js';
 import { type Logger, silentLogger } from './logger.js';
 import { validateAdapterOptions } from './options.js';
 import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME, installationId } from './ownership.js';
@@ -115,7 +114,7 @@ export class ProviderCertificateAdapter {
       builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName),
       writer: new SecretWriter(api, { ...scope, installation: this.installation, writesAllowed }),
       events: this.events, ledger, policy: this.policy, cache: this.certificateCache, crypto, logger,
-      hooks: options.hooks ?? {}, writeLimiter: new Limiter(options.writeConcurrency ?? 16), writesAllowed, status: this.status,
+      hooks: options.hooks ?? {}, writeLimiter: new ConcurrencyLimit(options.writeConcurrency ?? 16), writesAllowed, status: this.status,
     });
     this.reconciler = new Reconciler(round, {
       now, timers: options.timers, reconcileIntervalMs: this.policy.reconcileInterval, debounceMs: options.debounceMs, writesAllowed, logger,

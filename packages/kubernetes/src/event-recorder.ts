@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Instant } from '@eso-mtls/core';
+import { ConcurrencyLimit, type Instant } from '@eso-mtls/core';
 import { apiErrorOf } from './api-error.js';
-import { Limiter } from './limiter.js';
 import { type Logger, silentLogger } from './logger.js';
 import { type KubeRestClient, WriteFencedError, corePath } from './rest-client.js';
 
@@ -63,13 +62,13 @@ const MAX_REMEMBERED = 10_000;
  */
 export class EventRecorder {
   readonly stats: EventRecorderStats = { created: 0, patched: 0, folded: 0, failed: 0 };
-  private readonly limiter: Limiter;
+  private readonly limiter: ConcurrencyLimit;
   private readonly sent = new Map<string, Sent>();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly logger: Logger;
 
   constructor(private readonly api: KubeRestClient, private readonly options: EventRecorderOptions) {
-    this.limiter = new Limiter(options.concurrency ?? 4);
+    this.limiter = new ConcurrencyLimit(options.concurrency ?? 4);
     this.logger = options.logger ?? silentLogger;
   }
 

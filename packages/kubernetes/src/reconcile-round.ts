@@ -1,12 +1,11 @@
 import {
-  type CertificateCache, type CryptoBackend, type Instant, type Plan, type Policy, type RotationReason, type SecretWrite, isPlanEmpty,
+  type CertificateCache, type ConcurrencyLimit, type CryptoBackend, type Instant, type Plan, type Policy, type RotationReason, type SecretWrite, isPlanEmpty,
   planRotation,
 } from '@eso-mtls/core';
 import type { CertificateStatusView } from './certificate-status.js';
 import type { ClusterInformers } from './cluster-informers.js';
 import type { EventRecorder } from './event-recorder.js';
 import type { IssuanceLedger } from './ledger.js';
-import { Limiter } from './limiter.js';
 import type { Logger } from './logger.js';
 import { RoundWrites } from './round-writes.js';
 import type { SecretWriter } from './secret-writer.js';
@@ -54,7 +53,7 @@ export interface RoundDependencies {
   readonly crypto: CryptoBackend;
   readonly logger: Logger;
   readonly hooks: AdapterHooks;
-  readonly writeLimiter: Limiter;
+  readonly writeLimiter: ConcurrencyLimit;
   /** The Secret fence: checked again before each key is generated, so a closing fence wastes no keygen. */
   readonly writesAllowed: () => boolean;
   /** The metrics view: given each plan as it is made, then the CA and each leaf as its write lands. */

@@ -6,8 +6,8 @@ import {
   type KeyObject, createPrivateKey, createPublicKey, generateKeyPair, randomBytes, sign as signAsync, verify,
 } from 'node:crypto';
 import { publicKeyOfPrivateKey } from './key-check.js';
-import { ConcurrencyLimit, checkKeyGenerationConcurrency, cpuQuotaCores, defaultKeyGenerationConcurrency } from './key-generation-limit.js';
-import type { CryptoBackend, GeneratedKey, KeyAlgorithm, RandomSource, SignatureVerifier, Signer } from '../index.js';
+import { checkKeyGenerationConcurrency, cpuQuotaCores, defaultKeyGenerationConcurrency } from './key-generation-limit.js';
+import { ConcurrencyLimit, type CryptoBackend, type GeneratedKey, type KeyAlgorithm, type RandomSource, type SignatureVerifier, type Signer } from '../index.js';
 
 export { cpuQuotaCores, defaultKeyGenerationConcurrency };
 

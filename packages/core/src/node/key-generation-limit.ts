@@ -43,24 +43,3 @@ export function checkKeyGenerationConcurrency(value: number): number {
   }
   return value;
 }
-
-/** Runs at most `limit` tasks at once, the rest in arrival order (a semaphore for promises). */
-export class ConcurrencyLimit {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(readonly limit: number) {}
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    // A finishing task hands its slot straight to the next waiter, so a newcomer cannot slip in between.
-    if (this.active < this.limit) this.active++;
-    else await new Promise<void>((r) => this.waiting.push(r));
-    try {
-      return await task();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
-    }
-  }
-}
