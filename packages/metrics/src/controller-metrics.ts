@@ -104,23 +104,12 @@ export class ControllerMetrics {
       },
     });
 
-    new Gauge({
+    instantGauge({
       name: METRIC_NAMES.clientCertificateExpiry,
       help: 'Seconds until the ESO client certificate expires. Exported by the leading controller only.',
-      registers,
-      collect() {
-        // reset() of an unlabelled gauge leaves a 0 sample, which would read as "expired now".
-        this.reset();
-        this.remove();
-        if (!source.isLeader()) return;
-        const client = source.clientCertificate();
-        if (client === undefined) return;
-        if (!isInstant(client.notAfter)) {
-          report(new MetricLabelError(`client certificate notAfter ${String(client.notAfter)} is not an epoch-millisecond instant; skipped`));
-          return;
-        }
-        this.set(secondsUntil(client.notAfter, now()));
-      },
+      registers, isLeader: () => source.isLeader(), report, what: 'client certificate notAfter',
+      instant: () => source.clientCertificate()?.notAfter,
+      value: (notAfter) => secondsUntil(notAfter, now()),
     });
 
     new Gauge({
@@ -153,23 +142,12 @@ export class ControllerMetrics {
       },
     });
 
-    new Gauge({
+    instantGauge({
       name: METRIC_NAMES.caSigningPausedUntil,
       help: 'While no CA signs (a CA recovery waits for its new CA to reach every bundle), the Unix time at which one is expected to sign again; absent otherwise. Exported by the leading controller only.',
-      registers,
-      collect() {
-        // As the client gauge: an unlabelled reset() would leave a 0 sample, read as "paused until 1970".
-        this.reset();
-        this.remove();
-        if (!source.isLeader()) return;
-        const until = source.signingPausedUntil();
-        if (until === undefined) return;
-        if (!isInstant(until)) {
-          report(new MetricLabelError(`signing paused until ${String(until)} is not an epoch-millisecond instant; skipped`));
-          return;
-        }
-        this.set(until / 1000);
-      },
+      registers, isLeader: () => source.isLeader(), report, what: 'signing paused until',
+      instant: () => source.signingPausedUntil(),
+      value: (until) => until / 1000,
     });
 
     this.caRotationFailures = new Counter({
@@ -305,4 +283,31 @@ function soonestPerState(entries: Iterable<CaCertificateEntry>, report: (e: Metr
     if (current === undefined || notAfter < current) soonest.set(state, notAfter);
   }
   return soonest;
+}
+
+/**
+ * An unlabelled gauge of one instant, exported by the leader only and absent while there is none.
+ * reset() of an unlabelled gauge leaves a 0 sample, which would read as "expired now" or "until
+ * 1970", so the series is removed instead.
+ */
+function instantGauge(o: {
+  readonly name: string; readonly help: string; readonly registers: Registry[]; readonly isLeader: () => boolean;
+  readonly report: (error: MetricLabelError) => void; readonly what: string;
+  readonly instant: () => Instant | undefined; readonly value: (instant: Instant) => number;
+}): Gauge {
+  return new Gauge({
+    name: o.name, help: o.help, registers: o.registers,
+    collect() {
+      this.reset();
+      this.remove();
+      if (!o.isLeader()) return;
+      const instant = o.instant();
+      if (instant === undefined) return;
+      if (!isInstant(instant)) {
+        o.report(new MetricLabelError(`${o.what} ${String(instant)} is not an epoch-millisecond instant; skipped`));
+        return;
+      }
+      this.set(o.value(instant));
+    },
+  });
 }
