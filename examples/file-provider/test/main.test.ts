@@ -1,16 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createSecretStoreProviderClient } from '@eso-mtls/grpc';
 import { parseFileProviderConfig } from '../src/config.js';
 import { parseSecretFile } from '../src/secret-file.js';
 import { writeCertDir } from '../../../packages/grpc/test/support/pki.js';
 import { clientChannel, createTestPkiSet, type TestPkiSet } from '../../../packages/grpc/test/support/provider-fixture.js';
-
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+import { startProviderProcess, until } from './support/provider-process.js';
 
 describe('configuration', () => {
   it('flags win over the environment, which wins over the defaults', () => {
@@ -56,20 +53,11 @@ describe('main, as a process, with a JSON data file', () => {
   });
 
   it('serves, reports ready with metrics, persists a push as JSON and exits 0 on SIGTERM', async () => {
-    const child = spawn(process.execPath, ['--import', './scripts/register-ts.mjs', 'examples/file-provider/src/main.ts',
-      '--data-file', join(dir, 'secrets.json'), '--cert-dir', certDir, '--host', '127.0.0.1', '--port', '0', '--health-port', '0',
-      '--namespace', 'provider-system', '--service', 'file-provider'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    const serving = await new Promise<{ port: number; healthPort: number }>((resolve, reject) => {
-      child.stdout.on('data', (d: Buffer) => {
-        stdout += d.toString();
-        const line = stdout.split('\n').find((l) => l.includes('"serving"'));
-        if (line) resolve(JSON.parse(line) as { port: number; healthPort: number });
-      });
-      void exited.then((code) => reject(new Error(`main exited with ${code}: ${stderr}`)));
+    const provider = startProviderProcess(join(dir, 'secrets.json'), certDir);
+    const { child, exited } = provider;
+    const serving = await until('the serving line', () => {
+      if (child.exitCode !== null) throw new Error(`main exited with ${child.exitCode}: ${provider.stderr()}`);
+      return provider.lines().find((l) => l.message === 'serving') as { port: number; healthPort: number } | undefined;
     });
     const channel = clientChannel(`127.0.0.1:${serving.port}`, pki.ca.cert, pki.client);
     try {
@@ -86,6 +74,6 @@ describe('main, as a process, with a JSON data file', () => {
       child.kill('SIGTERM');
     }
     expect(await exited).toBe(0);
-    expect(stderr).toBe('');
+    expect(provider.stderr()).toBe('');
   });
 });

@@ -1,34 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { issueTestCa, issueTestServer, type KeyPair, type TestCa } from '../../../packages/grpc/test/support/pki.js';
 import { writeAtomically } from '../../../packages/grpc/test/support/atomic-writer.js';
+import { sample, startProviderProcess, until } from './support/provider-process.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const LABELS = '{namespace="provider-system",service="file-provider"}';
-
-interface LogLine { readonly level?: string; readonly message: string; readonly namespace?: string; readonly service?: string; readonly reason?: string; readonly notAfter?: string; readonly serialNumber?: string }
-
-/** The value of one series of a Prometheus text scrape; the name is matched exactly (no prefix match). */
-function sample(scrape: string, name: string): number {
-  const line = scrape.split('\n').find((l) => l.startsWith(`${name}${LABELS} `));
-  if (line === undefined) throw new Error(`no ${name}${LABELS} in the scrape:\n${scrape}`);
-  return Number(line.slice(line.lastIndexOf(' ') + 1));
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('main, as a process, across certificate swaps', () => {
   let ca: TestCa;
@@ -52,18 +30,11 @@ describe('main, as a process, across certificate swaps', () => {
   });
 
   it('a good swap moves the reload counter by one and logs it; a bad one moves the failure counter by one and warns; no key text is logged', async () => {
-    const child = spawn(process.execPath, ['--import', './scripts/register-ts.mjs', 'examples/file-provider/src/main.ts',
-      '--data-file', join(dir, 'secrets.json'), '--cert-dir', certDir, '--host', '127.0.0.1', '--port', '0', '--health-port', '0',
-      '--namespace', 'provider-system', '--service', 'file-provider'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    const lines = (): LogLine[] => stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as LogLine);
+    const provider = startProviderProcess(join(dir, 'secrets.json'), certDir);
+    const { child, exited, lines } = provider;
     try {
       const serving = await until('the serving line', () => {
-        if (child.exitCode !== null) throw new Error(`main exited with ${child.exitCode}: ${stderr}`);
+        if (child.exitCode !== null) throw new Error(`main exited with ${child.exitCode}: ${provider.stderr()}`);
         return lines().find((l) => l.message === 'serving') as { healthPort?: number } | undefined;
       });
       const scrape = async (): Promise<{ reloads: number; failures: number }> => {
@@ -94,8 +65,8 @@ describe('main, as a process, across certificate swaps', () => {
       child.kill('SIGTERM');
     }
     expect(await exited).toBe(0);
-    expect(stderr).toBe('');
-    expect(stdout).not.toContain('PRIVATE KEY');
-    expect(stdout).not.toContain(second.key.split('\n')[1]);
+    expect(provider.stderr()).toBe('');
+    expect(provider.stdout()).not.toContain('PRIVATE KEY');
+    expect(provider.stdout()).not.toContain(second.key.split('\n')[1]);
   }, 60_000);
 });

@@ -1,31 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createSecretStoreProviderClient } from '@eso-mtls/grpc';
 import { issueTestCa, issueTestClient, issueTestServer, type KeyPair, type TestCa } from '../../../packages/grpc/test/support/pki.js';
 import { writeAtomically } from '../../../packages/grpc/test/support/atomic-writer.js';
+import { LABELS, startProviderProcess, until } from './support/provider-process.js';
 import { clientChannel } from '../../../packages/grpc/test/support/provider-fixture.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const LABELS = '{namespace="provider-system",service="file-provider"}';
 // The kubelet sends SIGKILL after the pod's terminationGracePeriodSeconds, 30 s by default.
 const TERMINATION_GRACE_MS = 30_000;
-
-interface LogLine { readonly level?: string; readonly message: string; readonly namespace?: string; readonly service?: string; readonly reason?: string; readonly detail?: string; readonly serialNumber?: string }
-
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** A kubelet-style swap of `..data` to a new version whose tls.crt is a FIFO (one folder event, like a real update). */
 function swapToFifoVersion(certDir: string, ca: string, key: string): void {
@@ -59,20 +45,13 @@ describe('main, as a process, with a FIFO where tls.crt belongs', () => {
   });
 
   it('refuses it once (logged with namespace and service, counted), keeps serving, reloads once the file is good, and exits 0 on SIGTERM', async () => {
-    const child = spawn(process.execPath, ['--import', './scripts/register-ts.mjs', 'examples/file-provider/src/main.ts',
-      '--data-file', join(dir, 'secrets.json'), '--cert-dir', certDir, '--host', '127.0.0.1', '--port', '0', '--health-port', '0',
-      '--namespace', 'provider-system', '--service', 'file-provider'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    const lines = (): LogLine[] => stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as LogLine);
+    const provider = startProviderProcess(join(dir, 'secrets.json'), certDir);
+    const { child, exited, lines } = provider;
     const refusals = () => lines().filter((l) => l.level === 'warn');
     let terminated = false;
     try {
       const serving = await until('the serving line', () => {
-        if (child.exitCode !== null) throw new Error(`main exited with ${child.exitCode}: ${stderr}`);
+        if (child.exitCode !== null) throw new Error(`main exited with ${child.exitCode}: ${provider.stderr()}`);
         return lines().find((l) => l.message === 'serving') as { port: number; healthPort: number } | undefined;
       });
       const failuresCounted = async () => {
@@ -120,6 +99,6 @@ describe('main, as a process, with a FIFO where tls.crt belongs', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
     expect(await exited).toBe(0);
-    expect(stderr).toBe('');
+    expect(provider.stderr()).toBe('');
   }, 90_000);
 });
