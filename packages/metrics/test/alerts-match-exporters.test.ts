@@ -1,15 +1,14 @@
 // Holds the alert rules to the code: the names they read are the names the real exporters write
 // over HTTP, and scrapes of the real exporters, replayed through promtool, fire the right alerts.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { stringify } from 'yaml';
 import { ControllerMetrics, METRIC_NAMES, ProviderMetrics } from '@eso-mtls/metrics';
 import { ControllerView, ManualClock } from './support/controller-view.js';
 import type { Sample, Scrape } from './support/exposition.js';
+import { promtoolAlertTest } from './support/alert-test.js';
 import { promtool, repoRoot } from './support/promtool.js';
-import { ALERTS_PATH, alertRules, metricsReadBy } from './support/rules.js';
+import { alertRules, metricsReadBy } from './support/rules.js';
 import { Served } from './support/served.js';
 
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
@@ -83,23 +82,8 @@ function firing(alertname: string, labels: Record<string, string>): { labels: st
 }
 
 /** Runs promtool over the real rule file and the recorded series; returns its output on failure. */
-function promtoolExpectsFiring(inputSeries: unknown[], evalMinute: number, expected: { labels: string; value: number }[]) {
-  const dir = mkdtempSync(join(tmpdir(), 'eso-alerts-e2e-'));
-  try {
-    const test = {
-      rule_files: [join(repoRoot, ALERTS_PATH)],
-      evaluation_interval: '1m',
-      tests: [{
-        interval: '1m',
-        input_series: inputSeries,
-        promql_expr_test: [{ expr: 'ALERTS{alertstate="firing"}', eval_time: `${evalMinute}m`, exp_samples: expected }],
-      }],
-    };
-    writeFileSync(join(dir, 'test.yaml'), stringify(test));
-    return promtool(['test', 'rules', join(dir, 'test.yaml')]);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+function promtoolExpectsFiring(inputSeries: { series: string; values: string }[], evalMinute: number, expected: { labels: string; value: number }[]) {
+  return promtoolAlertTest(inputSeries, 'ALERTS{alertstate="firing"}', evalMinute, expected);
 }
 
 describe('the alert rules and the real exporters', () => {

@@ -1,13 +1,9 @@
 // Replays scrapes of a real ControllerMetrics registry through promtool and the shipped alert
 // rules: one scrape per minute of input series, so an alert fires only if the exported series do.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { ControllerMetrics } from '@eso-mtls/metrics';
-import { stringify } from 'yaml';
+import { promtoolAlertTest } from '../../../metrics/test/support/alert-test.js';
 import { parseExposition } from '../../../metrics/test/support/exposition.js';
-import { type PromtoolResult, promtool, repoRoot } from '../../../metrics/test/support/promtool.js';
-import { ALERTS_PATH } from '../../../metrics/test/support/rules.js';
+import type { PromtoolResult } from '../../../metrics/test/support/promtool.js';
 
 type Registry = ControllerMetrics['registry'];
 
@@ -35,26 +31,9 @@ export class ScrapeRecorder {
     const inputSeries = [...names].map((series) => ({
       series, values: this.scrapes.map((s) => (s.has(series) ? String(s.get(series)) : '_')).join(' '),
     }));
-    const dir = mkdtempSync(join(tmpdir(), 'eso-alerts-replay-'));
-    try {
-      const test = {
-        rule_files: [join(repoRoot, ALERTS_PATH)],
-        evaluation_interval: '1m',
-        tests: [{
-          interval: '1m',
-          input_series: inputSeries,
-          promql_expr_test: [{
-            expr: `ALERTS{alertname="${alertname}",alertstate="firing"}`,
-            eval_time: `${this.scrapes.length - 1}m`,
-            exp_samples: expected.map((labels) => ({ labels: seriesName('ALERTS', { alertname, alertstate: 'firing', severity: 'warning', ...labels }), value: 1 })),
-          }],
-        }],
-      };
-      writeFileSync(join(dir, 'test.yaml'), stringify(test));
-      return promtool(['test', 'rules', join(dir, 'test.yaml')]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const expr = `ALERTS{alertname="${alertname}",alertstate="firing"}`;
+    return promtoolAlertTest(inputSeries, expr, this.scrapes.length - 1,
+      expected.map((labels) => ({ labels: seriesName('ALERTS', { alertname, alertstate: 'firing', severity: 'warning', ...labels }), value: 1 })));
   }
 }
 

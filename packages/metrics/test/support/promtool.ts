@@ -37,3 +37,4 @@ export function promtool(args: readonly string[], input?: string): PromtoolResul
 export function promtoolVersion(): string {
   return promtool(['--version']).stdout.split('\n')[0] ?? '';
 }
+
