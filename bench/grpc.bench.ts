@@ -16,8 +16,16 @@ import { connect } from 'node:tls';
 import { pathToFileURL } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import {
-  CertificateWatcher, clientTlsMaterial, createSecretStoreProviderClient, healthServiceDefinition, HealthService, ProviderChannel,
-  ReloadingServerCredentials, startProviderServer, type ServedCertificateSource, type SecretStoreProvider,
+  CertificateWatcher,
+  clientTlsMaterial,
+  createSecretStoreProviderClient,
+  healthServiceDefinition,
+  HealthService,
+  ProviderChannel,
+  ReloadingServerCredentials,
+  startProviderServer,
+  type ServedCertificateSource,
+  type SecretStoreProvider,
 } from '@eso-mtls/grpc';
 import { writeAtomically } from '../packages/grpc/test/support/atomic-writer.js';
 import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from '../packages/grpc/test/support/pki.js';
@@ -31,7 +39,12 @@ const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Latency figures in milliseconds. */
-export interface Latency { readonly samples: number; readonly p50: number; readonly p99: number; readonly max: number }
+export interface Latency {
+  readonly samples: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
 const latency = (xs: number[]): Latency => ({ samples: xs.length, p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: Math.max(...xs) });
 
 /** Everything {@link runGrpcBenchmark} measures. */
@@ -44,7 +57,12 @@ export interface GrpcBenchmark {
   readonly rotation: { readonly seconds: number; readonly calls: number; readonly failed: number; readonly perSecond: number };
 }
 /** Calls per second and per-call latency. */
-export interface Throughput { readonly calls: number; readonly perSecond: number; readonly p50: number; readonly p99: number }
+export interface Throughput {
+  readonly calls: number;
+  readonly perSecond: number;
+  readonly p50: number;
+  readonly p99: number;
+}
 
 /** One handshake as ESO's client; resolves with the served serial and when the handshake completed, or undefined if refused. */
 function handshake(port: number, ca: TestCa, client: KeyPair): Promise<{ serial: string; at: number } | undefined> {
@@ -93,11 +111,15 @@ async function measureReload(ca: TestCa, client: KeyPair, first: Leaf, leaves: L
     await writeAtomically(dir, files(ca.cert, first));
     const watcher = new CertificateWatcher({ directory: dir, purpose: 'serverAuth' });
     const stock = new grpc.experimental.FileWatcherCertificateProvider({
-      certificateFile: join(dir, 'tls.crt'), privateKeyFile: join(dir, 'tls.key'), caCertificateFile: join(dir, 'ca.crt'), refreshIntervalMs: 1000,
+      certificateFile: join(dir, 'tls.crt'),
+      privateKeyFile: join(dir, 'tls.key'),
+      caCertificateFile: join(dir, 'ca.crt'),
+      refreshIntervalMs: 1000,
     });
     if (kind === 'ours') await watcher.start();
     // grpc-js's server factory takes the identity provider as its first argument: one object for both.
-    const credentials = kind === 'ours' ? new ReloadingServerCredentials(watcher) : grpc.experimental.createCertificateProviderServerCredentials(stock, stock, true);
+    const credentials =
+      kind === 'ours' ? new ReloadingServerCredentials(watcher) : grpc.experimental.createCertificateProviderServerCredentials(stock, stock, true);
     const server = await grpcServerOn(credentials);
     try {
       while ((await handshake(server.port, ca, client))?.serial !== first.serial) await sleep(10);
@@ -123,21 +145,32 @@ const provider: SecretStoreProvider = { getSecret: () => ({ value: Buffer.from('
 /** `clients` channels with `depth` calls outstanding each, for `ms`. */
 async function unaryLoad(port: number, ca: TestCa, client: KeyPair, ms: number, clients = 4, depth = 8): Promise<Throughput> {
   const material = clientTlsMaterial(files(ca.cert, client));
-  const channels = Array.from({ length: clients }, () => new ProviderChannel({
-    address: `${TEST_SERVER_NAME}:8080`, connectTo: `127.0.0.1:${port}`, material, channelOptions: { 'grpc.use_local_subchannel_pool': 1 },
-  }));
+  const channels = Array.from(
+    { length: clients },
+    () =>
+      new ProviderChannel({
+        address: `${TEST_SERVER_NAME}:8080`,
+        connectTo: `127.0.0.1:${port}`,
+        material,
+        channelOptions: { 'grpc.use_local_subchannel_pool': 1 },
+      }),
+  );
   const typed = channels.map((c) => createSecretStoreProviderClient(c, { retry: false }));
   for (const t of typed) await t.getSecret({ remoteRef: { key: 'warm' } });
   const times: number[] = [];
   const end = performance.now() + ms;
   const t0 = performance.now();
-  await Promise.all(typed.flatMap((t) => Array.from({ length: depth }, async () => {
-    while (performance.now() < end) {
-      const s = performance.now();
-      await t.getSecret({ remoteRef: { key: 'k' } });
-      times.push(performance.now() - s);
-    }
-  })));
+  await Promise.all(
+    typed.flatMap((t) =>
+      Array.from({ length: depth }, async () => {
+        while (performance.now() < end) {
+          const s = performance.now();
+          await t.getSecret({ remoteRef: { key: 'k' } });
+          times.push(performance.now() - s);
+        }
+      }),
+    ),
+  );
   const seconds = (performance.now() - t0) / 1000;
   await Promise.all(channels.map((c) => c.close()));
   return { calls: times.length, perSecond: times.length / seconds, p50: quantile(times, 0.5), p99: quantile(times, 0.99) };
@@ -148,16 +181,21 @@ async function measureUnary(ca: TestCa, server: KeyPair, client: KeyPair, ms: nu
   await writeAtomically(dir, files(ca.cert, server));
   const staticSource = (): ServedCertificateSource => ({
     credentials: grpc.ServerCredentials.createSsl(Buffer.from(ca.cert), [{ cert_chain: Buffer.from(server.cert), private_key: Buffer.from(server.key) }], true),
-    start: async () => undefined, servedCertificate: () => ({ notAfter: Date.now() + 86_400_000 }), onReload: () => undefined, onReloadFailure: () => undefined, close: () => undefined,
+    start: async () => undefined,
+    servedCertificate: () => ({ notAfter: Date.now() + 86_400_000 }),
+    onReload: () => undefined,
+    onReloadFailure: () => undefined,
+    close: () => undefined,
   });
   const runs: Record<'ours' | 'staticSsl', Throughput[]> = { ours: [], staticSsl: [] };
   try {
     // Alternating rounds, best of two each: the machine is shared, so one noisy second must not decide.
     for (let round = 0; round < 2; round++) {
       for (const kind of ['staticSsl', 'ours'] as const) {
-        const p = kind === 'ours'
-          ? await startProviderOn(dir, { implementation: provider })
-          : { server: await startProviderServer({ implementation: provider, certDir: dir, host: '127.0.0.1', port: 0, healthPort: 0 }, staticSource) };
+        const p =
+          kind === 'ours'
+            ? await startProviderOn(dir, { implementation: provider })
+            : { server: await startProviderServer({ implementation: provider, certDir: dir, host: '127.0.0.1', port: 0, healthPort: 0 }, staticSource) };
         try {
           runs[kind].push(await unaryLoad(p.server.port, ca, client, ms));
         } finally {
@@ -184,16 +222,29 @@ async function measureRotation(): Promise<GrpcBenchmark['rotation']> {
   const p = await startProviderOn(dirs.server, { implementation: provider });
   const watcher = new CertificateWatcher({ directory: dirs.client, purpose: 'clientAuth' });
   await watcher.start();
-  const channels = Array.from({ length: 4 }, () => new ProviderChannel({
-    address: 'file-provider.provider-system.svc:8080', connectTo: `127.0.0.1:${p.port}`, material: watcher, channelOptions: { 'grpc.use_local_subchannel_pool': 1 },
-  }));
+  const channels = Array.from(
+    { length: 4 },
+    () =>
+      new ProviderChannel({
+        address: 'file-provider.provider-system.svc:8080',
+        connectTo: `127.0.0.1:${p.port}`,
+        material: watcher,
+        channelOptions: { 'grpc.use_local_subchannel_pool': 1 },
+      }),
+  );
   const typed = channels.map((c) => createSecretStoreProviderClient(c, { retry: false, waitForReady: false }));
   let running = true;
   let calls = 0;
   let failed = 0;
-  const loops = typed.flatMap((t) => Array.from({ length: 8 }, async () => {
-    while (running) await t.getSecret({ remoteRef: { key: 'k' } }).then(() => calls++, () => failed++);
-  }));
+  const loops = typed.flatMap((t) =>
+    Array.from({ length: 8 }, async () => {
+      while (running)
+        await t.getSecret({ remoteRef: { key: 'k' } }).then(
+          () => calls++,
+          () => failed++,
+        );
+    }),
+  );
   const step = async () => {
     const writes = await cluster.reconcile();
     await Promise.all(writes.filter((w) => w.target !== 'ca').map((w) => loaded(w.target === 'client' ? watcher : p.watcher, w)));

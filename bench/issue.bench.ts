@@ -69,15 +69,27 @@ async function naiveThroughput(ms: number): Promise<Throughput> {
   const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
   const caKeys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
   const ca = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: '01', name: 'CN=bench-ca', notBefore: new Date(), notAfter: new Date(Date.now() + 86_400_000), keys: caKeys,
-    signingAlgorithm: alg, extensions: [new x509.BasicConstraintsExtension(true, 0, true)],
+    serialNumber: '01',
+    name: 'CN=bench-ca',
+    notBefore: new Date(),
+    notAfter: new Date(Date.now() + 86_400_000),
+    keys: caKeys,
+    signingAlgorithm: alg,
+    extensions: [new x509.BasicConstraintsExtension(true, 0, true)],
   });
   return measure('@peculiar/x509 X509CertificateGenerator (naive)', ms, async () => {
     const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
     const cert = await x509.X509CertificateGenerator.create({
-      serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString('hex').replace(/^[89a-f]/, '1'),
-      subject: 'CN=provider', issuer: ca.subject, notBefore: new Date(), notAfter: new Date(Date.now() + 86_400_000),
-      signingKey: caKeys.privateKey, publicKey: keys.publicKey, signingAlgorithm: alg,
+      serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)))
+        .toString('hex')
+        .replace(/^[89a-f]/, '1'),
+      subject: 'CN=provider',
+      issuer: ca.subject,
+      notBefore: new Date(),
+      notAfter: new Date(Date.now() + 86_400_000),
+      signingKey: caKeys.privateKey,
+      publicKey: keys.publicKey,
+      signingAlgorithm: alg,
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
@@ -108,8 +120,7 @@ export function opensslEcdsaP256SignPerSecond(seconds = 2): number | undefined {
 export async function runIssueBenchmark(ms = 3000): Promise<IssueBenchmark> {
   const core = await coreThroughput('core + node:crypto backend', createNodeCryptoBackend(), ms);
   const node = createNodeCryptoBackend();
-  const coreWebCrypto = await coreThroughput('core + createWebCryptoSigner(node webcrypto)',
-    { ...node, signer: createWebCryptoSigner(webcrypto) }, ms);
+  const coreWebCrypto = await coreThroughput('core + createWebCryptoSigner(node webcrypto)', { ...node, signer: createWebCryptoSigner(webcrypto) }, ms);
   const naivePeculiar = await naiveThroughput(ms);
   return { core, coreWebCrypto, naivePeculiar, opensslSignPerSecond: opensslEcdsaP256SignPerSecond() };
 }
@@ -121,7 +132,9 @@ export function formatIssueBenchmark(b: IssueBenchmark): string {
   return [
     '| P-256 leaves, end to end | leaves/s (wall) | leaves per CPU-second | vs naive |',
     '|---|---:|---:|---:|',
-    row(b.core), row(b.coreWebCrypto), row(b.naivePeculiar),
+    row(b.core),
+    row(b.coreWebCrypto),
+    row(b.naivePeculiar),
     `| openssl speed ecdsap256 (sign only, ceiling) | ${b.opensslSignPerSecond?.toFixed(0) ?? 'n/a'} | | |`,
     '',
     'Target: >= 1,000 P-256 leaves/s on one core.',

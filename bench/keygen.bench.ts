@@ -53,8 +53,11 @@ export function formatKeygenBenchmark(b: KeygenBenchmark): string {
   return [
     `| RSA-3072, ${b.keys} keys requested at once: keyGenerationConcurrency | keys/s | event-loop delay p99 ms | max ms |`,
     '|---|---:|---:|---:|',
-    ...b.runs.map((r) => `| ${r.concurrency}${r.concurrency === b.defaultConcurrency ? ' (default here)' : ''} | ${r.keysPerSecond.toFixed(1)} | `
-      + `${r.loopDelayP99Ms.toFixed(0)} | ${r.loopDelayMaxMs.toFixed(0)} |`),
+    ...b.runs.map(
+      (r) =>
+        `| ${r.concurrency}${r.concurrency === b.defaultConcurrency ? ' (default here)' : ''} | ${r.keysPerSecond.toFixed(1)} | ` +
+        `${r.loopDelayP99Ms.toFixed(0)} | ${r.loopDelayMaxMs.toFixed(0)} |`,
+    ),
     '',
     'Above the number of cores, more concurrency adds no keys per second; it takes CPU from the event loop and fills the thread pool RSA signatures need.',
   ].join('\n');

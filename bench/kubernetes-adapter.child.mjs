@@ -55,8 +55,17 @@ for await (const line of createInterface({ input: process.stdin })) {
     const wallMs = performance.now() - started;
     const roundCpuMs = cpuMs(cpu);
     await new Promise((r) => setTimeout(r, 2000)); // anything the round set off would show up here
-    send({ resync: { written: round?.written, stale: round?.stale, failed: round?.failed, wallMs, cpuMs: roundCpuMs,
-      requests: adapter.requests.since(before), cache: adapter.certificateCache.stats } });
+    send({
+      resync: {
+        written: round?.written,
+        stale: round?.stale,
+        failed: round?.failed,
+        wallMs,
+        cpuMs: roundCpuMs,
+        requests: adapter.requests.since(before),
+        cache: adapter.certificateCache.stats,
+      },
+    });
   } else if (line === 'stop') {
     await adapter.stop();
     process.stdout.write(JSON.stringify({ stopped: true }) + '\n', () => process.exit(0));

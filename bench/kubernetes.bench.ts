@@ -52,12 +52,14 @@ export interface KubernetesBenchmark {
 /** Runs `task` over `items` with at most `limit` in flight. */
 async function pool<T>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      await task(items[i]!, i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await task(items[i]!, i);
+      }
+    }),
+  );
 }
 
 /** The adapter in a process of its own (bench/kubernetes-adapter.child.mjs), so its memory is its own. */
@@ -119,7 +121,8 @@ export async function runKubernetesBenchmark(services = 1000): Promise<Kubernete
     await pool(namespaces, CONCURRENCY, async (ns) => {
       await admin.create(corePath('namespaces'), { metadata: { name: ns } });
       await admin.create(corePath('services', ns), {
-        metadata: { name: 'provider', labels: { [PROVIDER_LABEL]: 'true' } }, spec: { ports: [{ port: 8443 }] },
+        metadata: { name: 'provider', labels: { [PROVIDER_LABEL]: 'true' } },
+        spec: { ports: [{ port: 8443 }] },
       });
     });
     const setupSeconds = (performance.now() - setupStart) / 1000;
@@ -138,11 +141,16 @@ export async function runKubernetesBenchmark(services = 1000): Promise<Kubernete
       if (leaf.checkIssued(ca) && leaf.verify(ca.publicKey) && leaf.checkHost(`provider.${ns}.svc`)) valid.add(ns);
       if (valid.size === services) allValid();
     };
-    const watcher = new Informer<V1Secret>({
-      description: 'bench: provider Secrets', resource: 'secrets',
-      list: (page) => admin.get<ListPage<V1Secret>>(corePath('secrets'), { fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}`, ...page }),
-      watchPath: corePath('secrets'), fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}`,
-    }, { watch: admin, counter: admin.counter });
+    const watcher = new Informer<V1Secret>(
+      {
+        description: 'bench: provider Secrets',
+        resource: 'secrets',
+        list: (page) => admin.get<ListPage<V1Secret>>(corePath('secrets'), { fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}`, ...page }),
+        watchPath: corePath('secrets'),
+        fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}`,
+      },
+      { watch: admin, counter: admin.counter },
+    );
     watcher.onChange((e) => e.type !== 'DELETED' && check(e.object));
     watcher.start();
     await watcher.synced;
@@ -154,7 +162,10 @@ export async function runKubernetesBenchmark(services = 1000): Promise<Kubernete
       process.exit(1);
     }, 15 * 60_000);
     await adapter.ask('start');
-    const progress = setInterval(() => process.stderr.write(`bench: ${valid.size}/${services} provider Secrets valid after ${((performance.now() - t0) / 1000).toFixed(0)} s\n`), 10_000);
+    const progress = setInterval(
+      () => process.stderr.write(`bench: ${valid.size}/${services} provider Secrets valid after ${((performance.now() - t0) / 1000).toFixed(0)} s\n`),
+      10_000,
+    );
     await converged;
     clearInterval(progress);
     clearTimeout(convergeTimeout);
@@ -182,9 +193,15 @@ export async function runKubernetesBenchmark(services = 1000): Promise<Kubernete
     const payload = (await admin.get<V1Secret>(corePath('secrets', namespaces[0]!, PROVIDER_SECRET_NAME))).data!;
     const secret = (ns: string, tag: string): V1Secret => ({ metadata: { name: `raw-${tag}`, namespace: ns }, type: 'kubernetes.io/tls', data: payload });
     const event = (ns: string, tag: string): CoreV1Event => ({
-      metadata: { name: `raw-${tag}.${ns}`, namespace: ns }, involvedObject: { apiVersion: 'v1', kind: 'Service', namespace: ns, name: 'provider' },
-      type: 'Normal', reason: 'Issued', message: 'raw loop', source: { component: 'bench' }, count: 1,
-      firstTimestamp: new Date(), lastTimestamp: new Date(),
+      metadata: { name: `raw-${tag}.${ns}`, namespace: ns },
+      involvedObject: { apiVersion: 'v1', kind: 'Service', namespace: ns, name: 'provider' },
+      type: 'Normal',
+      reason: 'Issued',
+      message: 'raw loop',
+      source: { component: 'bench' },
+      count: 1,
+      firstTimestamp: new Date(),
+      lastTimestamp: new Date(),
     });
     const timed = async (create: (ns: string) => Promise<unknown>): Promise<number> => {
       const start = performance.now();
@@ -203,7 +220,9 @@ export async function runKubernetesBenchmark(services = 1000): Promise<Kubernete
     admin.close();
 
     return {
-      services, setupSeconds, convergeSeconds,
+      services,
+      setupSeconds,
+      convergeSeconds,
       adapterRequests: afterConverge.requests as Record<string, number>,
       auditRequests: tally(audit, 'bench-adapter'),
       writesPerProviderNamespace: { min: Math.min(...perNamespace), max: Math.max(...perNamespace) },
@@ -219,7 +238,8 @@ export async function runKubernetesBenchmark(services = 1000): Promise<Kubernete
       },
       adapterHeapMb: (afterConverge.heapUsedBytes as number) / 2 ** 20,
       adapterCpuSeconds: (afterConverge.cpuMs as number) / 1000,
-      rawLoopSeconds, rawKeepAliveLoopSeconds,
+      rawLoopSeconds,
+      rawKeepAliveLoopSeconds,
     };
   } finally {
     await plane.stop();
@@ -228,7 +248,10 @@ export async function runKubernetesBenchmark(services = 1000): Promise<Kubernete
 
 /** The figures as markdown. */
 export function formatKubernetesBenchmark(b: KubernetesBenchmark): string {
-  const verbs = (r: Record<string, number>): string => Object.entries(r).map(([k, n]) => `${k}: ${n}`).join(', ') || 'none';
+  const verbs = (r: Record<string, number>): string =>
+    Object.entries(r)
+      .map(([k, n]) => `${k}: ${n}`)
+      .join(', ') || 'none';
   return [
     `| Kubernetes adapter, ${b.services.toLocaleString('en')} labelled Services in as many namespaces | |`,
     '|---|---:|',

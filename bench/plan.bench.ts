@@ -8,7 +8,15 @@
 import 'reflect-metadata';
 import { pathToFileURL } from 'node:url';
 import {
-  CertificateCache, type CertificateCacheStats, MemoryStore, type Snapshot, executePlan, isPlanEmpty, minutes, planRotation, resolvePolicy,
+  CertificateCache,
+  type CertificateCacheStats,
+  MemoryStore,
+  type Snapshot,
+  executePlan,
+  isPlanEmpty,
+  minutes,
+  planRotation,
+  resolvePolicy,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 
@@ -62,8 +70,10 @@ export async function runPlanBenchmark(namespaces = 10_000): Promise<PlanBenchma
     if (!isPlanEmpty(plan)) throw new Error('the benchmark state is not steady: a plan has actions');
   }
   const warmWork = {
-    parses: cache.stats.parses - before.parses, verifications: cache.stats.verifications - before.verifications,
-    keyChecks: cache.stats.keyChecks - before.keyChecks, evictions: cache.stats.evictions - before.evictions,
+    parses: cache.stats.parses - before.parses,
+    verifications: cache.stats.verifications - before.verifications,
+    keyChecks: cache.stats.keyChecks - before.keyChecks,
+    evictions: cache.stats.evictions - before.evictions,
   };
   return { namespaces, setupSeconds, coldCpuMs: cold.ms, warmCpuMs: warm.ms, warmMedianCpuMs: more[2]!, warmFreshSnapshotCpuMs: warmFresh.ms, warmWork };
 }
@@ -78,8 +88,8 @@ export function formatPlanBenchmark(b: PlanBenchmark): string {
     `| warm cache, same snapshot, median of 5 more | ${b.warmMedianCpuMs.toFixed(0)} |`,
     `| warm cache, freshly built snapshot | ${b.warmFreshSnapshotCpuMs.toFixed(0)} |`,
     '',
-    `Warm plans re-did ${b.warmWork.parses} parses, ${b.warmWork.verifications} verifications, ${b.warmWork.keyChecks} key checks. `
-      + `Target: under 200 ms of CPU warm. (Issuing the ${b.namespaces.toLocaleString('en')} leaves took ${b.setupSeconds.toFixed(1)} s.)`,
+    `Warm plans re-did ${b.warmWork.parses} parses, ${b.warmWork.verifications} verifications, ${b.warmWork.keyChecks} key checks. ` +
+      `Target: under 200 ms of CPU warm. (Issuing the ${b.namespaces.toLocaleString('en')} leaves took ${b.setupSeconds.toFixed(1)} s.)`,
   ].join('\n');
 }
 

@@ -36,10 +36,13 @@ export async function runTenantAnnotationsBenchmark(services = 80, valueCharacte
     for (const name of [ESO, 'noisy', 'quiet']) await core.createNamespace({ body: { metadata: { name } } });
     const label = { [PROVIDER_LABEL]: 'true' };
     for (let i = 0; i < services; i++) {
-      await core.createNamespacedService({ namespace: 'noisy', body: {
-        metadata: { name: `svc-${i}`, labels: label, annotations: { [ROTATE_ANNOTATION]: `${i}-${'x'.repeat(valueCharacters)}` } },
-        spec: { ports: [{ port: 8443 }] },
-      } });
+      await core.createNamespacedService({
+        namespace: 'noisy',
+        body: {
+          metadata: { name: `svc-${i}`, labels: label, annotations: { [ROTATE_ANNOTATION]: `${i}-${'x'.repeat(valueCharacters)}` } },
+          spec: { ports: [{ port: 8443 }] },
+        },
+      });
     }
     await core.createNamespacedService({ namespace: 'quiet', body: { metadata: { name: 'provider', labels: label }, spec: { ports: [{ port: 8443 }] } } });
     const { process: adapter } = await AdapterProcess.start(plane.adminKubeconfigPath);
@@ -50,10 +53,19 @@ export async function runTenantAnnotationsBenchmark(services = 80, valueCharacte
     await adapter.ask('stop');
     adapter.close();
     const issued = async (namespace: string): Promise<boolean> =>
-      core.readNamespacedSecret({ namespace, name: PROVIDER_SECRET_NAME }).then((s) => (s.data?.['tls.crt'] ?? '') !== '', () => false);
+      core.readNamespacedSecret({ namespace, name: PROVIDER_SECRET_NAME }).then(
+        (s) => (s.data?.['tls.crt'] ?? '') !== '',
+        () => false,
+      );
     return {
-      services, valueCharacters, peakRssMb: mb(report.maxRssBytes), rssMb: mb(report.rssBytes), secondsRun: Math.round((Date.now() - started) / 1000),
-      requests: report.requests as Record<string, number>, noisyIssued: await issued('noisy'), quietIssued: await issued('quiet'),
+      services,
+      valueCharacters,
+      peakRssMb: mb(report.maxRssBytes),
+      rssMb: mb(report.rssBytes),
+      secondsRun: Math.round((Date.now() - started) / 1000),
+      requests: report.requests as Record<string, number>,
+      noisyIssued: await issued('noisy'),
+      quietIssued: await issued('quiet'),
     };
   } finally {
     await plane.stop();
@@ -68,6 +80,8 @@ export function formatTenantAnnotationsBenchmark(b: TenantAnnotationsBenchmark):
     `| adapter peak RSS | ${b.peakRssMb} MB |`,
     `| adapter RSS at the end | ${b.rssMb} MB |`,
     `| noisy / quiet namespace issued | ${b.noisyIssued ? 'yes' : 'no'} / ${b.quietIssued ? 'yes' : 'no'} |`,
-    `| requests | ${Object.entries(b.requests).map(([k, v]) => `${k} ${v}`).join(', ')} |`,
+    `| requests | ${Object.entries(b.requests)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')} |`,
   ].join('\n');
 }

@@ -38,5 +38,8 @@ const all = ['packages', 'examples', 'testing'].flatMap((d) => testFiles(join(ro
 const fast = all.filter((f) => !needsControlPlane(f)).map((f) => relative(root, f));
 console.error(`test:fast: ${fast.length} of ${all.length} suites (the others start kube-apiserver and etcd)`);
 const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
-const run = spawnSync(process.execPath, ['--experimental-vm-modules', jest, ...process.argv.slice(2), '--runTestsByPath', ...fast], { cwd: root, stdio: 'inherit' });
+const run = spawnSync(process.execPath, ['--experimental-vm-modules', jest, ...process.argv.slice(2), '--runTestsByPath', ...fast], {
+  cwd: root,
+  stdio: 'inherit',
+});
 process.exit(run.status ?? 1);

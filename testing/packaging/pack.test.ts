@@ -32,12 +32,17 @@ describe('published packages', () => {
       const entries = packages.flatMap(({ manifest }) =>
         Object.keys(manifest.exports as Record<string, unknown>)
           .filter((k) => k !== './package.json')
-          .map((k) => (k === '.' ? manifest.name : `${manifest.name}/${k.slice(2)}`)));
-      const script = entries
-        .map((e) => `{ const m = await import(${JSON.stringify(e)}); if (Object.keys(m).length === 0) throw new Error('${e} exports nothing'); console.log('${e}', Object.keys(m).length); }`)
-        .join('\n')
+          .map((k) => (k === '.' ? manifest.name : `${manifest.name}/${k.slice(2)}`)),
+      );
+      const script =
+        entries
+          .map(
+            (e) =>
+              `{ const m = await import(${JSON.stringify(e)}); if (Object.keys(m).length === 0) throw new Error('${e} exports nothing'); console.log('${e}', Object.keys(m).length); }`,
+          )
+          .join('\n') +
         // The .proto files ship in the tarball and are found relative to the installed module.
-        + `\n{ const g = await import('@eso-mtls/grpc'); const d = g.loadProtoDefinitions(); if (!d['provider.v1.SecretStoreProvider']) throw new Error('provider.v1 not loaded'); console.log('protos loaded'); }`;
+        `\n{ const g = await import('@eso-mtls/grpc'); const d = g.loadProtoDefinitions(); if (!d['provider.v1.SecretStoreProvider']) throw new Error('provider.v1 not loaded'); console.log('protos loaded'); }`;
       writeFileSync(join(app, 'check.mjs'), script);
       const out = run('node', ['check.mjs'], app);
       for (const e of entries) expect(out).toContain(e);
@@ -48,8 +53,7 @@ describe('published packages', () => {
       // Type declarations ship with every entry point.
       for (const { manifest } of packages) {
         const installed = join(app, 'node_modules', manifest.name);
-        const types = Object.values(manifest.exports as Record<string, { types?: string }>)
-          .flatMap((v) => (typeof v === 'object' && v.types ? [v.types] : []));
+        const types = Object.values(manifest.exports as Record<string, { types?: string }>).flatMap((v) => (typeof v === 'object' && v.types ? [v.types] : []));
         for (const t of types) expect(readdirSync(join(installed, t, '..'))).toContain(t.split('/').pop());
       }
     } finally {

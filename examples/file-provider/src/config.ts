@@ -40,7 +40,9 @@ export function parseFileProviderConfig(argv: readonly string[], env: Readonly<R
   try {
     ({ values } = parseArgs({
       args: [...argv],
-      options: Object.fromEntries(['data-file', 'cert-dir', 'port', 'health-port', 'host', 'namespace', 'service'].map((o) => [o, { type: 'string' as const }])),
+      options: Object.fromEntries(
+        ['data-file', 'cert-dir', 'port', 'health-port', 'host', 'namespace', 'service'].map((o) => [o, { type: 'string' as const }]),
+      ),
       strict: true,
     }) as { values: Record<string, string | undefined> });
   } catch (e) {
@@ -52,7 +54,9 @@ export function parseFileProviderConfig(argv: readonly string[], env: Readonly<R
   const namespace = pick('namespace', 'POD_NAMESPACE');
   const service = pick('service', 'PROVIDER_SERVICE_NAME');
   if ((namespace === undefined) !== (service === undefined)) {
-    throw new FileProviderConfigError(`metrics need both --namespace (POD_NAMESPACE) and --service (PROVIDER_SERVICE_NAME); got only ${namespace ? 'the namespace' : 'the service'}`);
+    throw new FileProviderConfigError(
+      `metrics need both --namespace (POD_NAMESPACE) and --service (PROVIDER_SERVICE_NAME); got only ${namespace ? 'the namespace' : 'the service'}`,
+    );
   }
   return {
     dataFile,

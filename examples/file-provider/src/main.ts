@@ -25,11 +25,22 @@ export async function runFileProvider(config: FileProviderConfig): Promise<Runni
   try {
     const server = await startProviderServer({
       implementation: createFileProvider(store),
-      certDir: config.certDir, host: config.host, port: config.port, healthPort: config.healthPort, metrics: config.metrics,
+      certDir: config.certDir,
+      host: config.host,
+      port: config.port,
+      healthPort: config.healthPort,
+      metrics: config.metrics,
       onCall: (c) => c.code !== 0 && log('call failed', { method: c.method, code: c.code, details: c.details }),
       log: ({ message, ...fields }) => log(message, fields),
     });
-    return { server, store, close: async () => { await server.close(); store.close(); } };
+    return {
+      server,
+      store,
+      close: async () => {
+        await server.close();
+        store.close();
+      },
+    };
   } catch (e) {
     store.close();
     throw e;

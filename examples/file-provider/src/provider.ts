@@ -25,7 +25,10 @@ function asMap(s: FileSecret, key: string): Record<string, Buffer> {
     parsed = undefined;
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new ProviderError(status.FAILED_PRECONDITION, `secret ${JSON.stringify(key)} is a single value, not a map; give it properties or a JSON object value`);
+    throw new ProviderError(
+      status.FAILED_PRECONDITION,
+      `secret ${JSON.stringify(key)} is a single value, not a map; give it properties or a JSON object value`,
+    );
   }
   return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, Buffer.from(typeof v === 'string' ? v : JSON.stringify(v), 'utf8')]));
 }
@@ -69,7 +72,10 @@ export function createFileProvider(store: FileSecretStore): SecretStoreProvider 
       if (remoteKey === '') throw new ProviderError(status.INVALID_ARGUMENT, 'pushSecretData.remoteKey is empty; name the remote secret to write');
       const secretKey = target?.secretKey ?? '';
       if (secretKey !== '' && !Object.hasOwn(request.secretData, secretKey)) {
-        throw new ProviderError(status.INVALID_ARGUMENT, `secretData has no key ${JSON.stringify(secretKey)}; it has ${Object.keys(request.secretData).join(', ') || 'none'}`);
+        throw new ProviderError(
+          status.INVALID_ARGUMENT,
+          `secretData has no key ${JSON.stringify(secretKey)}; it has ${Object.keys(request.secretData).join(', ') || 'none'}`,
+        );
       }
       await write(store, (file) => {
         const existing = file.secrets[remoteKey] ?? {};

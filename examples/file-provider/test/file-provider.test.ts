@@ -102,7 +102,10 @@ describe('reading', () => {
     expect(await keys({ path: 'team-a/', name: { regexp: 'db' }, tags: { env: 'staging' } })).toEqual([]);
     expect(await client.getAllSecrets({ find: { name: { regexp: '^team-b/' } } })).toEqual({ 'team-b/api': Buffer.from('{"id":"b","port":443}') });
     const invalid = await failureOf(client.getAllSecrets({ find: { name: { regexp: '(' } } }));
-    expect([invalid.code, invalid.details]).toEqual([grpc.status.INVALID_ARGUMENT, expect.stringContaining('find.name.regexp "(" is not a valid regular expression')]);
+    expect([invalid.code, invalid.details]).toEqual([
+      grpc.status.INVALID_ARGUMENT,
+      expect.stringContaining('find.name.regexp "(" is not a valid regular expression'),
+    ]);
   });
 
   it('Validate and Capabilities', async () => {
@@ -116,10 +119,16 @@ describe('writing persists to the data file atomically', () => {
 
   it('PushSecret of one key, of a property, and of a whole Secret', async () => {
     await client.pushSecret({ secretData: { token: Buffer.from([1, 2, 3]) }, pushSecretData: { remoteKey: 'team-c/token', secretKey: 'token' } });
-    await client.pushSecret({ secretData: { pw: Buffer.from('s3cret') }, pushSecretData: { remoteKey: 'team-a/db/config', secretKey: 'pw', property: 'password' } });
+    await client.pushSecret({
+      secretData: { pw: Buffer.from('s3cret') },
+      pushSecretData: { remoteKey: 'team-a/db/config', secretKey: 'pw', property: 'password' },
+    });
     await client.pushSecret({ secretData: { a: Buffer.from('1'), b: Buffer.from('2') }, pushSecretData: { remoteKey: 'team-c/all' } });
     expect(onDisk().secrets['team-c/token']).toEqual({ valueBase64: 'AQID' });
-    expect(onDisk().secrets['team-a/db/config']).toEqual({ properties: { user: 'admin', host: 'db.internal', password: 's3cret' }, tags: { env: 'prod', tier: 'db' } });
+    expect(onDisk().secrets['team-a/db/config']).toEqual({
+      properties: { user: 'admin', host: 'db.internal', password: 's3cret' },
+      tags: { env: 'prod', tier: 'db' },
+    });
     expect(onDisk().secrets['team-c/all']).toEqual({ properties: { a: '1', b: '2' } });
     expect(await client.getSecret({ remoteRef: { key: 'team-c/token' } })).toEqual(Buffer.from([1, 2, 3]));
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);

@@ -11,8 +11,21 @@ import { startProviderProcess, until } from './support/provider-process.js';
 
 describe('configuration', () => {
   it('flags win over the environment, which wins over the defaults', () => {
-    expect(parseFileProviderConfig(['--data-file', '/d.yaml', '--port', '9000'], { PORT: '7000', HEALTH_PORT: '7001', POD_NAMESPACE: 'p', PROVIDER_SERVICE_NAME: 's' }))
-      .toEqual({ dataFile: '/d.yaml', certDir: '/etc/provider/certs', host: '0.0.0.0', port: 9000, healthPort: 7001, metrics: { namespace: 'p', service: 's' } });
+    expect(
+      parseFileProviderConfig(['--data-file', '/d.yaml', '--port', '9000'], {
+        PORT: '7000',
+        HEALTH_PORT: '7001',
+        POD_NAMESPACE: 'p',
+        PROVIDER_SERVICE_NAME: 's',
+      }),
+    ).toEqual({
+      dataFile: '/d.yaml',
+      certDir: '/etc/provider/certs',
+      host: '0.0.0.0',
+      port: 9000,
+      healthPort: 7001,
+      metrics: { namespace: 'p', service: 's' },
+    });
   });
 
   it('names what is missing or wrong', () => {
@@ -64,11 +77,14 @@ describe('main, as a process, with a JSON data file', () => {
       const client = createSecretStoreProviderClient(channel, { retry: false });
       expect(await client.getSecret({ remoteRef: { key: 'greeting' } })).toEqual(Buffer.from('hello'));
       await client.pushSecret({ secretData: { v: Buffer.from('hi') }, pushSecretData: { remoteKey: 'pushed', secretKey: 'v' } });
-      expect(JSON.parse(readFileSync(join(dir, 'secrets.json'), 'utf8'))).toEqual({ secrets: { greeting: { value: 'hello' }, pushed: { valueBase64: 'aGk=' } } });
+      expect(JSON.parse(readFileSync(join(dir, 'secrets.json'), 'utf8'))).toEqual({
+        secrets: { greeting: { value: 'hello' }, pushed: { valueBase64: 'aGk=' } },
+      });
       const health = `http://127.0.0.1:${serving.healthPort}`;
       expect((await fetch(`${health}/readyz`)).status).toBe(200);
-      expect(await (await fetch(`${health}/metrics`)).text())
-        .toMatch(/eso_provider_served_certificate_expiry_seconds\{namespace="provider-system",service="file-provider"\} \d+/);
+      expect(await (await fetch(`${health}/metrics`)).text()).toMatch(
+        /eso_provider_served_certificate_expiry_seconds\{namespace="provider-system",service="file-provider"\} \d+/,
+      );
     } finally {
       channel.close();
       child.kill('SIGTERM');

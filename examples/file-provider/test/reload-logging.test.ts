@@ -7,7 +7,6 @@ import { issueTestCa, issueTestServer, type KeyPair, type TestCa } from '../../.
 import { writeAtomically } from '../../../packages/grpc/test/support/atomic-writer.js';
 import { sample, startProviderProcess, until } from './support/provider-process.js';
 
-
 describe('main, as a process, across certificate swaps', () => {
   let ca: TestCa;
   let first: KeyPair;
@@ -39,7 +38,10 @@ describe('main, as a process, across certificate swaps', () => {
       });
       const scrape = async (): Promise<{ reloads: number; failures: number }> => {
         const text = await (await fetch(`http://127.0.0.1:${serving.healthPort}/metrics`)).text();
-        return { reloads: sample(text, 'eso_provider_certificate_hot_reload_total'), failures: sample(text, 'eso_provider_certificate_hot_reload_failures_total') };
+        return {
+          reloads: sample(text, 'eso_provider_certificate_hot_reload_total'),
+          failures: sample(text, 'eso_provider_certificate_hot_reload_failures_total'),
+        };
       };
       const before = await scrape();
 
@@ -47,8 +49,12 @@ describe('main, as a process, across certificate swaps', () => {
       const reloaded = await until('the reload log line', () => lines().find((l) => l.message === 'certificate reloaded'));
       const leaf = new X509Certificate(second.cert);
       expect(reloaded).toMatchObject({
-        level: 'info', namespace: 'provider-system', service: 'file-provider', reason: 'reloaded',
-        notAfter: new Date(leaf.validTo).toISOString(), serialNumber: leaf.serialNumber.toLowerCase(),
+        level: 'info',
+        namespace: 'provider-system',
+        service: 'file-provider',
+        reason: 'reloaded',
+        notAfter: new Date(leaf.validTo).toISOString(),
+        serialNumber: leaf.serialNumber.toLowerCase(),
       });
       expect(await scrape()).toEqual({ reloads: before.reloads + 1, failures: before.failures });
 
@@ -57,7 +63,11 @@ describe('main, as a process, across certificate swaps', () => {
       const refused = await until('the refusal log line', () => lines().find((l) => l.level === 'warn'));
       expect(refused).toMatchObject({
         message: 'certificate reload refused; serving the last good certificate',
-        namespace: 'provider-system', service: 'file-provider', reason: 'key_mismatch', notAfter: reloaded.notAfter, serialNumber: reloaded.serialNumber,
+        namespace: 'provider-system',
+        service: 'file-provider',
+        reason: 'key_mismatch',
+        notAfter: reloaded.notAfter,
+        serialNumber: reloaded.serialNumber,
       });
       expect(await scrape()).toEqual({ reloads: before.reloads + 1, failures: before.failures + 1 });
       expect(lines().filter((l) => l.message.startsWith('certificate'))).toHaveLength(2);

@@ -72,7 +72,10 @@ describe('main, as a process, with a FIFO where tls.crt belongs', () => {
       const refused = await until('the FIFO refusal', () => refusals()[0]);
       expect(refused).toMatchObject({
         message: 'certificate reload refused; serving the last good certificate',
-        namespace: 'provider-system', service: 'file-provider', reason: 'fifo', serialNumber: new X509Certificate(first.cert).serialNumber.toLowerCase(),
+        namespace: 'provider-system',
+        service: 'file-provider',
+        reason: 'fifo',
+        serialNumber: new X509Certificate(first.cert).serialNumber.toLowerCase(),
       });
       expect(refused.detail).toContain(`cannot read ${join(certDir, 'tls.crt')}: is a FIFO (named pipe), not a regular file`);
       expect(await failuresCounted()).toBe(1);

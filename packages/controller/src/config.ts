@@ -1,5 +1,13 @@
 import {
-  type Duration, type KeyAlgorithm, type Policy, KEY_ALGORITHMS, PROVIDER_SECRET_NAME, PolicyError, isDnsLabel, isDnsName, resolvePolicy,
+  type Duration,
+  type KeyAlgorithm,
+  type Policy,
+  KEY_ALGORITHMS,
+  PROVIDER_SECRET_NAME,
+  PolicyError,
+  isDnsLabel,
+  isDnsName,
+  resolvePolicy,
 } from '@eso-mtls/core';
 import { type BindAddress, parseBindAddress } from './bind-address.js';
 import { readArgv } from './cli/args.js';
@@ -89,8 +97,7 @@ function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, s
     if (v === undefined) throw new ConfigError(describe(spec(name), s));
     return v;
   };
-  const optional = <T>(name: string, convert: (s: string) => T | undefined): T | undefined =>
-    source(name) === undefined ? undefined : read(name, convert);
+  const optional = <T>(name: string, convert: (s: string) => T | undefined): T | undefined => (source(name) === undefined ? undefined : read(name, convert));
   const when = (ok: (s: string) => boolean) => (s: string) => (ok(s) ? s : undefined);
 
   const namespace = read('namespace', when(isDnsLabel));
@@ -99,14 +106,21 @@ function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, s
   const retryPeriod = read('leader-election-retry-period', positiveDuration);
   // client-go's own checks: a leader must give up before others may take over, with retries in between.
   if (leaseDuration <= renewDeadline) {
-    throw new ConfigError(`--leader-election-lease-duration (${source('leader-election-lease-duration')!.value}) must be greater than --leader-election-renew-deadline (${source('leader-election-renew-deadline')!.value})`);
+    throw new ConfigError(
+      `--leader-election-lease-duration (${source('leader-election-lease-duration')!.value}) must be greater than --leader-election-renew-deadline (${source('leader-election-renew-deadline')!.value})`,
+    );
   }
   if (renewDeadline <= retryPeriod * 1.2) {
-    throw new ConfigError(`--leader-election-renew-deadline (${source('leader-election-renew-deadline')!.value}) must be greater than 1.2 x --leader-election-retry-period (${source('leader-election-retry-period')!.value})`);
+    throw new ConfigError(
+      `--leader-election-renew-deadline (${source('leader-election-renew-deadline')!.value}) must be greater than 1.2 x --leader-election-retry-period (${source('leader-election-retry-period')!.value})`,
+    );
   }
   const caSecretName = read('ca-secret-name', when(isDnsName));
   const clientSecretName = read('client-secret-name', when(isDnsName));
-  for (const [flag, name] of [['ca-secret-name', caSecretName], ['client-secret-name', clientSecretName]] as const) {
+  for (const [flag, name] of [
+    ['ca-secret-name', caSecretName],
+    ['client-secret-name', clientSecretName],
+  ] as const) {
     if (name === PROVIDER_SECRET_NAME) {
       throw new ConfigError(`--${flag} (env ${envVarOf(flag)}) is ${JSON.stringify(name)}, the provider Secret name: choose another`);
     }
@@ -115,7 +129,10 @@ function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, s
     throw new ConfigError(`--ca-secret-name and --client-secret-name are both ${JSON.stringify(caSecretName)}: the CA and client Secrets need different names`);
   }
   return {
-    kubeconfig: optional('kubeconfig', when((s) => s.length > 0)),
+    kubeconfig: optional(
+      'kubeconfig',
+      when((s) => s.length > 0),
+    ),
     policy: policyFrom(read, namespace),
     caSecretName,
     clientSecretName,
@@ -123,8 +140,13 @@ function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, s
       enabled: read('leader-elect', parseBool),
       namespace: optional('leader-election-namespace', when(isDnsLabel)) ?? namespace,
       leaseName: read('leader-election-id', when(isDnsName)),
-      identity: optional('leader-election-identity', when((s) => s.length > 0 && s.length <= 128)),
-      leaseDuration, renewDeadline, retryPeriod,
+      identity: optional(
+        'leader-election-identity',
+        when((s) => s.length > 0 && s.length <= 128),
+      ),
+      leaseDuration,
+      renewDeadline,
+      retryPeriod,
     },
     metricsBindAddress: read('metrics-bind-address', parseBindAddress),
     healthProbeBindAddress: read('health-probe-bind-address', parseBindAddress),
@@ -133,8 +155,11 @@ function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, s
 }
 
 const POLICY_FLAGS: Partial<Record<keyof Policy, string>> = {
-  esoNamespace: 'namespace', clusterDomain: 'cluster-domain', serviceAccount: 'service-account',
-  reconcileInterval: 'reconcile-interval', keyAlgorithm: 'key-algorithm',
+  esoNamespace: 'namespace',
+  clusterDomain: 'cluster-domain',
+  serviceAccount: 'service-account',
+  reconcileInterval: 'reconcile-interval',
+  keyAlgorithm: 'key-algorithm',
 };
 
 function policyFrom(read: <T>(name: string, convert: (s: string) => T | undefined) => T, esoNamespace: string): Policy {

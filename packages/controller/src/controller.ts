@@ -54,7 +54,10 @@ export async function startController(config: ControllerConfig, deps: Controller
   const { connection, source } = await loadConnection(config.kubeconfig, deps.env);
   logger.info({ kubeconfig: source, identity }, 'connecting to the Kubernetes API');
   if (source.kind === 'file' && source.reader === 'client-node') {
-    logger.info({ feature: source.feature }, 'the kubeconfig needs client-node\'s KubeConfig (about 70 MB more memory); in a cluster the service account is used without it');
+    logger.info(
+      { feature: source.feature },
+      "the kubeconfig needs client-node's KubeConfig (about 70 MB more memory); in a cluster the service account is used without it",
+    );
   }
 
   const le = config.leaderElection;
@@ -64,7 +67,10 @@ export async function startController(config: ControllerConfig, deps: Controller
     leaseApi = new KubeRestClient(connection, { maxSockets: 2, requestTimeoutMs: le.renewDeadline });
     elector = new LeaderElector({
       lock: new LeaseLock(leaseApi, le.namespace, le.leaseName),
-      identity, timings: le, clock, logger,
+      identity,
+      timings: le,
+      clock,
+      logger,
       onStartedLeading: () => adapter.requestReconcile(),
       onStoppedLeading: (reason) => {
         if (!stopping) logger.warn({ reason }, 'no longer the leader; writes stopped, caches kept warm');
@@ -90,7 +96,10 @@ export async function startController(config: ControllerConfig, deps: Controller
     policy: config.policy,
     caSecretName: config.caSecretName,
     clientSecretName: config.clientSecretName,
-    now, logger, writesAllowed, isLeader: leading,
+    now,
+    logger,
+    writesAllowed,
+    isLeader: leading,
     // While stopping, the leader still holds its Lease: the Events of writes it finished go out.
     eventsAllowed: leading,
     eventInstance: identity,
@@ -125,16 +134,22 @@ export async function startController(config: ControllerConfig, deps: Controller
 
     let stopped: Promise<void> | undefined;
     return {
-      adapter, elector, metrics, probeServer, metricsServer, synced,
-      stop: () => (stopped ??= (async () => {
-        // Fence first: the round in flight finishes the writes already sent and sends no more.
-        stopping = true;
-        await adapter.stop();
-        await elector?.stopAndRelease();
-        leaseApi?.close();
-        await Promise.all(started.map((s) => s.close()));
-        logger.info('stopped');
-      })()),
+      adapter,
+      elector,
+      metrics,
+      probeServer,
+      metricsServer,
+      synced,
+      stop: () =>
+        (stopped ??= (async () => {
+          // Fence first: the round in flight finishes the writes already sent and sends no more.
+          stopping = true;
+          await adapter.stop();
+          await elector?.stopAndRelease();
+          leaseApi?.close();
+          await Promise.all(started.map((s) => s.close()));
+          logger.info('stopped');
+        })()),
     };
   } catch (e) {
     stopping = true;

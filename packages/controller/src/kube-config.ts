@@ -1,18 +1,23 @@
 import { existsSync } from 'node:fs';
 import {
-  type ClusterConnection, UnsupportedKubeconfigError, connectionFromKubeConfig, loadInClusterConnection, loadKubeconfigFile, redactProxyUrl,
+  type ClusterConnection,
+  UnsupportedKubeconfigError,
+  connectionFromKubeConfig,
+  loadInClusterConnection,
+  loadKubeconfigFile,
+  redactProxyUrl,
 } from '@eso-mtls/kubernetes';
 
 /** Where the controller's API credentials came from, for the start-up log line. */
 export type KubeConfigSource = (
   | {
-    readonly kind: 'file';
-    readonly path: string;
-    /** `eso-mtls`: our own reader. `client-node`: the file needs something only client-node does (exec, auth-provider, impersonation). */
-    readonly reader: 'eso-mtls' | 'client-node';
-    /** Why client-node was needed. */
-    readonly feature?: string;
-  }
+      readonly kind: 'file';
+      readonly path: string;
+      /** `eso-mtls`: our own reader. `client-node`: the file needs something only client-node does (exec, auth-provider, impersonation). */
+      readonly reader: 'eso-mtls' | 'client-node';
+      /** Why client-node was needed. */
+      readonly feature?: string;
+    }
   | { readonly kind: 'in-cluster'; readonly server: string }
 ) & {
   /** The HTTP proxy the connection tunnels through, password hidden, and the setting that chose it. */
@@ -28,7 +33,10 @@ export type KubeConfigSource = (
  * HTTPS_PROXY/NO_PROXY from `env`, as client-go. Throws an Error saying what is missing and what
  * to do, or naming a proxy setting that cannot be honoured.
  */
-export async function loadConnection(kubeconfigPath: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): Promise<{ connection: ClusterConnection; source: KubeConfigSource }> {
+export async function loadConnection(
+  kubeconfigPath: string | undefined,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<{ connection: ClusterConnection; source: KubeConfigSource }> {
   if (kubeconfigPath === undefined) {
     const connection = loadInClusterConnection({ env });
     return { connection, source: { kind: 'in-cluster', server: connection.server, ...proxyOf(connection) } };

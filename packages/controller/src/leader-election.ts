@@ -103,7 +103,10 @@ export class LeaderElector {
     const now = this.clock.now();
     try {
       await this.options.lock.update(this.observed, {
-        holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now,
+        holderIdentity: '',
+        leaseDurationSeconds: 1,
+        acquireTime: now,
+        renewTime: now,
         leaseTransitions: this.observed.record.leaseTransitions,
       });
       this.options.logger?.info({ lease: this.leaseName() }, 'released leader lease');
@@ -188,8 +191,11 @@ export class LeaderElector {
     const startedMs = this.clock.monotonicMs();
     const now = this.clock.now();
     const mine = (acquireTime: Date | undefined, transitions: number): LeaseRecord => ({
-      holderIdentity: identity, leaseDurationSeconds: Math.ceil(timings.leaseDuration / 1000),
-      acquireTime, renewTime: now, leaseTransitions: transitions,
+      holderIdentity: identity,
+      leaseDurationSeconds: Math.ceil(timings.leaseDuration / 1000),
+      acquireTime,
+      renewTime: now,
+      leaseTransitions: transitions,
     });
     const current = await lock.get();
     if (token.abandoned) return false;
@@ -202,7 +208,7 @@ export class LeaderElector {
     const heldByOther = r.holderIdentity !== '' && r.holderIdentity !== identity;
     if (heldByOther && this.observedAtMs + r.leaseDurationSeconds * 1000 > this.clock.monotonicMs()) return false;
     const ours = r.holderIdentity === identity;
-    const updated = await lock.update(current, mine(ours ? r.acquireTime ?? now : now, ours ? r.leaseTransitions : r.leaseTransitions + 1));
+    const updated = await lock.update(current, mine(ours ? (r.acquireTime ?? now) : now, ours ? r.leaseTransitions : r.leaseTransitions + 1));
     return this.commit(token, updated, startedMs);
   }
 
@@ -217,8 +223,13 @@ export class LeaderElector {
   private recordLease(lease: ObservedLease): void {
     const before = this.observed?.record;
     const r = lease.record;
-    if (!before || before.holderIdentity !== r.holderIdentity || before.renewTime?.getTime() !== r.renewTime?.getTime() ||
-        before.leaseTransitions !== r.leaseTransitions || before.leaseDurationSeconds !== r.leaseDurationSeconds) {
+    if (
+      !before ||
+      before.holderIdentity !== r.holderIdentity ||
+      before.renewTime?.getTime() !== r.renewTime?.getTime() ||
+      before.leaseTransitions !== r.leaseTransitions ||
+      before.leaseDurationSeconds !== r.leaseDurationSeconds
+    ) {
       this.observedAtMs = this.clock.monotonicMs();
       if (before?.holderIdentity !== r.holderIdentity && r.holderIdentity !== this.options.identity) {
         this.options.logger?.info({ lease: this.leaseName(), holder: r.holderIdentity || null }, 'observed leader lease holder');

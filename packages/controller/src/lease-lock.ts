@@ -30,7 +30,11 @@ export class LeaseLock {
   private readonly collection: string;
   private readonly path: string;
 
-  constructor(private readonly api: Pick<KubeRestClient, 'get' | 'create' | 'replace'>, readonly namespace: string, readonly name: string) {
+  constructor(
+    private readonly api: Pick<KubeRestClient, 'get' | 'create' | 'replace'>,
+    readonly namespace: string,
+    readonly name: string,
+  ) {
     this.collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
     this.path = `${this.collection}/${encodeURIComponent(name)}`;
   }
@@ -48,9 +52,14 @@ export class LeaseLock {
   /** Creates the Lease; throws {@link LeaseRaceError} when another replica created it first. */
   async create(record: LeaseRecord): Promise<ObservedLease> {
     try {
-      return toObserved(await this.api.create<V1Lease>(this.collection, {
-        apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.name, namespace: this.namespace }, spec: toSpec(record),
-      }));
+      return toObserved(
+        await this.api.create<V1Lease>(this.collection, {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: this.name, namespace: this.namespace },
+          spec: toSpec(record),
+        }),
+      );
     } catch (e) {
       if (e instanceof KubeApiError && e.code === 409) throw new LeaseRaceError(`Lease ${this.namespace}/${this.name} was created by another replica first`);
       throw e;
@@ -63,11 +72,14 @@ export class LeaseLock {
    */
   async update(previous: ObservedLease, record: LeaseRecord): Promise<ObservedLease> {
     try {
-      return toObserved(await this.api.replace<V1Lease>(this.path, {
-        apiVersion: 'coordination.k8s.io/v1', kind: 'Lease',
-        metadata: { name: this.name, namespace: this.namespace, resourceVersion: previous.resourceVersion },
-        spec: toSpec(record),
-      }));
+      return toObserved(
+        await this.api.replace<V1Lease>(this.path, {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: this.name, namespace: this.namespace, resourceVersion: previous.resourceVersion },
+          spec: toSpec(record),
+        }),
+      );
     } catch (e) {
       if (e instanceof KubeApiError && (e.code === 409 || e.code === 404)) {
         throw new LeaseRaceError(`Lease ${this.namespace}/${this.name} changed since resourceVersion ${previous.resourceVersion} (HTTP ${e.code})`);

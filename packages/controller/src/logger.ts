@@ -3,8 +3,18 @@ import type { LogLevel } from './config.js';
 
 /** Paths pino censors wherever a caller passes a Secret, a key or raw Secret data by mistake. */
 const REDACTED_PATHS = [
-  'data', '*.data', 'stringData', '*.stringData', 'privateKeyPem', '*.privateKeyPem', 'key', '*.key',
-  'secret.data', '*.secret.data', 'body', '*.body',
+  'data',
+  '*.data',
+  'stringData',
+  '*.stringData',
+  'privateKeyPem',
+  '*.privateKeyPem',
+  'key',
+  '*.key',
+  'secret.data',
+  '*.secret.data',
+  'body',
+  '*.body',
 ];
 
 const PEM_PRIVATE_KEY = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)/g;
@@ -22,12 +32,15 @@ export function scrubPrivateKeys(line: string): string {
  * default). Known key-bearing fields are censored and PEM private keys are scrubbed from every line.
  */
 export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
-  return pino({
-    level,
-    base: { component: 'eso-mtls-controller' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
-    redact: { paths: REDACTED_PATHS, censor: '[REDACTED]' },
-    hooks: { streamWrite: scrubPrivateKeys },
-  }, destination ?? pino.destination({ dest: 1, sync: true }));
+  return pino(
+    {
+      level,
+      base: { component: 'eso-mtls-controller' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: { paths: REDACTED_PATHS, censor: '[REDACTED]' },
+      hooks: { streamWrite: scrubPrivateKeys },
+    },
+    destination ?? pino.destination({ dest: 1, sync: true }),
+  );
 }

@@ -80,10 +80,11 @@ export async function startProbeServer(options: ProbeServerOptions): Promise<Pro
   return {
     port: bound.port,
     url: `http://${shown}:${bound.port}`,
-    close: () => new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }
 

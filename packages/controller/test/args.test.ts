@@ -28,11 +28,12 @@ function controllerConfig(argv: string[]) {
 }
 
 describe('eso-mtls controller command line', () => {
-  it.each([
-    [['--kubeconfig', '/kc']], [['--kubeconfig=/kc']], [['-kubeconfig', '/kc']], [['-kubeconfig=/kc']],
-  ])('reads %j, long or Go-style single-dash, value joined or separate', (argv) => {
-    expect(controllerConfig(argv).kubeconfig).toBe('/kc');
-  });
+  it.each([[['--kubeconfig', '/kc']], [['--kubeconfig=/kc']], [['-kubeconfig', '/kc']], [['-kubeconfig=/kc']]])(
+    'reads %j, long or Go-style single-dash, value joined or separate',
+    (argv) => {
+      expect(controllerConfig(argv).kubeconfig).toBe('/kc');
+    },
+  );
 
   it('takes the next argument as the value whatever it looks like, and everything after the first =', () => {
     expect(controllerConfig(['--kubeconfig', '-weird']).kubeconfig).toBe('-weird');
@@ -55,33 +56,54 @@ describe('eso-mtls controller command line', () => {
   });
 
   it.each([
-    [['--leader-elect'], true], [['-leader-elect'], true], [['--leader-elect=true'], true], [['--leader-elect=1'], true],
-    [['--leader-elect=false'], false], [['--leader-elect=0'], false], [['-leader-elect=false'], false],
+    [['--leader-elect'], true],
+    [['-leader-elect'], true],
+    [['--leader-elect=true'], true],
+    [['--leader-elect=1'], true],
+    [['--leader-elect=false'], false],
+    [['--leader-elect=0'], false],
+    [['-leader-elect=false'], false],
   ])('reads the boolean %j as %j', (argv, enabled) => {
     expect(controllerConfig(argv).leaderElection.enabled).toBe(enabled);
   });
 
-  it('never takes a boolean flag\'s value from the next argument', () => {
+  it("never takes a boolean flag's value from the next argument", () => {
     expect(controllerError(['--leader-elect', 'false'])).toBe(`unexpected argument "false": eso-mtls controller takes only flags${SEE_CONTROLLER}`);
     expect(controllerError(['--leader-elect='])).toBe('invalid value "" for --leader-elect (env ESO_MTLS_LEADER_ELECT): accepts true or false');
   });
 
   it.each([
-    [['--bogus'], 'bogus'], [['--bogus=1'], 'bogus'], [['-bogus'], 'bogus'], [['-x'], 'x'], [['-x=1'], 'x'],
-    [['--help=true'], 'help'], [['-help'], 'help'], [['--no-leader-elect'], 'no-leader-elect'],
+    [['--bogus'], 'bogus'],
+    [['--bogus=1'], 'bogus'],
+    [['-bogus'], 'bogus'],
+    [['-x'], 'x'],
+    [['-x=1'], 'x'],
+    [['--help=true'], 'help'],
+    [['-help'], 'help'],
+    [['--no-leader-elect'], 'no-leader-elect'],
   ])('refuses the unknown flag in %j', (argv, name) => {
     expect(controllerError(argv)).toBe(`unknown flag --${name}${SEE_CONTROLLER}`);
   });
 
   it.each([
-    [['controller'], 'controller'], [['--'], '--'], [['-'], '-'], [['--Namespace=x'], '--Namespace=x'], [['---namespace'], '---namespace'],
-    [['--1x'], '--1x'], [['--a_b'], '--a_b'], [['--=x'], '--=x'], [['-=x'], '-=x'], [['--namespace', 'a', 'b'], 'b'], [['--', '--namespace', 'a'], '--'],
+    [['controller'], 'controller'],
+    [['--'], '--'],
+    [['-'], '-'],
+    [['--Namespace=x'], '--Namespace=x'],
+    [['---namespace'], '---namespace'],
+    [['--1x'], '--1x'],
+    [['--a_b'], '--a_b'],
+    [['--=x'], '--=x'],
+    [['-=x'], '-=x'],
+    [['--namespace', 'a', 'b'], 'b'],
+    [['--', '--namespace', 'a'], '--'],
   ])('refuses the argument that is no flag in %j', (argv, arg) => {
     expect(controllerError(argv)).toBe(`unexpected argument ${JSON.stringify(arg)}: eso-mtls controller takes only flags${SEE_CONTROLLER}`);
   });
 
   it.each([
-    [['--namespace'], 'namespace', 'a DNS-1123 label'], [['-namespace'], 'namespace', 'a DNS-1123 label'],
+    [['--namespace'], 'namespace', 'a DNS-1123 label'],
+    [['-namespace'], 'namespace', 'a DNS-1123 label'],
     [['--leader-elect', '--log-level'], 'log-level', 'trace, debug, info, warn, error, fatal or silent'],
   ])('refuses %j, a last flag without its value, saying what it accepts', (argv, name, accepts) => {
     expect(controllerError(argv)).toBe(`flag --${name} needs a value: ${accepts}`);
@@ -130,12 +152,21 @@ describe('eso-mtls simulate command line', () => {
   });
 
   it('takes the next argument as the value whatever it looks like, as the controller does', async () => {
-    expect(await simulate(['--years=-3']))
-      .toEqual({ code: 2, out: '', err: 'eso-mtls simulate: --years: "-3" is not a number of years above 0 and at most 100\n' });
-    expect(await simulate(['--years', '-3']))
-      .toEqual({ code: 2, out: '', err: 'eso-mtls simulate: --years: "-3" is not a number of years above 0 and at most 100\n' });
-    expect(await simulate(['--delete-ca-at', '-']))
-      .toEqual({ code: 2, out: '', err: 'eso-mtls simulate: --delete-ca-at: "-" is not a duration such as 90d, 36h, 10m or 1d12h\n' });
+    expect(await simulate(['--years=-3'])).toEqual({
+      code: 2,
+      out: '',
+      err: 'eso-mtls simulate: --years: "-3" is not a number of years above 0 and at most 100\n',
+    });
+    expect(await simulate(['--years', '-3'])).toEqual({
+      code: 2,
+      out: '',
+      err: 'eso-mtls simulate: --years: "-3" is not a number of years above 0 and at most 100\n',
+    });
+    expect(await simulate(['--delete-ca-at', '-'])).toEqual({
+      code: 2,
+      out: '',
+      err: 'eso-mtls simulate: --delete-ca-at: "-" is not a duration such as 90d, 36h, 10m or 1d12h\n',
+    });
   });
 
   it('gives an empty value after = to the flag, which judges it', async () => {
@@ -148,22 +179,32 @@ describe('eso-mtls simulate command line', () => {
     expect(simulateArgs(['--json', '--json']).json).toBe(true);
     expect(simulateArgs(['--json=true', '--timeline=false'])).toMatchObject({ json: true, timeline: false });
     expect(await simulate(['--json=1'])).toEqual({ code: 2, out: '', err: 'eso-mtls simulate: --json: "1" is not true or false\n' });
-    expect((await simulate(['--timeline', 'false'])).err)
-      .toBe(`eso-mtls simulate: Unexpected argument 'false'. This command does not take positional arguments${SEE_SIMULATE}`);
+    expect((await simulate(['--timeline', 'false'])).err).toBe(
+      `eso-mtls simulate: Unexpected argument 'false'. This command does not take positional arguments${SEE_SIMULATE}`,
+    );
   });
 
   it.each([
-    [['--frobnicate'], '--frobnicate'], [['--frobnicate=1'], '--frobnicate'], [['-x'], '-x'], [['--frob', '--help'], '--frob'],
+    [['--frobnicate'], '--frobnicate'],
+    [['--frobnicate=1'], '--frobnicate'],
+    [['-x'], '-x'],
+    [['--frob', '--help'], '--frob'],
     [['--frob', 'positional'], '--frob'],
   ])('refuses the unknown option in %j', async (argv, option) => {
     expect(await simulate(argv)).toEqual({ code: 2, out: '', err: `eso-mtls simulate: Unknown option '${option}'${SEE_SIMULATE}` });
   });
 
   it.each([
-    [['positional'], 'positional'], [['-'], '-'], [['--'], '--'], [['--Years', '3'], '--Years'], [['positional', '--frob'], 'positional'],
+    [['positional'], 'positional'],
+    [['-'], '-'],
+    [['--'], '--'],
+    [['--Years', '3'], '--Years'],
+    [['positional', '--frob'], 'positional'],
   ])('refuses the argument that is not a flag in %j', async (argv, arg) => {
     expect(await simulate(argv)).toEqual({
-      code: 2, out: '', err: `eso-mtls simulate: Unexpected argument '${arg}'. This command does not take positional arguments${SEE_SIMULATE}`,
+      code: 2,
+      out: '',
+      err: `eso-mtls simulate: Unexpected argument '${arg}'. This command does not take positional arguments${SEE_SIMULATE}`,
     });
   });
 
@@ -172,8 +213,11 @@ describe('eso-mtls simulate command line', () => {
   });
 
   it('refuses a last flag without its value', async () => {
-    expect(await simulate(['--json', '--years']))
-      .toEqual({ code: 2, out: '', err: `eso-mtls simulate: Option '--years <value>' argument missing${SEE_SIMULATE}` });
+    expect(await simulate(['--json', '--years'])).toEqual({
+      code: 2,
+      out: '',
+      err: `eso-mtls simulate: Option '--years <value>' argument missing${SEE_SIMULATE}`,
+    });
   });
 
   it('answers --help and -h at once, before judging any value, unless an argv error comes first', async () => {
@@ -189,7 +233,12 @@ describe('eso-mtls simulate command line', () => {
 
 describe('readArgv, the one reader of both commands', () => {
   const line: CommandLine = {
-    command: 'tool', flags: [{ name: 'path', kind: 'string', accepts: 'a path' }, { name: 'count', kind: 'string' }, { name: 'force', kind: 'bool' }],
+    command: 'tool',
+    flags: [
+      { name: 'path', kind: 'string', accepts: 'a path' },
+      { name: 'count', kind: 'string' },
+      { name: 'force', kind: 'bool' },
+    ],
   };
   const values = (argv: string[], words?: CommandLine['words']) => {
     const result = readArgv(argv, { ...line, words });
@@ -210,7 +259,7 @@ describe('readArgv, the one reader of both commands', () => {
     expect(values(['--path', '-force', '-count', '-path'])).toEqual({ path: '-force', count: '-path' });
   });
 
-  it('names what the flag accepts when its value is missing, if the flag says, in the command\'s words', () => {
+  it("names what the flag accepts when its value is missing, if the flag says, in the command's words", () => {
     expect(values(['--path'])).toEqual({ kind: 'error', message: 'flag --path needs a value: a path' });
     expect(values(['--count'])).toEqual({ kind: 'error', message: 'flag --count needs a value' });
     const words = { unknown: () => 'u', unexpected: () => 'x', missingValue: (f: { name: string }) => `missing ${f.name}` };

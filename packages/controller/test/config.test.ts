@@ -19,8 +19,13 @@ describe('parseControllerConfig', () => {
     expect(c.caSecretName).toBe('eso-provider-ca-internal');
     expect(c.clientSecretName).toBe('eso-provider-client-tls');
     expect(c.leaderElection).toEqual({
-      enabled: false, namespace: 'external-secrets-system', leaseName: 'eso-mtls-controller', identity: undefined,
-      leaseDuration: seconds(15), renewDeadline: seconds(10), retryPeriod: seconds(2),
+      enabled: false,
+      namespace: 'external-secrets-system',
+      leaseName: 'eso-mtls-controller',
+      identity: undefined,
+      leaseDuration: seconds(15),
+      renewDeadline: seconds(10),
+      retryPeriod: seconds(2),
     });
     expect(c.metricsBindAddress).toEqual({ host: undefined, port: 8080 });
     expect(c.healthProbeBindAddress).toEqual({ host: undefined, port: 8081 });
@@ -28,20 +33,58 @@ describe('parseControllerConfig', () => {
   });
 
   it('reads every flag, in both --flag value and --flag=value forms', () => {
-    const c = ok(parseControllerConfig([
-      '--kubeconfig', '/tmp/kc', '--namespace=eso', '--cluster-domain', 'example.internal',
-      '--ca-secret-name=my-ca', '--client-secret-name', 'my-client', '--service-account=eso-core',
-      '--reconcile-interval', '1h30m', '--key-algorithm=RSA-3072', '--leader-elect',
-      '--leader-election-namespace', 'kube-system', '--leader-election-id=my-lease', '--leader-election-identity', 'pod-a',
-      '--leader-election-lease-duration=6s', '--leader-election-renew-deadline', '4s', '--leader-election-retry-period=500ms',
-      '--metrics-bind-address', '127.0.0.1:9090', '--health-probe-bind-address=[::1]:0', '--log-level', 'debug',
-    ], {}));
+    const c = ok(
+      parseControllerConfig(
+        [
+          '--kubeconfig',
+          '/tmp/kc',
+          '--namespace=eso',
+          '--cluster-domain',
+          'example.internal',
+          '--ca-secret-name=my-ca',
+          '--client-secret-name',
+          'my-client',
+          '--service-account=eso-core',
+          '--reconcile-interval',
+          '1h30m',
+          '--key-algorithm=RSA-3072',
+          '--leader-elect',
+          '--leader-election-namespace',
+          'kube-system',
+          '--leader-election-id=my-lease',
+          '--leader-election-identity',
+          'pod-a',
+          '--leader-election-lease-duration=6s',
+          '--leader-election-renew-deadline',
+          '4s',
+          '--leader-election-retry-period=500ms',
+          '--metrics-bind-address',
+          '127.0.0.1:9090',
+          '--health-probe-bind-address=[::1]:0',
+          '--log-level',
+          'debug',
+        ],
+        {},
+      ),
+    );
     expect(c.kubeconfig).toBe('/tmp/kc');
-    expect(c.policy).toMatchObject({ esoNamespace: 'eso', clusterDomain: 'example.internal', serviceAccount: 'eso-core',
-      reconcileInterval: minutes(90), keyAlgorithm: 'RSA-3072' });
+    expect(c.policy).toMatchObject({
+      esoNamespace: 'eso',
+      clusterDomain: 'example.internal',
+      serviceAccount: 'eso-core',
+      reconcileInterval: minutes(90),
+      keyAlgorithm: 'RSA-3072',
+    });
     expect([c.caSecretName, c.clientSecretName]).toEqual(['my-ca', 'my-client']);
-    expect(c.leaderElection).toEqual({ enabled: true, namespace: 'kube-system', leaseName: 'my-lease', identity: 'pod-a',
-      leaseDuration: 6000, renewDeadline: 4000, retryPeriod: 500 });
+    expect(c.leaderElection).toEqual({
+      enabled: true,
+      namespace: 'kube-system',
+      leaseName: 'my-lease',
+      identity: 'pod-a',
+      leaseDuration: 6000,
+      renewDeadline: 4000,
+      retryPeriod: 500,
+    });
     expect(c.metricsBindAddress).toEqual({ host: '127.0.0.1', port: 9090 });
     expect(c.healthProbeBindAddress).toEqual({ host: '::1', port: 0 });
     expect(c.logLevel).toBe('debug');
@@ -49,8 +92,12 @@ describe('parseControllerConfig', () => {
 
   it('reads every flag from its ESO_MTLS_ variable, and a flag wins over its variable', () => {
     const env = {
-      ESO_MTLS_NAMESPACE: 'from-env', ESO_MTLS_KEY_ALGORITHM: 'RSA-2048', ESO_MTLS_LEADER_ELECT: 'true',
-      ESO_MTLS_METRICS_BIND_ADDRESS: '0', ESO_MTLS_RECONCILE_INTERVAL: '30s', ESO_MTLS_LOG_LEVEL: 'warn',
+      ESO_MTLS_NAMESPACE: 'from-env',
+      ESO_MTLS_KEY_ALGORITHM: 'RSA-2048',
+      ESO_MTLS_LEADER_ELECT: 'true',
+      ESO_MTLS_METRICS_BIND_ADDRESS: '0',
+      ESO_MTLS_RECONCILE_INTERVAL: '30s',
+      ESO_MTLS_LOG_LEVEL: 'warn',
     };
     const fromEnv = ok(parseControllerConfig([], env));
     expect(fromEnv.policy.esoNamespace).toBe('from-env');
@@ -94,26 +141,31 @@ describe('parseControllerConfig', () => {
   });
 
   it('names the environment variable first when the bad value came from the environment', () => {
-    expect(error(parseControllerConfig([], { ESO_MTLS_KEY_ALGORITHM: 'ed25519' })))
-      .toBe('invalid value "ed25519" for ESO_MTLS_KEY_ALGORITHM (flag --key-algorithm): accepts ECDSA-P256, RSA-2048 or RSA-3072');
+    expect(error(parseControllerConfig([], { ESO_MTLS_KEY_ALGORITHM: 'ed25519' }))).toBe(
+      'invalid value "ed25519" for ESO_MTLS_KEY_ALGORITHM (flag --key-algorithm): accepts ECDSA-P256, RSA-2048 or RSA-3072',
+    );
   });
 
   it('surfaces policy errors from the core with the flag that set the value', () => {
     // Too long an interval breaks the core's rule that leaves are renewed with a day to spare.
     const message = error(parseControllerConfig(['--reconcile-interval=800h'], {}));
     expect(message).toMatch(/^--reconcile-interval \(env ESO_MTLS_RECONCILE_INTERVAL\): invalid policy: leafLookahead=35d/);
-    expect(error(parseControllerConfig(['--reconcile-interval=500ms'], {})))
-      .toBe('--reconcile-interval (env ESO_MTLS_RECONCILE_INTERVAL): invalid policy: reconcileInterval=500ms: must be at least one second');
-    expect(error(parseControllerConfig(['--cluster-domain=-bad-'], {})))
-      .toMatch(/^--cluster-domain \(env ESO_MTLS_CLUSTER_DOMAIN\): invalid policy: clusterDomain="-bad-": must be a DNS name/);
+    expect(error(parseControllerConfig(['--reconcile-interval=500ms'], {}))).toBe(
+      '--reconcile-interval (env ESO_MTLS_RECONCILE_INTERVAL): invalid policy: reconcileInterval=500ms: must be at least one second',
+    );
+    expect(error(parseControllerConfig(['--cluster-domain=-bad-'], {}))).toMatch(
+      /^--cluster-domain \(env ESO_MTLS_CLUSTER_DOMAIN\): invalid policy: clusterDomain="-bad-": must be a DNS name/,
+    );
     expect(error(parseControllerConfig(['--service-account=Bad_SA'], {}))).toMatch(/^--service-account .*serviceAccount="Bad_SA"/);
   });
 
   it('checks the lease timings against each other as client-go does', () => {
-    expect(error(parseControllerConfig(['--leader-election-lease-duration=10s'], {})))
-      .toBe('--leader-election-lease-duration (10s) must be greater than --leader-election-renew-deadline (10s)');
-    expect(error(parseControllerConfig(['--leader-election-retry-period=9s'], {})))
-      .toBe('--leader-election-renew-deadline (10s) must be greater than 1.2 x --leader-election-retry-period (9s)');
+    expect(error(parseControllerConfig(['--leader-election-lease-duration=10s'], {}))).toBe(
+      '--leader-election-lease-duration (10s) must be greater than --leader-election-renew-deadline (10s)',
+    );
+    expect(error(parseControllerConfig(['--leader-election-retry-period=9s'], {}))).toBe(
+      '--leader-election-renew-deadline (10s) must be greater than 1.2 x --leader-election-retry-period (9s)',
+    );
   });
 
   it('refuses the same name for the CA and client Secrets', () => {

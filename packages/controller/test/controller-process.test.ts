@@ -8,7 +8,15 @@ import { KubeRestClient, connectionFromKubeConfig } from '@eso-mtls/kubernetes';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { LeaderElector, LeaseLock } from '../src/index.js';
 import {
-  ESO_NS, SA_USER, bindShippedRoles, converged, createProviderNamespace, eventually, leaseHolder, privateKeyForms, writesBy,
+  ESO_NS,
+  SA_USER,
+  bindShippedRoles,
+  converged,
+  createProviderNamespace,
+  eventually,
+  leaseHolder,
+  privateKeyForms,
+  writesBy,
 } from './support/cluster.js';
 import { ControllerProcess, timedGet } from './support/controller-process.js';
 import { applyAll, find, kustomizeBuild, serviceAccountKubeConfig } from './support/manifests.js';
@@ -45,7 +53,12 @@ describe('eso-mtls controller process', () => {
   });
 
   it('converges several namespaces as the shipped ServiceAccount with zero 403s, logs no key, and shuts down cleanly on SIGTERM', async () => {
-    const expected = new Map([['team-1', ['vault']], ['team-2', ['aws', 'gcp']], ['team-3', ['files']], ['team-4', ['db']]]);
+    const expected = new Map([
+      ['team-1', ['vault']],
+      ['team-2', ['aws', 'gcp']],
+      ['team-3', ['files']],
+      ['team-4', ['db']],
+    ]);
     for (const [ns, services] of expected) await createProviderNamespace(admin, ns, services);
     const example = kustomizeBuild('deploy/examples/file-provider');
     await applyAll(admin, example);
@@ -59,10 +72,16 @@ describe('eso-mtls controller process', () => {
     // The leader exports one expiry series per Service, and one initial rotation each.
     // The gauges follow each write as it lands; the scrape may still race the last write's watch event.
     let scrape = '';
-    await eventually(async () => {
-      scrape = (await timedGet(metrics)).body;
-      return [...expected].every(([ns, services]) => services.every((s) => scrape.includes(`eso_provider_certificate_expiry_seconds{namespace="${ns}",service="${s}"}`)));
-    }, 10_000, 'an expiry series for every Service');
+    await eventually(
+      async () => {
+        scrape = (await timedGet(metrics)).body;
+        return [...expected].every(([ns, services]) =>
+          services.every((s) => scrape.includes(`eso_provider_certificate_expiry_seconds{namespace="${ns}",service="${s}"}`)),
+        );
+      },
+      10_000,
+      'an expiry series for every Service',
+    );
     for (const [ns, services] of expected) {
       for (const s of services) {
         expect(scrape).toMatch(new RegExp(`eso_provider_certificate_expiry_seconds\\{namespace="${ns}",service="${s}"\\} \\d+`));
@@ -82,7 +101,11 @@ describe('eso-mtls controller process', () => {
     };
     const before = await notAfterOf();
     await new Promise((r) => setTimeout(r, 3100)); // notAfter has whole-second precision: make the new one differ by >= 3 s
-    await core.patchNamespacedService({ name: 'aws', namespace: 'team-2', body: [{ op: 'add', path: '/metadata/annotations', value: { 'eso-mtls.io/rotate': 'now' } }] });
+    await core.patchNamespacedService({
+      name: 'aws',
+      namespace: 'team-2',
+      body: [{ op: 'add', path: '/metadata/annotations', value: { 'eso-mtls.io/rotate': 'now' } }],
+    });
     await eventually(async () => (await notAfterOf()) > before, 20_000, 'the forced rotation of team-2');
     const rotated = await notAfterOf();
     expect(rotated - before).toBeGreaterThanOrEqual(3000);
@@ -90,10 +113,14 @@ describe('eso-mtls controller process', () => {
       Number(new RegExp(`eso_provider_certificate_expiry_seconds\\{namespace="team-2",service="${s}"\\} (\\d+(?:\\.\\d+)?)`).exec(body)?.[1]);
     let after = '';
     // The gauge is computed at scrape time from the controller's view: it must follow the new notAfter.
-    await eventually(async () => {
-      after = (await timedGet(metrics)).body;
-      return ['aws', 'gcp'].every((s) => Math.abs(gaugeOf(after, s) - (rotated - Date.now()) / 1000) < 1.5);
-    }, 10_000, 'the expiry gauge to follow the re-issued certificate');
+    await eventually(
+      async () => {
+        after = (await timedGet(metrics)).body;
+        return ['aws', 'gcp'].every((s) => Math.abs(gaugeOf(after, s) - (rotated - Date.now()) / 1000) < 1.5);
+      },
+      10_000,
+      'the expiry gauge to follow the re-issued certificate',
+    );
     for (const s of ['aws', 'gcp']) {
       expect(after).toContain(`eso_provider_certificate_rotation_total{namespace="team-2",service="${s}",reason="forced"} 1`);
       expect(after).toContain(`eso_provider_certificate_rotation_total{namespace="team-2",service="${s}",reason="initial"} 1`);
@@ -118,17 +145,31 @@ describe('eso-mtls controller process', () => {
     const issuedLines = controller.lines.filter((l) => l.msg.startsWith('certificate issued') && String(l.target).startsWith('namespace/'));
     expect(issuedLines.length).toBeGreaterThanOrEqual(expected.size);
     for (const l of issuedLines) {
-      expect([typeof l.namespace, typeof l.service, typeof l.reason, Number.isNaN(Date.parse(String(l.notAfter)))]).toEqual(['string', 'string', 'string', false]);
+      expect([typeof l.namespace, typeof l.service, typeof l.reason, Number.isNaN(Date.parse(String(l.notAfter)))]).toEqual([
+        'string',
+        'string',
+        'string',
+        false,
+      ]);
     }
     // team-2 has two Services under one certificate: its first issuance is one line for each.
-    expect(issuedLines.filter((l) => l.namespace === 'team-2' && l.reason === 'initial').map((l) => l.service).sort()).toEqual(['aws', 'gcp']);
+    expect(
+      issuedLines
+        .filter((l) => l.namespace === 'team-2' && l.reason === 'initial')
+        .map((l) => l.service)
+        .sort(),
+    ).toEqual(['aws', 'gcp']);
   }, 120_000);
 
   it('on SIGTERM in the middle of an RSA-3072 round, finishes the writes in flight, sends no more, releases the lease and exits 0', async () => {
     const namespaces = Array.from({ length: 12 }, (_, i) => `sigterm-${i + 1}`);
     for (const ns of namespaces) await createProviderNamespace(admin, ns, ['provider']);
     const controller = start('sigterm', ['--kubeconfig', saKubeconfig, '--leader-elect', ...FAST_LEASE, ...LOCAL, '--key-algorithm=RSA-3072']);
-    await controller.waitForLog((l) => l.msg.startsWith('certificate issued') && String(l.target).startsWith('namespace/sigterm-'), 60_000, 'the first issuance');
+    await controller.waitForLog(
+      (l) => l.msg.startsWith('certificate issued') && String(l.target).startsWith('namespace/sigterm-'),
+      60_000,
+      'the first issuance',
+    );
     const termAt = Date.now();
     controller.signal('SIGTERM');
     expect(await controller.exited).toEqual({ code: 0, signal: null });
@@ -140,8 +181,9 @@ describe('eso-mtls controller process', () => {
     const issued = controller.lines.filter((l) => l.msg.startsWith('certificate issued') && String(l.target).startsWith('namespace/sigterm-'));
     expect(issued.length).toBeLessThan(namespaces.length); // it really was stopped mid-round
     const core = admin.makeApiClient(CoreV1Api);
-    const stored = (await core.listSecretForAllNamespaces({ fieldSelector: 'metadata.name=external-secrets-provider-tls' })).items
-      .filter((s) => s.metadata!.namespace!.startsWith('sigterm-'));
+    const stored = (await core.listSecretForAllNamespaces({ fieldSelector: 'metadata.name=external-secrets-provider-tls' })).items.filter((s) =>
+      s.metadata!.namespace!.startsWith('sigterm-'),
+    );
     // Every write sent was finished and logged; none was cut off or sent unlogged.
     expect(stored.map((s) => s.metadata!.namespace).sort()).toEqual(issued.map((l) => String(l.target).slice('namespace/'.length)).sort());
     const writes = writesBy(plane, SA_USER, ['secrets']).filter((e) => e.objectRef?.namespace?.startsWith('sigterm-'));
@@ -153,7 +195,8 @@ describe('eso-mtls controller process', () => {
   it('is ready only once the lease is known: held by another replica, it waits and writes nothing; released, it takes over', async () => {
     await createProviderNamespace(admin, 'team-5', ['vault']);
     const other = new LeaderElector({
-      lock: new LeaseLock(new KubeRestClient(await connectionFromKubeConfig(admin)), ESO_NS, 'eso-mtls-controller'), identity: 'another-replica',
+      lock: new LeaseLock(new KubeRestClient(await connectionFromKubeConfig(admin)), ESO_NS, 'eso-mtls-controller'),
+      identity: 'another-replica',
       timings: { leaseDuration: 4000, renewDeadline: 3000, retryPeriod: 500 },
     });
     other.start();
@@ -168,8 +211,11 @@ describe('eso-mtls controller process', () => {
     await other.stopAndRelease();
     await eventually(() => converged(admin, new Map([['team-5', ['vault']]])), 20_000, 'the follower to take over and converge team-5');
     expect(await leaseHolder(admin)).not.toBe('another-replica');
-    await eventually(async () => (await timedGet(metrics)).body.includes('eso_provider_certificate_expiry_seconds{namespace="team-5",service="vault"}'),
-      10_000, 'the new leader to export the gauges');
+    await eventually(
+      async () => (await timedGet(metrics)).body.includes('eso_provider_certificate_expiry_seconds{namespace="team-5",service="vault"}'),
+      10_000,
+      'the new leader to export the gauges',
+    );
   }, 60_000);
 
   it('stays unready while its caches cannot sync, stays live, and becomes ready once it may read', async () => {
@@ -201,7 +247,9 @@ describe('eso-mtls controller process', () => {
   it('rejects a bad flag with exit code 2 and a message naming the flag, its variable and what it accepts', async () => {
     const controller = start('bad-flag', ['--key-algorithm=DSA']);
     expect(await controller.exited).toEqual({ code: 2, signal: null });
-    expect(controller.stderr).toBe('eso-mtls controller: invalid value "DSA" for --key-algorithm (env ESO_MTLS_KEY_ALGORITHM): accepts ECDSA-P256, RSA-2048 or RSA-3072\n');
+    expect(controller.stderr).toBe(
+      'eso-mtls controller: invalid value "DSA" for --key-algorithm (env ESO_MTLS_KEY_ALGORITHM): accepts ECDSA-P256, RSA-2048 or RSA-3072\n',
+    );
     const fromEnv = new ControllerProcess('bad-env', [], { ESO_MTLS_RECONCILE_INTERVAL: 'soon' });
     processes.push(fromEnv);
     expect((await fromEnv.exited).code).toBe(2);

@@ -31,12 +31,17 @@ afterAll(async () => {
 /** A kubeconfig against the test apiserver with `cluster` and `user` fields added. */
 function writeKubeconfig(name: string, cluster: Record<string, unknown>, user: Record<string, unknown>): string {
   const path = join(dir, name);
-  writeFileSync(path, stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-    contexts: [{ name: 'c', context: { cluster: 'envtest', user: 'u' } }],
-    clusters: [{ name: 'envtest', cluster: { server: plane.url, 'certificate-authority-data': Buffer.from(plane.caPem).toString('base64'), ...cluster } }],
-    users: [{ name: 'u', user }],
-  }));
+  writeFileSync(
+    path,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': 'c',
+      contexts: [{ name: 'c', context: { cluster: 'envtest', user: 'u' } }],
+      clusters: [{ name: 'envtest', cluster: { server: plane.url, 'certificate-authority-data': Buffer.from(plane.caPem).toString('base64'), ...cluster } }],
+      users: [{ name: 'u', user }],
+    }),
+  );
   return path;
 }
 
@@ -65,8 +70,12 @@ describe('loadConnection', () => {
     await expect(defaultNamespaceVia(connection)).resolves.toMatchObject({ metadata: { name: 'default' } });
   });
 
-  it('hands a kubeconfig with an exec plugin to client-node, and the plugin\'s token reaches the apiserver', async () => {
-    const path = writeKubeconfig('exec-kubeconfig', {}, { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: credentialPlugin(), interactiveMode: 'Never' } });
+  it("hands a kubeconfig with an exec plugin to client-node, and the plugin's token reaches the apiserver", async () => {
+    const path = writeKubeconfig(
+      'exec-kubeconfig',
+      {},
+      { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: credentialPlugin(), interactiveMode: 'Never' } },
+    );
     const { connection, source } = await loadConnection(path, {});
     expect(source).toEqual({ kind: 'file', path, reader: 'client-node', feature: 'user exec' });
     await expect(defaultNamespaceVia(connection)).resolves.toMatchObject({ metadata: { name: 'default' } });
@@ -82,8 +91,11 @@ describe('loadConnection', () => {
   });
 
   it('honours the proxy-url of a kubeconfig that client-node reads (exec plugin), instead of dropping it', async () => {
-    const path = writeKubeconfig('exec-proxy-kubeconfig', { 'proxy-url': proxy.url },
-      { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: credentialPlugin(), interactiveMode: 'Never' } });
+    const path = writeKubeconfig(
+      'exec-proxy-kubeconfig',
+      { 'proxy-url': proxy.url },
+      { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: credentialPlugin(), interactiveMode: 'Never' } },
+    );
     const before = proxy.tunnels.length;
     const { connection, source } = await loadConnection(path, {});
     expect(source).toEqual({ kind: 'file', path, reader: 'client-node', feature: 'user exec', proxy: `${proxy.url} (proxy-url)` });
@@ -93,14 +105,23 @@ describe('loadConnection', () => {
 
   it('refuses at start a proxy it cannot honour, naming proxy-url, for either reader', async () => {
     const plain = writeKubeconfig('socks-kubeconfig', { 'proxy-url': 'socks5://127.0.0.1:1080' }, { token: 't' });
-    await expect(loadConnection(plain, {})).rejects.toThrow(`kubeconfig ${plain}: cluster "envtest" proxy-url socks5://127.0.0.1:1080: the socks5:// scheme is not supported`);
-    const exec = writeKubeconfig('exec-socks-kubeconfig', { 'proxy-url': 'socks5://127.0.0.1:1080' }, { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: credentialPlugin() } });
-    await expect(loadConnection(exec, {})).rejects.toThrow('kubeconfig cluster "envtest" proxy-url socks5://127.0.0.1:1080: the socks5:// scheme is not supported');
+    await expect(loadConnection(plain, {})).rejects.toThrow(
+      `kubeconfig ${plain}: cluster "envtest" proxy-url socks5://127.0.0.1:1080: the socks5:// scheme is not supported`,
+    );
+    const exec = writeKubeconfig(
+      'exec-socks-kubeconfig',
+      { 'proxy-url': 'socks5://127.0.0.1:1080' },
+      { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: credentialPlugin() } },
+    );
+    await expect(loadConnection(exec, {})).rejects.toThrow(
+      'kubeconfig cluster "envtest" proxy-url socks5://127.0.0.1:1080: the socks5:// scheme is not supported',
+    );
   });
-
 
   it('says what is missing: no such file, not in a cluster', async () => {
     await expect(loadConnection(join(dir, 'absent'), {})).rejects.toThrow(`--kubeconfig ${join(dir, 'absent')}: no such file`);
-    await expect(loadConnection(undefined, {})).rejects.toThrow('not running in a cluster (KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset): pass --kubeconfig or set ESO_MTLS_KUBECONFIG');
+    await expect(loadConnection(undefined, {})).rejects.toThrow(
+      'not running in a cluster (KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset): pass --kubeconfig or set ESO_MTLS_KUBECONFIG',
+    );
   });
 });

@@ -13,7 +13,9 @@ function skewableClock(): Clock & { skip(ms: number): void } {
   return {
     monotonicMs: () => systemClock.monotonicMs() + offset,
     now: () => new Date(Date.now() + offset),
-    skip: (ms) => { offset += ms; },
+    skip: (ms) => {
+      offset += ms;
+    },
   };
 }
 
@@ -133,9 +135,13 @@ describe('LeaderElector against a real kube-apiserver', () => {
     const name = freshLease();
     const now = new V1MicroTime();
     // A holder that died without releasing: the record never changes again.
-    await coordination.createNamespacedLease({ namespace: 'le', body: {
-      metadata: { name }, spec: { holderIdentity: 'dead', leaseDurationSeconds: 3, renewTime: now, acquireTime: now, leaseTransitions: 4 },
-    } });
+    await coordination.createNamespacedLease({
+      namespace: 'le',
+      body: {
+        metadata: { name },
+        spec: { holderIdentity: 'dead', leaseDurationSeconds: 3, renewTime: now, acquireTime: now, leaseTransitions: 4 },
+      },
+    });
     const b = elector('b', name);
     const started = Date.now();
     b.start();

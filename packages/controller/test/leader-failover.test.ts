@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import {
-  bindShippedRoles, converged, createProviderNamespace, createProviderService, eventually, leaseHolder, writesBy,
-} from './support/cluster.js';
+import { bindShippedRoles, converged, createProviderNamespace, createProviderService, eventually, leaseHolder, writesBy } from './support/cluster.js';
 import { ControllerProcess, timedGet } from './support/controller-process.js';
 import { applyAll, kustomizeBuild } from './support/manifests.js';
 
@@ -20,8 +18,15 @@ describe('two controller replicas with leader election', () => {
   const expected = new Map<string, string[]>();
 
   const startReplica = (name: string): ControllerProcess => {
-    const p = new ControllerProcess(name, ['--kubeconfig', plane.identity(name).kubeconfigPath, '--leader-elect', ...TIMINGS,
-      `--leader-election-identity=${name}`, '--health-probe-bind-address=127.0.0.1:0', '--metrics-bind-address=127.0.0.1:0']);
+    const p = new ControllerProcess(name, [
+      '--kubeconfig',
+      plane.identity(name).kubeconfigPath,
+      '--leader-elect',
+      ...TIMINGS,
+      `--leader-election-identity=${name}`,
+      '--health-probe-bind-address=127.0.0.1:0',
+      '--metrics-bind-address=127.0.0.1:0',
+    ]);
     replicas.set(name, p);
     return p;
   };

@@ -11,7 +11,16 @@ function capture(): { stream: Writable; lines: () => Record<string, unknown>[]; 
       cb();
     },
   });
-  return { stream, text: () => chunks.join(''), lines: () => chunks.join('').trim().split('\n').map((l) => JSON.parse(l)) };
+  return {
+    stream,
+    text: () => chunks.join(''),
+    lines: () =>
+      chunks
+        .join('')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+  };
 }
 
 describe('createLogger', () => {

@@ -5,7 +5,13 @@ import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { join, relative, resolve } from 'node:path';
 import type {
-  V1ClusterRole, V1ConfigMap, V1Deployment, V1Role, V1Service, V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding,
+  V1ClusterRole,
+  V1ConfigMap,
+  V1Deployment,
+  V1Role,
+  V1Service,
+  V1ValidatingAdmissionPolicy,
+  V1ValidatingAdmissionPolicyBinding,
 } from '@kubernetes/client-node';
 import { PROVIDER_SECRET_NAME, issueCa, issueServerLeaf, resolvePolicy } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
@@ -75,7 +81,10 @@ describe('deploy/ manifests', () => {
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
     expect(pod.securityContext!.runAsUser).toBeGreaterThan(0);
     expect(container.securityContext).toMatchObject({
-      runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] },
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
     });
     expect(container.resources!.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
     expect(container.resources!.limits).toMatchObject({ memory: expect.any(String) });
@@ -107,30 +116,48 @@ describe('deploy/ manifests', () => {
     expect(cluster.rules!.flatMap((r) => r.verbs)).not.toContain('delete');
     expect(cluster.rules!.some((r) => r.resources!.includes('*') || r.verbs.includes('*'))).toBe(false);
     const role = find<V1Role>(manifests, 'Role', 'eso-mtls-controller-secrets');
-    expect(role.rules).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: ['eso-provider-ca-internal', 'eso-provider-client-tls'],
-      verbs: ['get', 'list', 'watch', 'update', 'patch'] }]);
+    expect(role.rules).toEqual([
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: ['eso-provider-ca-internal', 'eso-provider-client-tls'],
+        verbs: ['get', 'list', 'watch', 'update', 'patch'],
+      },
+    ]);
     find(manifests, 'ValidatingAdmissionPolicy', 'eso-mtls-controller-secret-writes');
     find(manifests, 'ValidatingAdmissionPolicyBinding', 'eso-mtls-controller-secret-writes');
   });
 
-  it('gives the admission policies, as parameters, the names the Deployment\'s flags and ServiceAccount use', () => {
+  it("gives the admission policies, as parameters, the names the Deployment's flags and ServiceAccount use", () => {
     const { argv, env } = cliInput();
     const result = parseControllerConfig(argv, env);
     if (result.kind !== 'config') throw new Error('args do not parse');
     const c = result.config;
     const params = find<V1ConfigMap>(manifests, 'ConfigMap', 'eso-mtls-controller-admission');
     expect(params.data).toEqual({
-      serviceAccountNamespace: deployment.metadata!.namespace, serviceAccountName: pod.serviceAccountName,
-      esoNamespace: c.policy.esoNamespace, caSecretName: c.caSecretName, clientSecretName: c.clientSecretName, providerSecretName: PROVIDER_SECRET_NAME,
-      leaseNamespace: c.leaderElection.namespace, leaseName: c.leaderElection.leaseName,
+      serviceAccountNamespace: deployment.metadata!.namespace,
+      serviceAccountName: pod.serviceAccountName,
+      esoNamespace: c.policy.esoNamespace,
+      caSecretName: c.caSecretName,
+      clientSecretName: c.clientSecretName,
+      providerSecretName: PROVIDER_SECRET_NAME,
+      leaseNamespace: c.leaderElection.namespace,
+      leaseName: c.leaderElection.leaseName,
     });
     for (const name of ['eso-mtls-controller-secret-writes', 'eso-mtls-controller-lease-creates']) {
       const policy = find<V1ValidatingAdmissionPolicy>(manifests, 'ValidatingAdmissionPolicy', name);
       expect(policy.spec!.paramKind).toEqual({ apiVersion: 'v1', kind: 'ConfigMap' });
       expect(policy.spec!.failurePolicy).toBe('Fail');
       const binding = find<V1ValidatingAdmissionPolicyBinding>(manifests, 'ValidatingAdmissionPolicyBinding', name);
-      expect(binding.spec).toEqual({ policyName: name, validationActions: ['Deny'], paramRef: {
-        name: params.metadata!.name, namespace: params.metadata!.namespace, parameterNotFoundAction: 'Allow' } });
+      expect(binding.spec).toEqual({
+        policyName: name,
+        validationActions: ['Deny'],
+        paramRef: {
+          name: params.metadata!.name,
+          namespace: params.metadata!.namespace,
+          parameterNotFoundAction: 'Allow',
+        },
+      });
       // Every name comes from the parameters: none of them appears as a literal in the CEL.
       const cel = JSON.stringify([policy.spec!.matchConditions, policy.spec!.variables, policy.spec!.validations]);
       for (const value of Object.values(params.data!)) expect({ name, literal: cel.includes(`'${value}'`) }).toEqual({ name, literal: false });
@@ -141,8 +168,9 @@ describe('deploy/ manifests', () => {
       writeFileSync(join(overlay, 'kustomization.yaml'), `namespace: other-ns\nresources:\n- ${relative(overlay, resolve(repoRoot, 'deploy/base'))}\n`);
       const moved = kustomizeBuild(overlay);
       expect(find<V1ConfigMap>(moved, 'ConfigMap', 'eso-mtls-controller-admission').metadata!.namespace).toBe('other-ns');
-      expect(moved.filter((m) => m.kind === 'ValidatingAdmissionPolicyBinding')
-        .map((b) => (b as V1ValidatingAdmissionPolicyBinding).spec!.paramRef!.namespace)).toEqual(['other-ns', 'other-ns']);
+      expect(
+        moved.filter((m) => m.kind === 'ValidatingAdmissionPolicyBinding').map((b) => (b as V1ValidatingAdmissionPolicyBinding).spec!.paramRef!.namespace),
+      ).toEqual(['other-ns', 'other-ns']);
     } finally {
       rmSync(overlay, { recursive: true, force: true });
     }
@@ -227,7 +255,11 @@ describe('deploy/docker/file-provider.Dockerfile', () => {
     const out = mkdtempSync(join(repoRoot, 'deploy/docker/dist-test-'));
     const certs = mkdtempSync(join(tmpdir(), 'eso-mtls-fp-'));
     try {
-      execFileSync(process.execPath, [resolve(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', resolve(repoRoot, 'deploy/docker/file-provider.tsconfig.json'), '--outDir', out], { stdio: 'pipe' });
+      execFileSync(
+        process.execPath,
+        [resolve(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', resolve(repoRoot, 'deploy/docker/file-provider.tsconfig.json'), '--outDir', out],
+        { stdio: 'pipe' },
+      );
       const container = find<V1Deployment>(kustomizeBuild('deploy/examples/file-provider'), 'Deployment', 'file-provider').spec!.template.spec!.containers[0]!;
       // What the controller would put into the mounted Secret.
       const ctx = { crypto: createNodeCryptoBackend(), policy: resolvePolicy(), now: Date.now() };
@@ -238,8 +270,19 @@ describe('deploy/docker/file-provider.Dockerfile', () => {
       writeFileSync(join(certs, 'tls.key'), leaf.privateKeyPem);
       const healthPort = await freePort();
       // The manifest's args, then (last wins) loopback, free ports and a temp dir instead of the pod's.
-      const child = spawn(process.execPath, [join(out, 'main.js'), ...(container.args ?? []),
-        '--host=127.0.0.1', '--port=0', `--health-port=${healthPort}`, `--cert-dir=${certs}`, `--data-file=${join(certs, 'data.yaml')}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(
+        process.execPath,
+        [
+          join(out, 'main.js'),
+          ...(container.args ?? []),
+          '--host=127.0.0.1',
+          '--port=0',
+          `--health-port=${healthPort}`,
+          `--cert-dir=${certs}`,
+          `--data-file=${join(certs, 'data.yaml')}`,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       try {
         await new Promise<void>((resolveLine, reject) => {
           const timer = setTimeout(() => reject(new Error('the compiled provider did not log "serving" within 20 s')), 20_000);

@@ -17,7 +17,9 @@ import { applyAll, find, kustomizeBuild, serviceAccountKubeConfig } from './supp
 const NAMESPACES = 30;
 const RENEW_DEADLINE_MS = 3000;
 const manifests = kustomizeBuild('deploy');
-const livenessProbe = find<V1Deployment>(manifests, 'Deployment', 'eso-mtls-controller').spec!.template.spec!.containers.find((c) => c.name === 'controller')!.livenessProbe!;
+const livenessProbe = find<V1Deployment>(manifests, 'Deployment', 'eso-mtls-controller').spec!.template.spec!.containers.find(
+  (c) => c.name === 'controller',
+)!.livenessProbe!;
 
 describe('the kubelet model of the liveness probe', () => {
   it('counts misses per kubelet, in start order, and fails only at failureThreshold in a row', () => {
@@ -73,9 +75,18 @@ describe('lease renewals and /healthz during a mass issuance with RSA-3072 keys'
     const { kc } = await serviceAccountKubeConfig(admin, plane.url, plane.caPem, ESO_NS, 'eso-mtls-controller');
     const kubeconfig = join(plane.dir, 'kubeconfig-rsa.yaml');
     writeFileSync(kubeconfig, kc.exportConfig(), { mode: 0o600 });
-    controller = new ControllerProcess('rsa', ['--kubeconfig', kubeconfig, '--key-algorithm=RSA-3072', '--leader-elect',
-      '--leader-election-lease-duration=4s', `--leader-election-renew-deadline=${RENEW_DEADLINE_MS}ms`, '--leader-election-retry-period=500ms',
-      '--leader-election-identity=rsa-replica', '--health-probe-bind-address=127.0.0.1:0', '--metrics-bind-address=127.0.0.1:0']);
+    controller = new ControllerProcess('rsa', [
+      '--kubeconfig',
+      kubeconfig,
+      '--key-algorithm=RSA-3072',
+      '--leader-elect',
+      '--leader-election-lease-duration=4s',
+      `--leader-election-renew-deadline=${RENEW_DEADLINE_MS}ms`,
+      '--leader-election-retry-period=500ms',
+      '--leader-election-identity=rsa-replica',
+      '--health-probe-bind-address=127.0.0.1:0',
+      '--metrics-bind-address=127.0.0.1:0',
+    ]);
     const { probes } = await controller.endpoints();
     await controller.waitForLog((l) => l.msg === 'acquired leader lease', 30_000, 'the lease');
 
@@ -118,9 +129,11 @@ describe('lease renewals and /healthz during a mass issuance with RSA-3072 keys'
     }
     const gaps = renewals.slice(1).map((t, i) => t - renewals[i]!);
     const maxGap = Math.max(...gaps);
-    process.stdout.write(`RSA-3072 x ${NAMESPACES + 2} keys: converged in ${tookMs} ms; ${renewals.length} renewals seen, max gap ${maxGap} ms; ` +
-      `${health.probes} /healthz probes (${JSON.stringify(livenessProbe)}), ${health.misses} missed, ` +
-      `at most ${health.maxConsecutiveMisses} in a row, worst ${health.worstMs} ms\n`);
+    process.stdout.write(
+      `RSA-3072 x ${NAMESPACES + 2} keys: converged in ${tookMs} ms; ${renewals.length} renewals seen, max gap ${maxGap} ms; ` +
+        `${health.probes} /healthz probes (${JSON.stringify(livenessProbe)}), ${health.misses} missed, ` +
+        `at most ${health.maxConsecutiveMisses} in a row, worst ${health.worstMs} ms\n`,
+    );
     expect(renewals.length).toBeGreaterThanOrEqual(Math.floor(tookMs / RENEW_DEADLINE_MS));
     expect(maxGap).toBeLessThan(RENEW_DEADLINE_MS);
     expect(health.probes).toBeGreaterThan(0);

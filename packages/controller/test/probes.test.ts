@@ -15,12 +15,18 @@ describe('probe server', () => {
   it('serves /healthz and /readyz from their checks, in the apiserver format', async () => {
     let synced = false;
     server = await startProbeServer({
-      host: '127.0.0.1', port: 0, liveness: [pingCheck],
-      readiness: [{ name: 'informers', check: () => (synced ? undefined : 'caches not synced') }, { name: 'leader-election', check: () => undefined }],
+      host: '127.0.0.1',
+      port: 0,
+      liveness: [pingCheck],
+      readiness: [
+        { name: 'informers', check: () => (synced ? undefined : 'caches not synced') },
+        { name: 'leader-election', check: () => undefined },
+      ],
     });
     expect(await get(server.url + PROBE_PATHS.liveness)).toEqual({ status: 200, body: 'ok' });
     expect(await get(server.url + PROBE_PATHS.readiness)).toEqual({
-      status: 500, body: '[-]informers failed: caches not synced\n[+]leader-election ok\nreadyz check failed\n',
+      status: 500,
+      body: '[-]informers failed: caches not synced\n[+]leader-election ok\nreadyz check failed\n',
     });
     expect((await get(`${server.url}/readyz/leader-election`)).status).toBe(200);
     expect((await get(`${server.url}/readyz/informers`)).status).toBe(500);
@@ -30,7 +36,19 @@ describe('probe server', () => {
   });
 
   it('reports a throwing check as failed instead of crashing', async () => {
-    server = await startProbeServer({ host: '127.0.0.1', port: 0, liveness: [{ name: 'bad', check: () => { throw new Error('boom'); } }], readiness: [] });
+    server = await startProbeServer({
+      host: '127.0.0.1',
+      port: 0,
+      liveness: [
+        {
+          name: 'bad',
+          check: () => {
+            throw new Error('boom');
+          },
+        },
+      ],
+      readiness: [],
+    });
     expect(await get(`${server.url}/healthz`)).toEqual({ status: 500, body: '[-]bad failed: check threw: boom\nhealthz check failed\n' });
   });
 
@@ -44,7 +62,8 @@ describe('probe server', () => {
 
   it('fails clearly when the port is taken', async () => {
     server = await startProbeServer({ host: '127.0.0.1', port: 0, liveness: [pingCheck], readiness: [] });
-    await expect(startProbeServer({ host: '127.0.0.1', port: server.port, liveness: [], readiness: [] }))
-      .rejects.toThrow(`probe server cannot listen on 127.0.0.1:${server.port}: listen EADDRINUSE`);
+    await expect(startProbeServer({ host: '127.0.0.1', port: server.port, liveness: [], readiness: [] })).rejects.toThrow(
+      `probe server cannot listen on 127.0.0.1:${server.port}: listen EADDRINUSE`,
+    );
   });
 });

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
-  AdmissionregistrationV1Api, ApiException, CoordinationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api, type V1Lease, type V1Secret, Watch,
+  AdmissionregistrationV1Api,
+  ApiException,
+  CoordinationV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1Lease,
+  type V1Secret,
+  Watch,
 } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { applyAll, kustomizeBuild, serviceAccountKubeConfig } from './support/manifests.js';
@@ -66,11 +74,19 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     await admin.createNamespacedSecret({ namespace: ESO_NS, body: { metadata: { name: 'eso-core-credentials' }, stringData: { k: 'v' } } });
     saKc = (await serviceAccountKubeConfig(plane.adminKubeConfig, plane.url, plane.caPem, ESO_NS, 'eso-mtls-controller')).kc;
     sa = saKc.makeApiClient(CoreV1Api);
-    await untilAnswer('a Secret of another name', () => sa.createNamespacedSecret({ namespace: 'team-b', body: secret('team-b', 'probe') }), 403,
-      () => admin.deleteNamespacedSecret({ name: 'probe', namespace: 'team-b' }));
+    await untilAnswer(
+      'a Secret of another name',
+      () => sa.createNamespacedSecret({ namespace: 'team-b', body: secret('team-b', 'probe') }),
+      403,
+      () => admin.deleteNamespacedSecret({ name: 'probe', namespace: 'team-b' }),
+    );
     const adminLeases = plane.adminKubeConfig.makeApiClient(CoordinationV1Api);
-    await untilAnswer('a Lease of another name', () => saKc.makeApiClient(CoordinationV1Api).createNamespacedLease({ namespace: ESO_NS, body: lease('probe') }), 403,
-      () => adminLeases.deleteNamespacedLease({ name: 'probe', namespace: ESO_NS }));
+    await untilAnswer(
+      'a Lease of another name',
+      () => saKc.makeApiClient(CoordinationV1Api).createNamespacedLease({ namespace: ESO_NS, body: lease('probe') }),
+      403,
+      () => adminLeases.deleteNamespacedLease({ name: 'probe', namespace: ESO_NS }),
+    );
   }, 120_000);
   afterAll(async () => {
     await plane?.stop();
@@ -85,25 +101,49 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     const created = await status(sa.createNamespacedSecret({ namespace: 'team-b', body: secret('team-b', PROVIDER) }));
     expect(created.code).toBe(200);
     const current = await sa.readNamespacedSecret({ name: PROVIDER, namespace: 'team-b' });
-    expect((await status(sa.replaceNamespacedSecret({ name: PROVIDER, namespace: 'team-b', body: { ...current, data: { 'tls.crt': 'eA==', 'tls.key': 'eA==' } } }))).code).toBe(200);
-    const ca = { metadata: { name: 'eso-provider-ca-internal', namespace: ESO_NS, labels: { ...LABELS, 'app.kubernetes.io/component': 'ca' } }, type: 'Opaque' };
+    expect(
+      (await status(sa.replaceNamespacedSecret({ name: PROVIDER, namespace: 'team-b', body: { ...current, data: { 'tls.crt': 'eA==', 'tls.key': 'eA==' } } })))
+        .code,
+    ).toBe(200);
+    const ca = {
+      metadata: { name: 'eso-provider-ca-internal', namespace: ESO_NS, labels: { ...LABELS, 'app.kubernetes.io/component': 'ca' } },
+      type: 'Opaque',
+    };
     expect((await status(sa.createNamespacedSecret({ namespace: ESO_NS, body: ca }))).code).toBe(200);
     expect((await status(sa.readNamespacedSecret({ name: 'eso-provider-ca-internal', namespace: ESO_NS }))).code).toBe(200);
-    const events = await status(sa.createNamespacedEvent({ namespace: 'team-b', body: {
-      metadata: { generateName: 'eso-mtls-' }, involvedObject: { kind: 'Service', namespace: 'team-b', name: 'p' }, reason: 'Issued', message: 'm', type: 'Normal',
-    } }));
+    const events = await status(
+      sa.createNamespacedEvent({
+        namespace: 'team-b',
+        body: {
+          metadata: { generateName: 'eso-mtls-' },
+          involvedObject: { kind: 'Service', namespace: 'team-b', name: 'p' },
+          reason: 'Issued',
+          message: 'm',
+          type: 'Normal',
+        },
+      }),
+    );
     expect(events.code).toBe(200);
   });
 
   it('refuses get of any other Secret, in any namespace', async () => {
-    for (const [namespace, name] of [['team-a', 'database-password'], [ESO_NS, 'eso-core-credentials'], ['team-a', 'eso-provider-ca-internal'], ['team-b', 'no-such-secret']]) {
+    for (const [namespace, name] of [
+      ['team-a', 'database-password'],
+      [ESO_NS, 'eso-core-credentials'],
+      ['team-a', 'eso-provider-ca-internal'],
+      ['team-b', 'no-such-secret'],
+    ]) {
       const r = await status(sa.readNamespacedSecret({ name: name!, namespace: namespace! }));
       expect({ namespace, name, code: r.code }).toEqual({ namespace, name, code: 403 });
     }
   });
 
   it('refuses delete of any Secret, ours included', async () => {
-    for (const [namespace, name] of [['team-a', PROVIDER], [ESO_NS, 'eso-provider-ca-internal'], ['team-a', 'database-password']]) {
+    for (const [namespace, name] of [
+      ['team-a', PROVIDER],
+      [ESO_NS, 'eso-provider-ca-internal'],
+      ['team-a', 'database-password'],
+    ]) {
       expect((await status(sa.deleteNamespacedSecret({ name: name!, namespace: namespace! }))).code).toBe(403);
     }
     expect((await status(sa.deleteCollectionNamespacedSecret({ namespace: 'team-a' }))).code).toBe(403);
@@ -118,8 +158,17 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     // client-node's Watch hands a non-200 answer to its done callback with the HTTP status attached.
     const codeOf = (e: unknown): number => (e as { statusCode?: number } | undefined)?.statusCode ?? -1;
     const watchCode = await new Promise<number>((resolve) => {
-      void new Watch(saKc).watch('/api/v1/secrets', {}, () => resolve(200), (err: unknown) => resolve(codeOf(err)))
-        .then((req) => setTimeout(() => req.abort(), 2000), (e: unknown) => resolve(codeOf(e)));
+      void new Watch(saKc)
+        .watch(
+          '/api/v1/secrets',
+          {},
+          () => resolve(200),
+          (err: unknown) => resolve(codeOf(err)),
+        )
+        .then(
+          (req) => setTimeout(() => req.abort(), 2000),
+          (e: unknown) => resolve(codeOf(e)),
+        );
     });
     expect(watchCode).toBe(403);
   });
@@ -127,16 +176,23 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
   it('denies, by admission policy, creating a Secret of another name', async () => {
     const r = await status(sa.createNamespacedSecret({ namespace: 'team-a', body: secret('team-a', 'my-own-secret') }));
     expect(r.code).toBe(403);
-    expect(r.message).toContain('ValidatingAdmissionPolicy \'eso-mtls-controller-secret-writes\'');
-    expect(r.message).toContain('may write only the Secrets external-secrets-provider-tls, eso-provider-ca-internal and eso-provider-client-tls, not my-own-secret');
+    expect(r.message).toContain("ValidatingAdmissionPolicy 'eso-mtls-controller-secret-writes'");
+    expect(r.message).toContain(
+      'may write only the Secrets external-secrets-provider-tls, eso-provider-ca-internal and eso-provider-client-tls, not my-own-secret',
+    );
   });
 
   it('denies the service-account-token escalation: our name, type kubernetes.io/service-account-token', async () => {
     await admin.createNamespacedServiceAccount({ namespace: 'kube-system-like', body: { metadata: { name: 'powerful' } } });
-    const r = await status(sa.createNamespacedSecret({ namespace: 'kube-system-like', body: {
-      metadata: { name: PROVIDER, namespace: 'kube-system-like', labels: LABELS, annotations: { 'kubernetes.io/service-account.name': 'powerful' } },
-      type: 'kubernetes.io/service-account-token',
-    } }));
+    const r = await status(
+      sa.createNamespacedSecret({
+        namespace: 'kube-system-like',
+        body: {
+          metadata: { name: PROVIDER, namespace: 'kube-system-like', labels: LABELS, annotations: { 'kubernetes.io/service-account.name': 'powerful' } },
+          type: 'kubernetes.io/service-account-token',
+        },
+      }),
+    );
     expect(r.code).toBe(403);
     expect(r.message).toContain('may write Secrets of type kubernetes.io/tls or Opaque only, not kubernetes.io/service-account-token');
     expect((await status(admin.readNamespacedSecret({ name: PROVIDER, namespace: 'kube-system-like' }))).code).toBe(404);
@@ -146,21 +202,37 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     const unlabelled = await status(sa.createNamespacedSecret({ namespace: 'kube-system-like', body: { metadata: { name: PROVIDER }, type: 'Opaque' } }));
     expect(unlabelled.code).toBe(403);
     expect(unlabelled.message).toContain('must label the Secrets it writes app.kubernetes.io/managed-by=eso-mtls and app.kubernetes.io/component=provider-tls');
-    const wrongComponent = await status(sa.createNamespacedSecret({ namespace: 'kube-system-like', body: secret('kube-system-like', PROVIDER, {
-      metadata: { name: PROVIDER, labels: { ...LABELS, 'app.kubernetes.io/component': 'ca' } } }) }));
+    const wrongComponent = await status(
+      sa.createNamespacedSecret({
+        namespace: 'kube-system-like',
+        body: secret('kube-system-like', PROVIDER, {
+          metadata: { name: PROVIDER, labels: { ...LABELS, 'app.kubernetes.io/component': 'ca' } },
+        }),
+      }),
+    );
     expect(wrongComponent.code).toBe(403);
-    const caElsewhere = await status(sa.createNamespacedSecret({ namespace: 'team-a', body: secret('team-a', 'eso-provider-ca-internal', {
-      metadata: { name: 'eso-provider-ca-internal', labels: { ...LABELS, 'app.kubernetes.io/component': 'ca' } } }) }));
+    const caElsewhere = await status(
+      sa.createNamespacedSecret({
+        namespace: 'team-a',
+        body: secret('team-a', 'eso-provider-ca-internal', {
+          metadata: { name: 'eso-provider-ca-internal', labels: { ...LABELS, 'app.kubernetes.io/component': 'ca' } },
+        }),
+      }),
+    );
     expect(caElsewhere.code).toBe(403);
     expect(caElsewhere.message).toContain('may write eso-provider-ca-internal only in namespace external-secrets-system, not team-a');
     // An update that strips our labels is denied too; the Secret keeps them.
     const current = await sa.readNamespacedSecret({ name: PROVIDER, namespace: 'team-a' });
-    const stripped = await status(sa.replaceNamespacedSecret({ name: PROVIDER, namespace: 'team-a', body: { ...current, metadata: { ...current.metadata, labels: {} } } }));
+    const stripped = await status(
+      sa.replaceNamespacedSecret({ name: PROVIDER, namespace: 'team-a', body: { ...current, metadata: { ...current.metadata, labels: {} } } }),
+    );
     expect(stripped.code).toBe(403);
   });
 
   it('applies the policy to the controller only: an admin may still create any Secret', async () => {
-    expect((await status(admin.createNamespacedSecret({ namespace: 'team-b', body: { metadata: { name: 'admins-own' }, stringData: { a: 'b' } } }))).code).toBe(200);
+    expect((await status(admin.createNamespacedSecret({ namespace: 'team-b', body: { metadata: { name: 'admins-own' }, stringData: { a: 'b' } } }))).code).toBe(
+      200,
+    );
   });
 
   it('allows leader election on the one Lease only', async () => {
@@ -174,14 +246,16 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     expect((await status(coordination.deleteNamespacedLease({ name: 'eso-mtls-controller', namespace: ESO_NS }))).code).toBe(403);
   });
 
-  it('denies, by admission policy, creating any other Lease in the leader-election namespace, ESO\'s own included', async () => {
+  it("denies, by admission policy, creating any other Lease in the leader-election namespace, ESO's own included", async () => {
     const coordination = saKc.makeApiClient(CoordinationV1Api);
     // ESO's leader-election Lease, taken over for 68 years: without the policy the Role's create allows it.
     const hijack = lease('external-secrets-controller', { holderIdentity: 'eso-mtls-controller', leaseDurationSeconds: 2_147_483_647 });
     const r = await status(coordination.createNamespacedLease({ namespace: ESO_NS, body: hijack }));
     expect(r.code).toBe(403);
-    expect(r.message).toContain('ValidatingAdmissionPolicy \'eso-mtls-controller-lease-creates\'');
-    expect(r.message).toContain('eso-mtls-controller may create only its own leader-election Lease eso-mtls-controller (--leader-election-id), not external-secrets-controller');
+    expect(r.message).toContain("ValidatingAdmissionPolicy 'eso-mtls-controller-lease-creates'");
+    expect(r.message).toContain(
+      'eso-mtls-controller may create only its own leader-election Lease eso-mtls-controller (--leader-election-id), not external-secrets-controller',
+    );
     const adminLeases = plane.adminKubeConfig.makeApiClient(CoordinationV1Api);
     expect((await status(adminLeases.readNamespacedLease({ name: 'external-secrets-controller', namespace: ESO_NS }))).code).toBe(404);
     // Elsewhere RBAC refuses first; the policy's namespace rule is exercised with other parameters below.
@@ -196,42 +270,84 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     const kc = plane.adminKubeConfig;
     await admin.createNamespace({ body: { metadata: { name: ns } } });
     await admin.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'other-controller' } } });
-    await admin.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'other-params' }, data: {
-      serviceAccountNamespace: ns, serviceAccountName: 'other-controller', esoNamespace: ns, caSecretName: 'other-ca', clientSecretName: 'other-client',
-      providerSecretName: PROVIDER, leaseNamespace: ns, leaseName: 'other-lease',
-    } } });
+    await admin.createNamespacedConfigMap({
+      namespace: ns,
+      body: {
+        metadata: { name: 'other-params' },
+        data: {
+          serviceAccountNamespace: ns,
+          serviceAccountName: 'other-controller',
+          esoNamespace: ns,
+          caSecretName: 'other-ca',
+          clientSecretName: 'other-client',
+          providerSecretName: PROVIDER,
+          leaseNamespace: ns,
+          leaseName: 'other-lease',
+        },
+      },
+    });
     // RBAC as loose as the shipped Roles' create rules, in ops and in ESO's namespace, so only the policy stands in the way.
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     for (const namespace of [ns, ESO_NS]) {
-      await rbac.createNamespacedRole({ namespace, body: { metadata: { name: 'other-controller' }, rules: [
-        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] }, { apiGroups: [''], resources: ['secrets'], verbs: ['create'] }] } });
-      await rbac.createNamespacedRoleBinding({ namespace, body: { metadata: { name: 'other-controller' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'other-controller' },
-        subjects: [{ kind: 'ServiceAccount', name: 'other-controller', namespace: ns }] } });
+      await rbac.createNamespacedRole({
+        namespace,
+        body: {
+          metadata: { name: 'other-controller' },
+          rules: [
+            { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+            { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+          ],
+        },
+      });
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name: 'other-controller' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'other-controller' },
+          subjects: [{ kind: 'ServiceAccount', name: 'other-controller', namespace: ns }],
+        },
+      });
     }
     const policies = kc.makeApiClient(AdmissionregistrationV1Api);
     for (const policyName of ['eso-mtls-controller-lease-creates', 'eso-mtls-controller-secret-writes']) {
-      await policies.createValidatingAdmissionPolicyBinding({ body: { metadata: { name: `other-${policyName}` },
-        spec: { policyName, validationActions: ['Deny'], paramRef: { name: 'other-params', namespace: ns, parameterNotFoundAction: 'Allow' } } } });
+      await policies.createValidatingAdmissionPolicyBinding({
+        body: {
+          metadata: { name: `other-${policyName}` },
+          spec: { policyName, validationActions: ['Deny'], paramRef: { name: 'other-params', namespace: ns, parameterNotFoundAction: 'Allow' } },
+        },
+      });
     }
     const other = (await serviceAccountKubeConfig(kc, plane.url, plane.caPem, ns, 'other-controller')).kc;
     const leases = other.makeApiClient(CoordinationV1Api);
     const adminLeases = kc.makeApiClient(CoordinationV1Api);
-    await untilAnswer('the other controller\'s Lease of another name', () => leases.createNamespacedLease({ namespace: ns, body: lease('probe') }), 403,
-      () => adminLeases.deleteNamespacedLease({ name: 'probe', namespace: ns }));
+    await untilAnswer(
+      "the other controller's Lease of another name",
+      () => leases.createNamespacedLease({ namespace: ns, body: lease('probe') }),
+      403,
+      () => adminLeases.deleteNamespacedLease({ name: 'probe', namespace: ns }),
+    );
 
     expect((await status(leases.createNamespacedLease({ namespace: ns, body: lease('other-lease') }))).code).toBe(200);
     const ours = await status(leases.createNamespacedLease({ namespace: ns, body: lease('eso-mtls-controller') }));
-    expect(ours).toEqual({ code: 403, message: expect.stringContaining('may create only its own leader-election Lease other-lease (--leader-election-id), not eso-mtls-controller') });
+    expect(ours).toEqual({
+      code: 403,
+      message: expect.stringContaining('may create only its own leader-election Lease other-lease (--leader-election-id), not eso-mtls-controller'),
+    });
     const elsewhere = await status(leases.createNamespacedLease({ namespace: ESO_NS, body: lease('other-lease') }));
-    expect(elsewhere).toEqual({ code: 403, message: expect.stringContaining(`may create Leases only in namespace ${ns} (--leader-election-namespace), not ${ESO_NS}`) });
+    expect(elsewhere).toEqual({
+      code: 403,
+      message: expect.stringContaining(`may create Leases only in namespace ${ns} (--leader-election-namespace), not ${ESO_NS}`),
+    });
 
     const secrets = other.makeApiClient(CoreV1Api);
     const caLabels = { ...LABELS, 'app.kubernetes.io/component': 'ca' };
     const ca = (name: string): V1Secret => ({ metadata: { name, labels: caLabels }, type: 'Opaque' });
     expect((await status(secrets.createNamespacedSecret({ namespace: ns, body: ca('other-ca') }))).code).toBe(200);
     const shippedName = await status(secrets.createNamespacedSecret({ namespace: ns, body: ca('eso-provider-ca-internal') }));
-    expect(shippedName).toEqual({ code: 403, message: expect.stringContaining(`may write only the Secrets ${PROVIDER}, other-ca and other-client, not eso-provider-ca-internal`) });
+    expect(shippedName).toEqual({
+      code: 403,
+      message: expect.stringContaining(`may write only the Secrets ${PROVIDER}, other-ca and other-client, not eso-provider-ca-internal`),
+    });
     const caElsewhere = await status(secrets.createNamespacedSecret({ namespace: ESO_NS, body: ca('other-ca') }));
     expect(caElsewhere).toEqual({ code: 403, message: expect.stringContaining(`may write other-ca only in namespace ${ns}, not ${ESO_NS}`) });
 
@@ -242,23 +358,32 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     // other Secret writes never depend on one ConfigMap, and RBAC alone judges the controller again.
     await admin.deleteNamespacedConfigMap({ name: 'other-params', namespace: ns });
     try {
-      await untilAnswer('the other controller\'s Lease of another name, once its parameters are gone', () =>
-        leases.createNamespacedLease({ namespace: ns, body: lease('after-params') }), 200);
-      expect((await status(admin.createNamespacedSecret({ namespace: 'team-b', body: { metadata: { name: 'while-params-missing' }, stringData: { a: 'b' } } }))).code)
-        .toBe(200);
+      await untilAnswer(
+        "the other controller's Lease of another name, once its parameters are gone",
+        () => leases.createNamespacedLease({ namespace: ns, body: lease('after-params') }),
+        200,
+      );
+      expect(
+        (await status(admin.createNamespacedSecret({ namespace: 'team-b', body: { metadata: { name: 'while-params-missing' }, stringData: { a: 'b' } } })))
+          .code,
+      ).toBe(200);
     } finally {
       for (const policyName of ['eso-mtls-controller-lease-creates', 'eso-mtls-controller-secret-writes']) {
         await policies.deleteValidatingAdmissionPolicyBinding({ name: `other-${policyName}` });
       }
     }
-    await untilAnswer('an admin\'s Secret once the bindings are gone', () => admin.createNamespacedSecret({ namespace: 'team-b',
-      body: { metadata: { name: 'after-unbinding' }, stringData: { a: 'b' } } }), 200);
+    await untilAnswer(
+      "an admin's Secret once the bindings are gone",
+      () => admin.createNamespacedSecret({ namespace: 'team-b', body: { metadata: { name: 'after-unbinding' }, stringData: { a: 'b' } } }),
+      200,
+    );
   });
 
   it('applies everything of the opt-in overlay but the PrometheusRule, whose CRD this cluster lacks', async () => {
     const extra = kustomizeBuild('deploy/overlays/prometheus-rule').filter((m) => m.kind === 'PrometheusRule');
     expect(extra).toHaveLength(1);
-    await expect(applyAll(plane.adminKubeConfig, extra)).rejects
-      .toThrow('applying PrometheusRule external-secrets-system/eso-mtls: Failed to fetch resource metadata for monitoring.coreos.com/v1/PrometheusRule: HTTP-Code: 404');
+    await expect(applyAll(plane.adminKubeConfig, extra)).rejects.toThrow(
+      'applying PrometheusRule external-secrets-system/eso-mtls: Failed to fetch resource metadata for monitoring.coreos.com/v1/PrometheusRule: HTTP-Code: 404',
+    );
   });
 });

@@ -64,7 +64,12 @@ export function readCaSecret(input: CaRotationInput): CaReading {
   const active = read(observed.active, SecretKeys.caPrivateKey, 'ca.crt/ca.key');
   const next = read(observed.next, SecretKeys.nextPrivateKey, 'next.crt/next.key');
   return {
-    input, observed, managed, request: secretRotationRequest(caSecret), active: active.keyed, next: next.keyed,
+    input,
+    observed,
+    managed,
+    request: secretRotationRequest(caSecret),
+    active: active.keyed,
+    next: next.keyed,
     restored: [active.restored, next.restored].filter((r) => r !== undefined),
     retired: observed.retired?.ok ? observed.retired.value : [],
   };
@@ -84,17 +89,29 @@ function isBroken({ observed, active }: CaReading): boolean {
 export function emergencyPhase({ input, request }: CaReading): CaStep | undefined {
   if (!isEmergencyRequest(request)) return undefined;
   return {
-    slots: { active: GENERATE, retired: [] }, phase: 'emergency', reason: 'forced',
+    slots: { active: GENERATE, retired: [] },
+    phase: 'emergency',
+    reason: 'forced',
     message: `emergency CA rotation requested (${request}): new CA, every older one leaves every bundle`,
     dueAt: [truncateToSecond(input.now + input.policy.caValidity) - input.policy.caLookahead],
   };
 }
 
 /** Restore: a good key whose certificate is missing or unreadable got it back from the client bundle (see readCaSecret). */
-export const restorePhase: CaPhaseRule = ({ restored }, slots) => (restored.length === 0 ? idle(slots) : {
-  slots, phase: 'restore', dueAt: [],
-  message: restored.map((r) => `${r.keys}: ${r.detail}; the key is good, so its certificate ${r.keyed.certificate.subject} (serial ${r.keyed.certificate.serialNumber}) is restored from the client Secret's ca.crt and nothing is re-issued`).join('; '),
-});
+export const restorePhase: CaPhaseRule = ({ restored }, slots) =>
+  restored.length === 0
+    ? idle(slots)
+    : {
+        slots,
+        phase: 'restore',
+        dueAt: [],
+        message: restored
+          .map(
+            (r) =>
+              `${r.keys}: ${r.detail}; the key is good, so its certificate ${r.keyed.certificate.subject} (serial ${r.keyed.certificate.serialNumber}) is restored from the client Secret's ca.crt and nothing is re-issued`,
+          )
+          .join('; '),
+      };
 
 /**
  * Salvage: with key material lost or unreadable, every CA certificate still readable (CA Secret,
@@ -104,8 +121,9 @@ export const salvagePhase: CaPhaseRule = (reading, slots) => {
   const { caSecret, clientBundle, cache } = reading.input;
   if (reading.managed && !isBroken(reading) && (slots.active || slots.next)) return idle(slots);
   const salvaged = [
-    ...(reading.managed ? [SecretKeys.caCertificate, SecretKeys.nextCertificate, SecretKeys.retiredCertificates]
-      .flatMap((k) => readableCas(caSecret!.data[k], cache)) : []),
+    ...(reading.managed
+      ? [SecretKeys.caCertificate, SecretKeys.nextCertificate, SecretKeys.retiredCertificates].flatMap((k) => readableCas(caSecret!.data[k], cache))
+      : []),
     ...clientBundle.filter((c) => c.isCa),
   ];
   const keep = new Set([certOf(slots.active)?.pem, certOf(slots.next)?.pem]);
@@ -148,9 +166,14 @@ export const recoverOrCreatePhase: CaPhaseRule = (reading, slots) => {
   const { observed } = reading;
   if (!slots.active && !slots.next) {
     if (slots.retired.some((c) => c.notAfter > now)) {
-      const why = reading.managed ? `unusable (${problemOf(observed.active) ?? 'no ca.crt/ca.key'}) and no certificate in the client Secret's ca.crt matches it` : 'gone';
+      const why = reading.managed
+        ? `unusable (${problemOf(observed.active) ?? 'no ca.crt/ca.key'}) and no certificate in the client Secret's ca.crt matches it`
+        : 'gone';
       return {
-        slots: { ...slots, next: GENERATE }, phase: 'recover', reason: lostWhy, dueAt: [],
+        slots: { ...slots, next: GENERATE },
+        phase: 'recover',
+        reason: lostWhy,
+        dueAt: [],
         message: `the CA key is ${why}: ${slots.retired.length} CA certificate(s) stay trusted as retired while a new CA is published`,
       };
     }
@@ -159,7 +182,10 @@ export const recoverOrCreatePhase: CaPhaseRule = (reading, slots) => {
   }
   if (!isBroken(reading)) return idle(slots);
   return {
-    slots, phase: 'recover', reason: lostWhy, dueAt: [],
+    slots,
+    phase: 'recover',
+    reason: lostWhy,
+    dueAt: [],
     message: `part of the CA Secret is unreadable (${problemOf(observed.active) ?? problemOf(observed.retired) ?? 'ca.crt/ca.key'}): readable CA certificates stay trusted as retired`,
   };
 };
@@ -191,7 +217,8 @@ export const activatePhase: CaPhaseRule = ({ input }, slots) => {
   if (now >= activationAt && (ready || now >= deadline)) {
     return {
       slots: { active: slots.next, next: undefined, retired: dedupe([...(activeCert ? [activeCert] : []), ...slots.retired]) },
-      phase: 'activate', dueAt: [],
+      phase: 'activate',
+      dueAt: [],
       message: `activating the next CA ${nextCert.subject}${ready ? '' : ' (deadline reached before every bundle held it)'}`,
     };
   }
@@ -212,9 +239,20 @@ export const preparePhase: CaPhaseRule = (reading, slots) => {
   const freshCa = slots.active?.kind === 'generate' || slots.next?.kind === 'generate';
   const prepareAt = signing ? signing.notAfter - policy.caLookahead : Infinity;
   const nextBroken = reading.observed.next !== undefined && !reading.next;
-  const reason = prepareReason({ requested: request !== undefined && !freshCa, signing: signing !== undefined, hasNext: slots.next !== undefined, nextBroken, due: now >= prepareAt });
+  const reason = prepareReason({
+    requested: request !== undefined && !freshCa,
+    signing: signing !== undefined,
+    hasNext: slots.next !== undefined,
+    nextBroken,
+    due: now >= prepareAt,
+  });
   if (reason === undefined) return { slots, dueAt: signing && !slots.next ? [prepareAt] : [] };
-  const why = reason === 'forced' ? `rotation requested: ${request}` : reason === 'invalid' ? 'next.crt/next.key unreadable' : `active CA notAfter ${new Date(signing!.notAfter).toISOString()}`;
+  const why =
+    reason === 'forced'
+      ? `rotation requested: ${request}`
+      : reason === 'invalid'
+        ? 'next.crt/next.key unreadable'
+        : `active CA notAfter ${new Date(signing!.notAfter).toISOString()}`;
   return { slots: { ...slots, next: GENERATE }, phase: 'prepare', reason, message: `preparing the next CA (${why})`, dueAt: [] };
 };
 
@@ -263,12 +301,11 @@ function textValue(value: unknown): string {
  * unexpired CA certificate in the client Secret's bundle (ESO namespace, never a provider
  * namespace, which tenants can write) whose public key matches and whose signature verifies.
  */
-function restorableCertificate(
-  keyText: string, clientBundle: readonly CertificateView[], cache: CertificateCache, now: Instant,
-): KeyedCertificate | undefined {
+function restorableCertificate(keyText: string, clientBundle: readonly CertificateView[], cache: CertificateCache, now: Instant): KeyedCertificate | undefined {
   if (keyText.trim() === '') return undefined;
-  const certificate = clientBundle.find((c) => c.isCa && c.notAfter > now && c.subject === c.issuer
-    && cache.isSignedBy(c, c) && cache.checkKey(c, keyText) === 'match');
+  const certificate = clientBundle.find(
+    (c) => c.isCa && c.notAfter > now && c.subject === c.issuer && cache.isSignedBy(c, c) && cache.checkKey(c, keyText) === 'match',
+  );
   return certificate && { certificate, privateKeyPem: keyText };
 }
 

@@ -1,6 +1,16 @@
 import {
-  type CaPhaseRule, type CaStep, activatePhase, emergencyPhase, generatedSchedule, initialSlots, preparePhase, readCaSecret,
-  recoverOrCreatePhase, restorePhase, retirePhase, salvagePhase,
+  type CaPhaseRule,
+  type CaStep,
+  activatePhase,
+  emergencyPhase,
+  generatedSchedule,
+  initialSlots,
+  preparePhase,
+  readCaSecret,
+  recoverOrCreatePhase,
+  restorePhase,
+  retirePhase,
+  salvagePhase,
 } from './ca-phases.js';
 import type { CertificateCache } from './cache.js';
 import type { CertificateView } from './certificate.js';
@@ -25,9 +35,7 @@ import type { Instant } from './time.js';
 export type CaPhase = 'create' | 'prepare' | 'activate' | 'retire' | 'recover' | 'emergency' | 'restore';
 
 /** A CA slot after the plan: kept as it is, or generated when the plan is executed. */
-export type CaMaterial =
-  | { readonly kind: 'existing'; readonly keyed: KeyedCertificate }
-  | { readonly kind: 'generate' };
+export type CaMaterial = { readonly kind: 'existing'; readonly keyed: KeyedCertificate } | { readonly kind: 'generate' };
 
 /** The CA Secret's content after a plan: active (signs), next (published), retired (trusted, no key). */
 export interface CaLayout {
@@ -118,11 +126,18 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
   if (caSecret?.ownership === 'foreign') {
     return {
       conflict: 'the CA Secret exists but was not written by this installation; it is left alone and nothing can be signed',
-      layout: { retired: [] }, emergency: false, status: { retired: [] }, dueAt: [],
+      layout: { retired: [] },
+      emergency: false,
+      status: { retired: [] },
+      dueAt: [],
     };
   }
   const reading = readCaSecret(input);
-  const status: CaStatus = { active: reading.active?.certificate.notAfter, next: reading.next?.certificate.notAfter, retired: reading.retired.map((c) => c.notAfter) };
+  const status: CaStatus = {
+    active: reading.active?.certificate.notAfter,
+    next: reading.next?.certificate.notAfter,
+    retired: reading.retired.map((c) => c.notAfter),
+  };
   const { request } = reading;
   const annotations: Record<string, string> = request === undefined ? {} : { [ROTATE_ACKNOWLEDGED_ANNOTATION]: request };
   // How the CA write addresses the Secret: create, or update from the version read; any request is acknowledged.
@@ -132,7 +147,10 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
   if (emergency) {
     return {
       change: { ...secretWrite, phases: ['emergency'], reason: emergency.reason, message: emergency.message!, layout: emergency.slots },
-      layout: emergency.slots, emergency: true, status, dueAt: emergency.dueAt,
+      layout: emergency.slots,
+      emergency: true,
+      status,
+      dueAt: emergency.dueAt,
     };
   }
   const steps: CaStep[] = [];
@@ -146,14 +164,22 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
 
   const acted = steps.filter((s) => s.phase !== undefined);
   const resumesAt = steps.findLast((s) => s.resumesAt !== undefined)?.resumesAt;
-  const change = acted.length > 0 || request !== undefined
-    ? {
-      ...secretWrite, phases: acted.map((s) => s.phase!), reason: acted.find((s) => s.reason !== undefined)?.reason,
-      message: acted.map((s) => s.message).join('; ') || `rotation request ${request} acknowledged`, layout: slots,
-    }
-    : undefined;
+  const change =
+    acted.length > 0 || request !== undefined
+      ? {
+          ...secretWrite,
+          phases: acted.map((s) => s.phase!),
+          reason: acted.find((s) => s.reason !== undefined)?.reason,
+          message: acted.map((s) => s.message).join('; ') || `rotation request ${request} acknowledged`,
+          layout: slots,
+        }
+      : undefined;
   return {
-    change, layout: slots, emergency: false, status, dueAt: steps.flatMap((s) => s.dueAt).filter((t) => t > now),
+    change,
+    layout: slots,
+    emergency: false,
+    status,
+    dueAt: steps.flatMap((s) => s.dueAt).filter((t) => t > now),
     ...(slots.active === undefined && resumesAt !== undefined ? { signingResumesAt: resumesAt } : {}),
   };
 }

@@ -31,7 +31,10 @@ export const DEFAULT_CACHE_ENTRIES = 50_000;
 class Memo<V> {
   private readonly table = new Map<string, V | Map<string, V>>();
   private size = 0;
-  constructor(private readonly max: number, private readonly onEvict: (n: number) => void) {}
+  constructor(
+    private readonly max: number,
+    private readonly onEvict: (n: number) => void,
+  ) {}
 
   get(a: string, b?: string): V | undefined {
     const hit = this.table.get(a);
@@ -73,10 +76,15 @@ export class CertificateCache {
   private readonly keys: Memo<KeyCheck>;
 
   /** `verifier` checks signatures and reads private keys; see {@link CertificateCacheOptions}. */
-  constructor(private readonly verifier: SignatureVerifier, options: CertificateCacheOptions = {}) {
+  constructor(
+    private readonly verifier: SignatureVerifier,
+    options: CertificateCacheOptions = {},
+  ) {
     const max = options.maxEntries ?? DEFAULT_CACHE_ENTRIES;
     if (!Number.isInteger(max) || max < 1) throw new RangeError(`maxEntries must be a positive integer, got ${max}`);
-    const onEvict = (n: number): void => { this.stats.evictions += n; };
+    const onEvict = (n: number): void => {
+      this.stats.evictions += n;
+    };
     this.parsed = new Memo(max, onEvict);
     this.bundles = new Memo(max, onEvict);
     this.signatures = new Memo(max, onEvict);
@@ -104,13 +112,15 @@ export class CertificateCache {
     let result = this.bundles.get(text);
     if (result === undefined) {
       try {
-        result = Object.freeze(splitPemCertificates(text).map((pem, i) => {
-          try {
-            return this.parse(pem);
-          } catch (e) {
-            throw new CertificateParseError(`certificate ${i + 1} of the bundle: ${(e as Error).message}`);
-          }
-        }));
+        result = Object.freeze(
+          splitPemCertificates(text).map((pem, i) => {
+            try {
+              return this.parse(pem);
+            } catch (e) {
+              throw new CertificateParseError(`certificate ${i + 1} of the bundle: ${(e as Error).message}`);
+            }
+          }),
+        );
       } catch (e) {
         result = e instanceof CertificateParseError ? e : new CertificateParseError(String(e));
       }
@@ -136,8 +146,8 @@ export class CertificateCache {
 
   private checkSignedBy(leaf: CertificateView, ca: CertificateView): boolean {
     if (leaf.issuer !== ca.subject || !ca.isCa) return false;
-    if (leaf.authorityKeyIdentifier !== undefined && ca.subjectKeyIdentifier !== undefined
-      && leaf.authorityKeyIdentifier !== ca.subjectKeyIdentifier) return false;
+    if (leaf.authorityKeyIdentifier !== undefined && ca.subjectKeyIdentifier !== undefined && leaf.authorityKeyIdentifier !== ca.subjectKeyIdentifier)
+      return false;
     this.stats.verifications++;
     try {
       return this.verifier.verify(ca.subjectPublicKeyInfo, leaf.signatureAlgorithm, leaf.tbsCertificate, leaf.signatureValue);

@@ -12,8 +12,11 @@ import { decodeString, readName } from './distinguished-name.js';
 import { toHex } from './hex.js';
 
 const EXT = {
-  basicConstraints: '2.5.29.19', subjectKeyIdentifier: '2.5.29.14', authorityKeyIdentifier: '2.5.29.35',
-  subjectAltName: '2.5.29.17', extKeyUsage: '2.5.29.37',
+  basicConstraints: '2.5.29.19',
+  subjectKeyIdentifier: '2.5.29.14',
+  authorityKeyIdentifier: '2.5.29.35',
+  subjectAltName: '2.5.29.17',
+  extKeyUsage: '2.5.29.37',
 };
 const EKU_NAMES: Readonly<Record<string, string>> = { '1.3.6.1.5.5.7.3.1': 'serverAuth', '1.3.6.1.5.5.7.3.2': 'clientAuth' };
 
@@ -32,8 +35,12 @@ function single(value: Uint8Array, what: string): DerElement {
 /** UTCTime (YYMMDDHHMMSSZ) or GeneralizedTime (YYYYMMDDHHMMSSZ), as RFC 5280 4.1.2.5 restricts them. */
 function readTime(der: Uint8Array, e: DerElement | undefined, what: string): number {
   const s = e ? String.fromCharCode(...contentsOf(der, e)) : '';
-  const m = e?.tag === Tag.UTC_TIME ? /^(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)Z$/.exec(s)
-    : e?.tag === Tag.GENERALIZED_TIME ? /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)Z$/.exec(s) : null;
+  const m =
+    e?.tag === Tag.UTC_TIME
+      ? /^(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)Z$/.exec(s)
+      : e?.tag === Tag.GENERALIZED_TIME
+        ? /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)Z$/.exec(s)
+        : null;
   if (!m) throw new Error(`${what} ${JSON.stringify(s)} is not an RFC 5280 time`);
   let year = Number(m[1]);
   if (e!.tag === Tag.UTC_TIME) year += year < 50 ? 2000 : 1900;
@@ -62,12 +69,12 @@ function readExtension(id: string, value: Uint8Array, out: ExtensionFields): voi
     case EXT.basicConstraints: {
       const [first, second] = children(value, want(single(value, 'basicConstraints'), Tag.SEQUENCE, 'basicConstraints'));
       const cA = first?.tag === Tag.BOOLEAN ? first : undefined;
-      if (cA && (cA.end - cA.contentStart !== 1)) throw new Error('basicConstraints cA is not a BOOLEAN');
+      if (cA && cA.end - cA.contentStart !== 1) throw new Error('basicConstraints cA is not a BOOLEAN');
       out.isCa = cA !== undefined && value[cA.contentStart] !== 0;
       const pathLen = cA ? second : first;
       if (pathLen) {
         const body = contentsOf(value, want(pathLen, Tag.INTEGER, 'pathLenConstraint'));
-        if (body.length > 4 || (body[0]! & 0x80)) throw new Error('pathLenConstraint is out of range');
+        if (body.length > 4 || body[0]! & 0x80) throw new Error('pathLenConstraint is out of range');
         out.pathLenConstraint = body.reduce((n, b) => n * 256 + b, 0);
       }
       break;
@@ -76,8 +83,7 @@ function readExtension(id: string, value: Uint8Array, out: ExtensionFields): voi
       out.subjectKeyIdentifier = toHex(contentsOf(value, want(single(value, 'subjectKeyIdentifier'), Tag.OCTET_STRING, 'subjectKeyIdentifier')));
       break;
     case EXT.authorityKeyIdentifier: {
-      const keyId = children(value, want(single(value, 'authorityKeyIdentifier'), Tag.SEQUENCE, 'authorityKeyIdentifier'))
-        .find((e) => e.tag === 0x80);
+      const keyId = children(value, want(single(value, 'authorityKeyIdentifier'), Tag.SEQUENCE, 'authorityKeyIdentifier')).find((e) => e.tag === 0x80);
       if (keyId) out.authorityKeyIdentifier = toHex(contentsOf(value, keyId));
       break;
     }
@@ -104,7 +110,9 @@ export function readCertificate(der: Uint8Array): Omit<CertificateView, 'pem'> {
   const [tbsElement, sigAlg, sigValue, extra] = children(der, outer);
   if (extra) throw new Error('has more than three top-level fields');
   const tbs = want(tbsElement, Tag.SEQUENCE, 'tbsCertificate');
-  const signatureAlgorithm = oidToString(contentsOf(der, want(children(der, want(sigAlg, Tag.SEQUENCE, 'signatureAlgorithm'))[0], Tag.OID, 'signatureAlgorithm')));
+  const signatureAlgorithm = oidToString(
+    contentsOf(der, want(children(der, want(sigAlg, Tag.SEQUENCE, 'signatureAlgorithm'))[0], Tag.OID, 'signatureAlgorithm')),
+  );
   const bits = contentsOf(der, want(sigValue, Tag.BIT_STRING, 'signatureValue'));
   if (bits[0] !== 0) throw new Error('signatureValue has unused bits');
 
@@ -118,8 +126,13 @@ export function readCertificate(der: Uint8Array): Omit<CertificateView, 'pem'> {
   const spki = want(fields[i++], Tag.SEQUENCE, 'subjectPublicKeyInfo');
 
   const ext: ExtensionFields = {
-    isCa: false, pathLenConstraint: undefined, subjectKeyIdentifier: undefined, authorityKeyIdentifier: undefined,
-    dnsNames: [], uris: [], extendedKeyUsage: [],
+    isCa: false,
+    pathLenConstraint: undefined,
+    subjectKeyIdentifier: undefined,
+    authorityKeyIdentifier: undefined,
+    dnsNames: [],
+    uris: [],
+    extendedKeyUsage: [],
   };
   const extensions = fields.slice(i).find((f) => f.tag === 0xa3);
   if (extensions) {

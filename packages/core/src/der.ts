@@ -6,9 +6,19 @@
 
 /** Universal and context-specific tags used by X.509. */
 export const Tag = {
-  BOOLEAN: 0x01, INTEGER: 0x02, BIT_STRING: 0x03, OCTET_STRING: 0x04, NULL: 0x05, OID: 0x06,
-  UTF8_STRING: 0x0c, PRINTABLE_STRING: 0x13, IA5_STRING: 0x16, UTC_TIME: 0x17, GENERALIZED_TIME: 0x18,
-  SEQUENCE: 0x30, SET: 0x31,
+  BOOLEAN: 0x01,
+  INTEGER: 0x02,
+  BIT_STRING: 0x03,
+  OCTET_STRING: 0x04,
+  NULL: 0x05,
+  OID: 0x06,
+  UTF8_STRING: 0x0c,
+  PRINTABLE_STRING: 0x13,
+  IA5_STRING: 0x16,
+  UTC_TIME: 0x17,
+  GENERALIZED_TIME: 0x18,
+  SEQUENCE: 0x30,
+  SET: 0x31,
 } as const;
 
 /** Raised for bytes that are not well-formed DER where DER was expected. */

@@ -6,8 +6,15 @@ const COMMON_NAME = oid(OID_COMMON_NAME);
 
 // RFC 4514 section 3 short names; every other attribute type is written as its dotted OID.
 const SHORT_NAMES: Readonly<Record<string, string>> = {
-  '2.5.4.3': 'CN', '2.5.4.6': 'C', '2.5.4.7': 'L', '2.5.4.8': 'ST', '2.5.4.9': 'STREET',
-  '2.5.4.10': 'O', '2.5.4.11': 'OU', '0.9.2342.19200300.100.1.25': 'DC', '0.9.2342.19200300.100.1.1': 'UID',
+  '2.5.4.3': 'CN',
+  '2.5.4.6': 'C',
+  '2.5.4.7': 'L',
+  '2.5.4.8': 'ST',
+  '2.5.4.9': 'STREET',
+  '2.5.4.10': 'O',
+  '2.5.4.11': 'OU',
+  '0.9.2342.19200300.100.1.25': 'DC',
+  '0.9.2342.19200300.100.1.1': 'UID',
 };
 
 /** RFC 4514 escaping of one attribute value. */
@@ -24,8 +31,12 @@ const latin1 = (b: Uint8Array): string => String.fromCharCode(...b);
 /** The text of a DirectoryString-like value, or undefined when it is not a string type. */
 export function decodeString(tag: number, body: Uint8Array): string | undefined {
   switch (tag) {
-    case Tag.UTF8_STRING: return utf8Decoder.decode(body);
-    case Tag.PRINTABLE_STRING: case Tag.IA5_STRING: case 0x14 /* TeletexString */: return latin1(body);
+    case Tag.UTF8_STRING:
+      return utf8Decoder.decode(body);
+    case Tag.PRINTABLE_STRING:
+    case Tag.IA5_STRING:
+    case 0x14 /* TeletexString */:
+      return latin1(body);
     case 0x1e /* BMPString, UTF-16BE */: {
       let s = '';
       for (let i = 0; i + 1 < body.length; i += 2) s += String.fromCharCode((body[i]! << 8) | body[i + 1]!);
@@ -33,10 +44,12 @@ export function decodeString(tag: number, body: Uint8Array): string | undefined 
     }
     case 0x1c /* UniversalString, UTF-32BE */: {
       let s = '';
-      for (let i = 0; i + 3 < body.length; i += 4) s += String.fromCodePoint(((body[i]! << 24) | (body[i + 1]! << 16) | (body[i + 2]! << 8) | body[i + 3]!) >>> 0);
+      for (let i = 0; i + 3 < body.length; i += 4)
+        s += String.fromCodePoint(((body[i]! << 24) | (body[i + 1]! << 16) | (body[i + 2]! << 8) | body[i + 3]!) >>> 0);
       return s;
     }
-    default: return undefined;
+    default:
+      return undefined;
   }
 }
 

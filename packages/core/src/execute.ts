@@ -79,8 +79,17 @@ export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Pr
   if (next) Object.assign(data, { [SecretKeys.nextCertificate]: next.certificate.pem, [SecretKeys.nextPrivateKey]: next.privateKeyPem });
   if (retired.length > 0) data[SecretKeys.retiredCertificates] = bundlePem(retired);
   const write: SecretWrite = {
-    target: 'ca', kind: 'ca', data, create: change.create, base: change.base, annotations: change.annotations,
-    reason: change.reason, phases: change.phases, message: change.message, services: [], notAfter: active?.certificate.notAfter,
+    target: 'ca',
+    kind: 'ca',
+    data,
+    create: change.create,
+    base: change.base,
+    annotations: change.annotations,
+    reason: change.reason,
+    phases: change.phases,
+    message: change.message,
+    services: [],
+    notAfter: active?.certificate.notAfter,
   };
   return { active, next, retired, bundle, write };
 }
@@ -89,15 +98,19 @@ export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Pr
 export async function materializeLeaf(plan: Plan, issuance: LeafIssuance, ca: MaterializedCa, ctx: ExecutionContext): Promise<SecretWrite> {
   if (!ca.active) throw new Error(`cannot issue for ${JSON.stringify(issuance.target)}: no active CA (the plan should have made it wait)`);
   const issue = issueContext(plan, ctx);
-  const leaf = issuance.kind === 'clientLeaf'
-    ? await issueClientLeaf(issue, ca.active)
-    : await issueServerLeaf(issue, ca.active, issuance.dnsNames);
+  const leaf = issuance.kind === 'clientLeaf' ? await issueClientLeaf(issue, ca.active) : await issueServerLeaf(issue, ca.active, issuance.dnsNames);
   ctx.cache?.remember(leaf, ca.active.certificate);
   return {
-    target: issuance.target, kind: issuance.kind, create: issuance.create, base: issuance.base,
+    target: issuance.target,
+    kind: issuance.kind,
+    create: issuance.create,
+    base: issuance.base,
     annotations: { ...issuance.annotations, ...bundleStamp(issuance.currentBundle, ca, issue.now) },
     data: { [SecretKeys.certificate]: leaf.certificate.pem, [SecretKeys.privateKey]: leaf.privateKeyPem, [SecretKeys.caCertificate]: ca.bundle },
-    reason: issuance.reason, message: issuance.message, services: issuance.services, notAfter: leaf.certificate.notAfter,
+    reason: issuance.reason,
+    message: issuance.message,
+    services: issuance.services,
+    notAfter: leaf.certificate.notAfter,
   };
 }
 
@@ -119,7 +132,15 @@ export function materializeBundle(update: BundleUpdate, ca: MaterializedCa, now:
   const data: Record<string, string> = {};
   for (const [key, value] of Object.entries(update.data)) if (value !== undefined) data[key] = textOf(value);
   data[SecretKeys.caCertificate] = ca.bundle;
-  return { target: update.target, kind: 'bundle', data, create: false, base: update.base, annotations: bundleStamp(update.currentBundle, ca, now), services: [] };
+  return {
+    target: update.target,
+    kind: 'bundle',
+    data,
+    create: false,
+    base: update.base,
+    annotations: bundleStamp(update.currentBundle, ca, now),
+    services: [],
+  };
 }
 
 /**
@@ -132,7 +153,8 @@ export async function executePlan(plan: Plan, ctx: ExecutionContext): Promise<Se
   // gives every leaf the same serial (hence the same jitter) whatever order key generation ends in.
   const jobs = plan.leaves.map((issuance) => ({ issuance, random: prefetched(ctx.crypto.random, SERIAL_BYTES) }));
   const leaves = await mapConcurrently(jobs, ctx.concurrency ?? 4, ({ issuance, random }) =>
-    materializeLeaf(plan, issuance, ca, { ...ctx, crypto: { ...ctx.crypto, random } }));
+    materializeLeaf(plan, issuance, ca, { ...ctx, crypto: { ...ctx.crypto, random } }),
+  );
   return [...(ca.write ? [ca.write] : []), ...leaves, ...plan.bundles.map((b) => materializeBundle(b, ca, ctx.now ?? plan.now))];
 }
 

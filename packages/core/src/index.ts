@@ -11,7 +11,14 @@ export { OID_ECDSA_WITH_SHA256, OID_SHA256_WITH_RSA, keyIdentifier } from './tbs
 export * from './cache.js';
 export * from './observe.js';
 export * from './issue.js';
-export { type WebCryptoAlgorithm, type WebCryptoLike, type WebCryptoKeyUsage, createWebCryptoSigner, ecdsaSignatureToDer, webCryptoRandom } from './webcrypto.js';
+export {
+  type WebCryptoAlgorithm,
+  type WebCryptoLike,
+  type WebCryptoKeyUsage,
+  createWebCryptoSigner,
+  ecdsaSignatureToDer,
+  webCryptoRandom,
+} from './webcrypto.js';
 export * from './snapshot.js';
 export * from './ledger.js';
 export * from './rules.js';

@@ -45,7 +45,10 @@ export class InvariantChecker {
   private readonly checkedPairs = new Set<string>();
   private nextId = 0;
 
-  constructor(private readonly policy: Policy, private readonly cache: CertificateCache) {}
+  constructor(
+    private readonly policy: Policy,
+    private readonly cache: CertificateCache,
+  ) {}
 
   /** Records a write to a peer-visible Secret (`data` undefined: deleted). */
   record(target: PeerTarget, at: Instant, data: SecretData | undefined, ours: boolean): Violation[] {
@@ -94,7 +97,11 @@ export class InvariantChecker {
           const problem = this.handshake(server, client, at);
           if (problem && !this.checkedPairs.has(pair)) {
             this.checkedPairs.add(pair);
-            violations.push({ at, kind: 'trust', message: `namespace ${namespace} (written ${iso(server.writtenAt)}) and client (written ${iso(client.writtenAt)}): ${problem}` });
+            violations.push({
+              at,
+              kind: 'trust',
+              message: `namespace ${namespace} (written ${iso(server.writtenAt)}) and client (written ${iso(client.writtenAt)}): ${problem}`,
+            });
           }
         }
       }
@@ -103,14 +110,17 @@ export class InvariantChecker {
   }
 
   private window(target: PeerTarget, at: Instant): Version[] {
-    return (this.versions.get(key(target)) ?? []).filter((v) =>
-      v.ours && v.writtenAt <= at && (v.replacedAt === undefined || v.replacedAt + this.policy.propagationDelay > at));
+    return (this.versions.get(key(target)) ?? []).filter(
+      (v) => v.ours && v.writtenAt <= at && (v.replacedAt === undefined || v.replacedAt + this.policy.propagationDelay > at),
+    );
   }
 
   private handshake(server: Version, client: Version, at: Instant): string | undefined {
     const chains = (leaf: CertificateView | undefined, bundle: readonly CertificateView[]): boolean =>
-      leaf !== undefined && leaf.notBefore <= at && at < leaf.notAfter
-      && bundle.some((ca) => ca.notBefore <= at && at < ca.notAfter && this.cache.isSignedBy(leaf, ca));
+      leaf !== undefined &&
+      leaf.notBefore <= at &&
+      at < leaf.notAfter &&
+      bundle.some((ca) => ca.notBefore <= at && at < ca.notAfter && this.cache.isSignedBy(leaf, ca));
     if (!chains(server.leaf, client.bundle)) return `the server leaf ${server.leaf?.serialNumber} does not chain to the client's bundle`;
     if (!chains(client.leaf, server.bundle)) return `the client leaf ${client.leaf?.serialNumber} does not chain to the provider's bundle`;
     return undefined;
@@ -121,7 +131,9 @@ export class InvariantChecker {
     this.minRemaining = Math.min(this.minRemaining, left);
     if (left >= LAST_DAY) return [];
     const name = what ?? (target === 'client' ? 'the client leaf' : `the leaf of namespace ${target.namespace}`);
-    return [{ at, kind: 'expiry', message: `${name} (serial ${cert.serialNumber}, notAfter ${iso(cert.notAfter)}) is in its last day of validity at ${iso(until)}` }];
+    return [
+      { at, kind: 'expiry', message: `${name} (serial ${cert.serialNumber}, notAfter ${iso(cert.notAfter)}) is in its last day of validity at ${iso(until)}` },
+    ];
   }
 
   private parse(value: SecretData[string]): CertificateView | undefined {

@@ -10,9 +10,19 @@ import { CERTIFICATE_LABEL } from './parse.js';
 import { encodePem } from './pem.js';
 import type { KeyAlgorithm, Policy } from './policy.js';
 import {
-  KeyUsage, authorityKeyIdentifierExtension, basicConstraintsExtension, encodeCertificate, encodeTbsCertificate,
-  extendedKeyUsageExtension, keyFamilyOf, keyIdentifier, keyUsageExtension, signatureAlgorithmFor, subjectAltNameExtension,
-  subjectKeyIdentifierExtension, subjectNameOf,
+  KeyUsage,
+  authorityKeyIdentifierExtension,
+  basicConstraintsExtension,
+  encodeCertificate,
+  encodeTbsCertificate,
+  extendedKeyUsageExtension,
+  keyFamilyOf,
+  keyIdentifier,
+  keyUsageExtension,
+  signatureAlgorithmFor,
+  subjectAltNameExtension,
+  subjectKeyIdentifierExtension,
+  subjectNameOf,
 } from './tbs.js';
 import { type Instant, truncateToSecond } from './time.js';
 
@@ -85,7 +95,9 @@ export async function issueServerLeaf(ctx: IssueContext, issuer: KeyedCertificat
   if (bad !== undefined) throw new IssueError(`${JSON.stringify(bad)} is not a DNS name (RFC 1123 labels, at most 253 characters)`);
   const nameBytes = dnsNamesBytes(dnsNames);
   if (nameBytes > MAX_DNS_NAME_BYTES) {
-    throw new IssueError(`the ${dnsNames.length} DNS names take ${nameBytes} bytes, over the limit of ${MAX_DNS_NAME_BYTES}: the certificate would be too large for a TLS handshake`);
+    throw new IssueError(
+      `the ${dnsNames.length} DNS names take ${nameBytes} bytes, over the limit of ${MAX_DNS_NAME_BYTES}: the certificate would be too large for a TLS handshake`,
+    );
   }
   const commonName = dnsNames.find((n) => n.length <= MAX_COMMON_NAME);
   if (commonName === undefined) throw new IssueError(`none of the DNS names ${dnsNames.join(', ')} fits in a ${MAX_COMMON_NAME}-character commonName`);
@@ -116,7 +128,11 @@ async function issueLeaf(ctx: IssueContext, issuer: KeyedCertificate, profile: P
 
 /** Builds the TBSCertificate for `key` and has the issuer's key (or `key` itself, for a CA) sign it. */
 async function sign(
-  ctx: IssueContext, key: GeneratedKey, serialNumber: Uint8Array, profile: Profile, notAfter: Instant,
+  ctx: IssueContext,
+  key: GeneratedKey,
+  serialNumber: Uint8Array,
+  profile: Profile,
+  notAfter: Instant,
   issuer: KeyedCertificate | undefined,
 ): Promise<Issued> {
   const notBefore = truncateToSecond(ctx.now - ctx.policy.notBeforeBackdate);
@@ -127,19 +143,26 @@ async function sign(
   const signerSpki = issuer ? issuer.certificate.subjectPublicKeyInfo : key.subjectPublicKeyInfo;
   const algorithm = signatureAlgorithmFor(signerSpki);
 
-  const extensions = profile.purpose === undefined
-    ? [basicConstraintsExtension({ pathLen: 0 }), keyUsageExtension([KeyUsage.keyCertSign, KeyUsage.cRLSign])]
-    : [
-      basicConstraintsExtension(undefined),
-      keyUsageExtension(leafKeyUsage(profile.purpose, keyFamilyOf(key.subjectPublicKeyInfo))),
-      extendedKeyUsageExtension([profile.purpose]),
-    ];
+  const extensions =
+    profile.purpose === undefined
+      ? [basicConstraintsExtension({ pathLen: 0 }), keyUsageExtension([KeyUsage.keyCertSign, KeyUsage.cRLSign])]
+      : [
+          basicConstraintsExtension(undefined),
+          keyUsageExtension(leafKeyUsage(profile.purpose, keyFamilyOf(key.subjectPublicKeyInfo))),
+          extendedKeyUsageExtension([profile.purpose]),
+        ];
   extensions.push(subjectKeyIdentifierExtension(ski), authorityKeyIdentifierExtension(aki));
   if (profile.purpose !== undefined) extensions.push(subjectAltNameExtension(profile.dnsNames, profile.uris));
 
   const tbsCertificate = encodeTbsCertificate({
-    serialNumber, signatureAlgorithm: algorithm.der, issuer: issuer ? subjectNameOf(issuer.certificate) : subject,
-    notBefore, notAfter, subject, subjectPublicKeyInfo: key.subjectPublicKeyInfo, extensions,
+    serialNumber,
+    signatureAlgorithm: algorithm.der,
+    issuer: issuer ? subjectNameOf(issuer.certificate) : subject,
+    notBefore,
+    notAfter,
+    subject,
+    subjectPublicKeyInfo: key.subjectPublicKeyInfo,
+    extensions,
   });
   const signatureValue = await ctx.crypto.signer.sign(issuer ? issuer.privateKeyPem : key.privateKeyPem, tbsCertificate);
   const der = encodeCertificate(tbsCertificate, algorithm.der, signatureValue);

@@ -47,7 +47,9 @@ export class MemoryStore {
     }
     this.ledger.record(write.target);
     return this.put(write.target, {
-      data: { ...write.data }, ownership: 'managed', annotations: { ...current?.annotations, ...write.annotations },
+      data: { ...write.data },
+      ownership: 'managed',
+      annotations: { ...current?.annotations, ...write.annotations },
     });
   }
 

@@ -44,7 +44,10 @@ export interface FittedServices<S extends ServiceRef> {
  * `services` must have valid names (see serviceDnsNames).
  */
 export function fitServiceNames<S extends ServiceRef>(
-  services: readonly S[], served: readonly string[] | undefined, clusterDomain: string, budget: number = MAX_DNS_NAME_BYTES,
+  services: readonly S[],
+  served: readonly string[] | undefined,
+  clusterDomain: string,
+  budget: number = MAX_DNS_NAME_BYTES,
 ): FittedServices<S> {
   const servedNames = new Set(served ?? []);
   const withNames = services.map((service) => ({ service, names: serviceDnsNames(service, clusterDomain) }));

@@ -38,7 +38,9 @@ export class InvalidNameError extends Error {
 export function serviceDnsNames(service: ServiceRef, clusterDomain: string): string[] {
   const { name, namespace } = service;
   if (!isDnsLabel(name)) {
-    throw new InvalidNameError(`Service name ${JSON.stringify(name)} in namespace ${JSON.stringify(namespace)} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)`);
+    throw new InvalidNameError(
+      `Service name ${JSON.stringify(name)} in namespace ${JSON.stringify(namespace)} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)`,
+    );
   }
   if (!isDnsLabel(namespace)) {
     throw new InvalidNameError(`namespace ${JSON.stringify(namespace)} is not a DNS-1123 label`);

@@ -39,9 +39,7 @@ export interface KeyedCertificate {
 }
 
 /** Either a usable value, or the problem that makes it unusable with a human-readable detail. */
-export type Observed<T> =
-  | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly problem: DataProblem; readonly detail: string };
+export type Observed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problem: DataProblem; readonly detail: string };
 
 /** What a leaf Secret (tls.crt, tls.key, ca.crt) holds. */
 export interface ObservedLeafSecret {
@@ -63,8 +61,11 @@ export interface ObservedCaSecret {
   readonly retired: Observed<readonly CertificateView[]> | undefined;
 }
 
-const problem = (p: DataProblem, detail: string): { readonly ok: false; readonly problem: DataProblem; readonly detail: string } =>
-  ({ ok: false, problem: p, detail });
+const problem = (p: DataProblem, detail: string): { readonly ok: false; readonly problem: DataProblem; readonly detail: string } => ({
+  ok: false,
+  problem: p,
+  detail,
+});
 
 /** Text of one value; throws for values of any other type (bad input from an adapter). */
 function read(data: SecretData, key: string): string {
@@ -110,7 +111,10 @@ function observePair(data: SecretData, certKey: string, keyKey: string, cache: C
       case 'unreadable':
         return problem('garbage_pem', `${keyKey} is not a readable private key`);
       case 'mismatch':
-        return problem('key_mismatch', `${keyKey} is not the private key of the certificate in ${certKey} (${certificate.subject}, serial ${certificate.serialNumber})`);
+        return problem(
+          'key_mismatch',
+          `${keyKey} is not the private key of the certificate in ${certKey} (${certificate.subject}, serial ${certificate.serialNumber})`,
+        );
       case 'match':
         return { ok: true, value: { certificate, privateKeyPem: keyText } };
     }

@@ -8,8 +8,15 @@ import { type ObservedLeafSecret, type SecretData, observeLeafSecret } from './o
 import type { Policy } from './policy.js';
 import { type LeafIdentity, type LeafRuleContext, type LeafTrust, type RotationReason, evaluateLeafRules, renewalTime } from './rules.js';
 import {
-  BUNDLE_WRITTEN_AT_ANNOTATION, type ProviderService, ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, type Snapshot,
-  namespaceRotationRequest, pendingRotationRequests, rotateRequestProblem, secretRotationRequest,
+  BUNDLE_WRITTEN_AT_ANNOTATION,
+  type ProviderService,
+  ROTATE_ACKNOWLEDGED_ANNOTATION,
+  type SecretState,
+  type Snapshot,
+  namespaceRotationRequest,
+  pendingRotationRequests,
+  rotateRequestProblem,
+  secretRotationRequest,
 } from './snapshot.js';
 import { type Instant, truncateToSecond } from './time.js';
 
@@ -157,10 +164,16 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   } else {
     const request = secretRotationRequest(client);
     subjects.push({
-      target: 'client', label: 'the client certificate', kind: 'clientLeaf', services: [], secret: client, previouslyIssued: snapshot.clientPreviouslyIssued ?? false,
+      target: 'client',
+      label: 'the client certificate',
+      kind: 'clientLeaf',
+      services: [],
+      secret: client,
+      previouslyIssued: snapshot.clientPreviouslyIssued ?? false,
       observed: client?.ownership === 'managed' ? observeLeafSecret(client.data, cache) : undefined,
       identity: { kind: 'client', uri: clientSpiffeId(policy.clusterDomain, policy.esoNamespace, policy.serviceAccount), commonName: CLIENT_COMMON_NAME },
-      request, requestPending: request !== undefined,
+      request,
+      requestPending: request !== undefined,
       forcedBy: request === undefined ? undefined : `the client Secret's annotation eso-mtls.io/rotate (${request})`,
     });
   }
@@ -170,7 +183,11 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     if (valid.length === 0) continue;
     const target = { namespace: ns.namespace };
     if (ns.secret?.ownership === 'foreign') {
-      conflicts.push({ target, services: valid.map((s) => s.name), message: `namespace ${ns.namespace}: Secret external-secrets-provider-tls exists but was not written by this installation; it is left alone` });
+      conflicts.push({
+        target,
+        services: valid.map((s) => s.name),
+        message: `namespace ${ns.namespace}: Secret external-secrets-provider-tls exists but was not written by this installation; it is left alone`,
+      });
       continue;
     }
     const observed = ns.secret?.ownership === 'managed' ? observeLeafSecret(ns.secret.data, cache) : undefined;
@@ -179,10 +196,22 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     const request = namespaceRotationRequest(services);
     const pending = pendingRotationRequests(services, ns.secret?.annotations[ROTATE_ACKNOWLEDGED_ANNOTATION]);
     subjects.push({
-      target, label: `namespace ${ns.namespace}`, kind: 'serverLeaf', services: services.map((s) => s.name), secret: ns.secret,
-      previouslyIssued: ns.previouslyIssued, observed,
-      identity: { kind: 'server', dnsNames: namespaceDnsNames(services.map((s) => ({ namespace: ns.namespace, name: s.name })), policy.clusterDomain) },
-      request, requestPending: pending.length > 0,
+      target,
+      label: `namespace ${ns.namespace}`,
+      kind: 'serverLeaf',
+      services: services.map((s) => s.name),
+      secret: ns.secret,
+      previouslyIssued: ns.previouslyIssued,
+      observed,
+      identity: {
+        kind: 'server',
+        dnsNames: namespaceDnsNames(
+          services.map((s) => ({ namespace: ns.namespace, name: s.name })),
+          policy.clusterDomain,
+        ),
+      },
+      request,
+      requestPending: pending.length > 0,
       forcedBy: pending.length > 0 ? `the annotation eso-mtls.io/rotate of ${listServices(pending)}` : undefined,
     });
   }
@@ -190,7 +219,10 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   const managed = subjects.filter((s) => s.observed !== undefined);
   const clientSubject = subjects.find((s) => s.target === 'client');
   const ca = planCaRotation({
-    now, policy, cache, caSecret: snapshot.caSecret,
+    now,
+    policy,
+    cache,
+    caSecret: snapshot.caSecret,
     clientBundle: clientSubject?.observed?.bundle.ok ? clientSubject.observed.bundle.value : [],
     leavesInUse: managed.flatMap((s) => (s.observed!.leaf.ok ? [s.observed!.leaf.value.certificate] : [])),
     bundles: managed.map((s) => ({
@@ -202,9 +234,13 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     ca: ca.status,
     signingPausedUntil: ca.signingResumesAt,
     client: clientSubject && notAfterOf(clientSubject),
-    namespaces: subjects.filter((s) => s.target !== 'client').map((s) => ({
-      namespace: (s.target as { namespace: string }).namespace, services: s.services, notAfter: notAfterOf(s),
-    })),
+    namespaces: subjects
+      .filter((s) => s.target !== 'client')
+      .map((s) => ({
+        namespace: (s.target as { namespace: string }).namespace,
+        services: s.services,
+        notAfter: notAfterOf(s),
+      })),
   };
   if (ca.conflict !== undefined) {
     conflicts.push({ target: 'ca', services: [], message: ca.conflict });
@@ -228,21 +264,43 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   for (const s of subjects) {
     const presence = s.secret === undefined ? 'absent' : s.secret.ownership === 'placeholder' ? 'placeholder' : 'present';
     const ruleContext: LeafRuleContext = {
-      now, policy, subject: s.label,
-      presence, previouslyIssued: s.previouslyIssued, leaf: s.observed?.leaf,
-      forcedBy: s.forcedBy ?? (ca.emergency ? 'an emergency CA rotation' : undefined), trust: leafTrust, isSignedBy, identity: s.identity,
+      now,
+      policy,
+      subject: s.label,
+      presence,
+      previouslyIssued: s.previouslyIssued,
+      leaf: s.observed?.leaf,
+      forcedBy: s.forcedBy ?? (ca.emergency ? 'an emergency CA rotation' : undefined),
+      trust: leafTrust,
+      isSignedBy,
+      identity: s.identity,
     };
     const trigger = evaluateLeafRules(ruleContext);
     if (trigger && signer) {
       leaves.push({
-        kind: s.kind, target: s.target, services: s.services, dnsNames: s.identity.kind === 'server' ? s.identity.dnsNames : [],
-        reason: trigger.reason, message: trigger.message, create: s.secret === undefined, base: s.secret?.version,
-        annotations: s.request === undefined ? {} : { [ROTATE_ACKNOWLEDGED_ANNOTATION]: s.request }, currentBundle: currentBundleOf(s),
+        kind: s.kind,
+        target: s.target,
+        services: s.services,
+        dnsNames: s.identity.kind === 'server' ? s.identity.dnsNames : [],
+        reason: trigger.reason,
+        message: trigger.message,
+        create: s.secret === undefined,
+        base: s.secret?.version,
+        annotations: s.request === undefined ? {} : { [ROTATE_ACKNOWLEDGED_ANNOTATION]: s.request },
+        currentBundle: currentBundleOf(s),
       });
       continue;
     }
-    if (trigger) waiting.push({ target: s.target, services: s.services, until: ca.signingResumesAt, reason: trigger.reason, message: `${trigger.message} (waiting: no CA signs until the new one is activated)` });
-    if (s.observed && s.observed.bundleText !== bundle) bundles.push({ target: s.target, base: s.secret!.version, data: s.secret!.data, currentBundle: currentBundleOf(s) });
+    if (trigger)
+      waiting.push({
+        target: s.target,
+        services: s.services,
+        until: ca.signingResumesAt,
+        reason: trigger.reason,
+        message: `${trigger.message} (waiting: no CA signs until the new one is activated)`,
+      });
+    if (s.observed && s.observed.bundleText !== bundle)
+      bundles.push({ target: s.target, base: s.secret!.version, data: s.secret!.data, currentBundle: currentBundleOf(s) });
     if (!trigger && s.observed?.leaf.ok) dueAt.push(renewalTime(s.observed.leaf.value.certificate, policy));
   }
   if (signer && leaves.length > 0) {
@@ -252,7 +310,17 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   }
   const future = dueAt.filter((t) => t > now);
   return {
-    now, policy, ca: ca.change, trust: layout, bundle, leaves, bundles, conflicts, waiting, refused, status,
+    now,
+    policy,
+    ca: ca.change,
+    trust: layout,
+    bundle,
+    leaves,
+    bundles,
+    conflicts,
+    waiting,
+    refused,
+    status,
     nextDueAt: future.length > 0 ? future.reduce((a, b) => Math.min(a, b)) : undefined,
   };
 }
@@ -290,18 +358,29 @@ function validServices(namespace: string, services: readonly ProviderService[], 
  * fitServiceNames). Each Service left out, and each oversized rotation request, is refused.
  */
 function fitNamespace(
-  namespace: string, services: readonly ProviderService[], served: readonly string[] | undefined, clusterDomain: string, refused: RefusedService[],
+  namespace: string,
+  services: readonly ProviderService[],
+  served: readonly string[] | undefined,
+  clusterDomain: string,
+  refused: RefusedService[],
 ): readonly ProviderService[] {
-  const fit = fitServiceNames(services.map((s) => ({ ...s, namespace })), served, clusterDomain);
+  const fit = fitServiceNames(
+    services.map((s) => ({ ...s, namespace })),
+    served,
+    clusterDomain,
+  );
   for (const { service, bytes } of fit.refused) {
     refused.push({
-      namespace, service: service.name, reason: 'certificate_too_large',
+      namespace,
+      service: service.name,
+      reason: 'certificate_too_large',
       message: `Service ${namespace}/${service.name} is left out of the certificate of namespace ${namespace}: with its DNS names they would take ${bytes} bytes, over the limit of ${MAX_DNS_NAME_BYTES} (a larger certificate fails the TLS handshake); the ${fit.fitted.length} Service(s) that fit keep being served. Label fewer Services in this namespace, or use shorter names.`,
     });
   }
   for (const s of fit.fitted) {
     const problem = rotateRequestProblem(s.rotateRequest);
-    if (problem !== undefined) refused.push({ namespace, service: s.name, reason: 'rotate_request_too_large', message: `Service ${namespace}/${s.name}: ${problem}` });
+    if (problem !== undefined)
+      refused.push({ namespace, service: s.name, reason: 'rotate_request_too_large', message: `Service ${namespace}/${s.name}: ${problem}` });
   }
   return fit.fitted;
 }

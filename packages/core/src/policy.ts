@@ -58,13 +58,26 @@ export const DEFAULT_POLICY: Policy = Object.freeze({
 /** A policy value that makes no sense; the message names the field, its value and the rule. */
 export class PolicyError extends Error {
   override readonly name = 'PolicyError';
-  constructor(readonly field: keyof Policy, readonly value: unknown, rule: string) {
+  constructor(
+    readonly field: keyof Policy,
+    readonly value: unknown,
+    rule: string,
+  ) {
     super(`invalid policy: ${field}=${typeof value === 'number' ? formatDuration(value) : JSON.stringify(value)}: ${rule}`);
   }
 }
 
-const DURATIONS = ['caValidity', 'caLookahead', 'leafValidity', 'leafLookahead', 'leafJitter', 'notBeforeBackdate',
-  'reconcileInterval', 'propagationDelay', 'maxConnectionAge'] as const satisfies readonly (keyof Policy)[];
+const DURATIONS = [
+  'caValidity',
+  'caLookahead',
+  'leafValidity',
+  'leafLookahead',
+  'leafJitter',
+  'notBeforeBackdate',
+  'reconcileInterval',
+  'propagationDelay',
+  'maxConnectionAge',
+] as const satisfies readonly (keyof Policy)[];
 
 /**
  * Merges `overrides` over {@link DEFAULT_POLICY} and validates the result, throwing
@@ -100,19 +113,31 @@ export function validatePolicy(p: Policy): void {
     throw new PolicyError('leafValidity', p.leafValidity, `must not exceed caValidity (${formatDuration(p.caValidity)})`);
   }
   if (p.leafLookahead + p.leafJitter >= p.leafValidity) {
-    throw new PolicyError('leafLookahead', p.leafLookahead, `plus leafJitter must be below leafValidity (${formatDuration(p.leafValidity)}), or every leaf is due at birth`);
+    throw new PolicyError(
+      'leafLookahead',
+      p.leafLookahead,
+      `plus leafJitter must be below leafValidity (${formatDuration(p.leafValidity)}), or every leaf is due at birth`,
+    );
   }
   // A leaf must be renewed with at least a day to spare even if a reconcile is just missed, and
   // the replaced leaf is still served until the new one has propagated.
   const minLeafLead = days(1) + p.reconcileInterval + p.propagationDelay;
   if (p.leafLookahead - p.leafJitter < minLeafLead) {
-    throw new PolicyError('leafLookahead', p.leafLookahead, `minus leafJitter (${formatDuration(p.leafJitter)}) must be at least 1 day plus reconcileInterval plus propagationDelay (${formatDuration(minLeafLead)})`);
+    throw new PolicyError(
+      'leafLookahead',
+      p.leafLookahead,
+      `minus leafJitter (${formatDuration(p.leafJitter)}) must be at least 1 day plus reconcileInterval plus propagationDelay (${formatDuration(minLeafLead)})`,
+    );
   }
   // Leaves re-issued when the CA rotates are clamped to the new CA's notAfter; the old CA's leaves
   // must not enter their own lookahead before the rotation has replaced them.
   const minCaLead = p.leafLookahead + p.leafJitter + p.propagationDelay + p.maxConnectionAge + p.reconcileInterval;
   if (p.caLookahead < minCaLead) {
-    throw new PolicyError('caLookahead', p.caLookahead, `must be at least leafLookahead + leafJitter + propagationDelay + maxConnectionAge + reconcileInterval (${formatDuration(minCaLead)})`);
+    throw new PolicyError(
+      'caLookahead',
+      p.caLookahead,
+      `must be at least leafLookahead + leafJitter + propagationDelay + maxConnectionAge + reconcileInterval (${formatDuration(minCaLead)})`,
+    );
   }
   if (p.caLookahead >= p.caValidity) {
     throw new PolicyError('caLookahead', p.caLookahead, `must be below caValidity (${formatDuration(p.caValidity)})`);

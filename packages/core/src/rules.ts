@@ -7,9 +7,7 @@ import { type Duration, type Instant, truncateToSecond } from './time.js';
  * Why a certificate is issued. When several apply, the first in this order wins; the strings are
  * the `reason` label of the rotation metric, of Events and of log lines.
  */
-export const ROTATION_REASONS = [
-  'invalid', 'secret_missing', 'forced', 'ca_rotated', 'ca_mismatch', 'dns_changed', 'expiring', 'initial',
-] as const;
+export const ROTATION_REASONS = ['invalid', 'secret_missing', 'forced', 'ca_rotated', 'ca_mismatch', 'dns_changed', 'expiring', 'initial'] as const;
 /** One of {@link ROTATION_REASONS}. */
 export type RotationReason = (typeof ROTATION_REASONS)[number];
 
@@ -31,8 +29,7 @@ export interface LeafTrust {
 
 /** What a leaf must say about its subject: a namespace's DNS names, or the ESO client identity. */
 export type LeafIdentity =
-  | { readonly kind: 'server'; readonly dnsNames: readonly string[] }
-  | { readonly kind: 'client'; readonly uri: string; readonly commonName: string };
+  { readonly kind: 'server'; readonly dnsNames: readonly string[] } | { readonly kind: 'client'; readonly uri: string; readonly commonName: string };
 
 /** Everything a leaf rule may look at. Plain data plus a memoised signature check. */
 export interface LeafRuleContext {
@@ -54,8 +51,7 @@ export interface LeafRuleContext {
 /** One trigger: fires with a reason, or returns undefined. Pure. */
 export type LeafRule = (ctx: LeafRuleContext) => Trigger | undefined;
 
-const usableLeaf = (ctx: LeafRuleContext): CertificateView | undefined =>
-  ctx.presence === 'present' && ctx.leaf?.ok ? ctx.leaf.value.certificate : undefined;
+const usableLeaf = (ctx: LeafRuleContext): CertificateView | undefined => (ctx.presence === 'present' && ctx.leaf?.ok ? ctx.leaf.value.certificate : undefined);
 
 const describe = (c: CertificateView): string => `${c.subject} (serial ${c.serialNumber})`;
 const iso = (t: Instant): string => new Date(t).toISOString();
@@ -74,18 +70,14 @@ export const secretMissingRule: LeafRule = (ctx) =>
 
 /** Someone asked for a new certificate (annotation, or an emergency CA rotation). Only for an existing Secret. */
 export const forcedRule: LeafRule = (ctx) =>
-  ctx.presence === 'present' && ctx.forcedBy !== undefined
-    ? { reason: 'forced', message: `${ctx.subject}: rotation requested by ${ctx.forcedBy}` }
-    : undefined;
+  ctx.presence === 'present' && ctx.forcedBy !== undefined ? { reason: 'forced', message: `${ctx.subject}: rotation requested by ${ctx.forcedBy}` } : undefined;
 
 /** Signed by a CA that no longer signs (still trusted during the overlap). */
 export const caRotatedRule: LeafRule = (ctx) => {
   const leaf = usableLeaf(ctx);
   if (!leaf || (ctx.trust.active && ctx.isSignedBy(leaf, ctx.trust.active))) return undefined;
   const retired = ctx.trust.retired.find((ca) => ctx.isSignedBy(leaf, ca));
-  return retired
-    ? { reason: 'ca_rotated', message: `${ctx.subject}: signed by the retired CA ${describe(retired)}` }
-    : undefined;
+  return retired ? { reason: 'ca_rotated', message: `${ctx.subject}: signed by the retired CA ${describe(retired)}` } : undefined;
 };
 
 /** Signed by none of our CAs: planted, or left from a CA that is lost. */
@@ -109,7 +101,10 @@ export const dnsChangedRule: LeafRule = (ctx) => {
   }
   const { uri, commonName } = ctx.identity;
   if (leaf.subjectCommonName === commonName && leaf.uris.length === 1 && leaf.uris[0] === uri) return undefined;
-  return { reason: 'dns_changed', message: `${ctx.subject}: identity CN=${leaf.subjectCommonName ?? ''} URI=[${leaf.uris.join(', ')}] differs from CN=${commonName} URI=${uri}` };
+  return {
+    reason: 'dns_changed',
+    message: `${ctx.subject}: identity CN=${leaf.subjectCommonName ?? ''} URI=[${leaf.uris.join(', ')}] differs from CN=${commonName} URI=${uri}`,
+  };
 };
 
 /** The leaf has reached its renewal time. */
@@ -117,22 +112,25 @@ export const expiringRule: LeafRule = (ctx) => {
   const leaf = usableLeaf(ctx);
   if (!leaf) return undefined;
   const due = renewalTime(leaf, ctx.policy);
-  return ctx.now >= due
-    ? { reason: 'expiring', message: `${ctx.subject}: notAfter ${iso(leaf.notAfter)}, renewal time ${iso(due)} has passed` }
-    : undefined;
+  return ctx.now >= due ? { reason: 'expiring', message: `${ctx.subject}: notAfter ${iso(leaf.notAfter)}, renewal time ${iso(due)} has passed` } : undefined;
 };
 
 /** Nothing was ever issued here (or a chart's empty placeholder waits to be adopted). */
 export const initialRule: LeafRule = (ctx) => {
   if (ctx.presence === 'placeholder') return { reason: 'initial', message: `${ctx.subject}: adopting an empty placeholder Secret` };
-  return ctx.presence === 'absent' && !ctx.previouslyIssued
-    ? { reason: 'initial', message: `${ctx.subject}: first issuance` }
-    : undefined;
+  return ctx.presence === 'absent' && !ctx.previouslyIssued ? { reason: 'initial', message: `${ctx.subject}: first issuance` } : undefined;
 };
 
 /** The rules, in {@link ROTATION_REASONS} order. */
 export const LEAF_RULES: readonly LeafRule[] = [
-  invalidRule, secretMissingRule, forcedRule, caRotatedRule, caMismatchRule, dnsChangedRule, expiringRule, initialRule,
+  invalidRule,
+  secretMissingRule,
+  forcedRule,
+  caRotatedRule,
+  caMismatchRule,
+  dnsChangedRule,
+  expiringRule,
+  initialRule,
 ];
 
 /** The first rule that fires, or undefined when the leaf is fine as it is. */
@@ -173,4 +171,3 @@ export function renewalTime(leaf: CertificateView, policy: Policy): Instant {
 export function issuedNoLaterThan(certificate: CertificateView, policy: Policy): Instant {
   return certificate.notBefore + policy.notBeforeBackdate + 1000;
 }
-

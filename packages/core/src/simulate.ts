@@ -23,7 +23,8 @@ export type SimulationEvent = { readonly at: Instant } & (
   | { readonly kind: 'requestRotation'; readonly namespace: string; readonly service: string; readonly token: string }
   | { readonly kind: 'requestCaRotation'; readonly token: string }
   | { readonly kind: 'deleteSecret'; readonly target: SecretTarget }
-  | { readonly kind: 'corruptSecret'; readonly target: SecretTarget; readonly corruption: Corruption });
+  | { readonly kind: 'corruptSecret'; readonly target: SecretTarget; readonly corruption: Corruption }
+);
 
 /** One line of the timeline: a write the planner made, or an event. */
 export interface TimelineEntry {
@@ -56,7 +57,9 @@ export interface SimulationResult {
   readonly summary: SimulationSummary;
 }
 
-const count = <K extends string>(table: Partial<Record<K, number>>, k: K): void => { table[k] = (table[k] ?? 0) + 1; };
+const count = <K extends string>(table: Partial<Record<K, number>>, k: K): void => {
+  table[k] = (table[k] ?? 0) + 1;
+};
 
 /**
  * A cluster in memory driven by the real planner and executor, with the invariants checked at
@@ -74,7 +77,11 @@ export class SimulatedCluster {
   readonly cache: CertificateCache;
   private foreign?: Issued;
 
-  constructor(readonly policy: Policy, readonly crypto: CryptoBackend, cache?: CertificateCache) {
+  constructor(
+    readonly policy: Policy,
+    readonly crypto: CryptoBackend,
+    cache?: CertificateCache,
+  ) {
     this.cache = cache ?? new CertificateCache(crypto.verifier);
     this.checker = new InvariantChecker(policy, this.cache);
   }
@@ -82,7 +89,9 @@ export class SimulatedCluster {
   /** Applies an event to the store (no reconcile). */
   async applyEvent(event: SimulationEvent): Promise<void> {
     const { store } = this;
-    const note = (message: string, target = ''): void => { this.timeline.push({ at: event.at, kind: 'event', target, message }); };
+    const note = (message: string, target = ''): void => {
+      this.timeline.push({ at: event.at, kind: 'event', target, message });
+    };
     switch (event.kind) {
       case 'addService':
       case 'removeService': {
@@ -92,8 +101,10 @@ export class SimulatedCluster {
         return;
       }
       case 'requestRotation':
-        store.setServices(event.namespace, store.servicesOf(event.namespace).map((s) =>
-          (s.name === event.service ? { ...s, rotateRequest: event.token } : s)));
+        store.setServices(
+          event.namespace,
+          store.servicesOf(event.namespace).map((s) => (s.name === event.service ? { ...s, rotateRequest: event.token } : s)),
+        );
         note(`rotation requested on Service ${event.namespace}/${event.service}: ${event.token}`, event.namespace);
         return;
       case 'requestCaRotation': {
@@ -142,8 +153,11 @@ export class SimulatedCluster {
     this.violations.push(...this.checker.checkTrust(at, namespaces));
     const replan = planRotation(this.store.snapshot(), { now: at, policy: this.policy, cache: this.cache });
     if (!isPlanEmpty(replan)) {
-      const what = [...(replan.ca ? [`CA ${replan.ca.phases.join('+')}`] : []), ...replan.leaves.map((l) => `${describeTarget(l.target)}: ${l.reason}`),
-        ...replan.bundles.map((b) => `bundle ${describeTarget(b.target)}`)];
+      const what = [
+        ...(replan.ca ? [`CA ${replan.ca.phases.join('+')}`] : []),
+        ...replan.leaves.map((l) => `${describeTarget(l.target)}: ${l.reason}`),
+        ...replan.bundles.map((b) => `bundle ${describeTarget(b.target)}`),
+      ];
       this.violations.push({ at, kind: 'idempotence', message: `re-planning right after applying is not empty: ${what.join(', ')}` });
     }
     return replan;
@@ -162,7 +176,9 @@ export class SimulatedCluster {
     const garbage = '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n';
     if (corruption === 'emptyData') return {};
     if (corruption === 'garbage' || target === 'ca') {
-      return target === 'ca' ? { ...data, [SecretKeys.caCertificate]: garbage, [SecretKeys.caPrivateKey]: 'garbage' } : { ...data, [SecretKeys.certificate]: garbage };
+      return target === 'ca'
+        ? { ...data, [SecretKeys.caCertificate]: garbage, [SecretKeys.caPrivateKey]: 'garbage' }
+        : { ...data, [SecretKeys.certificate]: garbage };
     }
     this.foreign ??= await issueCa({ crypto: this.crypto, policy: this.policy, now: at }, { commonName: 'someone-elses-ca' });
     if (corruption === 'foreignBundle') return { ...data, [SecretKeys.caCertificate]: this.foreign.certificate.pem };
@@ -197,7 +213,11 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const cluster = new SimulatedCluster(options.policy, options.crypto, options.cache);
   const byNamespace = new Map<string, string[]>();
   for (const s of options.services) byNamespace.set(s.namespace, [...(byNamespace.get(s.namespace) ?? []), s.name]);
-  for (const [namespace, names] of byNamespace) cluster.store.setServices(namespace, names.map((name) => ({ name })));
+  for (const [namespace, names] of byNamespace)
+    cluster.store.setServices(
+      namespace,
+      names.map((name) => ({ name })),
+    );
   const start = options.start ?? SIMULATION_EPOCH;
   const end = start + options.duration;
   const events = [...(options.events ?? [])].sort((a, b) => a.at - b.at);
@@ -213,10 +233,16 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   return {
     timeline: cluster.timeline,
     summary: {
-      start, end, reconciles: cluster.reconciles, byReason: cluster.byReason, caPhases: cluster.caPhases, bundleUpdates: cluster.bundleUpdates,
+      start,
+      end,
+      reconciles: cluster.reconciles,
+      byReason: cluster.byReason,
+      caPhases: cluster.caPhases,
+      bundleUpdates: cluster.bundleUpdates,
       serverIssuances: cluster.timeline.filter((e) => e.kind === 'serverLeaf').length,
       clientIssuances: cluster.timeline.filter((e) => e.kind === 'clientLeaf').length,
-      minRemainingValidity: cluster.checker.minRemaining, violations: cluster.violations,
+      minRemainingValidity: cluster.checker.minRemaining,
+      violations: cluster.violations,
     },
   };
 }

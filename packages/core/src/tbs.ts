@@ -1,7 +1,23 @@
 import type { CertificateView } from './certificate.js';
 import {
-  Tag, bitString, boolean, children, contentsOf, equalBytes, encodingOf, explicit, namedBits, octetString, oid,
-  readElement, sequence, smallInteger, text, time, tlv, unsignedInteger,
+  Tag,
+  bitString,
+  boolean,
+  children,
+  contentsOf,
+  equalBytes,
+  encodingOf,
+  explicit,
+  namedBits,
+  octetString,
+  oid,
+  readElement,
+  sequence,
+  smallInteger,
+  text,
+  time,
+  tlv,
+  unsignedInteger,
 } from './der.js';
 import { sha256 } from './sha256.js';
 import type { Instant } from './time.js';
@@ -19,8 +35,12 @@ const RSA_SHA256 = sequence(oid(OID_SHA256_WITH_RSA), tlv(Tag.NULL));
 const VERSION_3 = explicit(0, smallInteger(2));
 
 const EXT = {
-  subjectKeyIdentifier: oid('2.5.29.14'), keyUsage: oid('2.5.29.15'), subjectAltName: oid('2.5.29.17'),
-  basicConstraints: oid('2.5.29.19'), authorityKeyIdentifier: oid('2.5.29.35'), extKeyUsage: oid('2.5.29.37'),
+  subjectKeyIdentifier: oid('2.5.29.14'),
+  keyUsage: oid('2.5.29.15'),
+  subjectAltName: oid('2.5.29.17'),
+  basicConstraints: oid('2.5.29.19'),
+  authorityKeyIdentifier: oid('2.5.29.35'),
+  extKeyUsage: oid('2.5.29.37'),
 };
 const PURPOSES = { serverAuth: oid('1.3.6.1.5.5.7.3.1'), clientAuth: oid('1.3.6.1.5.5.7.3.2') };
 
@@ -40,9 +60,7 @@ export function keyFamilyOf(subjectPublicKeyInfo: Uint8Array): 'ec' | 'rsa' {
 
 /** The SHA-256 signature algorithm a key of this SubjectPublicKeyInfo signs with: OID and DER AlgorithmIdentifier. */
 export function signatureAlgorithmFor(subjectPublicKeyInfo: Uint8Array): { readonly oid: string; readonly der: Uint8Array } {
-  return keyFamilyOf(subjectPublicKeyInfo) === 'ec'
-    ? { oid: OID_ECDSA_WITH_SHA256, der: ECDSA_SHA256 }
-    : { oid: OID_SHA256_WITH_RSA, der: RSA_SHA256 };
+  return keyFamilyOf(subjectPublicKeyInfo) === 'ec' ? { oid: OID_ECDSA_WITH_SHA256, der: ECDSA_SHA256 } : { oid: OID_SHA256_WITH_RSA, der: RSA_SHA256 };
 }
 
 /**
@@ -84,18 +102,13 @@ export const extendedKeyUsageExtension = (purposes: readonly (keyof typeof PURPO
 
 /** subjectAltName of dNSName [2] and uniformResourceIdentifier [6] entries; non-critical as the subject is not empty. */
 export const subjectAltNameExtension = (dnsNames: readonly string[], uris: readonly string[]): Uint8Array =>
-  extension(EXT.subjectAltName, false, sequence(
-    ...dnsNames.map((n) => text(0x82, n)),
-    ...uris.map((u) => text(0x86, u)),
-  ));
+  extension(EXT.subjectAltName, false, sequence(...dnsNames.map((n) => text(0x82, n)), ...uris.map((u) => text(0x86, u))));
 
 /** subjectKeyIdentifier, non-critical. */
-export const subjectKeyIdentifierExtension = (id: Uint8Array): Uint8Array =>
-  extension(EXT.subjectKeyIdentifier, false, octetString(id));
+export const subjectKeyIdentifierExtension = (id: Uint8Array): Uint8Array => extension(EXT.subjectKeyIdentifier, false, octetString(id));
 
 /** authorityKeyIdentifier with keyIdentifier [0] only, non-critical (RFC 5280 4.2.1.1). */
-export const authorityKeyIdentifierExtension = (id: Uint8Array): Uint8Array =>
-  extension(EXT.authorityKeyIdentifier, false, sequence(tlv(0x80, id)));
+export const authorityKeyIdentifierExtension = (id: Uint8Array): Uint8Array => extension(EXT.authorityKeyIdentifier, false, sequence(tlv(0x80, id)));
 
 /** The fields of a TBSCertificate, already DER-encoded where they are structures. */
 export interface TbsFields {

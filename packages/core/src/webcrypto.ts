@@ -12,7 +12,13 @@ export interface WebCryptoLike {
   readonly subtle: {
     generateKey(algorithm: WebCryptoAlgorithm, extractable: boolean, keyUsages: WebCryptoKeyUsage[]): Promise<unknown>;
     exportKey(format: 'pkcs8' | 'spki', key: never): Promise<ArrayBuffer>;
-    importKey(format: 'pkcs8', keyData: Uint8Array<ArrayBuffer>, algorithm: WebCryptoAlgorithm, extractable: boolean, keyUsages: WebCryptoKeyUsage[]): Promise<unknown>;
+    importKey(
+      format: 'pkcs8',
+      keyData: Uint8Array<ArrayBuffer>,
+      algorithm: WebCryptoAlgorithm,
+      extractable: boolean,
+      keyUsages: WebCryptoKeyUsage[],
+    ): Promise<unknown>;
     sign(algorithm: WebCryptoAlgorithm, key: never, data: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer>;
   };
   getRandomValues<T extends Uint8Array>(array: T): T;
@@ -43,10 +49,14 @@ const RSA_KEYGEN = (modulusLength: number): WebCryptoAlgorithm => {
 
 function generateParams(algorithm: KeyAlgorithm): WebCryptoAlgorithm {
   switch (algorithm) {
-    case 'ECDSA-P256': return EC_P256;
-    case 'RSA-2048': return RSA_KEYGEN(2048);
-    case 'RSA-3072': return RSA_KEYGEN(3072);
-    default: throw new Error(`unsupported key algorithm ${JSON.stringify(algorithm)}; use ECDSA-P256, RSA-2048 or RSA-3072`);
+    case 'ECDSA-P256':
+      return EC_P256;
+    case 'RSA-2048':
+      return RSA_KEYGEN(2048);
+    case 'RSA-3072':
+      return RSA_KEYGEN(3072);
+    default:
+      throw new Error(`unsupported key algorithm ${JSON.stringify(algorithm)}; use ECDSA-P256, RSA-2048 or RSA-3072`);
   }
 }
 

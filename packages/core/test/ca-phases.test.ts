@@ -1,7 +1,22 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import {
-  type CaLayout, type CaRotationInput, type CertificateView, type Issued, type SecretState, activatePhase, days, emergencyPhase,
-  generatedSchedule, initialSlots, minutes, preparePhase, readCaSecret, recoverOrCreatePhase, restorePhase, retirePhase, salvagePhase,
+  type CaLayout,
+  type CaRotationInput,
+  type CertificateView,
+  type Issued,
+  type SecretState,
+  activatePhase,
+  days,
+  emergencyPhase,
+  generatedSchedule,
+  initialSlots,
+  minutes,
+  preparePhase,
+  readCaSecret,
+  recoverOrCreatePhase,
+  restorePhase,
+  retirePhase,
+  salvagePhase,
 } from '@eso-mtls/core';
 import { Pki, T0 } from './support/planner.js';
 

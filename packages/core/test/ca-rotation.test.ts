@@ -1,7 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  type CaRotationInput, type CertificateView, type Issued, type SecretState, days, minutes, planCaRotation,
-} from '@eso-mtls/core';
+import { type CaRotationInput, type CertificateView, type Issued, type SecretState, days, minutes, planCaRotation } from '@eso-mtls/core';
 import { Pki, T0 } from './support/planner.js';
 
 const pki = new Pki();
@@ -190,10 +188,14 @@ describe('CA rotation: recovery', () => {
   it('after recovery, next activates once published and in every bundle; the lost CA stays retired', () => {
     const recovering = caSecret({ next, retired: [active.certificate] });
     const at = next.certificate.notBefore + policy.notBeforeBackdate + 1000 + policy.propagationDelay;
-    const plan = planCaRotation(input(at, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive.certificate] }));
+    const plan = planCaRotation(
+      input(at, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive.certificate] }),
+    );
     expect(plan.change?.phases).toEqual(['activate']);
     expect(plan.layout.retired).toEqual([active.certificate]);
-    const early = planCaRotation(input(at - 1, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive.certificate] }));
+    const early = planCaRotation(
+      input(at - 1, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive.certificate] }),
+    );
     expect(early.change).toBeUndefined();
     expect(early.layout.active).toBeUndefined();
   });

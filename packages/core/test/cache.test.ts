@@ -1,7 +1,5 @@
 import { beforeAll, describe, expect, it, jest } from '@jest/globals';
-import {
-  CertificateCache, CertificateParseError, type Issued, type SignatureVerifier, issueCa, issueServerLeaf, resolvePolicy,
-} from '@eso-mtls/core';
+import { CertificateCache, CertificateParseError, type Issued, type SignatureVerifier, issueCa, issueServerLeaf, resolvePolicy } from '@eso-mtls/core';
 import { NOW, nodeBackend } from './support/fixtures.js';
 
 const crypto = nodeBackend();
@@ -74,7 +72,12 @@ describe('CertificateCache.isSignedBy', () => {
   });
 
   it('treats a verifier that throws as "not signed"', () => {
-    const cache = new CertificateCache({ verify: () => { throw new Error('boom'); }, publicKeyOf: () => undefined });
+    const cache = new CertificateCache({
+      verify: () => {
+        throw new Error('boom');
+      },
+      publicKeyOf: () => undefined,
+    });
     expect(cache.isSignedBy(leaf.certificate, ca.certificate)).toBe(false);
   });
 });
@@ -98,8 +101,9 @@ describe('CertificateCache.parse and parseBundle', () => {
     expect(cache.parseBundle(text)).toBe(bundle);
     expect(cache.parse(ca.certificate.pem)).toBe(bundle[0]);
     expect(cache.stats.parses).toBe(2);
-    expect(() => cache.parseBundle(`${ca.certificate.pem}-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n`))
-      .toThrow(/certificate 2 of the bundle: not a well-formed X.509 certificate/);
+    expect(() => cache.parseBundle(`${ca.certificate.pem}-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n`)).toThrow(
+      /certificate 2 of the bundle: not a well-formed X.509 certificate/,
+    );
   });
 });
 

@@ -18,8 +18,7 @@ describe('ConcurrencyLimit', () => {
     const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => limit.run(task(i))));
     expect(most).toBe(2);
     expect(started).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)))
-      .toEqual([0, 1, 2, 'task 3 failed', 4, 5, 6, 7]);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual([0, 1, 2, 'task 3 failed', 4, 5, 6, 7]);
     expect(limit.pending).toBe(0);
   });
 

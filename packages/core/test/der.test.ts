@@ -1,8 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import {
-  DerError, Tag, children, namedBits, oid, oidToString, readElement, sequence, smallInteger, time, tlv, unsignedInteger,
-} from '../src/der.js';
+import { DerError, Tag, children, namedBits, oid, oidToString, readElement, sequence, smallInteger, time, tlv, unsignedInteger } from '../src/der.js';
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 
@@ -68,13 +66,15 @@ describe('DER reader', () => {
   });
 
   it('never throws anything but DerError on arbitrary bytes', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
-      try {
-        const e = readElement(bytes, 0);
-        if (e.tag & 0x20) children(bytes, e);
-      } catch (err) {
-        expect(err).toBeInstanceOf(DerError);
-      }
-    }));
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+        try {
+          const e = readElement(bytes, 0);
+          if (e.tag & 0x20) children(bytes, e);
+        } catch (err) {
+          expect(err).toBeInstanceOf(DerError);
+        }
+      }),
+    );
   });
 });

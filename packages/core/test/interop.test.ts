@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { X509Certificate, createPrivateKey, webcrypto } from 'node:crypto';
 import * as pkijs from 'pkijs';
-import {
-  type Issued, type KeyAlgorithm, days, issueCa, issueClientLeaf, issueServerLeaf, resolvePolicy,
-} from '@eso-mtls/core';
+import { type Issued, type KeyAlgorithm, days, issueCa, issueClientLeaf, issueServerLeaf, resolvePolicy } from '@eso-mtls/core';
 import { nodeBackend, openssl, tempDir } from './support/fixtures.js';
 
 // Every check here is made by code we did not write: OpenSSL's verifier, Node's X509Certificate

@@ -4,8 +4,18 @@ import * as x509 from '@peculiar/x509';
 import { AsnParser } from '@peculiar/asn1-schema';
 import { SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
 import {
-  type CryptoBackend, type Issued, IssueError, KEY_ALGORITHMS, type Signer, days, issueCa, issueClientLeaf, issueServerLeaf, minutes,
-  parseCertificate, resolvePolicy,
+  type CryptoBackend,
+  type Issued,
+  IssueError,
+  KEY_ALGORITHMS,
+  type Signer,
+  days,
+  issueCa,
+  issueClientLeaf,
+  issueServerLeaf,
+  minutes,
+  parseCertificate,
+  resolvePolicy,
 } from '@eso-mtls/core';
 import { NOW, nodeBackend, seededRandom } from './support/fixtures.js';
 

@@ -17,8 +17,12 @@ describe('DNS-1123 checks', () => {
 
 describe('serviceDnsNames', () => {
   it('gives svc, svc.ns, svc.ns.svc and svc.ns.svc.<domain>', () => {
-    expect(serviceDnsNames({ namespace: 'team-a', name: 'vault' }, 'cluster.local'))
-      .toEqual(['vault', 'vault.team-a', 'vault.team-a.svc', 'vault.team-a.svc.cluster.local']);
+    expect(serviceDnsNames({ namespace: 'team-a', name: 'vault' }, 'cluster.local')).toEqual([
+      'vault',
+      'vault.team-a',
+      'vault.team-a.svc',
+      'vault.team-a.svc.cluster.local',
+    ]);
     expect(serviceDnsNames({ namespace: 'ns', name: 'p' }, 'corp.example')).toContain('p.ns.svc.corp.example');
   });
 
@@ -33,8 +37,15 @@ describe('serviceDnsNames', () => {
 });
 
 describe('namespaceDnsNames', () => {
-  it('is the sorted, de-duplicated union of every Service\'s names', () => {
-    const names = namespaceDnsNames([{ namespace: 'ns', name: 'b' }, { namespace: 'ns', name: 'a' }, { namespace: 'ns', name: 'b' }], 'cluster.local');
+  it("is the sorted, de-duplicated union of every Service's names", () => {
+    const names = namespaceDnsNames(
+      [
+        { namespace: 'ns', name: 'b' },
+        { namespace: 'ns', name: 'a' },
+        { namespace: 'ns', name: 'b' },
+      ],
+      'cluster.local',
+    );
     expect(names).toEqual(['a', 'a.ns', 'a.ns.svc', 'a.ns.svc.cluster.local', 'b', 'b.ns', 'b.ns.svc', 'b.ns.svc.cluster.local']);
     expect(namespaceDnsNames([], 'cluster.local')).toEqual([]);
   });
@@ -47,6 +58,8 @@ describe('namespaceDnsNames', () => {
 
 describe('clientSpiffeId', () => {
   it('is spiffe://<clusterDomain>/ns/<namespace>/sa/<serviceAccount>', () => {
-    expect(clientSpiffeId('cluster.local', 'external-secrets-system', 'external-secrets')).toBe('spiffe://cluster.local/ns/external-secrets-system/sa/external-secrets');
+    expect(clientSpiffeId('cluster.local', 'external-secrets-system', 'external-secrets')).toBe(
+      'spiffe://cluster.local/ns/external-secrets-system/sa/external-secrets',
+    );
   });
 });

@@ -1,8 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
-import {
-  cpuQuotaCores, createNodeCryptoBackend, createNodeSigner, createNodeVerifier, defaultKeyGenerationConcurrency, nodeRandom,
-} from '@eso-mtls/core/node';
+import { cpuQuotaCores, createNodeCryptoBackend, createNodeSigner, createNodeVerifier, defaultKeyGenerationConcurrency, nodeRandom } from '@eso-mtls/core/node';
 import type { KeyAlgorithm } from '@eso-mtls/core';
 
 describe('createNodeSigner', () => {
@@ -46,10 +44,12 @@ describe('createNodeSigner', () => {
     const signer = createNodeSigner({ keyGenerationConcurrency: 1 });
     const caKey = await signer.generateKey('RSA-2048');
     let keysDone = 0;
-    const keys = Array.from({ length: 6 }, () => signer.generateKey('RSA-2048').then((k) => {
-      keysDone++;
-      return k;
-    }));
+    const keys = Array.from({ length: 6 }, () =>
+      signer.generateKey('RSA-2048').then((k) => {
+        keysDone++;
+        return k;
+      }),
+    );
     await signer.sign(caKey.privateKeyPem, Uint8Array.of(1));
     const keysDoneAtSignature = keysDone;
     await Promise.all(keys);
@@ -58,17 +58,29 @@ describe('createNodeSigner', () => {
   }, 60_000);
 
   it('runs no more keygens than CPUs and leaves a pool thread to others by default, and refuses a limit below 1', () => {
-    expect([[1, 4], [2, 4], [4, 4], [8, 4], [16, 64], [2, 1]].map(([cores, pool]) => defaultKeyGenerationConcurrency(cores, pool))).toEqual([1, 2, 3, 3, 16, 1]);
-    expect(() => createNodeSigner({ keyGenerationConcurrency: 0 }))
-      .toThrow('keyGenerationConcurrency must be a positive integer, got 0; leave it unset for the number of CPUs, at most one less than UV_THREADPOOL_SIZE');
+    expect(
+      [
+        [1, 4],
+        [2, 4],
+        [4, 4],
+        [8, 4],
+        [16, 64],
+        [2, 1],
+      ].map(([cores, pool]) => defaultKeyGenerationConcurrency(cores, pool)),
+    ).toEqual([1, 2, 3, 3, 16, 1]);
+    expect(() => createNodeSigner({ keyGenerationConcurrency: 0 })).toThrow(
+      'keyGenerationConcurrency must be a positive integer, got 0; leave it unset for the number of CPUs, at most one less than UV_THREADPOOL_SIZE',
+    );
     expect(() => createNodeSigner({ keyGenerationConcurrency: 1.5 })).toThrow(RangeError);
   });
 
-  it('counts a cgroup CPU quota (a pod\'s limits.cpu) as the CPUs it may use, rounded up', () => {
-    const files = (entries: Record<string, string>) => (path: string): string => {
-      if (!(path in entries)) throw new Error(`ENOENT: ${path}`);
-      return entries[path]!;
-    };
+  it("counts a cgroup CPU quota (a pod's limits.cpu) as the CPUs it may use, rounded up", () => {
+    const files =
+      (entries: Record<string, string>) =>
+      (path: string): string => {
+        if (!(path in entries)) throw new Error(`ENOENT: ${path}`);
+        return entries[path]!;
+      };
     expect(cpuQuotaCores(files({ '/sys/fs/cgroup/cpu.max': '100000 100000\n' }))).toBe(1);
     expect(cpuQuotaCores(files({ '/sys/fs/cgroup/cpu.max': '150000 100000\n' }))).toBe(2);
     expect(cpuQuotaCores(files({ '/sys/fs/cgroup/cpu.max': 'max 100000\n' }))).toBeUndefined();

@@ -2,8 +2,17 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { createPrivateKey } from 'node:crypto';
 import {
-  CertificateCache, type DataProblem, type Issued, type Observed, type SecretData, issueCa, issueClientLeaf, issueServerLeaf,
-  observeCaSecret, observeLeafSecret, resolvePolicy,
+  CertificateCache,
+  type DataProblem,
+  type Issued,
+  type Observed,
+  type SecretData,
+  issueCa,
+  issueClientLeaf,
+  issueServerLeaf,
+  observeCaSecret,
+  observeLeafSecret,
+  resolvePolicy,
 } from '@eso-mtls/core';
 import { NOW, nodeBackend } from './support/fixtures.js';
 
@@ -74,15 +83,30 @@ describe('observeLeafSecret', () => {
     ['garbage in tls.crt', (g) => ({ ...g, 'tls.crt': 'hello' }), 'garbage_pem', /tls\.crt: not PEM/],
     ['garbage bytes in tls.crt', (g) => ({ ...g, 'tls.crt': Uint8Array.of(0xff, 0xfe, 0, 1) }), 'garbage_pem', /tls\.crt/],
     ['a private key in tls.crt', (g) => ({ ...g, 'tls.crt': g['tls.key'] }), 'garbage_pem', /PRIVATE KEY, where only CERTIFICATE/],
-    ['truncated base64 in tls.crt', (g) => ({ ...g, 'tls.crt': (g['tls.crt'] as string).replace(/.{5}\n-----END/, '\n-----END') }), 'garbage_pem', /not a multiple of 4/],
+    [
+      'truncated base64 in tls.crt',
+      (g) => ({ ...g, 'tls.crt': (g['tls.crt'] as string).replace(/.{5}\n-----END/, '\n-----END') }),
+      'garbage_pem',
+      /not a multiple of 4/,
+    ],
     ['a certificate cut short', (g) => ({ ...g, 'tls.crt': (g['tls.crt'] as string).split('\n').slice(0, 4).join('\n') }), 'garbage_pem', /no END line/],
-    ['two certificates in tls.crt', (g) => ({ ...g, 'tls.crt': (g['tls.crt'] as string) + otherLeaf.certificate.pem }), 'multiple_certificates', /holds 2 certificates/],
+    [
+      'two certificates in tls.crt',
+      (g) => ({ ...g, 'tls.crt': (g['tls.crt'] as string) + otherLeaf.certificate.pem }),
+      'multiple_certificates',
+      /holds 2 certificates/,
+    ],
     ['a certificate without its key', (g) => ({ ...g, 'tls.key': undefined }), 'missing_key', /tls\.key is absent or empty/],
     ['an empty key', (g) => ({ ...g, 'tls.key': '' }), 'missing_key', /tls\.key/],
     ['a key without its certificate', (g) => ({ ...g, 'tls.crt': '' }), 'missing_certificate', /tls\.crt is absent or empty/],
     ['garbage in tls.key', (g) => ({ ...g, 'tls.key': 'nope' }), 'garbage_pem', /tls\.key is not a readable private key/],
     ['a certificate in tls.key', (g) => ({ ...g, 'tls.key': g['tls.crt'] }), 'garbage_pem', /tls\.key is not a readable private key/],
-    ['another certificate\'s key', (g) => ({ ...g, 'tls.key': otherLeaf.privateKeyPem }), 'key_mismatch', /not the private key of the certificate in tls\.crt \(CN=provider/],
+    [
+      "another certificate's key",
+      (g) => ({ ...g, 'tls.key': otherLeaf.privateKeyPem }),
+      'key_mismatch',
+      /not the private key of the certificate in tls\.crt \(CN=provider/,
+    ],
     ['a key whose private scalar was corrupted', (g) => ({ ...g, 'tls.key': corruptScalar(g['tls.key'] as string) }), 'key_mismatch', /not the private key/],
     ['an EC key with an RSA certificate', (g) => ({ ...g, 'tls.crt': rsaLeaf.certificate.pem }), 'key_mismatch', /not the private key/],
     ['a value that is neither text nor bytes', (g) => ({ ...g, 'tls.crt': 42 as unknown as string }), 'garbage_pem', /is a number, not bytes or text/],
@@ -117,16 +141,38 @@ describe('observeLeafSecret', () => {
 
   it('never throws, whatever the data', () => {
     const value = fc.oneof(
-      fc.constant(undefined), fc.string(), fc.uint8Array({ maxLength: 40 }),
-      fc.constantFrom(() => good['tls.crt'], () => good['tls.key'], () => ca.certificate.pem).map((f) => f() as string),
-      fc.tuple(fc.constantFrom(() => leaf.certificate.pem, () => leaf.privateKeyPem), fc.nat(1200), fc.string({ maxLength: 3 }))
-        .map(([f, at, s]) => { const t = f(); return t.slice(0, at) + s + t.slice(at + s.length); }),
+      fc.constant(undefined),
+      fc.string(),
+      fc.uint8Array({ maxLength: 40 }),
+      fc
+        .constantFrom(
+          () => good['tls.crt'],
+          () => good['tls.key'],
+          () => ca.certificate.pem,
+        )
+        .map((f) => f() as string),
+      fc
+        .tuple(
+          fc.constantFrom(
+            () => leaf.certificate.pem,
+            () => leaf.privateKeyPem,
+          ),
+          fc.nat(1200),
+          fc.string({ maxLength: 3 }),
+        )
+        .map(([f, at, s]) => {
+          const t = f();
+          return t.slice(0, at) + s + t.slice(at + s.length);
+        }),
     );
     const shared = cache();
-    fc.assert(fc.property(fc.record({ 'tls.crt': value, 'tls.key': value, 'ca.crt': value, 'ca.key': value, 'next.crt': value, 'retired.crt': value }), (data) => {
-      observeLeafSecret(data, shared);
-      observeCaSecret(data, shared);
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.record({ 'tls.crt': value, 'tls.key': value, 'ca.crt': value, 'ca.key': value, 'next.crt': value, 'retired.crt': value }), (data) => {
+        observeLeafSecret(data, shared);
+        observeCaSecret(data, shared);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
@@ -141,8 +187,10 @@ describe('observeCaSecret', () => {
   });
 
   it('reads next and retired material', () => {
-    const o = observeCaSecret({ ...caData(), 'next.crt': bytes(nextCa.certificate.pem), 'next.key': nextCa.privateKeyPem,
-      'retired.crt': nextCa.certificate.pem + ca.certificate.pem }, cache());
+    const o = observeCaSecret(
+      { ...caData(), 'next.crt': bytes(nextCa.certificate.pem), 'next.key': nextCa.privateKeyPem, 'retired.crt': nextCa.certificate.pem + ca.certificate.pem },
+      cache(),
+    );
     expect(o.next?.ok && o.next.value.certificate.serialNumber).toBe(nextCa.certificate.serialNumber);
     expect(o.retired?.ok && o.retired.value).toHaveLength(2);
   });
@@ -155,9 +203,12 @@ describe('observeCaSecret', () => {
     ['the next CA key in ca.key', { 'ca.key': 'NEXTKEY' }, 'key_mismatch', /ca\.key is not the private key/],
   ] as const)('classifies %s', (_name, patch, problem, detail) => {
     const subst: Record<string, string> = {
-      LEAF: leaf.certificate.pem, LEAFKEY: leaf.privateKeyPem, TWO: ca.certificate.pem + nextCa.certificate.pem, NEXTKEY: nextCa.privateKeyPem,
+      LEAF: leaf.certificate.pem,
+      LEAFKEY: leaf.privateKeyPem,
+      TWO: ca.certificate.pem + nextCa.certificate.pem,
+      NEXTKEY: nextCa.privateKeyPem,
     };
-    const data = Object.fromEntries(Object.entries({ ...caData(), ...patch }).map(([k, v]) => [k, typeof v === 'string' ? subst[v] ?? v : v]));
+    const data = Object.fromEntries(Object.entries({ ...caData(), ...patch }).map(([k, v]) => [k, typeof v === 'string' ? (subst[v] ?? v) : v]));
     expectProblem(observeCaSecret(data, cache()).active, problem, detail);
   });
 
@@ -165,7 +216,11 @@ describe('observeCaSecret', () => {
     const o = observeCaSecret({ ...caData(), 'next.crt': leaf.certificate.pem, 'next.key': leaf.privateKeyPem, 'retired.crt': 'junk' }, cache());
     expectProblem(o.next, 'not_a_ca', /next\.crt/);
     expectProblem(o.retired, 'garbage_pem', /retired\.crt/);
-    expectProblem(observeCaSecret({ ...caData(), 'retired.crt': ca.certificate.pem + leaf.certificate.pem }, cache()).retired, 'not_a_ca', /certificate 2 of retired\.crt/);
+    expectProblem(
+      observeCaSecret({ ...caData(), 'retired.crt': ca.certificate.pem + leaf.certificate.pem }, cache()).retired,
+      'not_a_ca',
+      /certificate 2 of retired\.crt/,
+    );
     expectProblem(observeCaSecret({ ...caData(), 'next.key': nextCa.privateKeyPem }, cache()).next, 'missing_certificate', /next\.crt/);
   });
 });

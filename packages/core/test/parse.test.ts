@@ -13,25 +13,75 @@ let leafPem: string;
 let keyPem: string;
 
 beforeAll(() => {
-  const ext = tmp.write('leaf.ext', [
-    'basicConstraints = critical, CA:FALSE',
-    'keyUsage = critical, digitalSignature',
-    'extendedKeyUsage = serverAuth, clientAuth, codeSigning',
-    'subjectAltName = DNS:a.example, URI:spiffe://td/ns/x, IP:127.0.0.1, DNS:b.example',
-    'subjectKeyIdentifier = hash',
-    'authorityKeyIdentifier = keyid:always',
-  ].join('\n'));
+  const ext = tmp.write(
+    'leaf.ext',
+    [
+      'basicConstraints = critical, CA:FALSE',
+      'keyUsage = critical, digitalSignature',
+      'extendedKeyUsage = serverAuth, clientAuth, codeSigning',
+      'subjectAltName = DNS:a.example, URI:spiffe://td/ns/x, IP:127.0.0.1, DNS:b.example',
+      'subjectKeyIdentifier = hash',
+      'authorityKeyIdentifier = keyid:always',
+    ].join('\n'),
+  );
   const run = (args: string[]): void => {
     const r = openssl(args);
     if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.output}`);
   };
-  run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${tmp.dir}/ca.key`,
-    '-out', `${tmp.dir}/ca.pem`, '-days', '30', '-subj', '/C=DE/O=Acme, Inc./OU=PKI+CN=Acme Root',
-    '-addext', 'basicConstraints=critical,CA:TRUE,pathlen:3', '-addext', 'keyUsage=critical,keyCertSign']);
-  run(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${tmp.dir}/leaf.key`,
-    '-out', `${tmp.dir}/leaf.csr`, '-subj', '/CN=a.example']);
-  run(['x509', '-req', '-in', `${tmp.dir}/leaf.csr`, '-CA', `${tmp.dir}/ca.pem`, '-CAkey', `${tmp.dir}/ca.key`,
-    '-set_serial', '0x00ff01', '-days', '10', '-extfile', ext, '-out', `${tmp.dir}/leaf.pem`]);
+  run([
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    `${tmp.dir}/ca.key`,
+    '-out',
+    `${tmp.dir}/ca.pem`,
+    '-days',
+    '30',
+    '-subj',
+    '/C=DE/O=Acme, Inc./OU=PKI+CN=Acme Root',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE,pathlen:3',
+    '-addext',
+    'keyUsage=critical,keyCertSign',
+  ]);
+  run([
+    'req',
+    '-new',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    `${tmp.dir}/leaf.key`,
+    '-out',
+    `${tmp.dir}/leaf.csr`,
+    '-subj',
+    '/CN=a.example',
+  ]);
+  run([
+    'x509',
+    '-req',
+    '-in',
+    `${tmp.dir}/leaf.csr`,
+    '-CA',
+    `${tmp.dir}/ca.pem`,
+    '-CAkey',
+    `${tmp.dir}/ca.key`,
+    '-set_serial',
+    '0x00ff01',
+    '-days',
+    '10',
+    '-extfile',
+    ext,
+    '-out',
+    `${tmp.dir}/leaf.pem`,
+  ]);
   caPem = readFileSync(`${tmp.dir}/ca.pem`, 'utf8');
   leafPem = readFileSync(`${tmp.dir}/leaf.pem`, 'utf8');
   keyPem = readFileSync(`${tmp.dir}/leaf.key`, 'utf8');
@@ -95,7 +145,11 @@ describe('parseCertificate', () => {
     ['a private key', () => keyPem, /is a PRIVATE KEY, where only CERTIFICATE blocks are expected/],
     ['garbage text', () => 'not a certificate', /not PEM/],
     ['a certificate PEM around garbage bytes', () => encodePem('CERTIFICATE', Uint8Array.of(1, 2, 3, 4)), /not a well-formed X.509 certificate/],
-    ['trailing data after the DER', () => encodePem('CERTIFICATE', Buffer.concat([new X509Certificate(leafPem).raw, Buffer.of(0)])), /1 bytes of trailing data/],
+    [
+      'trailing data after the DER',
+      () => encodePem('CERTIFICATE', Buffer.concat([new X509Certificate(leafPem).raw, Buffer.of(0)])),
+      /1 bytes of trailing data/,
+    ],
     ['a truncated DER', () => encodePem('CERTIFICATE', new X509Certificate(leafPem).raw.subarray(0, 200)), /past the end/],
   ])('rejects %s with CertificateParseError', (_name, input, message) => {
     expect(() => parseCertificate(input())).toThrow(CertificateParseError);
@@ -104,15 +158,18 @@ describe('parseCertificate', () => {
 
   it('throws only CertificateParseError on corrupted DER, whatever the corruption', () => {
     const der = new Uint8Array(new X509Certificate(leafPem).raw);
-    fc.assert(fc.property(fc.nat(der.length - 1), fc.integer({ min: 0, max: 255 }), fc.nat(der.length), (at, value, cut) => {
-      const bad = der.slice(0, Math.max(cut, at + 1));
-      bad[at] = value;
-      try {
-        parseCertificate(bad);
-      } catch (e) {
-        expect(e).toBeInstanceOf(CertificateParseError);
-      }
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.nat(der.length - 1), fc.integer({ min: 0, max: 255 }), fc.nat(der.length), (at, value, cut) => {
+        const bad = der.slice(0, Math.max(cut, at + 1));
+        bad[at] = value;
+        try {
+          parseCertificate(bad);
+        } catch (e) {
+          expect(e).toBeInstanceOf(CertificateParseError);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 

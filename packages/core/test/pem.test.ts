@@ -5,11 +5,13 @@ import { decodeBase64, encodeBase64, textOf } from '../src/pem.js';
 
 describe('base64', () => {
   it('round-trips and matches Node for every length', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
-      const b64 = encodeBase64(bytes);
-      expect(b64).toBe(Buffer.from(bytes).toString('base64'));
-      expect(Buffer.from(decodeBase64(b64)).equals(Buffer.from(bytes))).toBe(true);
-    }));
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
+        const b64 = encodeBase64(bytes);
+        expect(b64).toBe(Buffer.from(bytes).toString('base64'));
+        expect(Buffer.from(decodeBase64(b64)).equals(Buffer.from(bytes))).toBe(true);
+      }),
+    );
   });
 
   it('rejects what lenient decoders skip: truncation, stray characters, misplaced padding', () => {

@@ -101,7 +101,11 @@ describe('planner: CA recovery', () => {
     store.delete({ namespace: 'a' });
     const plan = planAt(store, pki, T0 + days(1));
     expect(plan.leaves).toEqual([]);
-    expect(plan.waiting.map((w) => [w.target, w.reason])).toEqual([['client', 'ca_rotated'], [{ namespace: 'a' }, 'secret_missing'], [{ namespace: 'b' }, 'ca_rotated']]);
+    expect(plan.waiting.map((w) => [w.target, w.reason])).toEqual([
+      ['client', 'ca_rotated'],
+      [{ namespace: 'a' }, 'secret_missing'],
+      [{ namespace: 'b' }, 'ca_rotated'],
+    ]);
     // The adapter wakes when the new CA can be activated.
     expect(plan.nextDueAt).toBeLessThanOrEqual(T0 + days(1) + pki.policy.propagationDelay + 1000);
   });
@@ -127,7 +131,9 @@ describe('planner: CA recovery', () => {
     store.put('ca', { ...ca, data: { ...ca.data, 'ca.key': other.privateKeyPem } });
     const plan = planAt(store, pki, T0 + days(1));
     expect(plan.ca).toMatchObject({ phases: ['recover'], reason: 'invalid' });
-    expect(plan.ca!.message).toMatch(/the CA key is unusable \(ca.key is not the private key of the certificate in ca.crt.*no certificate in the client Secret's ca.crt matches it/);
+    expect(plan.ca!.message).toMatch(
+      /the CA key is unusable \(ca.key is not the private key of the certificate in ca.crt.*no certificate in the client Secret's ca.crt matches it/,
+    );
   });
 
   it('while no CA signs, waiting leaves and the plan say until when', async () => {
@@ -138,7 +144,11 @@ describe('planner: CA recovery', () => {
     const until = plan.status.signingPausedUntil!;
     expect(until).toBeGreaterThan(now);
     expect(until).toBeLessThanOrEqual(now + pki.policy.propagationDelay + 1000);
-    expect(plan.waiting.map((w) => [w.services, w.until])).toEqual([[[], until], [['p'], until], [['q'], until]]);
+    expect(plan.waiting.map((w) => [w.services, w.until])).toEqual([
+      [[], until],
+      [['p'], until],
+      [['q'], until],
+    ]);
     // Once the recovery's CA is written, the wait goes on until its activation, then ends.
     await reconcile(store, pki, now);
     expect(planAt(store, pki, now + minutes(1)).status.signingPausedUntil).toBe(until);

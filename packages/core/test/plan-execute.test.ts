@@ -1,6 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import {
-  MemoryStore, StoreConflictError, days, executePlan, materializeBundle, materializeCaChange, materializeLeaf, minutes, trustBundle,
+  MemoryStore,
+  StoreConflictError,
+  days,
+  executePlan,
+  materializeBundle,
+  materializeCaChange,
+  materializeLeaf,
+  minutes,
+  trustBundle,
 } from '@eso-mtls/core';
 import { Pki, T0, planAt, reconcile } from './support/planner.js';
 
@@ -103,7 +111,7 @@ describe('executePlan', () => {
     expect(retire.writes.filter((w) => w.kind === 'bundle').map((w) => w.annotations)).toEqual([{}, {}]);
   });
 
-  it('with the planner\'s cache, what was just issued is re-observed without parsing, key checks or verification', async () => {
+  it("with the planner's cache, what was just issued is re-observed without parsing, key checks or verification", async () => {
     const pki = new Pki();
     const store = new MemoryStore();
     for (const ns of ['a', 'b', 'c']) store.setServices(ns, [{ name: 'p' }]);

@@ -1,7 +1,15 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import {
-  MAX_DNS_NAME_BYTES, MAX_ROTATE_REQUEST_BYTES, MAX_SERVER_CERTIFICATE_BYTES, MemoryStore, acknowledgementOf, dnsNamesBytes, fitServiceNames,
-  isPlanEmpty, minutes, namespaceDnsNames,
+  MAX_DNS_NAME_BYTES,
+  MAX_ROTATE_REQUEST_BYTES,
+  MAX_SERVER_CERTIFICATE_BYTES,
+  MemoryStore,
+  acknowledgementOf,
+  dnsNamesBytes,
+  fitServiceNames,
+  isPlanEmpty,
+  minutes,
+  namespaceDnsNames,
 } from '@eso-mtls/core';
 import { Pki, T0, convergedCluster, planAt, reconcile } from './support/planner.js';
 
@@ -37,7 +45,10 @@ describe('rotation requests are bounded', () => {
 
   it('the acknowledgement is a digest per Service, whatever the token, and the message names Services, not tokens', async () => {
     const token = 'y'.repeat(MAX_ROTATE_REQUEST_BYTES);
-    store.setServices('a', [{ name: 'p', rotateRequest: token }, { name: 'q', rotateRequest: token }]);
+    store.setServices('a', [
+      { name: 'p', rotateRequest: token },
+      { name: 'q', rotateRequest: token },
+    ]);
     const { plan } = await reconcile(store, pki, T0 + minutes(1));
     const ack = plan.leaves[0]!.annotations[ACK]!;
     expect(JSON.parse(ack)).toEqual({ p: acknowledgementOf(token), q: acknowledgementOf(token) });
@@ -110,8 +121,11 @@ describe('a namespace certificate is bounded in size', () => {
   });
 
   it('issueServerLeaf refuses names over the bound', async () => {
-    const { certificate, privateKeyPem } = (await pki.ca(T0));
-    const names = namespaceDnsNames(longServices(600).map((s) => ({ namespace: ns, name: s.name })), 'cluster.local');
+    const { certificate, privateKeyPem } = await pki.ca(T0);
+    const names = namespaceDnsNames(
+      longServices(600).map((s) => ({ namespace: ns, name: s.name })),
+      'cluster.local',
+    );
     await expect(pki.server({ certificate, privateKeyPem }, T0, names)).rejects.toThrow(/over the limit of/);
   });
 });

@@ -29,7 +29,11 @@ describe('planRotation: each trigger', () => {
     tamper('client', { 'tls.key': (await pki.ca(T0, 'x')).privateKeyPem });
     store.put({ namespace: 'b' }, { ...store.get({ namespace: 'b' })!, data: {} });
     const { plan } = await reconcile(store, pki, T0 + minutes(5));
-    expect(plan.leaves.map((l) => [l.target, l.reason])).toEqual([['client', 'invalid'], [A, 'invalid'], [{ namespace: 'b' }, 'invalid']]);
+    expect(plan.leaves.map((l) => [l.target, l.reason])).toEqual([
+      ['client', 'invalid'],
+      [A, 'invalid'],
+      [{ namespace: 'b' }, 'invalid'],
+    ]);
     expect(plan.leaves[0]!.message).toContain('key_mismatch');
     expect(isPlanEmpty(planAt(store, pki, T0 + minutes(5)))).toBe(true);
   });
@@ -43,7 +47,7 @@ describe('planRotation: each trigger', () => {
     expect(plan.leaves[0]!.message).toContain('CN=intruder-ca');
   });
 
-  it('a foreign CA in a provider Secret\'s ca.crt: the bundle is rewritten (not a rotation) and the CA spreads nowhere', async () => {
+  it("a foreign CA in a provider Secret's ca.crt: the bundle is rewritten (not a rotation) and the CA spreads nowhere", async () => {
     const planted = await pki.ca(T0, 'planted-ca');
     tamper(A, { 'ca.crt': planted.certificate.pem });
     const leafBefore = text(store.get(A), 'tls.crt');
@@ -57,7 +61,7 @@ describe('planRotation: each trigger', () => {
     }
   });
 
-  it('expiring: at the leaf\'s renewal time, not before', async () => {
+  it("expiring: at the leaf's renewal time, not before", async () => {
     const next = planAt(store, pki, T0 + days(1)).nextDueAt!;
     expect(isPlanEmpty(planAt(store, pki, next - 1000))).toBe(true);
     expect(planAt(store, pki, next).leaves.map((l) => l.reason)).toEqual(['expiring']);
@@ -68,7 +72,9 @@ describe('planRotation: forced rotation', () => {
   it('a Service token re-issues its namespace (forced) and is acknowledged on our Secret', async () => {
     store.setServices('a', [{ name: 'p', rotateRequest: '2026-01-02' }]);
     const { plan } = await reconcile(store, pki, T0 + minutes(1));
-    expect(plan.leaves).toMatchObject([{ target: A, reason: 'forced', annotations: { 'eso-mtls.io/rotate-acknowledged': `{"p":"${acknowledgementOf('2026-01-02')}"}` } }]);
+    expect(plan.leaves).toMatchObject([
+      { target: A, reason: 'forced', annotations: { 'eso-mtls.io/rotate-acknowledged': `{"p":"${acknowledgementOf('2026-01-02')}"}` } },
+    ]);
     expect(isPlanEmpty(planAt(store, pki, T0 + minutes(2)))).toBe(true);
     // Removing the token asks for nothing; a new token asks again.
     store.setServices('a', [{ name: 'p' }]);
@@ -80,13 +86,19 @@ describe('planRotation: forced rotation', () => {
   it('a token on a second Service asks again; a Service added with a token to a new namespace is initial', async () => {
     store.setServices('a', [{ name: 'p', rotateRequest: 't' }]);
     await reconcile(store, pki, T0 + minutes(1));
-    store.setServices('a', [{ name: 'p', rotateRequest: 't' }, { name: 'q', rotateRequest: 't' }]);
+    store.setServices('a', [
+      { name: 'p', rotateRequest: 't' },
+      { name: 'q', rotateRequest: 't' },
+    ]);
     expect(planAt(store, pki, T0 + minutes(2)).leaves.map((l) => l.reason)).toEqual(['forced']);
     store.setServices('new', [{ name: 'z', rotateRequest: 't' }]);
-    expect(planAt(store, pki, T0 + minutes(2)).leaves.map((l) => [l.target, l.reason])).toEqual([[A, 'forced'], [{ namespace: 'new' }, 'initial']]);
+    expect(planAt(store, pki, T0 + minutes(2)).leaves.map((l) => [l.target, l.reason])).toEqual([
+      [A, 'forced'],
+      [{ namespace: 'new' }, 'initial'],
+    ]);
   });
 
-  it('the client Secret\'s own eso-mtls.io/rotate annotation re-issues the client leaf', async () => {
+  it("the client Secret's own eso-mtls.io/rotate annotation re-issues the client leaf", async () => {
     const client = store.get('client')!;
     store.put('client', { ...client, annotations: { 'eso-mtls.io/rotate': 'now' } });
     const { plan } = await reconcile(store, pki, T0 + minutes(1));

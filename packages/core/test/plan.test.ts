@@ -18,7 +18,16 @@ describe('planRotation: convergence', () => {
     const a = new X509Certificate(text(store.get({ namespace: 'team-a' }), 'tls.crt'));
     expect(a.checkIssued(ca)).toBe(true);
     expect(a.verify(ca.publicKey)).toBe(true);
-    const sans = ['aws', 'aws.team-a', 'aws.team-a.svc', 'aws.team-a.svc.cluster.local', 'vault', 'vault.team-a', 'vault.team-a.svc', 'vault.team-a.svc.cluster.local'];
+    const sans = [
+      'aws',
+      'aws.team-a',
+      'aws.team-a.svc',
+      'aws.team-a.svc.cluster.local',
+      'vault',
+      'vault.team-a',
+      'vault.team-a.svc',
+      'vault.team-a.svc.cluster.local',
+    ];
     expect(a.subjectAltName).toBe(sans.map((n) => `DNS:${n}`).join(', '));
     for (const name of sans) expect(a.checkHost(name)).toBe(name);
     const client = new X509Certificate(text(store.get('client'), 'tls.crt'));
@@ -39,7 +48,8 @@ describe('planRotation: convergence', () => {
     await reconcile(store, pki, T0);
     const idle = planAt(store, pki, T0 + minutes(10));
     const renewals = (['client', { namespace: 'a' }, { namespace: 'b' }, { namespace: 'c' }] as const).map((t) =>
-      renewalTime(pki.cache.parse(text(store.get(t), 'tls.crt')), pki.policy));
+      renewalTime(pki.cache.parse(text(store.get(t), 'tls.crt')), pki.policy),
+    );
     expect(idle.nextDueAt).toBe(Math.min(...renewals));
     expect(isPlanEmpty(planAt(store, pki, idle.nextDueAt! - 1))).toBe(true);
     const due = planAt(store, pki, idle.nextDueAt!);
@@ -93,9 +103,16 @@ describe('planRotation: Services', () => {
     store.setServices('b', [{ name: 'x'.repeat(64) }]);
     store.setServices('c', [{ name: 'fine' }]);
     const { plan } = await reconcile(store, pki, T0);
-    expect(plan.conflicts.map((c) => [c.target, c.services])).toEqual([[{ namespace: 'a' }, ['Bad_Name']], [{ namespace: 'b' }, ['x'.repeat(64)]]]);
+    expect(plan.conflicts.map((c) => [c.target, c.services])).toEqual([
+      [{ namespace: 'a' }, ['Bad_Name']],
+      [{ namespace: 'b' }, ['x'.repeat(64)]],
+    ]);
     expect(plan.conflicts[0]!.message).toContain('"Bad_Name"');
-    expect(plan.leaves.map((l) => [l.target, l.dnsNames[0]])).toEqual([['client', undefined], [{ namespace: 'a' }, 'good'], [{ namespace: 'c' }, 'fine']]);
+    expect(plan.leaves.map((l) => [l.target, l.dnsNames[0]])).toEqual([
+      ['client', undefined],
+      [{ namespace: 'a' }, 'good'],
+      [{ namespace: 'c' }, 'fine'],
+    ]);
   });
 });
 
@@ -115,7 +132,10 @@ describe('planRotation: ownership', () => {
     const pki = new Pki();
     const store = new MemoryStore();
     store.setServices('a', [{ name: 'p' }]);
-    const placeholder = store.put({ namespace: 'a' }, { data: { 'tls.crt': '', 'tls.key': '', 'ca.crt': '' }, ownership: 'placeholder', annotations: { chart: 'x' } });
+    const placeholder = store.put(
+      { namespace: 'a' },
+      { data: { 'tls.crt': '', 'tls.key': '', 'ca.crt': '' }, ownership: 'placeholder', annotations: { chart: 'x' } },
+    );
     const { plan } = await reconcile(store, pki, T0);
     expect(plan.leaves[1]).toMatchObject({ target: { namespace: 'a' }, reason: 'initial', create: false, base: placeholder.version });
     expect(store.get({ namespace: 'a' })).toMatchObject({ ownership: 'managed', annotations: { chart: 'x' } });

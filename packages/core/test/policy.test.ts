@@ -17,15 +17,23 @@ describe('resolvePolicy', () => {
     const p = resolvePolicy();
     expect(p).toEqual(DEFAULT_POLICY);
     expect(p).toMatchObject({
-      caValidity: days(365), caLookahead: days(60), leafValidity: days(90), leafLookahead: days(35),
-      reconcileInterval: minutes(10), clusterDomain: 'cluster.local', keyAlgorithm: 'ECDSA-P256',
+      caValidity: days(365),
+      caLookahead: days(60),
+      leafValidity: days(90),
+      leafLookahead: days(35),
+      reconcileInterval: minutes(10),
+      clusterDomain: 'cluster.local',
+      keyAlgorithm: 'ECDSA-P256',
     });
     expect(Object.isFrozen(p)).toBe(true);
   });
 
   it('applies overrides and ignores undefined ones', () => {
-    expect(resolvePolicy({ keyAlgorithm: 'RSA-3072', clusterDomain: 'example.internal', reconcileInterval: undefined }))
-      .toMatchObject({ keyAlgorithm: 'RSA-3072', clusterDomain: 'example.internal', reconcileInterval: minutes(10) });
+    expect(resolvePolicy({ keyAlgorithm: 'RSA-3072', clusterDomain: 'example.internal', reconcileInterval: undefined })).toMatchObject({
+      keyAlgorithm: 'RSA-3072',
+      clusterDomain: 'example.internal',
+      reconcileInterval: minutes(10),
+    });
   });
 
   // Each rejection names the field, shows the value, and says the rule.
@@ -41,11 +49,24 @@ describe('resolvePolicy', () => {
     ['a service account that is not a name', { serviceAccount: 'ESO' }, 'serviceAccount', /serviceAccount="ESO"/],
     ['an unknown key algorithm', { keyAlgorithm: 'ECDSA-P384' }, 'keyAlgorithm', /keyAlgorithm="ECDSA-P384": must be one of ECDSA-P256, RSA-2048, RSA-3072/],
     ['a leaf validity above the CA validity', { leafValidity: days(400) }, 'leafValidity', /leafValidity=400d: must not exceed caValidity \(365d\)/],
-    ['a lookahead that makes every leaf due at birth', { leafLookahead: days(88) }, 'leafLookahead', /leafLookahead=88d: plus leafJitter must be below leafValidity \(90d\)/],
-    ['a leaf lookahead minus jitter below 1 day + reconcile interval + propagation delay', { leafLookahead: days(4), leafJitter: days(3) }, 'leafLookahead',
-      /leafLookahead=4d: minus leafJitter \(3d\) must be at least 1 day plus reconcileInterval plus propagationDelay \(1455m\)/],
-    ['a CA lookahead shorter than a leaf overlap', { caLookahead: days(38) }, 'caLookahead',
-      /caLookahead=38d: must be at least leafLookahead \+ leafJitter \+ propagationDelay \+ maxConnectionAge \+ reconcileInterval/],
+    [
+      'a lookahead that makes every leaf due at birth',
+      { leafLookahead: days(88) },
+      'leafLookahead',
+      /leafLookahead=88d: plus leafJitter must be below leafValidity \(90d\)/,
+    ],
+    [
+      'a leaf lookahead minus jitter below 1 day + reconcile interval + propagation delay',
+      { leafLookahead: days(4), leafJitter: days(3) },
+      'leafLookahead',
+      /leafLookahead=4d: minus leafJitter \(3d\) must be at least 1 day plus reconcileInterval plus propagationDelay \(1455m\)/,
+    ],
+    [
+      'a CA lookahead shorter than a leaf overlap',
+      { caLookahead: days(38) },
+      'caLookahead',
+      /caLookahead=38d: must be at least leafLookahead \+ leafJitter \+ propagationDelay \+ maxConnectionAge \+ reconcileInterval/,
+    ],
     ['a CA lookahead as long as the CA lives', { caLookahead: days(365) }, 'caLookahead', /caLookahead=365d: must be below caValidity/],
     ['a backdate as long as a leaf lives', { notBeforeBackdate: days(90) }, 'notBeforeBackdate', /notBeforeBackdate=90d/],
   ];
@@ -65,6 +86,6 @@ describe('resolvePolicy', () => {
     expect(() => resolvePolicy({ reconcileInterval, leafJitter, leafLookahead, caLookahead })).not.toThrow();
     expect(() => resolvePolicy({ reconcileInterval, leafJitter, leafLookahead: leafLookahead - 1, caLookahead })).toThrow(PolicyError);
     expect(() => resolvePolicy({ reconcileInterval, leafJitter, leafLookahead, caLookahead: caLookahead - 1 })).toThrow(PolicyError);
-    expect(() => resolvePolicy({ leafValidity: days(365) , leafLookahead: days(35) })).not.toThrow();
+    expect(() => resolvePolicy({ leafValidity: days(365), leafLookahead: days(35) })).not.toThrow();
   });
 });

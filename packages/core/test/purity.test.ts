@@ -67,9 +67,15 @@ describe('purity at run time', () => {
   });
 
   it('a whole simulation runs with the traps set', async () => {
-    const run = await withAmbientTrapped(() => simulate({
-      policy: new Pki().policy, crypto: testCrypto(9), services: [{ namespace: 'a', name: 'p' }], start: T0, duration: days(400),
-    }));
+    const run = await withAmbientTrapped(() =>
+      simulate({
+        policy: new Pki().policy,
+        crypto: testCrypto(9),
+        services: [{ namespace: 'a', name: 'p' }],
+        start: T0,
+        duration: days(400),
+      }),
+    );
     expect(run.caught).toEqual([]);
     expect(run.result?.summary.caPhases.activate).toBe(1);
   });

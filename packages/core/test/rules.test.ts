@@ -1,8 +1,26 @@
 import { describe, expect, it } from '@jest/globals';
 import {
-  LEAF_RULES, ROTATION_REASONS, type CertificateView, type LeafRuleContext, caMismatchRule, caRotatedRule, days, dnsChangedRule,
-  evaluateLeafRules, expiringRule, forcedRule, hours, initialRule, invalidRule, issuedNoLaterThan, minutes, renewalTime,
-  resolvePolicy, rotationJitter, secretMissingRule, seconds,
+  LEAF_RULES,
+  ROTATION_REASONS,
+  type CertificateView,
+  type LeafRuleContext,
+  caMismatchRule,
+  caRotatedRule,
+  days,
+  dnsChangedRule,
+  evaluateLeafRules,
+  expiringRule,
+  forcedRule,
+  hours,
+  initialRule,
+  invalidRule,
+  issuedNoLaterThan,
+  minutes,
+  renewalTime,
+  resolvePolicy,
+  rotationJitter,
+  secretMissingRule,
+  seconds,
 } from '@eso-mtls/core';
 import { T0, policy, view } from './support/planner.js';
 
@@ -15,7 +33,11 @@ const leaf = (fields: Partial<CertificateView> = {}): CertificateView =>
 /** A healthy server leaf at T0; each test breaks one thing. */
 function ctx(overrides: Partial<LeafRuleContext> = {}, certificate = leaf()): LeafRuleContext {
   return {
-    now: T0, policy, subject: 'namespace ns', presence: 'present', previouslyIssued: true,
+    now: T0,
+    policy,
+    subject: 'namespace ns',
+    presence: 'present',
+    previouslyIssued: true,
     leaf: { ok: true, value: { certificate, privateKeyPem: 'key' } },
     trust: { active, retired: [retired] },
     isSignedBy: (l, ca) => l.issuer === ca.subject,
@@ -50,11 +72,17 @@ describe('leaf rules', () => {
   });
 
   it('initial: an empty placeholder Secret is adopted', () => {
-    expect(initialRule(ctx({ presence: 'placeholder', leaf: undefined }))).toEqual({ reason: 'initial', message: 'namespace ns: adopting an empty placeholder Secret' });
+    expect(initialRule(ctx({ presence: 'placeholder', leaf: undefined }))).toEqual({
+      reason: 'initial',
+      message: 'namespace ns: adopting an empty placeholder Secret',
+    });
   });
 
   it('forced: only for an existing Secret', () => {
-    expect(forcedRule(ctx({ forcedBy: 'Service annotation (t1)' }))).toEqual({ reason: 'forced', message: 'namespace ns: rotation requested by Service annotation (t1)' });
+    expect(forcedRule(ctx({ forcedBy: 'Service annotation (t1)' }))).toEqual({
+      reason: 'forced',
+      message: 'namespace ns: rotation requested by Service annotation (t1)',
+    });
     expect(evaluateLeafRules(ctx({ forcedBy: 'x', presence: 'absent', leaf: undefined, previouslyIssued: false }))?.reason).toBe('initial');
   });
 
@@ -84,7 +112,10 @@ describe('leaf rules', () => {
     const identity = { kind: 'client' as const, uri: 'spiffe://cluster.local/ns/eso/sa/eso', commonName: 'external-secrets-core' };
     const client = leaf({ dnsNames: [], uris: [identity.uri], subjectCommonName: identity.commonName });
     expect(dnsChangedRule(ctx({ identity }, client))).toBeUndefined();
-    expect(dnsChangedRule(ctx({ identity }, leaf({ dnsNames: [], uris: ['spiffe://cluster.local/ns/other/sa/eso'], subjectCommonName: identity.commonName })))?.reason).toBe('dns_changed');
+    expect(
+      dnsChangedRule(ctx({ identity }, leaf({ dnsNames: [], uris: ['spiffe://cluster.local/ns/other/sa/eso'], subjectCommonName: identity.commonName })))
+        ?.reason,
+    ).toBe('dns_changed');
     expect(dnsChangedRule(ctx({ identity }, leaf({ dnsNames: [], uris: [identity.uri], subjectCommonName: 'someone' })))?.reason).toBe('dns_changed');
   });
 

@@ -19,8 +19,10 @@ describe('sha256', () => {
   });
 
   it('matches node:crypto on random inputs', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 300 }), (data) => {
-      expect(Buffer.from(sha256(data)).toString('hex')).toBe(reference(data));
-    }));
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (data) => {
+        expect(Buffer.from(sha256(data)).toString('hex')).toBe(reference(data));
+      }),
+    );
   });
 });

@@ -15,7 +15,7 @@ describe('simulate', () => {
     // Every leaf lives 90 days and is renewed 35 to 38 days before its end: 52 to 55 days apart.
     const perLeaf = (3 * 365) / 55;
     expect(summary.byReason.expiring).toBeGreaterThan(11 * (perLeaf - 5));
-    expect(summary.byReason.expiring).toBeLessThan(11 * (3 * 365) / 52);
+    expect(summary.byReason.expiring).toBeLessThan((11 * (3 * 365)) / 52);
     expect(summary.minRemainingValidity).toBeGreaterThanOrEqual(days(35) - minutes(10));
     // Jumping to each plan's nextDueAt: one reconcile per due instant, not one per 10 minutes.
     expect(summary.reconciles).toBeLessThan(summary.serverIssuances + summary.clientIssuances + 20);
@@ -27,9 +27,16 @@ describe('simulate', () => {
   });
 
   it('is reproducible: the same seed gives the same timeline', async () => {
-    const run = async (): Promise<string[]> => (await simulate({
-      policy: resolvePolicy(), crypto: testCrypto(42), services: services.slice(0, 8), start: T0, duration: days(200),
-    })).timeline.map((e) => `${e.at} ${e.kind} ${e.target} ${e.reason ?? ''}`);
+    const run = async (): Promise<string[]> =>
+      (
+        await simulate({
+          policy: resolvePolicy(),
+          crypto: testCrypto(42),
+          services: services.slice(0, 8),
+          start: T0,
+          duration: days(200),
+        })
+      ).timeline.map((e) => `${e.at} ${e.kind} ${e.target} ${e.reason ?? ''}`);
     expect(await run()).toEqual(await run());
   });
 
@@ -66,8 +73,14 @@ describe('simulate', () => {
 
   it('any valid policy: a short-lived one rotates often and still never breaks', async () => {
     const policy = resolvePolicy({
-      caValidity: days(10), caLookahead: days(4), leafValidity: days(4), leafLookahead: days(2) + hours(1), leafJitter: hours(12),
-      reconcileInterval: minutes(10), propagationDelay: minutes(20), maxConnectionAge: minutes(20),
+      caValidity: days(10),
+      caLookahead: days(4),
+      leafValidity: days(4),
+      leafLookahead: days(2) + hours(1),
+      leafJitter: hours(12),
+      reconcileInterval: minutes(10),
+      propagationDelay: minutes(20),
+      maxConnectionAge: minutes(20),
     });
     const { summary } = await simulate({ policy, crypto: testCrypto(5), services: services.slice(0, 12), start: T0, duration: days(60) });
     expect(summary.violations).toEqual([]);

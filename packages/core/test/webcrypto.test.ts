@@ -3,8 +3,17 @@ import fc from 'fast-check';
 import { X509Certificate, createPrivateKey, webcrypto } from 'node:crypto';
 import { Crypto as PeculiarCrypto } from '@peculiar/webcrypto';
 import {
-  type CryptoBackend, type KeyAlgorithm, type WebCryptoLike, CertificateCache, createWebCryptoSigner, ecdsaSignatureToDer,
-  issueCa, issueServerLeaf, observeLeafSecret, resolvePolicy, webCryptoRandom,
+  type CryptoBackend,
+  type KeyAlgorithm,
+  type WebCryptoLike,
+  CertificateCache,
+  createWebCryptoSigner,
+  ecdsaSignatureToDer,
+  issueCa,
+  issueServerLeaf,
+  observeLeafSecret,
+  resolvePolicy,
+  webCryptoRandom,
 } from '@eso-mtls/core';
 import { NOW, nodeBackend, openssl, tempDir } from './support/fixtures.js';
 
@@ -26,13 +35,24 @@ describe.each(implementations)('createWebCryptoSigner over %s', (_name, impl) =>
     expect(leafX.checkPrivateKey(createPrivateKey(leaf.privateKeyPem))).toBe(true);
     const tmp = tempDir('webcrypto');
     try {
-      const r = openssl(['verify', '-x509_strict', '-CAfile', tmp.write('ca.pem', ca.certificate.pem), '-purpose', 'sslserver', tmp.write('leaf.pem', leaf.certificate.pem)]);
+      const r = openssl([
+        'verify',
+        '-x509_strict',
+        '-CAfile',
+        tmp.write('ca.pem', ca.certificate.pem),
+        '-purpose',
+        'sslserver',
+        tmp.write('leaf.pem', leaf.certificate.pem),
+      ]);
       expect(r.output).toMatch(/: OK/);
     } finally {
       tmp.remove();
     }
     // The key it stores is an ordinary PKCS#8 PEM: the Secret it would land in observes as valid.
-    const observed = observeLeafSecret({ 'tls.crt': leaf.certificate.pem, 'tls.key': leaf.privateKeyPem, 'ca.crt': ca.certificate.pem }, new CertificateCache(node.verifier));
+    const observed = observeLeafSecret(
+      { 'tls.crt': leaf.certificate.pem, 'tls.key': leaf.privateKeyPem, 'ca.crt': ca.certificate.pem },
+      new CertificateCache(node.verifier),
+    );
     expect(observed.leaf.ok && observed.bundle.ok).toBe(true);
   });
 
@@ -57,22 +77,24 @@ describe.each(implementations)('createWebCryptoSigner over %s', (_name, impl) =>
 
 describe('ecdsaSignatureToDer', () => {
   it('encodes r || s as two minimal, positive DER INTEGERs that decode back to r and s', () => {
-    fc.assert(fc.property(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.uint8Array({ minLength: 32, maxLength: 32 }), (r, s) => {
-      const der = ecdsaSignatureToDer(Uint8Array.from([...r, ...s]));
-      const back = new Uint8Array(64);
-      let at = 2;
-      for (const half of [0, 32]) {
-        const len = der[at + 1]!;
-        const body = der.subarray(at + 2, at + 2 + len);
-        expect(body.length === 1 || body[0] !== 0 || (body[1]! & 0x80) !== 0).toBe(true); // minimal
-        expect(body[0]! & 0x80).toBe(0); // positive
-        const magnitude = body[0] === 0 && body.length > 1 ? body.subarray(1) : body;
-        back.set(magnitude, half + 32 - magnitude.length);
-        at += 2 + len;
-      }
-      expect(at).toBe(der.length);
-      expect(Buffer.from(back).equals(Buffer.from([...r, ...s]))).toBe(true);
-    }));
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.uint8Array({ minLength: 32, maxLength: 32 }), (r, s) => {
+        const der = ecdsaSignatureToDer(Uint8Array.from([...r, ...s]));
+        const back = new Uint8Array(64);
+        let at = 2;
+        for (const half of [0, 32]) {
+          const len = der[at + 1]!;
+          const body = der.subarray(at + 2, at + 2 + len);
+          expect(body.length === 1 || body[0] !== 0 || (body[1]! & 0x80) !== 0).toBe(true); // minimal
+          expect(body[0]! & 0x80).toBe(0); // positive
+          const magnitude = body[0] === 0 && body.length > 1 ? body.subarray(1) : body;
+          back.set(magnitude, half + 32 - magnitude.length);
+          at += 2 + len;
+        }
+        expect(at).toBe(der.length);
+        expect(Buffer.from(back).equals(Buffer.from([...r, ...s]))).toBe(true);
+      }),
+    );
   });
 });
 

@@ -2,9 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import {
-  type Issued, KEY_ALGORITHMS, type KeyAlgorithm, issueCa, issueClientLeaf, issueServerLeaf, resolvePolicy,
-} from '@eso-mtls/core';
+import { type Issued, KEY_ALGORITHMS, type KeyAlgorithm, issueCa, issueClientLeaf, issueServerLeaf, resolvePolicy } from '@eso-mtls/core';
 import { nodeBackend, tempDir } from './support/fixtures.js';
 
 // zlint, a linter we did not write, runs every lint of every source except the web-PKI ones,
@@ -39,7 +37,10 @@ function zlintPath(): string {
     zlintBinary = out.trim().split('\n').pop()!;
   } catch (e) {
     const err = e as { stderr?: string; message: string };
-    throw new Error(`zlint is required for the X.509 lint tests and scripts/ensure-zlint.sh could not provide it (run it by hand, or set ZLINT to a zlint binary): ${err.stderr || err.message}`, { cause: e });
+    throw new Error(
+      `zlint is required for the X.509 lint tests and scripts/ensure-zlint.sh could not provide it (run it by hand, or set ZLINT to a zlint binary): ${err.stderr || err.message}`,
+      { cause: e },
+    );
   }
   return zlintBinary;
 }
@@ -60,16 +61,21 @@ function lint(name: string, issued: Issued): Record<string, { result: string; de
 }
 
 /** The results that fail: warnings, errors and fatals, with zlint's details. */
-const failures = (results: ReturnType<typeof lint>): Record<string, string> => Object.fromEntries(
-  Object.entries(results).filter(([, r]) => FAILING.has(r.result)).map(([name, r]) => [name, `${r.result}: ${r.details ?? ''}`]),
-);
+const failures = (results: ReturnType<typeof lint>): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(results)
+      .filter(([, r]) => FAILING.has(r.result))
+      .map(([name, r]) => [name, `${r.result}: ${r.details ?? ''}`]),
+  );
 
 let registry: Map<string, string> | undefined;
 
 /** lint name → source, from zlint's own registry. */
 function lintSources(): Map<string, string> {
   if (registry !== undefined) return registry;
-  const lines = runZlint(['-list-lints-json']).split('\n').filter((l) => l.trim() !== '');
+  const lines = runZlint(['-list-lints-json'])
+    .split('\n')
+    .filter((l) => l.trim() !== '');
   registry = new Map(lines.map((l) => JSON.parse(l) as { name: string; source: string }).map((l) => [l.name, l.source]));
   return registry;
 }
@@ -101,23 +107,27 @@ describe('the exclusions file', () => {
   });
 });
 
-describe.each(KEY_ALGORITHMS.flatMap((a) => CLUSTER_DOMAINS.map((d) => [a, d] as [KeyAlgorithm, string])))('%s, cluster domain %s', (keyAlgorithm, clusterDomain) => {
-  const ctx = () => ({ crypto, policy: resolvePolicy({ keyAlgorithm, clusterDomain }), now: Date.now() });
-  const names = ['provider', 'provider.team-a', 'provider.team-a.svc', `provider.team-a.svc.${clusterDomain}`];
-  const certificates: Record<'ca' | 'server leaf' | 'client leaf', Issued> = {} as never;
-  beforeAll(async () => {
-    certificates.ca = await issueCa(ctx());
-    [certificates['server leaf'], certificates['client leaf']] = await Promise.all([
-      issueServerLeaf(ctx(), certificates.ca, names), issueClientLeaf(ctx(), certificates.ca),
-    ]);
-  });
+describe.each(KEY_ALGORITHMS.flatMap((a) => CLUSTER_DOMAINS.map((d) => [a, d] as [KeyAlgorithm, string])))(
+  '%s, cluster domain %s',
+  (keyAlgorithm, clusterDomain) => {
+    const ctx = () => ({ crypto, policy: resolvePolicy({ keyAlgorithm, clusterDomain }), now: Date.now() });
+    const names = ['provider', 'provider.team-a', 'provider.team-a.svc', `provider.team-a.svc.${clusterDomain}`];
+    const certificates: Record<'ca' | 'server leaf' | 'client leaf', Issued> = {} as never;
+    beforeAll(async () => {
+      certificates.ca = await issueCa(ctx());
+      [certificates['server leaf'], certificates['client leaf']] = await Promise.all([
+        issueServerLeaf(ctx(), certificates.ca, names),
+        issueClientLeaf(ctx(), certificates.ca),
+      ]);
+    });
 
-  it.each(['ca', 'server leaf', 'client leaf'] as const)('the %s has no zlint error, warning or fatal', (kind) => {
-    const results = lint(`${keyAlgorithm}-${clusterDomain}-${kind.replace(' ', '-')}`, certificates[kind]);
-    expect(failures(results)).toEqual({});
-    // The lints that must run did run: each required source gave at least one verdict.
-    const sources = lintSources();
-    const ran = new Set(Object.keys(results).map((name) => sources.get(name)));
-    expect(REQUIRED_SOURCES.filter((s) => !ran.has(s))).toEqual([]);
-  });
-});
+    it.each(['ca', 'server leaf', 'client leaf'] as const)('the %s has no zlint error, warning or fatal', (kind) => {
+      const results = lint(`${keyAlgorithm}-${clusterDomain}-${kind.replace(' ', '-')}`, certificates[kind]);
+      expect(failures(results)).toEqual({});
+      // The lints that must run did run: each required source gave at least one verdict.
+      const sources = lintSources();
+      const ran = new Set(Object.keys(results).map((name) => sources.get(name)));
+      expect(REQUIRED_SOURCES.filter((s) => !ran.has(s))).toEqual([]);
+    });
+  },
+);

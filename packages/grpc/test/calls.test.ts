@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as grpc from '@grpc/grpc-js';
-import {
-  createSecretStoreProviderClient, ProviderCallError, SecretNotFoundError, type SecretStoreProviderClient,
-} from '@eso-mtls/grpc';
+import { createSecretStoreProviderClient, ProviderCallError, SecretNotFoundError, type SecretStoreProviderClient } from '@eso-mtls/grpc';
 import { failureOf } from './support/failure.js';
 import { memoryProvider, type SeenCall } from './support/memory-provider.js';
 import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider, type TestPkiSet } from './support/provider-fixture.js';
@@ -33,7 +31,9 @@ describe('every provider.v1 method over mTLS on 127.0.0.1', () => {
     expect(await client.getSecret({ remoteRef: { key: 'db/password', version: 'v1' }, providerRef, sourceNamespace: 'apps' })).toEqual(Buffer.from('hunter2'));
     const last = seen.at(-1)!;
     expect(last.request).toEqual({
-      remoteRef: { key: 'db/password', version: 'v1', property: '', decodingStrategy: '', metadataPolicy: '' }, providerRef, sourceNamespace: 'apps',
+      remoteRef: { key: 'db/password', version: 'v1', property: '', decodingStrategy: '', metadataPolicy: '' },
+      providerRef,
+      sourceNamespace: 'apps',
     });
     expect(last.context.client.subjectCommonName).toBe('external-secrets-core');
     expect(last.context.client.uris).toEqual([TEST_CLIENT_SPIFFE_ID]);
@@ -53,8 +53,11 @@ describe('every provider.v1 method over mTLS on 127.0.0.1', () => {
 
   it('Validate and Capabilities (derived READ_WRITE from pushSecret + deleteSecret)', async () => {
     expect(await client.validate({ sourceNamespace: 'apps' })).toEqual({ valid: true, error: '', warnings: [] });
-    expect(await client.validate({ sourceNamespace: 'forbidden' }))
-      .toEqual({ valid: false, error: 'namespace forbidden may not use this store', warnings: ['w'] });
+    expect(await client.validate({ sourceNamespace: 'forbidden' })).toEqual({
+      valid: false,
+      error: 'namespace forbidden may not use this store',
+      warnings: ['w'],
+    });
     expect(await client.capabilities({ providerRef })).toBe('READ_WRITE');
   });
 

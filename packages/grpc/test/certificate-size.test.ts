@@ -8,8 +8,21 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  IssueError, KEY_ALGORITHMS, MAX_DNS_NAME_BYTES, MAX_SERVER_CERTIFICATE_BYTES, dnsNamesBytes, fitServiceNames, isDnsName,
-  issueCa, issueClientLeaf, issueServerLeaf, namespaceDnsNames, resolvePolicy, type IssueContext, type KeyAlgorithm, type ServiceRef,
+  IssueError,
+  KEY_ALGORITHMS,
+  MAX_DNS_NAME_BYTES,
+  MAX_SERVER_CERTIFICATE_BYTES,
+  dnsNamesBytes,
+  fitServiceNames,
+  isDnsName,
+  issueCa,
+  issueClientLeaf,
+  issueServerLeaf,
+  namespaceDnsNames,
+  resolvePolicy,
+  type IssueContext,
+  type KeyAlgorithm,
+  type ServiceRef,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { createSecretStoreProviderClient } from '@eso-mtls/grpc';
@@ -46,7 +59,7 @@ const NAMESPACE = longestLabel('tenant');
 function paddingNames(bytes: number, tag: string): string[] {
   if (bytes < 3) throw new Error(`${bytes} bytes cannot hold a dNSName (3 at least)`);
   const names: string[] = [];
-  for (let left = bytes; left > 0; ) {
+  for (let left = bytes; left > 0;) {
     // Never leave 1 or 2 bytes behind: no dNSName is that small.
     const take = left <= 129 ? left : left - 129 >= 3 ? 129 : 100;
     const length = take - 2;
@@ -87,8 +100,18 @@ function writeClientFiles(ca: string, client: KeyPair): { dir: string; caFile: s
   return files;
 }
 
-const goClientArgs = (address: string, serverName: string, files: ReturnType<typeof writeClientFiles>) =>
-  ['-addr', address, '-server-name', serverName, '-ca', files.caFile, '-cert', files.certFile, '-key', files.keyFile];
+const goClientArgs = (address: string, serverName: string, files: ReturnType<typeof writeClientFiles>) => [
+  '-addr',
+  address,
+  '-server-name',
+  serverName,
+  '-ca',
+  files.caFile,
+  '-cert',
+  files.certFile,
+  '-key',
+  files.keyFile,
+];
 const nodeClient = (address: string, serverName: string, pki: TestPkiSet) => {
   const channel = clientChannel(address, pki.ca.cert, pki.client, { 'grpc.ssl_target_name_override': serverName, 'grpc.default_authority': serverName });
   return { channel, client: createSecretStoreProviderClient(channel, { retry: false, timeoutMs: 20_000 }) };
@@ -106,91 +129,106 @@ afterAll(() => {
 });
 
 describe('the largest server leaf the core issues completes mTLS handshakes with every peer', () => {
-  it.each(KEY_ALGORITHMS)('%s, CA and leaf keys alike', async (keyAlgorithm) => {
-    const { names, services, refused } = namesFillingTheBudget();
-    expect([services, refused]).toEqual([129, 71]);
-    expect(dnsNamesBytes(names)).toBe(MAX_DNS_NAME_BYTES);
-    expect(names.every(isDnsName)).toBe(true);
+  it.each(KEY_ALGORITHMS)(
+    '%s, CA and leaf keys alike',
+    async (keyAlgorithm) => {
+      const { names, services, refused } = namesFillingTheBudget();
+      expect([services, refused]).toEqual([129, 71]);
+      expect(dnsNamesBytes(names)).toBe(MAX_DNS_NAME_BYTES);
+      expect(names.every(isDnsName)).toBe(true);
 
-    const ca = await caFor(keyAlgorithm);
-    const context = contextFor(keyAlgorithm);
-    const leaf = await issueServerLeaf(context, ca.keyed, names);
-    const clientLeaf = await issueClientLeaf(context, ca.keyed);
-    const pki: TestPkiSet = { ca, server: { cert: leaf.certificate.pem, key: leaf.privateKeyPem }, client: { cert: clientLeaf.certificate.pem, key: clientLeaf.privateKeyPem } };
-    expect(leaf.certificate.der.length).toBeLessThanOrEqual(MAX_SERVER_CERTIFICATE_BYTES);
-    expect(Buffer.byteLength(leaf.certificate.pem)).toBeLessThan(POD_CERTIFICATE_PEM_CAP);
-    expect(new X509Certificate(leaf.certificate.pem).subjectAltName?.split(', ')).toHaveLength(names.length);
+      const ca = await caFor(keyAlgorithm);
+      const context = contextFor(keyAlgorithm);
+      const leaf = await issueServerLeaf(context, ca.keyed, names);
+      const clientLeaf = await issueClientLeaf(context, ca.keyed);
+      const pki: TestPkiSet = {
+        ca,
+        server: { cert: leaf.certificate.pem, key: leaf.privateKeyPem },
+        client: { cert: clientLeaf.certificate.pem, key: clientLeaf.privateKeyPem },
+      };
+      expect(leaf.certificate.der.length).toBeLessThanOrEqual(MAX_SERVER_CERTIFICATE_BYTES);
+      expect(Buffer.byteLength(leaf.certificate.pem)).toBeLessThan(POD_CERTIFICATE_PEM_CAP);
+      expect(new X509Certificate(leaf.certificate.pem).subjectAltName?.split(', ')).toHaveLength(names.length);
 
-    const serverName = names.at(-1)!; // the last padding name: the far end of the subjectAltName
-    const files = writeClientFiles(ca.cert, pki.client);
-    cleanup.push(files.dir);
-    const provider = await startTestProvider(pki, { implementation: memoryProvider([]) });
-    const { channel, client } = nodeClient(provider.address, serverName, pki);
-    try {
-      // Node: the raw handshake saw this very leaf, and the ESO-side client's call went through.
-      const node = await probe(provider.server.port, { ca: ca.cert, cert: pki.client.cert, key: pki.client.key, servername: serverName });
-      expect([node.accepted, node.serverSerial, node.errorMessage]).toEqual([true, leaf.certificate.serialNumber, undefined]);
-      expect(await client.getSecret({ remoteRef: { key: 'db/password' } })).toEqual(Buffer.from('hunter2'));
+      const serverName = names.at(-1)!; // the last padding name: the far end of the subjectAltName
+      const files = writeClientFiles(ca.cert, pki.client);
+      cleanup.push(files.dir);
+      const provider = await startTestProvider(pki, { implementation: memoryProvider([]) });
+      const { channel, client } = nodeClient(provider.address, serverName, pki);
+      try {
+        // Node: the raw handshake saw this very leaf, and the ESO-side client's call went through.
+        const node = await probe(provider.server.port, { ca: ca.cert, cert: pki.client.cert, key: pki.client.key, servername: serverName });
+        expect([node.accepted, node.serverSerial, node.errorMessage]).toEqual([true, leaf.certificate.serialNumber, undefined]);
+        expect(await client.getSecret({ remoteRef: { key: 'db/password' } })).toEqual(Buffer.from('hunter2'));
 
-      const openssl = await sClient(provider.server.port, files, serverName);
-      expect(openssl.stdout).toContain('Verify return code: 0 (ok)');
-      expect(openssl.stdout).toContain(leaf.certificate.pem.trim());
-      expect(openssl.accepted).toBe(true);
+        const openssl = await sClient(provider.server.port, files, serverName);
+        expect(openssl.stdout).toContain('Verify return code: 0 (ok)');
+        expect(openssl.stdout).toContain(leaf.certificate.pem.trim());
+        expect(openssl.accepted).toBe(true);
 
-      const go = await runProgram(goBin.client, goClientArgs(provider.address, serverName, files));
-      expect([go.code, go.stderr]).toEqual([0, '']);
-      const seen = JSON.parse(go.stdout) as { getSecret: string; serverCertificate: { dnsNames: string[]; verifiedChains: number } };
-      expect(seen.getSecret).toBe(Buffer.from('hunter2').toString('base64'));
-      expect(seen.serverCertificate.dnsNames).toEqual(names);
-      expect(seen.serverCertificate.verifiedChains).toBe(1);
-    } finally {
-      channel.close();
-      await provider.stop();
-    }
-  }, TEST_TIMEOUT);
+        const go = await runProgram(goBin.client, goClientArgs(provider.address, serverName, files));
+        expect([go.code, go.stderr]).toEqual([0, '']);
+        const seen = JSON.parse(go.stdout) as { getSecret: string; serverCertificate: { dnsNames: string[]; verifiedChains: number } };
+        expect(seen.getSecret).toBe(Buffer.from('hunter2').toString('base64'));
+        expect(seen.serverCertificate.dnsNames).toEqual(names);
+        expect(seen.serverCertificate.verifiedChains).toBe(1);
+      } finally {
+        channel.close();
+        await provider.stop();
+      }
+    },
+    TEST_TIMEOUT,
+  );
 
   it('one dNSName byte more is refused by the core', async () => {
     const names = [...namespaceDnsNames([{ namespace: NAMESPACE, name: longestLabel('svc') }], CLUSTER_DOMAIN)];
     names.push(...paddingNames(MAX_DNS_NAME_BYTES + 1 - dnsNamesBytes(names), 'pad'));
     const ca = await caFor('ECDSA-P256');
     await expect(issueServerLeaf(contextFor('ECDSA-P256'), ca.keyed, names)).rejects.toThrow(
-      new IssueError(`the ${names.length} DNS names take ${MAX_DNS_NAME_BYTES + 1} bytes, over the limit of ${MAX_DNS_NAME_BYTES}: the certificate would be too large for a TLS handshake`));
+      new IssueError(
+        `the ${names.length} DNS names take ${MAX_DNS_NAME_BYTES + 1} bytes, over the limit of ${MAX_DNS_NAME_BYTES}: the certificate would be too large for a TLS handshake`,
+      ),
+    );
   });
 });
 
 describe('control: a leaf just over 100 KiB, signed by the same CA with openssl, fails where the bound says it would', () => {
-  it('Node and openssl s_client refuse it with "excessive message size"; the core would not issue it', async () => {
-    const ca = await caFor('ECDSA-P256');
-    const clientLeaf = await issueClientLeaf(contextFor('ECDSA-P256'), ca.keyed);
-    const names = paddingNames(CONTROL_DNS_NAME_BYTES, 'big');
-    const pki: TestPkiSet = { ca, server: await opensslServerLeaf(ca, names), client: { cert: clientLeaf.certificate.pem, key: clientLeaf.privateKeyPem } };
-    const der = new X509Certificate(pki.server.cert).raw;
-    // Over the cap by more than the Certificate message's own framing (a few bytes), under Go's 256 KiB.
-    expect(der.length).toBeGreaterThan(OPENSSL_CERTIFICATE_MESSAGE_CAP + 100);
-    expect(der.length).toBeLessThan(OPENSSL_CERTIFICATE_MESSAGE_CAP + 4 * 1024);
-    await expect(issueServerLeaf(contextFor('ECDSA-P256'), ca.keyed, names)).rejects.toBeInstanceOf(IssueError);
+  it(
+    'Node and openssl s_client refuse it with "excessive message size"; the core would not issue it',
+    async () => {
+      const ca = await caFor('ECDSA-P256');
+      const clientLeaf = await issueClientLeaf(contextFor('ECDSA-P256'), ca.keyed);
+      const names = paddingNames(CONTROL_DNS_NAME_BYTES, 'big');
+      const pki: TestPkiSet = { ca, server: await opensslServerLeaf(ca, names), client: { cert: clientLeaf.certificate.pem, key: clientLeaf.privateKeyPem } };
+      const der = new X509Certificate(pki.server.cert).raw;
+      // Over the cap by more than the Certificate message's own framing (a few bytes), under Go's 256 KiB.
+      expect(der.length).toBeGreaterThan(OPENSSL_CERTIFICATE_MESSAGE_CAP + 100);
+      expect(der.length).toBeLessThan(OPENSSL_CERTIFICATE_MESSAGE_CAP + 4 * 1024);
+      await expect(issueServerLeaf(contextFor('ECDSA-P256'), ca.keyed, names)).rejects.toBeInstanceOf(IssueError);
 
-    const serverName = names[0]!;
-    const files = writeClientFiles(ca.cert, pki.client);
-    cleanup.push(files.dir);
-    const provider = await startTestProvider(pki, { implementation: memoryProvider([]) });
-    const { channel, client } = nodeClient(provider.address, serverName, pki);
-    try {
-      const node = await probe(provider.server.port, { ca: ca.cert, cert: pki.client.cert, key: pki.client.key, servername: serverName });
-      expect([node.accepted, node.handshakeCompleted]).toEqual([false, false]);
-      expect(node.errorMessage).toMatch(/excessive message size/);
-      expect((await failureOf<Error>(client.getSecret({ remoteRef: { key: 'db/password' } }))).message).toMatch(/UNAVAILABLE.*excessive message size/);
+      const serverName = names[0]!;
+      const files = writeClientFiles(ca.cert, pki.client);
+      cleanup.push(files.dir);
+      const provider = await startTestProvider(pki, { implementation: memoryProvider([]) });
+      const { channel, client } = nodeClient(provider.address, serverName, pki);
+      try {
+        const node = await probe(provider.server.port, { ca: ca.cert, cert: pki.client.cert, key: pki.client.key, servername: serverName });
+        expect([node.accepted, node.handshakeCompleted]).toEqual([false, false]);
+        expect(node.errorMessage).toMatch(/excessive message size/);
+        expect((await failureOf<Error>(client.getSecret({ remoteRef: { key: 'db/password' } }))).message).toMatch(/UNAVAILABLE.*excessive message size/);
 
-      const openssl = await sClient(provider.server.port, files, serverName);
-      expect([openssl.accepted, openssl.code]).toEqual([false, 1]);
-      expect(openssl.stderr).toMatch(/excessive message size/);
+        const openssl = await sClient(provider.server.port, files, serverName);
+        expect([openssl.accepted, openssl.code]).toEqual([false, 1]);
+        expect(openssl.stderr).toMatch(/excessive message size/);
 
-      // Go's cap is 256 KiB: the same leaf works there, so Node and OpenSSL set the bound.
-      const go = await runProgram(goBin.client, goClientArgs(provider.address, serverName, files));
-      expect([go.code, go.stderr]).toEqual([0, '']);
-    } finally {
-      channel.close();
-      await provider.stop();
-    }
-  }, TEST_TIMEOUT);
+        // Go's cap is 256 KiB: the same leaf works there, so Node and OpenSSL set the bound.
+        const go = await runProgram(goBin.client, goClientArgs(provider.address, serverName, files));
+        expect([go.code, go.stderr]).toEqual([0, '']);
+      } finally {
+        channel.close();
+        await provider.stop();
+      }
+    },
+    TEST_TIMEOUT,
+  );
 });

@@ -5,8 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import {
-  CertificateWatcher, clientTlsMaterial, createSecretStoreProviderClient, parseProviderAddress, ProviderChannel,
-  ProviderChannelPool, TlsMaterialError, type SecretStoreProvider,
+  CertificateWatcher,
+  clientTlsMaterial,
+  createSecretStoreProviderClient,
+  parseProviderAddress,
+  ProviderChannel,
+  ProviderChannelPool,
+  TlsMaterialError,
+  type SecretStoreProvider,
 } from '@eso-mtls/grpc';
 import { writeAtomically } from './support/atomic-writer.js';
 import { failureOf } from './support/failure.js';
@@ -68,8 +74,9 @@ describe('verifying the provider', () => {
   });
 
   it('there is no way around that check, and addresses are validated', () => {
-    expect(() => new ProviderChannel({ address: ADDRESS, material: material(clients[0]!), channelOptions: { 'grpc.ssl_target_name_override': 'anything' } }))
-      .toThrow(/grpc.ssl_target_name_override="anything" is not accepted: the server certificate is always verified against file-provider.provider-system.svc/);
+    expect(
+      () => new ProviderChannel({ address: ADDRESS, material: material(clients[0]!), channelOptions: { 'grpc.ssl_target_name_override': 'anything' } }),
+    ).toThrow(/grpc.ssl_target_name_override="anything" is not accepted: the server certificate is always verified against file-provider.provider-system.svc/);
     expect(parseProviderAddress('provider-aws.provider-system.svc:8080')).toEqual({ host: 'provider-aws.provider-system.svc', port: 8080 });
     expect(parseProviderAddress('[::1]:9000')).toEqual({ host: '::1', port: 9000 });
     for (const bad of ['provider-aws.provider-system.svc', 'dns:///x:1', 'x:0', 'x:70000', 'a b:1']) {
@@ -87,8 +94,9 @@ describe('verifying the provider', () => {
     })();
     expect(mismatch).toBeInstanceOf(TlsMaterialError);
     expect((mismatch as TlsMaterialError).reason).toBe('key_mismatch');
-    expect(() => clientTlsMaterial({ certificate: provider.watcher.current!.certificate, privateKey: provider.watcher.current!.privateKey, caBundle: ca.cert }))
-      .toThrow(/lacks extendedKeyUsage clientAuth/);
+    expect(() =>
+      clientTlsMaterial({ certificate: provider.watcher.current!.certificate, privateKey: provider.watcher.current!.privateKey, caBundle: ca.cert }),
+    ).toThrow(/lacks extendedKeyUsage clientAuth/);
   });
 });
 
@@ -145,7 +153,12 @@ describe('picking up rotated client material without a restart', () => {
     const clientCa = await issueTestCa();
     const serverCa = await issueTestCa();
     // Its server trusts the CA of our client certificate, and its own certificate comes from another CA.
-    const foreign = await startReloadingProvider(clientCa.cert, await issueTestServer(serverCa), { implementation, requireClientIdentity: false }, { chainToBundle: false });
+    const foreign = await startReloadingProvider(
+      clientCa.cert,
+      await issueTestServer(serverCa),
+      { implementation, requireClientIdentity: false },
+      { chainToBundle: false },
+    );
     cleanups.push(() => foreign.stop());
     const ours = await issueTestClient(clientCa);
     const pems = { certificate: ours.cert, privateKey: ours.key, caBundle: serverCa.cert };

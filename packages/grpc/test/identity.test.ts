@@ -5,7 +5,11 @@ import { clientIdentityMismatch, peerIdentity, type PeerIdentity } from '@eso-mt
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';
 const peer = (over: Partial<PeerIdentity> = {}): PeerIdentity => ({
-  subjectCommonName: 'external-secrets-core', uris: ['spiffe://cluster.local/ns/eso/sa/eso'], serialNumber: '0a', extendedKeyUsage: [CLIENT_AUTH], ...over,
+  subjectCommonName: 'external-secrets-core',
+  uris: ['spiffe://cluster.local/ns/eso/sa/eso'],
+  serialNumber: '0a',
+  extendedKeyUsage: [CLIENT_AUTH],
+  ...over,
 });
 
 describe('peerIdentity reads what Node reports of a verified certificate', () => {
@@ -13,16 +17,24 @@ describe('peerIdentity reads what Node reports of a verified certificate', () =>
     const cert = {
       subject: { CN: 'external-secrets-core' },
       subjectaltname: 'DNS:a.example, URI:spiffe://cluster.local/ns/eso/sa/eso, URI:"https://x.example/a,b", IP Address:127.0.0.1',
-      serialNumber: '7F00AB', ext_key_usage: [CLIENT_AUTH],
+      serialNumber: '7F00AB',
+      ext_key_usage: [CLIENT_AUTH],
     } as unknown as PeerCertificate;
     expect(peerIdentity(cert)).toEqual({
-      subjectCommonName: 'external-secrets-core', uris: ['spiffe://cluster.local/ns/eso/sa/eso', 'https://x.example/a,b'], serialNumber: '7f00ab', extendedKeyUsage: [CLIENT_AUTH],
+      subjectCommonName: 'external-secrets-core',
+      uris: ['spiffe://cluster.local/ns/eso/sa/eso', 'https://x.example/a,b'],
+      serialNumber: '7f00ab',
+      extendedKeyUsage: [CLIENT_AUTH],
     });
   });
 
   it('a certificate without subjectAltName or EKU has none', () => {
-    expect(peerIdentity({ subject: { CN: ['a', 'b'] }, serialNumber: '01' } as unknown as PeerCertificate))
-      .toEqual({ subjectCommonName: 'a', uris: [], serialNumber: '01', extendedKeyUsage: [] });
+    expect(peerIdentity({ subject: { CN: ['a', 'b'] }, serialNumber: '01' } as unknown as PeerCertificate)).toEqual({
+      subjectCommonName: 'a',
+      uris: [],
+      serialNumber: '01',
+      extendedKeyUsage: [],
+    });
   });
 });
 
@@ -34,14 +46,17 @@ describe('clientIdentityMismatch', () => {
 
   it('false skips the name checks but never the clientAuth purpose', () => {
     expect(clientIdentityMismatch(peer({ subjectCommonName: 'batch-job' }), false)).toBeUndefined();
-    expect(clientIdentityMismatch(peer({ extendedKeyUsage: [SERVER_AUTH] }), false))
-      .toBe(`client certificate (serial 0a) lacks extendedKeyUsage clientAuth; presented [${SERVER_AUTH}]`);
+    expect(clientIdentityMismatch(peer({ extendedKeyUsage: [SERVER_AUTH] }), false)).toBe(
+      `client certificate (serial 0a) lacks extendedKeyUsage clientAuth; presented [${SERVER_AUTH}]`,
+    );
   });
 
   it('names required and presented values', () => {
-    expect(clientIdentityMismatch(peer({ subjectCommonName: undefined }), {}))
-      .toBe('client certificate subject CN null (serial 0a) is not the required "external-secrets-core"');
-    expect(clientIdentityMismatch(peer({ subjectCommonName: 'x' }), { commonName: 'x', spiffeId: 'spiffe://other' }))
-      .toBe('client certificate (serial 0a) does not carry the required URI SAN spiffe://other; presented [spiffe://cluster.local/ns/eso/sa/eso]');
+    expect(clientIdentityMismatch(peer({ subjectCommonName: undefined }), {})).toBe(
+      'client certificate subject CN null (serial 0a) is not the required "external-secrets-core"',
+    );
+    expect(clientIdentityMismatch(peer({ subjectCommonName: 'x' }), { commonName: 'x', spiffeId: 'spiffe://other' })).toBe(
+      'client certificate (serial 0a) does not carry the required URI SAN spiffe://other; presented [spiffe://cluster.local/ns/eso/sa/eso]',
+    );
   });
 });

@@ -20,8 +20,14 @@ const file = (name: string) => join(files, name);
 beforeAll(async () => {
   [bin, pki] = await Promise.all([buildGoInterop(), createTestPkiSet()]);
   files = mkdtempSync(join(tmpdir(), 'interop-pem-'));
-  for (const [name, pem] of Object.entries({ 'ca.crt': pki.ca.cert, 'client.crt': pki.client.cert, 'client.key': pki.client.key,
-    'server.crt': pki.server.cert, 'server.key': pki.server.key })) writeFileSync(file(name), pem);
+  for (const [name, pem] of Object.entries({
+    'ca.crt': pki.ca.cert,
+    'client.crt': pki.client.cert,
+    'client.key': pki.client.key,
+    'server.crt': pki.server.cert,
+    'server.key': pki.server.key,
+  }))
+    writeFileSync(file(name), pem);
 }, BUILD_TIMEOUT);
 
 afterAll(() => {
@@ -29,8 +35,18 @@ afterAll(() => {
 });
 
 describe('a grpc-go client (crypto/tls, code generated from our .proto) calls our provider server', () => {
-  const clientArgs = (address: string, serverName = TEST_SERVER_NAME) =>
-    ['-addr', address, '-server-name', serverName, '-ca', file('ca.crt'), '-cert', file('client.crt'), '-key', file('client.key')];
+  const clientArgs = (address: string, serverName = TEST_SERVER_NAME) => [
+    '-addr',
+    address,
+    '-server-name',
+    serverName,
+    '-ca',
+    file('ca.crt'),
+    '-cert',
+    file('client.crt'),
+    '-key',
+    file('client.key'),
+  ];
 
   it('every method succeeds with a client certificate issued by our core, NOT_FOUND included', async () => {
     const seen: SeenCall[] = [];
@@ -54,8 +70,16 @@ describe('a grpc-go client (crypto/tls, code generated from our .proto) calls ou
       expect(seen.find((c) => c.method === 'pushSecret')?.request).toEqual({
         providerRef: { apiVersion: 'external-secrets.io/v1', kind: 'SecretStore', name: 'go', namespace: 'apps', storeRefKind: 'SecretStoreRef' },
         secretData: { token: Buffer.from([0, 1, 2, 255]) },
-        pushSecretData: { metadata: Buffer.from('{"apiVersion":"kubernetes.external-secrets.io/v1alpha1"}'), secretKey: 'token', remoteKey: 'pushed', property: 'p' },
-        sourceNamespace: 'apps', secretType: 'Opaque', secretLabels: { team: 'a' }, secretAnnotations: { owner: 'ops' },
+        pushSecretData: {
+          metadata: Buffer.from('{"apiVersion":"kubernetes.external-secrets.io/v1alpha1"}'),
+          secretKey: 'token',
+          remoteKey: 'pushed',
+          property: 'p',
+        },
+        sourceNamespace: 'apps',
+        secretType: 'Opaque',
+        secretLabels: { team: 'a' },
+        secretAnnotations: { owner: 'ops' },
       });
       expect(seen[0]?.context.client.subjectCommonName).toBe('external-secrets-core');
     } finally {
@@ -102,16 +126,21 @@ describe('our client calls a grpc-go provider server holding a server certificat
     await client.deleteSecret({ remoteRef: { remoteKey: 'pushed/k' } });
     expect(await client.secretExists({ remoteRef: { remoteKey: 'pushed/k' } })).toBe(false);
     await expect(client.deleteSecret({ remoteRef: { remoteKey: 'pushed/k' } })).rejects.toBeInstanceOf(SecretNotFoundError);
-    expect(await client.validate({ sourceNamespace: 'forbidden' })).toEqual({ valid: false, error: 'namespace forbidden may not use this store', warnings: ['w1', 'w2'] });
+    expect(await client.validate({ sourceNamespace: 'forbidden' })).toEqual({
+      valid: false,
+      error: 'namespace forbidden may not use this store',
+      warnings: ['w1', 'w2'],
+    });
     expect(await client.capabilities({})).toBe('READ_WRITE');
     const invalid = await failureOf(client.getAllSecrets({ find: { name: { regexp: '(' } } }));
     expect(invalid.code).toBe(grpc.status.INVALID_ARGUMENT);
   });
 
-  it('grpc-go\'s health service answers our grpc.health.v1 definition', async () => {
+  it("grpc-go's health service answers our grpc.health.v1 definition", async () => {
     const Health = grpc.makeClientConstructor(healthServiceDefinition(), 'grpc.health.v1.Health');
-    const health = new Health(server.address, grpc.credentials.createSsl(), { channelOverride: channel }) as unknown as
-      { Check(r: object, cb: (e: grpc.ServiceError | null, r?: unknown) => void): void };
+    const health = new Health(server.address, grpc.credentials.createSsl(), { channelOverride: channel }) as unknown as {
+      Check(r: object, cb: (e: grpc.ServiceError | null, r?: unknown) => void): void;
+    };
     const reply = await new Promise((resolve, reject) => health.Check({ service: 'provider.v1.SecretStoreProvider' }, (e, r) => (e ? reject(e) : resolve(r))));
     expect(reply).toEqual({ status: 'SERVING' });
   });

@@ -32,10 +32,33 @@ const pki: Record<string, KeyPair> = {};
 function selfSignedClient(): KeyPair {
   const dir = mkdtempSync(join(tmpdir(), 'self-signed-'));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '30',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=external-secrets-core',
-      '-addext', 'basicConstraints=critical,CA:FALSE', '-addext', 'keyUsage=critical,digitalSignature', '-addext', 'extendedKeyUsage=clientAuth'],
-    { stdio: 'pipe' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-days',
+        '30',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-subj',
+        '/CN=external-secrets-core',
+        '-addext',
+        'basicConstraints=critical,CA:FALSE',
+        '-addext',
+        'keyUsage=critical,digitalSignature',
+        '-addext',
+        'extendedKeyUsage=clientAuth',
+      ],
+      { stdio: 'pipe' },
+    );
     return { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'key.pem'), 'utf8') };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -43,17 +66,27 @@ function selfSignedClient(): KeyPair {
 }
 
 const asClient = (leaf: KeyPair | undefined, extra: ConnectionOptions = {}): ConnectionOptions => ({
-  ca: ca.cert, servername: TEST_SERVER_NAME, ...(leaf ? { cert: leaf.cert, key: leaf.key } : {}), ...extra,
+  ca: ca.cert,
+  servername: TEST_SERVER_NAME,
+  ...(leaf ? { cert: leaf.cert, key: leaf.key } : {}),
+  ...extra,
 });
 
 /** Node's verdict on the client certificate under the provider's own server options (constructor + current context). */
 async function verdict(options: ConnectionOptions): Promise<string | null> {
   const credentials = new ReloadingServerCredentials(provider.watcher);
-  const server = createServer({ ...credentials._getConstructorOptions(), ...credentials._getSecureContextOptions(), rejectUnauthorized: false, ALPNProtocols: ['h2'] });
-  const seen = new Promise<string | null>((resolve) => server.on('secureConnection', (s: TLSSocket) => {
-    resolve(s.authorized ? null : String(s.authorizationError));
-    s.destroy();
-  }));
+  const server = createServer({
+    ...credentials._getConstructorOptions(),
+    ...credentials._getSecureContextOptions(),
+    rejectUnauthorized: false,
+    ALPNProtocols: ['h2'],
+  });
+  const seen = new Promise<string | null>((resolve) =>
+    server.on('secureConnection', (s: TLSSocket) => {
+      resolve(s.authorized ? null : String(s.authorizationError));
+      s.destroy();
+    }),
+  );
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   try {
     const port = (server.address() as { port: number }).port;
@@ -89,7 +122,10 @@ afterAll(async () => {
 const refusedSilently = (o: ProbeOutcome) => ({ accepted: o.accepted, alert: /ALERT/.test(o.errorCode ?? '') });
 
 describe('the provider accepts the ESO client certificate', () => {
-  it.each([['TLSv1.3', {}], ['TLSv1.2', { maxVersion: 'TLSv1.2' }]] as const)('over %s', async (protocol, extra) => {
+  it.each([
+    ['TLSv1.3', {}],
+    ['TLSv1.2', { maxVersion: 'TLSv1.2' }],
+  ] as const)('over %s', async (protocol, extra) => {
     const outcome = await probe(provider.port, asClient(client, extra));
     expect([outcome.accepted, outcome.protocol, outcome.alpn]).toEqual([true, protocol, 'h2']);
     expect(await verdict(asClient(client, extra))).toBeNull();

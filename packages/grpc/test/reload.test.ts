@@ -5,8 +5,14 @@ import { X509Certificate } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  clientTlsMaterial, createSecretStoreProviderClient, healthServiceDefinition, PROVIDER_SERVICE_NAME, ProviderChannel,
-  type CallContext, type ProviderLogRecord, type SecretStoreProvider,
+  clientTlsMaterial,
+  createSecretStoreProviderClient,
+  healthServiceDefinition,
+  PROVIDER_SERVICE_NAME,
+  ProviderChannel,
+  type CallContext,
+  type ProviderLogRecord,
+  type SecretStoreProvider,
 } from '@eso-mtls/grpc';
 import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from './support/pki.js';
 import { startReloadingProvider, type ReloadingProvider } from './support/reloading-provider.js';
@@ -31,11 +37,13 @@ const implementation: SecretStoreProvider = {
 };
 
 const probeAsClient = () => probe(provider.port, { ca: ca.cert, cert: client.cert, key: client.key, servername: TEST_SERVER_NAME });
-const newChannel = () => new ProviderChannel({
-  address: `${TEST_SERVER_NAME}:8080`, connectTo: `127.0.0.1:${provider.port}`,
-  material: clientTlsMaterial({ 'tls.crt': client.cert, 'tls.key': client.key, 'ca.crt': ca.cert }),
-  channelOptions: { 'grpc.use_local_subchannel_pool': 1 },
-});
+const newChannel = () =>
+  new ProviderChannel({
+    address: `${TEST_SERVER_NAME}:8080`,
+    connectTo: `127.0.0.1:${provider.port}`,
+    material: clientTlsMaterial({ 'tls.crt': client.cert, 'tls.key': client.key, 'ca.crt': ca.cert }),
+    channelOptions: { 'grpc.use_local_subchannel_pool': 1 },
+  });
 
 beforeAll(async () => {
   ca = await issueTestCa();
@@ -123,14 +131,19 @@ describe('a provider whose log callback throws', () => {
   it('keeps serving and reloading; refusals (a FIFO in place of tls.crt) are counted and logged once each, with namespace and service', async () => {
     const records: ProviderLogRecord[] = [];
     const listenerErrors: Error[] = [];
-    const broken = await startReloadingProvider(ca.cert, leaves[0]!, {
-      implementation,
-      metrics: { namespace: 'provider-system', service: 'broken-logger' },
-      log: (record) => {
-        records.push(record);
-        throw new Error('log sink is down');
+    const broken = await startReloadingProvider(
+      ca.cert,
+      leaves[0]!,
+      {
+        implementation,
+        metrics: { namespace: 'provider-system', service: 'broken-logger' },
+        log: (record) => {
+          records.push(record);
+          throw new Error('log sink is down');
+        },
       },
-    }, { onError: (e) => listenerErrors.push(e) });
+      { onError: (e) => listenerErrors.push(e) },
+    );
     const probeBroken = () => probe(broken.port, { ca: ca.cert, cert: client.cert, key: client.key, servername: TEST_SERVER_NAME });
     const failuresCounted = async () => {
       const text = await broken.server.metrics!.registry.metrics();

@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as grpc from '@grpc/grpc-js';
 import {
-  backoffDelay, createSecretStoreProviderClient, DEFAULT_RETRY_POLICY, ProviderError, resolveRetryPolicy,
-  SecretNotFoundError, type RetryEnvironment,
+  backoffDelay,
+  createSecretStoreProviderClient,
+  DEFAULT_RETRY_POLICY,
+  ProviderError,
+  resolveRetryPolicy,
+  SecretNotFoundError,
+  type RetryEnvironment,
 } from '@eso-mtls/grpc';
 import { failureOf } from './support/failure.js';
 import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider } from './support/provider-fixture.js';
@@ -11,7 +16,15 @@ import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvide
 function fakeTime(random = 0.5): RetryEnvironment & { sleeps: number[] } {
   let t = 1_000_000;
   const sleeps: number[] = [];
-  return { sleeps, random: () => random, now: () => t, sleep: async (ms) => { sleeps.push(ms); t += ms; } };
+  return {
+    sleeps,
+    random: () => random,
+    now: () => t,
+    sleep: async (ms) => {
+      sleeps.push(ms);
+      t += ms;
+    },
+  };
 }
 
 describe('backoff', () => {

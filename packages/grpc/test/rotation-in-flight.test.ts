@@ -7,9 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SecretWrite } from '@eso-mtls/core';
-import {
-  CertificateWatcher, createSecretStoreProviderClient, ProviderChannel, type SecretStoreProvider, type SecretStoreProviderClient,
-} from '@eso-mtls/grpc';
+import { CertificateWatcher, createSecretStoreProviderClient, ProviderChannel, type SecretStoreProvider, type SecretStoreProviderClient } from '@eso-mtls/grpc';
 import { loaded, PlannedCluster } from './support/planned-cluster.js';
 import { startProviderOn, type ReloadingProvider } from './support/reloading-provider.js';
 
@@ -64,7 +62,8 @@ async function callsAfterStep(n = 5): Promise<void> {
   const target = load.perClient.map((c) => c + n);
   const deadline = Date.now() + 10_000;
   while (load.perClient.some((c, i) => c < target[i]!)) {
-    if (Date.now() > deadline) throw new Error(`calls stalled after a step: ${load.perClient.join(', ')} of ${target.join(', ')}; failures: ${load.failures.slice(0, 3).join(' | ')}`);
+    if (Date.now() > deadline)
+      throw new Error(`calls stalled after a step: ${load.perClient.join(', ')} of ${target.join(', ')}; failures: ${load.failures.slice(0, 3).join(' | ')}`);
     await new Promise((r) => setTimeout(r, 2));
   }
 }
@@ -77,7 +76,8 @@ async function step(): Promise<SecretWrite[]> {
   return writes;
 }
 
-const summary = (writes: SecretWrite[]) => writes.map((w) => `${typeof w.target === 'string' ? w.target : 'namespace'}:${w.kind}${w.phases ? `(${w.phases.join('+')})` : ''}`).sort();
+const summary = (writes: SecretWrite[]) =>
+  writes.map((w) => `${typeof w.target === 'string' ? w.target : 'namespace'}:${w.kind}${w.phases ? `(${w.phases.join('+')})` : ''}`).sort();
 
 beforeAll(async () => {
   const initial = await cluster.reconcile();
@@ -85,11 +85,17 @@ beforeAll(async () => {
   provider = await startProviderOn(dirs.server, { implementation });
   clientWatcher = new CertificateWatcher({ directory: dirs.client, purpose: 'clientAuth' });
   await clientWatcher.start();
-  channels = Array.from({ length: CLIENTS }, () => new ProviderChannel({
-    address: ADDRESS, connectTo: `127.0.0.1:${provider.port}`, material: clientWatcher,
-    // Each client its own connection: grpc-js would otherwise share one subchannel among them.
-    channelOptions: { 'grpc.use_local_subchannel_pool': 1 },
-  }));
+  channels = Array.from(
+    { length: CLIENTS },
+    () =>
+      new ProviderChannel({
+        address: ADDRESS,
+        connectTo: `127.0.0.1:${provider.port}`,
+        material: clientWatcher,
+        // Each client its own connection: grpc-js would otherwise share one subchannel among them.
+        channelOptions: { 'grpc.use_local_subchannel_pool': 1 },
+      }),
+  );
   clients = channels.map((c) => createSecretStoreProviderClient(c, { retry: false, waitForReady: false }));
 });
 
@@ -103,52 +109,57 @@ afterAll(async () => {
 });
 
 describe('rotation with calls in flight', () => {
-  it('20 server, 20 client and 2 CA rotations: 0 failed calls, 0 failed handshakes, 0 refused loads', async () => {
-    startLoad();
-    await callsAfterStep();
-    expect(new Set([...peers].map((p) => p.split(':').pop())).size).toBeGreaterThanOrEqual(CLIENTS);
+  it(
+    '20 server, 20 client and 2 CA rotations: 0 failed calls, 0 failed handshakes, 0 refused loads',
+    async () => {
+      startLoad();
+      await callsAfterStep();
+      expect(new Set([...peers].map((p) => p.split(':').pop())).size).toBeGreaterThanOrEqual(CLIENTS);
 
-    for (let i = 0; i < 20; i++) {
-      cluster.requestServerRotation(`server-${i}`);
-      expect(summary(await step())).toEqual(['namespace:serverLeaf']);
-      cluster.requestRotation('client', `client-${i}`);
-      expect(summary(await step())).toEqual(['client:clientLeaf']);
-    }
+      for (let i = 0; i < 20; i++) {
+        cluster.requestServerRotation(`server-${i}`);
+        expect(summary(await step())).toEqual(['namespace:serverLeaf']);
+        cluster.requestRotation('client', `client-${i}`);
+        expect(summary(await step())).toEqual(['client:clientLeaf']);
+      }
 
-    const caSerials = [provider.watcher.current!.caCertificates[0]!.serialNumber];
-    for (let r = 0; r < 2; r++) {
-      cluster.requestRotation('ca', `ca-${r}`);
-      expect(summary(await step())).toEqual(['ca:ca(prepare)', 'client:bundle', 'namespace:bundle']);
-      expect(provider.watcher.current!.caCertificates).toHaveLength(2);
-      expect(clientWatcher.current!.caCertificates).toHaveLength(2);
+      const caSerials = [provider.watcher.current!.caCertificates[0]!.serialNumber];
+      for (let r = 0; r < 2; r++) {
+        cluster.requestRotation('ca', `ca-${r}`);
+        expect(summary(await step())).toEqual(['ca:ca(prepare)', 'client:bundle', 'namespace:bundle']);
+        expect(provider.watcher.current!.caCertificates).toHaveLength(2);
+        expect(clientWatcher.current!.caCertificates).toHaveLength(2);
 
-      cluster.advance(cluster.policy.propagationDelay + 1000);
-      expect(summary(await step())).toEqual(['ca:ca(activate)', 'client:clientLeaf', 'namespace:serverLeaf']);
+        cluster.advance(cluster.policy.propagationDelay + 1000);
+        expect(summary(await step())).toEqual(['ca:ca(activate)', 'client:clientLeaf', 'namespace:serverLeaf']);
 
-      cluster.advance(cluster.policy.propagationDelay + cluster.policy.maxConnectionAge + 1000);
-      expect(summary(await step())).toEqual(['ca:ca(retire)', 'client:bundle', 'namespace:bundle']);
-      const [only, ...rest] = provider.watcher.current!.caCertificates;
-      expect(rest).toHaveLength(0);
-      expect(clientWatcher.current!.caBundle).toBe(provider.watcher.current!.caBundle);
-      caSerials.push(only!.serialNumber);
-    }
-    expect(new Set(caSerials).size).toBe(3);
-    // Nothing else is due: the planner is at rest.
-    expect(await cluster.reconcile()).toEqual([]);
+        cluster.advance(cluster.policy.propagationDelay + cluster.policy.maxConnectionAge + 1000);
+        expect(summary(await step())).toEqual(['ca:ca(retire)', 'client:bundle', 'namespace:bundle']);
+        const [only, ...rest] = provider.watcher.current!.caCertificates;
+        expect(rest).toHaveLength(0);
+        expect(clientWatcher.current!.caBundle).toBe(provider.watcher.current!.caBundle);
+        caSerials.push(only!.serialNumber);
+      }
+      expect(new Set(caSerials).size).toBe(3);
+      // Nothing else is due: the planner is at rest.
+      expect(await cluster.reconcile()).toEqual([]);
 
-    load.running = false;
-    await Promise.all(load.loops);
-    expect(load.failures).toEqual([]);
-    expect(channels.map((c) => c.stats.transientFailures)).toEqual(new Array(CLIENTS).fill(0));
-    expect([provider.watcher.stats, clientWatcher.stats]).toEqual([
-      { loads: 27, reloads: 26, failures: 0 }, { loads: 27, reloads: 26, failures: 0 },
-    ]);
-    // Every client certificate (initial, 20 rotations, 2 CA activations) was seen by the server.
-    expect(clientSerials.size).toBe(23);
-    // Each change of the client material (22 leaves, 4 bundles) replaced every client's channel, and each old one drained.
-    for (const c of channels) expect(c.stats).toMatchObject({ channels: 27, drained: 26, forcedCloses: 0 });
-    expect(load.ok).toBeGreaterThan(CLIENTS * 5 * 47);
-  }, TIMEOUT_MS);
+      load.running = false;
+      await Promise.all(load.loops);
+      expect(load.failures).toEqual([]);
+      expect(channels.map((c) => c.stats.transientFailures)).toEqual(new Array(CLIENTS).fill(0));
+      expect([provider.watcher.stats, clientWatcher.stats]).toEqual([
+        { loads: 27, reloads: 26, failures: 0 },
+        { loads: 27, reloads: 26, failures: 0 },
+      ]);
+      // Every client certificate (initial, 20 rotations, 2 CA activations) was seen by the server.
+      expect(clientSerials.size).toBe(23);
+      // Each change of the client material (22 leaves, 4 bundles) replaced every client's channel, and each old one drained.
+      for (const c of channels) expect(c.stats).toMatchObject({ channels: 27, drained: 26, forcedCloses: 0 });
+      expect(load.ok).toBeGreaterThan(CLIENTS * 5 * 47);
+    },
+    TIMEOUT_MS,
+  );
 
   it('control: without the overlap (an emergency CA rotation reaching the client first), the same harness sees calls fail', async () => {
     if (!load.running) startLoad();

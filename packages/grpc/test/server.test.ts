@@ -6,8 +6,12 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  createSecretStoreProviderClient, healthServiceDefinition, resolveProviderServerOptions, startProviderServer,
-  type CallContext, type SecretStoreProvider,
+  createSecretStoreProviderClient,
+  healthServiceDefinition,
+  resolveProviderServerOptions,
+  startProviderServer,
+  type CallContext,
+  type SecretStoreProvider,
 } from '@eso-mtls/grpc';
 import { writeAtomically } from './support/atomic-writer.js';
 import { failureOf } from './support/failure.js';
@@ -15,8 +19,10 @@ import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvide
 import { TEST_SERVER_NAME } from './support/pki.js';
 
 const minimal: SecretStoreProvider = { getSecret: () => ({ value: Buffer.from('v') }), getSecretMap: () => ({}) };
-type HealthClient = grpc.Client & Record<'Check' | 'List', (r: object, cb: (e: grpc.ServiceError | null, r?: unknown) => void) => void>
-  & { Watch(r: object): grpc.ClientReadableStream<{ status: string }> };
+type HealthClient = grpc.Client &
+  Record<'Check' | 'List', (r: object, cb: (e: grpc.ServiceError | null, r?: unknown) => void) => void> & {
+    Watch(r: object): grpc.ClientReadableStream<{ status: string }>;
+  };
 
 /** A port nothing listens on right now, for a health port that must be known before start resolves. */
 function freePort(): Promise<number> {
@@ -48,8 +54,9 @@ beforeAll(async () => {
 
 describe('options', () => {
   it('reject a grace period shorter than the longest call deadline, naming both', () => {
-    expect(() => resolveProviderServerOptions({ implementation: minimal, maxConnectionAgeGraceMs: 30_000, longestCallDeadlineMs: 60_000 }))
-      .toThrow('startProviderServer: maxConnectionAgeGraceMs=30000 must be at least longestCallDeadlineMs (1m)');
+    expect(() => resolveProviderServerOptions({ implementation: minimal, maxConnectionAgeGraceMs: 30_000, longestCallDeadlineMs: 60_000 })).toThrow(
+      'startProviderServer: maxConnectionAgeGraceMs=30000 must be at least longestCallDeadlineMs (1m)',
+    );
   });
 
   it('reject bad ports, a missing implementation and equal ports, and default to the design', () => {
@@ -57,7 +64,12 @@ describe('options', () => {
     expect(() => resolveProviderServerOptions({ implementation: {} as SecretStoreProvider })).toThrow('at least getSecret and getSecretMap');
     expect(() => resolveProviderServerOptions({ implementation: minimal, port: 9000, healthPort: 9000 })).toThrow('healthPort=9000 must differ');
     expect(resolveProviderServerOptions({ implementation: minimal })).toMatchObject({
-      certDir: '/etc/provider/certs', port: 8080, healthPort: 8081, maxConnectionAgeMs: 1_200_000, maxConnectionAgeGraceMs: 600_000, requireClientIdentity: {},
+      certDir: '/etc/provider/certs',
+      port: 8080,
+      healthPort: 8081,
+      maxConnectionAgeMs: 1_200_000,
+      maxConnectionAgeGraceMs: 600_000,
+      requireClientIdentity: {},
     });
   });
 
@@ -66,15 +78,25 @@ describe('options', () => {
     const healthPort = await freePort();
     const controller = new AbortController();
     const starting = startProviderServer({
-      implementation: minimal, certDir, host: '127.0.0.1', port: 0, healthPort, metrics: { namespace: 'provider-system', service: 'late' }, signal: controller.signal,
+      implementation: minimal,
+      certDir,
+      host: '127.0.0.1',
+      port: 0,
+      healthPort,
+      metrics: { namespace: 'provider-system', service: 'late' },
+      signal: controller.signal,
     });
     starting.catch(() => undefined);
-    const readyz = async () => { const r = await fetch(`http://127.0.0.1:${healthPort}/readyz`); return [r.status, await r.text()] as const; };
-    const untilReadyzSays = (fragment: string) => eventually(async () => {
-      const r = await readyz();
-      if (!r[1].includes(fragment)) throw new Error(`/readyz does not say ${fragment} yet: ${r[1]}`);
-      return r;
-    });
+    const readyz = async () => {
+      const r = await fetch(`http://127.0.0.1:${healthPort}/readyz`);
+      return [r.status, await r.text()] as const;
+    };
+    const untilReadyzSays = (fragment: string) =>
+      eventually(async () => {
+        const r = await readyz();
+        if (!r[1].includes(fragment)) throw new Error(`/readyz does not say ${fragment} yet: ${r[1]}`);
+        return r;
+      });
     try {
       const [missingStatus, missing] = await untilReadyzSays('last attempt');
       expect(missingStatus).toBe(503);
@@ -127,10 +149,11 @@ describe('a running provider server', () => {
       shutdownTimeoutMs: 5_000,
       implementation: {
         ...minimal,
-        getSecretMap: (_request, context) => new Promise((resolve) => {
-          slow.context = context;
-          slow.release = () => resolve({ secrets: { done: Buffer.from('yes') } });
-        }),
+        getSecretMap: (_request, context) =>
+          new Promise((resolve) => {
+            slow.context = context;
+            slow.release = () => resolve({ secrets: { done: Buffer.from('yes') } });
+          }),
       },
     });
     channel = clientChannel(provider.address, pki.ca.cert, pki.client);
@@ -192,8 +215,9 @@ describe('a running provider server', () => {
     }
   });
 
-  it('a cancelled call aborts the provider\'s signal', async () => {
-    const call = createSecretStoreProviderClient(channel, { retry: false }).raw()
+  it("a cancelled call aborts the provider's signal", async () => {
+    const call = createSecretStoreProviderClient(channel, { retry: false })
+      .raw()
       .GetSecretMap({}, new grpc.Metadata(), {}, () => undefined);
     while (slow.context === undefined) await new Promise((r) => setTimeout(r, 5));
     const aborted = new Promise((resolve) => slow.context!.signal.addEventListener('abort', () => resolve(slow.context!.signal.reason)));
@@ -220,7 +244,9 @@ describe('connection lifetime and forced shutdown', () => {
     const peers: string[] = [];
     const p = await startTestProvider(pki, {
       // Long enough that the first two calls share a connection on a loaded machine too.
-      maxConnectionAgeMs: 3000, maxConnectionAgeGraceMs: 1000, longestCallDeadlineMs: 1000,
+      maxConnectionAgeMs: 3000,
+      maxConnectionAgeGraceMs: 1000,
+      longestCallDeadlineMs: 1000,
       implementation: { ...minimal, getSecret: (_r, context) => (peers.push(context.peer), { value: Buffer.from('v') }) },
     });
     const ch = clientChannel(p.address, pki.ca.cert, pki.client);

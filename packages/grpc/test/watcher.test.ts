@@ -20,10 +20,7 @@ function nextEvent(watcher: CertificateWatcher): Promise<{ material?: TlsMateria
   return new Promise((resolve, reject) => {
     const done = () => (clearTimeout(timer), offs.forEach((f) => f()));
     const timer = setTimeout(() => (done(), reject(new Error(`no swap or failure from ${watcher.directory} within 5 s`))), 5000);
-    const offs = [
-      watcher.onMaterial((material) => (done(), resolve({ material }))),
-      watcher.onFailure((failure) => (done(), resolve({ failure }))),
-    ];
+    const offs = [watcher.onMaterial((material) => (done(), resolve({ material }))), watcher.onFailure((failure) => (done(), resolve({ failure })))];
   });
 }
 
@@ -135,13 +132,33 @@ describe('a bad pair on disk keeps the last good one and counts a failure', () =
   };
 
   it.each([
-    ['corrupt', async () => ({ 'ca.crt': ca.cert, 'tls.crt': '-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n', 'tls.key': second.key }), 'garbage_pem', /tls.crt is not a PEM certificate list/],
+    [
+      'corrupt',
+      async () => ({ 'ca.crt': ca.cert, 'tls.crt': '-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n', 'tls.key': second.key }),
+      'garbage_pem',
+      /tls.crt is not a PEM certificate list/,
+    ],
     ['empty', async () => ({ 'ca.crt': '', 'tls.crt': '', 'tls.key': '' }), 'empty', /all empty/],
-    ['half-written (only tls.crt updated)', async () => ({ 'ca.crt': ca.cert, 'tls.crt': second.cert, 'tls.key': first.key }), 'key_mismatch', /tls.key is not the private key of tls.crt/],
-    ['mismatched (another leaf\'s key)', async () => ({ 'ca.crt': ca.cert, 'tls.crt': first.cert, 'tls.key': second.key }), 'key_mismatch', /half-updated pair/],
+    [
+      'half-written (only tls.crt updated)',
+      async () => ({ 'ca.crt': ca.cert, 'tls.crt': second.cert, 'tls.key': first.key }),
+      'key_mismatch',
+      /tls.key is not the private key of tls.crt/,
+    ],
+    ["mismatched (another leaf's key)", async () => ({ 'ca.crt': ca.cert, 'tls.crt': first.cert, 'tls.key': second.key }), 'key_mismatch', /half-updated pair/],
     ['signed by a CA not in ca.crt', async () => secret(ca.cert, await issueTestServer(otherCa)), 'untrusted', /is not signed by any CA in ca.crt/],
-    ['a client certificate where a server certificate belongs', async () => secret(ca.cert, await issueTestClient(ca)), 'wrong_purpose', /lacks extendedKeyUsage serverAuth/],
-    ['a leaf in ca.crt', async () => ({ 'ca.crt': second.cert, 'tls.crt': first.cert, 'tls.key': first.key }), 'not_a_ca', /ca.crt holds .* which is not a CA certificate/],
+    [
+      'a client certificate where a server certificate belongs',
+      async () => secret(ca.cert, await issueTestClient(ca)),
+      'wrong_purpose',
+      /lacks extendedKeyUsage serverAuth/,
+    ],
+    [
+      'a leaf in ca.crt',
+      async () => ({ 'ca.crt': second.cert, 'tls.crt': first.cert, 'tls.key': first.key }),
+      'not_a_ca',
+      /ca.crt holds .* which is not a CA certificate/,
+    ],
     ['expired', async () => secret(ca.cert, await leafAt(Date.now() - TEST_POLICY.leafValidity - 3_600_000)), 'expired', /expired at/],
     ['not yet valid', async () => secret(ca.cert, await leafAt(Date.now() + 86_400_000)), 'not_yet_valid', /is valid only from/],
   ])('%s', async (_name, payload, reason, message) => {
@@ -211,11 +228,12 @@ describe('files that are not regular certificate files are refused before readin
   // Replaces tls.crt inside the version `..data` points at: what a check of the top-level name
   // (a symlink) would never see.
   const inData = (dir: string) => join(dir, '..data', 'tls.crt');
-  const listen = (path: string) => new Promise<void>((resolve) => {
-    const server = createServer();
-    servers.push(server);
-    server.listen(path, resolve);
-  });
+  const listen = (path: string) =>
+    new Promise<void>((resolve) => {
+      const server = createServer();
+      servers.push(server);
+      server.listen(path, resolve);
+    });
 
   it.each([
     ['a FIFO', 'fifo', /is a FIFO \(named pipe\), not a regular file/, async (p: string) => void execFileSync('mkfifo', [p])],
@@ -223,30 +241,38 @@ describe('files that are not regular certificate files are refused before readin
     ['a directory', 'directory', /is a directory, not a regular file/, async (p: string) => mkdirSync(p)],
     ['a symlink loop', 'symlink_loop', /is a symlink loop \(ELOOP\)/, async (p: string) => symlinkSync('tls.crt', p)],
     ['a device', 'device', /is a device, not a regular file/, async (p: string) => symlinkSync('/dev/zero', p)],
-    ['a 200 MB file', 'too_large', /holds 209715200 bytes, above the 2097152-byte bound/, async (p: string) => (writeFileSync(p, ''), truncateSync(p, 200 * 1024 * 1024))],
-  ])('%s in place of tls.crt: refused with its own reason, the last good pair kept; reload resumes once the file is good', async (_name, reason, message, make) => {
-    const dir = folder();
-    await writeAtomically(dir, secret(ca.cert, first));
-    const watcher = watcherOn(dir);
-    await watcher.start();
+    [
+      'a 200 MB file',
+      'too_large',
+      /holds 209715200 bytes, above the 2097152-byte bound/,
+      async (p: string) => (writeFileSync(p, ''), truncateSync(p, 200 * 1024 * 1024)),
+    ],
+  ])(
+    '%s in place of tls.crt: refused with its own reason, the last good pair kept; reload resumes once the file is good',
+    async (_name, reason, message, make) => {
+      const dir = folder();
+      await writeAtomically(dir, secret(ca.cert, first));
+      const watcher = watcherOn(dir);
+      await watcher.start();
 
-    rmSync(inData(dir));
-    await make(inData(dir));
-    const refused = nextEvent(watcher);
-    void watcher.check();
-    const { failure } = await refused;
-    expect(failure?.reason).toBe(reason);
-    expect(failure?.message).toContain(`cannot read ${join(dir, 'tls.crt')}: `);
-    expect(failure?.message).toMatch(message);
-    expect(watcher.current?.serialNumber).toBe(serial(first.cert));
-    await watcher.check();
-    expect(watcher.stats).toEqual({ loads: 1, reloads: 0, failures: 1 });
+      rmSync(inData(dir));
+      await make(inData(dir));
+      const refused = nextEvent(watcher);
+      void watcher.check();
+      const { failure } = await refused;
+      expect(failure?.reason).toBe(reason);
+      expect(failure?.message).toContain(`cannot read ${join(dir, 'tls.crt')}: `);
+      expect(failure?.message).toMatch(message);
+      expect(watcher.current?.serialNumber).toBe(serial(first.cert));
+      await watcher.check();
+      expect(watcher.stats).toEqual({ loads: 1, reloads: 0, failures: 1 });
 
-    const recovered = nextEvent(watcher);
-    await writeAtomically(dir, secret(ca.cert, second));
-    expect((await recovered).material?.serialNumber).toBe(serial(second.cert));
-    expect(watcher.stats).toEqual({ loads: 2, reloads: 1, failures: 1 });
-  });
+      const recovered = nextEvent(watcher);
+      await writeAtomically(dir, secret(ca.cert, second));
+      expect((await recovered).material?.serialNumber).toBe(serial(second.cert));
+      expect(watcher.stats).toEqual({ loads: 2, reloads: 1, failures: 1 });
+    },
+  );
 
   it('a file exactly at the bound is read; one byte more is refused, and so is one that grows past it after fstat', async () => {
     const dir = folder();
@@ -256,7 +282,10 @@ describe('files that are not regular certificate files are refused before readin
     writeFileSync(exact, Buffer.alloc(MAX_MOUNTED_FILE_BYTES + 1, 'a'));
     await expect(readMountedFile(exact)).rejects.toMatchObject({ reason: 'too_large' });
     // fstat says 0 bytes for /proc files, which hold more: the read itself stops at the bound.
-    await expect(readMountedFile('/proc/self/maps', 16)).rejects.toMatchObject({ reason: 'too_large', message: expect.stringMatching(/held more than the 16-byte bound of a certificate file when read \(fstat said 0 bytes\)/) });
+    await expect(readMountedFile('/proc/self/maps', 16)).rejects.toMatchObject({
+      reason: 'too_large',
+      message: expect.stringMatching(/held more than the 16-byte bound of a certificate file when read \(fstat said 0 bytes\)/),
+    });
   });
 
   it('maxFileBytes bounds every file, and must be a positive whole number', async () => {
@@ -334,7 +363,11 @@ describe('listeners that throw', () => {
   it('an error reporter that throws as well changes nothing', async () => {
     const dir = folder();
     await writeAtomically(dir, secret(ca.cert, first));
-    const watcher = watcherOn(dir, { onError: () => { throw new Error('reporter broke'); } });
+    const watcher = watcherOn(dir, {
+      onError: () => {
+        throw new Error('reporter broke');
+      },
+    });
     watcher.onMaterial(() => {
       throw new Error('listener broke');
     });

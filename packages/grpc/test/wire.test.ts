@@ -5,10 +5,20 @@ import { lenField, mapEntry, messageField, varintField } from './support/hand-en
 
 // Field numbers below are typed from the contract table in the design, not from provider.proto:
 // a renumbered field in the .proto makes these decodes come out wrong.
-const providerRef = messageField(2, lenField(1, 'external-secrets.io/v1'), lenField(2, 'SecretStore'),
-  lenField(3, 'vault'), lenField(4, 'team-a'), lenField(5, 'SecretStoreRef'));
+const providerRef = messageField(
+  2,
+  lenField(1, 'external-secrets.io/v1'),
+  lenField(2, 'SecretStore'),
+  lenField(3, 'vault'),
+  lenField(4, 'team-a'),
+  lenField(5, 'SecretStoreRef'),
+);
 const providerRefObject = {
-  apiVersion: 'external-secrets.io/v1', kind: 'SecretStore', name: 'vault', namespace: 'team-a', storeRefKind: 'SecretStoreRef',
+  apiVersion: 'external-secrets.io/v1',
+  kind: 'SecretStore',
+  name: 'vault',
+  namespace: 'team-a',
+  storeRefKind: 'SecretStoreRef',
 };
 const asField = (n: number, embedded: Buffer): Buffer => Buffer.concat([Buffer.from([(n << 3) | 2]), embedded.subarray(1)]);
 
@@ -60,8 +70,15 @@ describe('provider.v1 decodes bytes hand-encoded from the contract field numbers
   it('GetAllSecretsRequest: find (2) with path, nested name.regexp, tags map and strategies', () => {
     const bytes = Buffer.concat([
       asField(1, providerRef),
-      messageField(2, lenField(1, 'team-a/'), messageField(2, lenField(1, '^db-.*')), mapEntry(3, 'env', 'prod'), mapEntry(3, 'tier', 'db'),
-        lenField(4, 'Default'), lenField(5, 'None')),
+      messageField(
+        2,
+        lenField(1, 'team-a/'),
+        messageField(2, lenField(1, '^db-.*')),
+        mapEntry(3, 'env', 'prod'),
+        mapEntry(3, 'tier', 'db'),
+        lenField(4, 'Default'),
+        lenField(5, 'None'),
+      ),
       lenField(3, 'apps'),
     ]);
     expect(methodCodec('GetAllSecrets').decodeRequest(bytes)).toEqual({
@@ -100,8 +117,9 @@ describe('provider.v1 encodes to the contract bytes', () => {
   });
 
   it('ValidateResponse, CapabilitiesResponse and GetSecretMapResponse', () => {
-    expect(methodCodec('Validate').encodeResponse({ valid: true, warnings: ['w1', 'w2'] }))
-      .toEqual(Buffer.concat([varintField(1, 1), lenField(3, 'w1'), lenField(3, 'w2')]));
+    expect(methodCodec('Validate').encodeResponse({ valid: true, warnings: ['w1', 'w2'] })).toEqual(
+      Buffer.concat([varintField(1, 1), lenField(3, 'w1'), lenField(3, 'w2')]),
+    );
     expect(methodCodec('Capabilities').encodeResponse({ capabilities: 'READ_WRITE' })).toEqual(varintField(1, 2));
     expect(methodCodec('GetSecretMap').encodeResponse({ secrets: { a: Buffer.from('x') } })).toEqual(mapEntry(1, 'a', 'x'));
   });
@@ -109,7 +127,9 @@ describe('provider.v1 encodes to the contract bytes', () => {
 
 describe('provider.proto descriptors', () => {
   const fieldsOf = (message: string) => {
-    const type = loadProtoDefinitions()[`provider.v1.${message}`] as { type: { field: { name: string; number: number; type: string }[]; reservedRange: { start: number }[] } };
+    const type = loadProtoDefinitions()[`provider.v1.${message}`] as {
+      type: { field: { name: string; number: number; type: string }[]; reservedRange: { start: number }[] };
+    };
     return type.type;
   };
 
@@ -124,7 +144,10 @@ describe('provider.proto descriptors', () => {
 
   it('defines the Error message (unused on the wire) with the contract numbering', () => {
     expect(fieldsOf('Error').field.map((f) => [f.name, f.number, f.type])).toEqual([
-      ['code', 1, 'TYPE_STRING'], ['message', 2, 'TYPE_STRING'], ['retryable', 3, 'TYPE_BOOL'], ['details', 4, 'TYPE_MESSAGE'],
+      ['code', 1, 'TYPE_STRING'],
+      ['message', 2, 'TYPE_STRING'],
+      ['retryable', 3, 'TYPE_BOOL'],
+      ['details', 4, 'TYPE_MESSAGE'],
     ]);
   });
 
@@ -142,18 +165,32 @@ const ref = { key: 'k', version: 'v', property: 'p', decodingStrategy: 'None', m
 const samples: { [M in ProviderMethodName]: ProviderMethods[M] } = {
   GetSecret: [{ remoteRef: ref, providerRef: providerRefObject, sourceNamespace: 'apps' }, { value: Buffer.from('s') }],
   GetSecretMap: [{ remoteRef: ref, providerRef: providerRefObject, sourceNamespace: 'apps' }, { secrets: { a: Buffer.from('1') } }],
-  PushSecret: [{
-    providerRef: providerRefObject, secretData: { a: Buffer.from('1') }, sourceNamespace: 'apps', secretType: 'Opaque',
-    pushSecretData: { metadata: Buffer.from('{}'), secretKey: 'a', remoteKey: 'r', property: 'p' },
-    secretLabels: { l: '1' }, secretAnnotations: { n: '2' },
-  }, {}],
+  PushSecret: [
+    {
+      providerRef: providerRefObject,
+      secretData: { a: Buffer.from('1') },
+      sourceNamespace: 'apps',
+      secretType: 'Opaque',
+      pushSecretData: { metadata: Buffer.from('{}'), secretKey: 'a', remoteKey: 'r', property: 'p' },
+      secretLabels: { l: '1' },
+      secretAnnotations: { n: '2' },
+    },
+    {},
+  ],
   DeleteSecret: [{ providerRef: providerRefObject, remoteRef: { remoteKey: 'r', property: 'p' }, sourceNamespace: 'apps' }, {}],
   SecretExists: [{ providerRef: providerRefObject, remoteRef: { remoteKey: 'r', property: 'p' }, sourceNamespace: 'apps' }, { exists: true }],
-  GetAllSecrets: [{
-    providerRef: providerRefObject, sourceNamespace: 'apps',
-    find: { path: 'p/', name: { regexp: '.*' }, tags: { t: '1' }, conversionStrategy: 'Default', decodingStrategy: 'Auto' },
-  }, { secrets: { a: Buffer.from('1') } }],
-  Validate: [{ providerRef: providerRefObject, sourceNamespace: 'apps' }, { valid: false, error: 'e', warnings: ['w'] }],
+  GetAllSecrets: [
+    {
+      providerRef: providerRefObject,
+      sourceNamespace: 'apps',
+      find: { path: 'p/', name: { regexp: '.*' }, tags: { t: '1' }, conversionStrategy: 'Default', decodingStrategy: 'Auto' },
+    },
+    { secrets: { a: Buffer.from('1') } },
+  ],
+  Validate: [
+    { providerRef: providerRefObject, sourceNamespace: 'apps' },
+    { valid: false, error: 'e', warnings: ['w'] },
+  ],
   Capabilities: [{ providerRef: providerRefObject, sourceNamespace: 'apps' }, { capabilities: 'WRITE_ONLY' }],
 };
 

@@ -90,7 +90,11 @@ export class ProviderCertificateAdapter {
   private unsubscribe: (() => void) | undefined;
 
   // Only create() calls this, with the options validated and the fences resolved.
-  private constructor(private readonly api: KubeRestClient, options: AdapterOptions, fences: Fences) {
+  private constructor(
+    private readonly api: KubeRestClient,
+    options: AdapterOptions,
+    fences: Fences,
+  ) {
     this.policy = resolvePolicy(options.policy);
     this.caSecretName = options.caSecretName ?? DEFAULT_CA_SECRET_NAME;
     this.clientSecretName = options.clientSecretName ?? DEFAULT_CLIENT_SECRET_NAME;
@@ -102,8 +106,10 @@ export class ProviderCertificateAdapter {
     const crypto = options.crypto ?? createNodeCryptoBackend();
     const scope = { esoNamespace: this.policy.esoNamespace, caSecretName: this.caSecretName, clientSecretName: this.clientSecretName };
     this.informers = new ClusterInformers(api, scope, {
-      pageSize: options.pageSize, watchTimeoutSeconds: options.watchTimeoutSeconds,
-      onError: (e) => logger.warn({ error: e.message }, 'list/watch failed; retrying with backoff'), timers: options.timers,
+      pageSize: options.pageSize,
+      watchTimeoutSeconds: options.watchTimeoutSeconds,
+      onError: (e) => logger.warn({ error: e.message }, 'list/watch failed; retrying with backoff'),
+      timers: options.timers,
     });
     const ledger = new IssuanceLedger();
     this.certificateCache = new CertificateCache(crypto.verifier);
@@ -113,18 +119,31 @@ export class ProviderCertificateAdapter {
       informers: this.informers,
       builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName),
       writer: new SecretWriter(api, { ...scope, installation: this.installation, writesAllowed }),
-      events: this.events, ledger, policy: this.policy, cache: this.certificateCache, crypto, logger,
-      hooks: options.hooks ?? {}, writeLimiter: new ConcurrencyLimit(options.writeConcurrency ?? 16), writesAllowed, status: this.status,
+      events: this.events,
+      ledger,
+      policy: this.policy,
+      cache: this.certificateCache,
+      crypto,
+      logger,
+      hooks: options.hooks ?? {},
+      writeLimiter: new ConcurrencyLimit(options.writeConcurrency ?? 16),
+      writesAllowed,
+      status: this.status,
     });
     this.reconciler = new Reconciler(round, {
-      now, timers: options.timers, reconcileIntervalMs: this.policy.reconcileInterval, debounceMs: options.debounceMs, writesAllowed, logger,
+      now,
+      timers: options.timers,
+      reconcileIntervalMs: this.policy.reconcileInterval,
+      debounceMs: options.debounceMs,
+      writesAllowed,
+      logger,
     });
   }
 
   /** Validates the options and connects the API clients; nothing is listed until {@link start}. */
   static async create(options: AdapterOptions): Promise<ProviderCertificateAdapter> {
     validateAdapterOptions(options);
-    const connection = options.connection ?? await connectionFromKubeConfig(options.kubeConfig!);
+    const connection = options.connection ?? (await connectionFromKubeConfig(options.kubeConfig!));
     const writesAllowed = options.writesAllowed ?? (() => true);
     const eventsAllowed = options.eventsAllowed ?? writesAllowed;
     const api = new KubeRestClient(connection, {

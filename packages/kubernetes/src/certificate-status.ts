@@ -16,7 +16,10 @@ export class CertificateStatusView implements ControllerCertificateSource {
   private refused: readonly RefusedServiceEntry[] = [];
   private pausedUntil: Instant | undefined;
 
-  constructor(private readonly services: Informer<V1Service>, private readonly leader: () => boolean) {}
+  constructor(
+    private readonly services: Informer<V1Service>,
+    private readonly leader: () => boolean,
+  ) {}
 
   /** Called with each plan (its status is what the cluster held when it was planned). */
   update(plan: Pick<Plan, 'status' | 'refused'>): void {

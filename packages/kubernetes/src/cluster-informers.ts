@@ -33,7 +33,10 @@ export function trimService(s: V1Service): V1Service {
   const rotate = m.annotations?.[ROTATE_ANNOTATION];
   return {
     metadata: {
-      name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion,
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
       ...(label === undefined ? {} : { labels: { [PROVIDER_LABEL]: label } }),
       ...(rotate === undefined ? {} : { annotations: { [ROTATE_ANNOTATION]: boundedCopy(rotate, MAX_ROTATE_REQUEST_BYTES + 1) } }),
     },
@@ -49,10 +52,17 @@ function boundedCopy(text: string, max: number): string {
 export function trimSecret(s: V1Secret): V1Secret {
   const m = s.metadata ?? {};
   return {
-    type: s.type, data: s.data,
+    type: s.type,
+    data: s.data,
     metadata: {
-      name: m.name, namespace: m.namespace, uid: m.uid, labels: m.labels, annotations: m.annotations, resourceVersion: m.resourceVersion,
-      ...(m.ownerReferences ? { ownerReferences: m.ownerReferences } : {}), ...(m.finalizers ? { finalizers: m.finalizers } : {}),
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      labels: m.labels,
+      annotations: m.annotations,
+      resourceVersion: m.resourceVersion,
+      ...(m.ownerReferences ? { ownerReferences: m.ownerReferences } : {}),
+      ...(m.finalizers ? { finalizers: m.finalizers } : {}),
     },
   };
 }
@@ -74,23 +84,44 @@ export class ClusterInformers {
   constructor(api: KubeRestClient, scope: InformerScope, tuning: InformerTuning = {}) {
     const options = { watch: api, counter: api.counter, ...tuning };
     const byName = (name: string): string => `metadata.name=${name}`;
-    const lister = <T>(path: string, selector: { labelSelector?: string; fieldSelector?: string }) =>
-      (page: { limit: number; continue?: string }): Promise<ListPage<T>> => api.get<ListPage<T>>(path, { ...selector, ...page });
-    this.services = new Informer<V1Service>({
-      description: `Services labelled ${PROVIDER_SERVICE_SELECTOR}`, resource: 'services',
-      list: lister(corePath('services'), { labelSelector: PROVIDER_SERVICE_SELECTOR }),
-      watchPath: corePath('services'), labelSelector: PROVIDER_SERVICE_SELECTOR, transform: trimService,
-    }, options);
-    this.providerSecrets = new Informer<V1Secret>({
-      description: `Secrets named ${PROVIDER_SECRET_NAME}`, resource: 'secrets',
-      list: lister(corePath('secrets'), { fieldSelector: byName(PROVIDER_SECRET_NAME) }),
-      watchPath: corePath('secrets'), fieldSelector: byName(PROVIDER_SECRET_NAME), transform: trimSecret,
-    }, options);
-    const esoSecret = (name: string): Informer<V1Secret> => new Informer<V1Secret>({
-      description: `Secret ${scope.esoNamespace}/${name}`, resource: 'secrets',
-      list: lister(corePath('secrets', scope.esoNamespace), { fieldSelector: byName(name) }),
-      watchPath: corePath('secrets', scope.esoNamespace), fieldSelector: byName(name), transform: trimSecret,
-    }, options);
+    const lister =
+      <T>(path: string, selector: { labelSelector?: string; fieldSelector?: string }) =>
+      (page: { limit: number; continue?: string }): Promise<ListPage<T>> =>
+        api.get<ListPage<T>>(path, { ...selector, ...page });
+    this.services = new Informer<V1Service>(
+      {
+        description: `Services labelled ${PROVIDER_SERVICE_SELECTOR}`,
+        resource: 'services',
+        list: lister(corePath('services'), { labelSelector: PROVIDER_SERVICE_SELECTOR }),
+        watchPath: corePath('services'),
+        labelSelector: PROVIDER_SERVICE_SELECTOR,
+        transform: trimService,
+      },
+      options,
+    );
+    this.providerSecrets = new Informer<V1Secret>(
+      {
+        description: `Secrets named ${PROVIDER_SECRET_NAME}`,
+        resource: 'secrets',
+        list: lister(corePath('secrets'), { fieldSelector: byName(PROVIDER_SECRET_NAME) }),
+        watchPath: corePath('secrets'),
+        fieldSelector: byName(PROVIDER_SECRET_NAME),
+        transform: trimSecret,
+      },
+      options,
+    );
+    const esoSecret = (name: string): Informer<V1Secret> =>
+      new Informer<V1Secret>(
+        {
+          description: `Secret ${scope.esoNamespace}/${name}`,
+          resource: 'secrets',
+          list: lister(corePath('secrets', scope.esoNamespace), { fieldSelector: byName(name) }),
+          watchPath: corePath('secrets', scope.esoNamespace),
+          fieldSelector: byName(name),
+          transform: trimSecret,
+        },
+        options,
+      );
     this.caSecret = esoSecret(scope.caSecretName);
     this.clientSecret = esoSecret(scope.clientSecretName);
   }

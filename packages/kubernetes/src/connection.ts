@@ -64,7 +64,9 @@ export async function connectionFromKubeConfig(kubeConfig: KubeConfigLike, setti
   const agentOptions = probe.agent?.options ?? {};
   const pick = <T>(key: string): T | undefined => (agentOptions[key] ?? undefined) as T | undefined;
   const tls: ConnectionTls = {
-    ca: pick('ca'), cert: pick('cert'), key: pick('key'),
+    ca: pick('ca'),
+    cert: pick('cert'),
+    key: pick('key'),
     rejectUnauthorized: pick<boolean>('rejectUnauthorized') ?? (cluster.skipTLSVerify ? false : undefined),
     servername: pick<string>('servername') ?? cluster.tlsServerName,
   };

@@ -67,7 +67,10 @@ export class EventRecorder {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly logger: Logger;
 
-  constructor(private readonly api: KubeRestClient, private readonly options: EventRecorderOptions) {
+  constructor(
+    private readonly api: KubeRestClient,
+    private readonly options: EventRecorderOptions,
+  ) {
     this.limiter = new ConcurrencyLimit(options.concurrency ?? 4);
     this.logger = options.logger ?? silentLogger;
   }
@@ -113,23 +116,44 @@ export class EventRecorder {
   private async create(service: ServiceReference, entry: Sent, type: string, reason: EventReason, message: string, now: Instant): Promise<void> {
     const component = this.options.component ?? 'eso-mtls';
     try {
-      await this.limiter.run(() => this.api.create(corePath('events', service.namespace), {
-        apiVersion: 'v1', kind: 'Event',
-        metadata: { name: entry.name, namespace: service.namespace },
-        involvedObject: { apiVersion: 'v1', kind: service.kind ?? 'Service', namespace: service.namespace, name: service.name, ...(service.uid ? { uid: service.uid } : {}) },
-        type, reason, message,
-        source: { component },
-        reportingComponent: component,
-        ...(this.options.instance ? { reportingInstance: this.options.instance } : {}),
-        firstTimestamp: rfc3339(entry.firstTimestamp), lastTimestamp: rfc3339(now), count: entry.count,
-      }));
+      await this.limiter.run(() =>
+        this.api.create(corePath('events', service.namespace), {
+          apiVersion: 'v1',
+          kind: 'Event',
+          metadata: { name: entry.name, namespace: service.namespace },
+          involvedObject: {
+            apiVersion: 'v1',
+            kind: service.kind ?? 'Service',
+            namespace: service.namespace,
+            name: service.name,
+            ...(service.uid ? { uid: service.uid } : {}),
+          },
+          type,
+          reason,
+          message,
+          source: { component },
+          reportingComponent: component,
+          ...(this.options.instance ? { reportingInstance: this.options.instance } : {}),
+          firstTimestamp: rfc3339(entry.firstTimestamp),
+          lastTimestamp: rfc3339(now),
+          count: entry.count,
+        }),
+      );
       this.stats.created++;
     } catch (e) {
       this.fail(service, reason, e);
     }
   }
 
-  private async patch(service: ServiceReference, entry: Sent, key: string, type: 'Normal' | 'Warning', reason: EventReason, message: string, now: Instant): Promise<void> {
+  private async patch(
+    service: ServiceReference,
+    entry: Sent,
+    key: string,
+    type: 'Normal' | 'Warning',
+    reason: EventReason,
+    message: string,
+    now: Instant,
+  ): Promise<void> {
     try {
       await this.limiter.run(() => this.api.mergePatch(corePath('events', service.namespace, entry.name), { count: entry.count, lastTimestamp: rfc3339(now) }));
       this.stats.patched++;

@@ -115,7 +115,10 @@ export class Informer<T extends ObjectWithMeta> {
   readonly synced: Promise<void>;
   private isSynced = false;
 
-  constructor(private readonly source: ListWatchSource<T>, private readonly options: InformerOptions) {
+  constructor(
+    private readonly source: ListWatchSource<T>,
+    private readonly options: InformerOptions,
+  ) {
     this.backoff = new Backoff(options.backoff);
     this.timers = options.timers ?? systemTimers;
     this.synced = new Promise((r) => (this.syncedResolve = r));

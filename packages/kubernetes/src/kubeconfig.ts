@@ -10,7 +10,10 @@ import { chooseProxy } from './proxy.js';
  */
 export class UnsupportedKubeconfigError extends Error {
   override readonly name = 'UnsupportedKubeconfigError';
-  constructor(readonly path: string, readonly feature: string) {
+  constructor(
+    readonly path: string,
+    readonly feature: string,
+  ) {
     super(`kubeconfig ${path}: ${feature} is not supported by the eso-mtls reader; use client-node's KubeConfig (connectionFromKubeConfig)`);
   }
 }
@@ -71,9 +74,12 @@ export function loadKubeconfigFile(path: string, options: KubeconfigOptions = {}
   if (!contextName) return fail('no current-context is set; set one, or name a context');
   const context = named(doc, 'contexts', 'context', contextName) ?? fail(`context "${contextName}" is not defined under contexts`);
   const clusterName = str(context.cluster) ?? fail(`context "${contextName}" names no cluster`);
-  const cluster = named(doc, 'clusters', 'cluster', clusterName) ?? fail(`cluster "${clusterName}" (of context "${contextName}") is not defined under clusters`);
+  const cluster =
+    named(doc, 'clusters', 'cluster', clusterName) ?? fail(`cluster "${clusterName}" (of context "${contextName}") is not defined under clusters`);
   const userName = str(context.user);
-  const user: Entry = userName ? named(doc, 'users', 'user', userName) ?? fail(`user "${userName}" (of context "${contextName}") is not defined under users`) : {};
+  const user: Entry = userName
+    ? (named(doc, 'users', 'user', userName) ?? fail(`user "${userName}" (of context "${contextName}") is not defined under users`))
+    : {};
   for (const key of UNSUPPORTED_USER) if (user[key] !== undefined) throw new UnsupportedKubeconfigError(path, `user ${key}`);
 
   const server = str(cluster.server) ?? fail(`cluster "${clusterName}" has no server`);
@@ -99,7 +105,9 @@ export function loadKubeconfigFile(path: string, options: KubeconfigOptions = {}
   const key = material(user, 'client-key', `user "${userName}"`);
   if ((cert === undefined) !== (key === undefined)) fail(`user "${userName}" has a client certificate without its key, or a key without its certificate`);
   const tls: ConnectionTls = {
-    ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}),
+    ...(ca ? { ca } : {}),
+    ...(cert ? { cert } : {}),
+    ...(key ? { key } : {}),
     ...(cluster['insecure-skip-tls-verify'] === true ? { rejectUnauthorized: false } : {}),
     ...(str(cluster['tls-server-name']) ? { servername: str(cluster['tls-server-name']) } : {}),
   };
@@ -109,16 +117,30 @@ export function loadKubeconfigFile(path: string, options: KubeconfigOptions = {}
   const username = str(user.username);
   let authorize: ClusterConnection['authorize'] = async () => undefined;
   if (token) {
-    authorize = async (headers) => { headers.Authorization = `Bearer ${token}`; };
+    authorize = async (headers) => {
+      headers.Authorization = `Bearer ${token}`;
+    };
   } else if (tokenFile) {
-    const readToken = cachedFile(isAbsolute(tokenFile) ? tokenFile : resolve(base, tokenFile), read, options.now ?? Date.now, `kubeconfig ${path}: user "${userName}" tokenFile`);
-    authorize = async (headers) => { headers.Authorization = `Bearer ${readToken()}`; };
+    const readToken = cachedFile(
+      isAbsolute(tokenFile) ? tokenFile : resolve(base, tokenFile),
+      read,
+      options.now ?? Date.now,
+      `kubeconfig ${path}: user "${userName}" tokenFile`,
+    );
+    authorize = async (headers) => {
+      headers.Authorization = `Bearer ${readToken()}`;
+    };
   } else if (username) {
     const basic = Buffer.from(`${username}:${str(user.password) ?? ''}`).toString('base64');
-    authorize = async (headers) => { headers.Authorization = `Basic ${basic}`; };
+    authorize = async (headers) => {
+      headers.Authorization = `Basic ${basic}`;
+    };
   }
   return {
-    server, tls, authorize, ...(proxy ? { proxy } : {}),
+    server,
+    tls,
+    authorize,
+    ...(proxy ? { proxy } : {}),
     description: `kubeconfig ${path} (context ${contextName}, cluster ${clusterName}, user ${userName ?? 'none'})${describeProxy(proxy)}`,
   };
 }
@@ -143,7 +165,10 @@ export function loadInClusterConnection(options: InClusterOptions = {}): Cluster
   try {
     ca = read(`${dir}/ca.crt`);
   } catch (e) {
-    throw new Error(`in-cluster configuration needs the service account CA at ${dir}/ca.crt: ${(e as Error).message}; set automountServiceAccountToken, or pass --kubeconfig`, { cause: e });
+    throw new Error(
+      `in-cluster configuration needs the service account CA at ${dir}/ca.crt: ${(e as Error).message}; set automountServiceAccountToken, or pass --kubeconfig`,
+      { cause: e },
+    );
   }
   const readToken = cachedFile(tokenPath, read, options.now ?? Date.now, 'in-cluster service account token');
   try {
@@ -157,7 +182,9 @@ export function loadInClusterConnection(options: InClusterOptions = {}): Cluster
     server,
     tls: { ca },
     ...(proxy ? { proxy } : {}),
-    authorize: async (headers) => { headers.Authorization = `Bearer ${readToken()}`; },
+    authorize: async (headers) => {
+      headers.Authorization = `Bearer ${readToken()}`;
+    },
     description: `in-cluster service account (${dir})${describeProxy(proxy)}`,
   };
 }

@@ -85,7 +85,9 @@ export function parseNoProxy(noProxy: string): Matcher[] {
     if (family !== 0) {
       const one = new BlockList();
       one.addAddress(host, family === 4 ? 'ipv4' : 'ipv6');
-      matchers.push((target, port, ipFamily) => ipFamily !== 0 && one.check(target, ipFamily === 4 ? 'ipv4' : 'ipv6') && (entryPort === '' || entryPort === port));
+      matchers.push(
+        (target, port, ipFamily) => ipFamily !== 0 && one.check(target, ipFamily === 4 ? 'ipv4' : 'ipv6') && (entryPort === '' || entryPort === port),
+      );
       continue;
     }
     if (host === '') continue;
@@ -131,5 +133,5 @@ function splitHostPort(entry: string): [string, string] | undefined {
 function toAscii(name: string): string {
   if ([...name].every((c) => c.charCodeAt(0) < 0x80)) return name;
   const ascii = domainToASCII(name.replace(/^\./, ''));
-  return ascii === '' ? name : (name.startsWith('.') ? `.${ascii}` : ascii);
+  return ascii === '' ? name : name.startsWith('.') ? `.${ascii}` : ascii;
 }

@@ -4,7 +4,11 @@ import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME } from './ownership.
 /** An adapter option that makes no sense; the message names the option, its value and what is accepted. */
 export class AdapterOptionsError extends Error {
   override readonly name = 'AdapterOptionsError';
-  constructor(readonly option: string, readonly value: unknown, accepted: string) {
+  constructor(
+    readonly option: string,
+    readonly value: unknown,
+    accepted: string,
+  ) {
     super(`invalid adapter option ${option}=${JSON.stringify(value)}: ${accepted}`);
   }
 }
@@ -25,7 +29,11 @@ const intIn = (v: number, min: number, max: number): boolean => Number.isInteger
 /** Throws {@link AdapterOptionsError} for the first option that cannot work. */
 export function validateAdapterOptions(options: CheckedOptions): void {
   if (!options.kubeConfig === !options.connection) {
-    throw new AdapterOptionsError('connection', options.connection ?? null, 'give exactly one of connection (a ClusterConnection) and kubeConfig (a client-node KubeConfig)');
+    throw new AdapterOptionsError(
+      'connection',
+      options.connection ?? null,
+      'give exactly one of connection (a ClusterConnection) and kubeConfig (a client-node KubeConfig)',
+    );
   }
   for (const option of ['caSecretName', 'clientSecretName'] as const) {
     const v = options[option];

@@ -39,7 +39,10 @@ export function installationId(esoNamespace: string, caSecretName: string): stri
 }
 
 /** Labels and annotations every Secret we write carries. */
-export function ownershipMetadata(component: SecretComponent, installation: string): {
+export function ownershipMetadata(
+  component: SecretComponent,
+  installation: string,
+): {
   labels: Record<string, string>;
   annotations: Record<string, string>;
 } {
@@ -60,8 +63,7 @@ const PLACEHOLDER_TYPES = new Set(['kubernetes.io/tls', 'Opaque']);
 export function classifyOwnership(secret: SecretLike, component: SecretComponent, installation: string): Ownership {
   const labels = secret.metadata?.labels ?? {};
   const annotations = secret.metadata?.annotations ?? {};
-  if (labels[MANAGED_BY_LABEL] === MANAGED_BY && labels[COMPONENT_LABEL] === component &&
-      annotations[INSTALLATION_ANNOTATION] === installation) {
+  if (labels[MANAGED_BY_LABEL] === MANAGED_BY && labels[COMPONENT_LABEL] === component && annotations[INSTALLATION_ANNOTATION] === installation) {
     return 'managed';
   }
   // Another installation's Secret, even an empty one, is never adopted: that would start a fight.

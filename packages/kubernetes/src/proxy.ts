@@ -34,7 +34,9 @@ export function parseProxyUrl(value: string, field: string): URL {
     throw new Error(`${field} ${JSON.stringify(redactProxyUrl(value))} is not a URL: expected http://[user:password@]host[:port]`);
   }
   if (url.protocol !== 'http:') {
-    throw new Error(`${field} ${redactProxyUrl(value)}: the ${url.protocol.replace(/:$/, '')}:// scheme is not supported; eso-mtls reaches the apiserver only through http:// proxies (HTTP CONNECT). Use an http:// proxy, or remove the setting`);
+    throw new Error(
+      `${field} ${redactProxyUrl(value)}: the ${url.protocol.replace(/:$/, '')}:// scheme is not supported; eso-mtls reaches the apiserver only through http:// proxies (HTTP CONNECT). Use an http:// proxy, or remove the setting`,
+    );
   }
   if (url.hostname === '') throw new Error(`${field} ${redactProxyUrl(value)} names no host: expected http://[user:password@]host[:port]`);
   return url;
@@ -46,7 +48,12 @@ export function parseProxyUrl(value: string, field: string): URL {
  * Go's ProxyFromEnvironment does. `owner` names the kubeconfig cluster for messages. Throws when the
  * chosen proxy cannot be honoured, naming the setting.
  */
-export function chooseProxy(server: string, proxyUrl: string | undefined, env: Readonly<Record<string, string | undefined>>, owner: string): ProxyChoice | undefined {
+export function chooseProxy(
+  server: string,
+  proxyUrl: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+  owner: string,
+): ProxyChoice | undefined {
   let choice: ProxyChoice | undefined;
   if (proxyUrl !== undefined) {
     parseProxyUrl(proxyUrl, `${owner} proxy-url`);
@@ -65,7 +72,9 @@ export function chooseProxy(server: string, proxyUrl: string | undefined, env: R
     choice = { url, from: fromEnv.variable };
   }
   if (!server.startsWith('https://')) {
-    throw new Error(`${choice.from === 'proxy-url' ? `${owner} proxy-url` : choice.from} ${redactProxyUrl(choice.url)} applies to the apiserver ${server}, but only https:// apiservers are reached through a proxy (CONNECT); use https, or remove the proxy setting`);
+    throw new Error(
+      `${choice.from === 'proxy-url' ? `${owner} proxy-url` : choice.from} ${redactProxyUrl(choice.url)} applies to the apiserver ${server}, but only https:// apiservers are reached through a proxy (CONNECT); use https, or remove the proxy setting`,
+    );
   }
   return choice;
 }
@@ -88,21 +97,28 @@ function withDefaultScheme(value: string): string {
  */
 export class ProxyTunnelAgent extends Agent {
   /** `proxy` as {@link parseProxyUrl} returns it. */
-  constructor(private readonly proxy: URL, options: AgentOptions, private readonly connectTimeoutMs = PROXY_CONNECT_TIMEOUT_MS) {
+  constructor(
+    private readonly proxy: URL,
+    options: AgentOptions,
+    private readonly connectTimeoutMs = PROXY_CONNECT_TIMEOUT_MS,
+  ) {
     super(options);
   }
 
   override createConnection(options: RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): undefined {
     const host = String(options.host ?? 'localhost');
     const authority = `${host.includes(':') ? `[${host}]` : host}:${options.port ?? 443}`;
-    openTunnel(this.proxy, authority, this.connectTimeoutMs).then((socket) => {
-      // The Agent asks for TCP keep-alive through these; the tunnel's socket is the TCP one.
-      const { keepAlive, keepAliveInitialDelay } = options as { keepAlive?: boolean; keepAliveInitialDelay?: number };
-      if (keepAlive) socket.setKeepAlive(true, keepAliveInitialDelay);
-      // The parent's createConnection is tls.connect plus its session cache; over our socket.
-      const tlsSocket = super.createConnection({ ...options, socket } as RequestOptions);
-      callback?.(null, tlsSocket!);
-    }, (error: Error) => callback?.(error, undefined as never));
+    openTunnel(this.proxy, authority, this.connectTimeoutMs).then(
+      (socket) => {
+        // The Agent asks for TCP keep-alive through these; the tunnel's socket is the TCP one.
+        const { keepAlive, keepAliveInitialDelay } = options as { keepAlive?: boolean; keepAliveInitialDelay?: number };
+        if (keepAlive) socket.setKeepAlive(true, keepAliveInitialDelay);
+        // The parent's createConnection is tls.connect plus its session cache; over our socket.
+        const tlsSocket = super.createConnection({ ...options, socket } as RequestOptions);
+        callback?.(null, tlsSocket!);
+      },
+      (error: Error) => callback?.(error, undefined as never),
+    );
     return undefined;
   }
 }
@@ -117,7 +133,13 @@ export function openTunnel(proxy: URL, authority: string, timeoutMs: number): Pr
       headers['Proxy-Authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
     }
     const req = httpRequest({
-      host: proxy.hostname.replace(/^\[(.*)\]$/, '$1'), port: proxy.port || 80, method: 'CONNECT', path: authority, headers, agent: false, timeout: timeoutMs,
+      host: proxy.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: proxy.port || 80,
+      method: 'CONNECT',
+      path: authority,
+      headers,
+      agent: false,
+      timeout: timeoutMs,
     });
     req.once('connect', (res, socket: Socket, head: Buffer) => {
       const code = res.statusCode ?? 0;
@@ -131,7 +153,9 @@ export function openTunnel(proxy: URL, authority: string, timeoutMs: number): Pr
       resolve(socket);
     });
     req.once('timeout', () => req.destroy(new Error(`proxy ${name}: no answer to CONNECT ${authority} within ${timeoutMs} ms`)));
-    req.once('error', (e) => reject(e.message.startsWith(`proxy ${name}`) ? e : new Error(`proxy ${name}: CONNECT ${authority} failed: ${e.message}`, { cause: e })));
+    req.once('error', (e) =>
+      reject(e.message.startsWith(`proxy ${name}`) ? e : new Error(`proxy ${name}: CONNECT ${authority} failed: ${e.message}`, { cause: e })),
+    );
     req.end();
   });
 }

@@ -1,5 +1,13 @@
 import {
-  type CertificateCache, type ConcurrencyLimit, type CryptoBackend, type Instant, type Plan, type Policy, type RotationReason, type SecretWrite, isPlanEmpty,
+  type CertificateCache,
+  type ConcurrencyLimit,
+  type CryptoBackend,
+  type Instant,
+  type Plan,
+  type Policy,
+  type RotationReason,
+  type SecretWrite,
+  isPlanEmpty,
   planRotation,
 } from '@eso-mtls/core';
 import type { CertificateStatusView } from './certificate-status.js';

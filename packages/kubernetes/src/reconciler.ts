@@ -43,7 +43,10 @@ export class Reconciler {
   /** Rounds run so far. */
   rounds = 0;
 
-  constructor(private readonly round: ReconcileRound, private readonly options: ReconcilerOptions) {
+  constructor(
+    private readonly round: ReconcileRound,
+    private readonly options: ReconcilerOptions,
+  ) {
     this.failure = new StateReporter({ repeatMs: options.reconcileIntervalMs });
     this.timers = options.timers ?? systemTimers;
   }
@@ -114,7 +117,14 @@ export class Reconciler {
       if (!this.options.writesAllowed()) return undefined;
       try {
         const result = await this.round.run(this.options.now);
-        if (this.failure.track([], () => 'reconcile', () => '', this.options.now()).ended.length > 0) {
+        if (
+          this.failure.track(
+            [],
+            () => 'reconcile',
+            () => '',
+            this.options.now(),
+          ).ended.length > 0
+        ) {
           this.options.logger.info({}, 'reconcile succeeded again');
         }
         this.rounds++;
@@ -122,7 +132,14 @@ export class Reconciler {
         return result;
       } catch (e) {
         const error = (e as Error)?.message ?? String(e);
-        if (this.failure.track([error], () => 'reconcile', (m) => m, this.options.now()).report.length > 0) {
+        if (
+          this.failure.track(
+            [error],
+            () => 'reconcile',
+            (m) => m,
+            this.options.now(),
+          ).report.length > 0
+        ) {
           this.options.logger.error({ error }, 'reconcile failed; retrying with backoff');
         }
         return undefined;

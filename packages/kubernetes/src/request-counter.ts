@@ -57,10 +57,15 @@ export function classifyRequest(method: string, url: string): { verb: ApiVerb; r
     case 'GET':
       if (searchParams.get('watch') === 'true') return { verb: 'watch', resource };
       return { verb: name === undefined ? 'list' : 'get', resource };
-    case 'POST': return { verb: 'create', resource };
-    case 'PUT': return { verb: 'update', resource };
-    case 'PATCH': return { verb: 'patch', resource };
-    case 'DELETE': return { verb: 'delete', resource };
-    default: return undefined;
+    case 'POST':
+      return { verb: 'create', resource };
+    case 'PUT':
+      return { verb: 'update', resource };
+    case 'PATCH':
+      return { verb: 'patch', resource };
+    case 'DELETE':
+      return { verb: 'delete', resource };
+    default:
+      return undefined;
   }
 }

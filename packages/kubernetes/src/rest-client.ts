@@ -10,7 +10,12 @@ export class KubeApiError extends Error {
   override readonly name = 'KubeApiError';
   /** The Status `reason` (`NotFound`, `AlreadyExists`, `Conflict`, `Expired`...), when the body is one. */
   readonly reason: string | undefined;
-  constructor(readonly code: number, readonly body: string, method: string, path: string) {
+  constructor(
+    readonly code: number,
+    readonly body: string,
+    method: string,
+    path: string,
+  ) {
     const status = statusOf(body);
     super(`${method} ${path}: HTTP ${code}${status.reason ? ` ${status.reason}` : ''}: ${status.message ?? body.slice(0, 200)}`);
     this.reason = status.reason;
@@ -69,7 +74,10 @@ export class KubeRestClient {
   connectionsOpened = 0;
   private readonly seenSockets = new WeakSet<object>();
 
-  constructor(readonly connection: ClusterConnection, private readonly options: KubeRestClientOptions = {}) {
+  constructor(
+    readonly connection: ClusterConnection,
+    private readonly options: KubeRestClientOptions = {},
+  ) {
     this.counter = options.counter ?? new RequestCounter();
     this.base = new URL(connection.server.endsWith('/') ? connection.server : `${connection.server}/`);
     if (this.base.protocol !== 'https:' && this.base.protocol !== 'http:') {
@@ -84,7 +92,7 @@ export class KubeRestClient {
     const proxyUrl = proxy ? parseProxyUrl(proxy.url, `${proxy.from} of ${connection.description}`) : undefined;
     // A request's own timeout starts only once it has a socket, so the CONNECT gets the same bound.
     const agent = (agentOptions: AgentOptions, connectTimeoutMs: number): Agent =>
-      (proxyUrl ? new ProxyTunnelAgent(proxyUrl, agentOptions, connectTimeoutMs) : new Agent(agentOptions));
+      proxyUrl ? new ProxyTunnelAgent(proxyUrl, agentOptions, connectTimeoutMs) : new Agent(agentOptions);
     this.agent = agent({ ...tls, maxSockets: options.maxSockets ?? 16 }, Math.min(PROXY_CONNECT_TIMEOUT_MS, options.requestTimeoutMs ?? 60_000));
     this.watchAgent = agent(tls, PROXY_CONNECT_TIMEOUT_MS);
   }
@@ -182,7 +190,12 @@ export class KubeRestClient {
       res.on('error', finish);
       res.on('close', () => finish(res.complete ? undefined : new Error(`watch ${url.pathname}: connection closed`)));
     }, finish);
-    return { abort: () => { abort.abort(); finish(new Error(`watch ${url.pathname}: aborted`)); } };
+    return {
+      abort: () => {
+        abort.abort();
+        finish(new Error(`watch ${url.pathname}: aborted`));
+      },
+    };
   }
 
   /** Closes the kept-alive connections and any watch. */
@@ -199,10 +212,22 @@ export class KubeRestClient {
     return url;
   }
 
-  private send(method: string, url: URL, headers: Record<string, string>, body: string | undefined, agent: Agent, timeoutMs?: number, signal?: AbortSignal): Promise<IncomingMessage> {
+  private send(
+    method: string,
+    url: URL,
+    headers: Record<string, string>,
+    body: string | undefined,
+    agent: Agent,
+    timeoutMs?: number,
+    signal?: AbortSignal,
+  ): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
       const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
-      const req = send(url, { method, headers, agent: url.protocol === 'http:' ? undefined : agent, signal, ...(timeoutMs ? { timeout: timeoutMs } : {}) }, resolve);
+      const req = send(
+        url,
+        { method, headers, agent: url.protocol === 'http:' ? undefined : agent, signal, ...(timeoutMs ? { timeout: timeoutMs } : {}) },
+        resolve,
+      );
       req.once('socket', (socket) => {
         // reusedSocket is false for a queued request handed a freed socket, so track sockets themselves.
         if (!this.seenSockets.has(socket)) {

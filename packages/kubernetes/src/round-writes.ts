@@ -1,6 +1,16 @@
 import {
-  type BundleUpdate, type Instant, type LeafIssuance, type MaterializedCa, type Plan, type RotationReason, type SecretTarget, type SecretWrite,
-  describeTarget, materializeBundle, materializeCaChange, materializeLeaf,
+  type BundleUpdate,
+  type Instant,
+  type LeafIssuance,
+  type MaterializedCa,
+  type Plan,
+  type RotationReason,
+  type SecretTarget,
+  type SecretWrite,
+  describeTarget,
+  materializeBundle,
+  materializeCaChange,
+  materializeLeaf,
 } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { RoundDependencies, RoundResult } from './reconcile-round.js';
@@ -173,8 +183,12 @@ export class RoundWrites {
    * failure counter of each labelled Service of the namespace, a Warning Event on each, and one log
    * line per Service. The client's leaf has no Service: one log line.
    */
-  private leafFailed(what: { target: SecretTarget; reason?: RotationReason; services?: readonly string[] },
-    stage: 'issuing' | 'writing', error: string, code: number | undefined): void {
+  private leafFailed(
+    what: { target: SecretTarget; reason?: RotationReason; services?: readonly string[] },
+    stage: 'issuing' | 'writing',
+    error: string,
+    code: number | undefined,
+  ): void {
     const { writer, hooks, events, logger } = this.deps;
     const target = describeTarget(what.target);
     const reason = what.reason ?? 'bundle';
@@ -193,9 +207,10 @@ export class RoundWrites {
     for (const service of services) logger.error({ target, namespace, service, reason, code, error }, message);
     hooks.onRotationFailure?.(namespace, services);
     const secret = writer.locate(what.target).name;
-    const text = stage === 'issuing'
-      ? `Could not issue the certificate for Secret ${secret} (reason: ${reason}): ${error}`
-      : `Could not write Secret ${secret} (reason: ${reason}): ${error}`;
+    const text =
+      stage === 'issuing'
+        ? `Could not issue the certificate for Secret ${secret} (reason: ${reason}): ${error}`
+        : `Could not write Secret ${secret} (reason: ${reason}): ${error}`;
     for (const ref of this.services.refs(namespace, services)) events.record(ref, 'Warning', 'Failed', text);
   }
 
@@ -205,9 +220,10 @@ export class RoundWrites {
     const where = writer.locate('ca');
     hooks.onCaRotationFailure?.();
     logger.error({ target: 'ca', secret: `${where.namespace}/${where.name}`, reason, code, error }, `${stage} the CA failed`);
-    const text = stage === 'writing'
-      ? `Could not write the CA Secret (reason: ${reason ?? 'unknown'}): ${error}`
-      : `Could not generate or sign a CA (reason: ${reason ?? 'unknown'}): ${error}; nothing is issued until this succeeds`;
+    const text =
+      stage === 'writing'
+        ? `Could not write the CA Secret (reason: ${reason ?? 'unknown'}): ${error}`
+        : `Could not generate or sign a CA (reason: ${reason ?? 'unknown'}): ${error}; nothing is issued until this succeeds`;
     const uid = this.existing('ca')?.metadata?.uid;
     events.record({ kind: 'Secret', namespace: where.namespace, name: where.name, uid }, 'Warning', 'Failed', text);
   }

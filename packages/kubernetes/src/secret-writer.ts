@@ -38,7 +38,10 @@ export interface SecretWriterScope {
  * wrote the CA), never DELETE, and never any name but the three Secrets we own.
  */
 export class SecretWriter {
-  constructor(private readonly api: KubeRestClient, private readonly scope: SecretWriterScope) {}
+  constructor(
+    private readonly api: KubeRestClient,
+    private readonly scope: SecretWriterScope,
+  ) {}
 
   /** Namespace, name, component and type of a target. */
   locate(target: SecretTarget): SecretLocation {
@@ -62,7 +65,10 @@ export class SecretWriter {
     try {
       if (write.create) {
         const secret = await this.api.create<V1Secret>(corePath('secrets', where.namespace), {
-          apiVersion: 'v1', kind: 'Secret', type: where.type, data,
+          apiVersion: 'v1',
+          kind: 'Secret',
+          type: where.type,
+          data,
           metadata: { name: where.name, namespace: where.namespace, labels: ours.labels, annotations: { ...ours.annotations, ...write.annotations } },
         });
         return { kind: 'written', secret };
@@ -72,9 +78,14 @@ export class SecretWriter {
       }
       const meta = existing.metadata ?? {};
       const secret = await this.api.replace<V1Secret>(corePath('secrets', where.namespace, where.name), {
-        apiVersion: 'v1', kind: 'Secret', type: existing.type ?? where.type, data,
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: existing.type ?? where.type,
+        data,
         metadata: {
-          name: where.name, namespace: where.namespace, resourceVersion: write.base,
+          name: where.name,
+          namespace: where.namespace,
+          resourceVersion: write.base,
           labels: { ...meta.labels, ...ours.labels },
           annotations: { ...meta.annotations, ...ours.annotations, ...write.annotations },
           ...(meta.ownerReferences ? { ownerReferences: meta.ownerReferences } : {}),
@@ -106,8 +117,10 @@ export class SecretWriter {
   // A second line of defence behind locate(): a bug elsewhere must not write a fourth name.
   private assertOurs(where: SecretLocation): void {
     const { esoNamespace, caSecretName, clientSecretName } = this.scope;
-    const ok = where.name === PROVIDER_SECRET_NAME
-      || ((where.name === caSecretName || where.name === clientSecretName) && where.namespace === esoNamespace);
-    if (!ok) throw new Error(`refusing to write Secret ${where.namespace}/${where.name}: only ${PROVIDER_SECRET_NAME}, ${esoNamespace}/${caSecretName} and ${esoNamespace}/${clientSecretName} are ours`);
+    const ok = where.name === PROVIDER_SECRET_NAME || ((where.name === caSecretName || where.name === clientSecretName) && where.namespace === esoNamespace);
+    if (!ok)
+      throw new Error(
+        `refusing to write Secret ${where.namespace}/${where.name}: only ${PROVIDER_SECRET_NAME}, ${esoNamespace}/${caSecretName} and ${esoNamespace}/${clientSecretName} are ours`,
+      );
   }
 }

@@ -1,5 +1,11 @@
 import {
-  type IssuanceLedger, type ProviderService, ROTATE_ANNOTATION, type SecretState, type Snapshot, assembleSnapshot, describeTarget,
+  type IssuanceLedger,
+  type ProviderService,
+  ROTATE_ANNOTATION,
+  type SecretState,
+  type Snapshot,
+  assembleSnapshot,
+  describeTarget,
 } from '@eso-mtls/core';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import type { ClusterInformers } from './cluster-informers.js';
@@ -52,9 +58,15 @@ export class SnapshotBuilder {
     const client = this.informers.clientSecret.get(this.esoNamespace, this.clientSecretName);
     if (ca) secrets.set(describeTarget('ca'), ca);
     if (client) secrets.set(describeTarget('client'), client);
-    const snapshot = assembleSnapshot({
-      caSecret: ca && this.state(ca, 'ca'), clientSecret: client && this.state(client, 'client-tls'), services: providerServices, providerSecrets,
-    }, this.ledger);
+    const snapshot = assembleSnapshot(
+      {
+        caSecret: ca && this.state(ca, 'ca'),
+        clientSecret: client && this.state(client, 'client-tls'),
+        services: providerServices,
+        providerSecrets,
+      },
+      this.ledger,
+    );
     return { snapshot, secrets, services };
   }
 

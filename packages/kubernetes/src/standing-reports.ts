@@ -1,6 +1,4 @@
-import {
-  type Conflict, type Instant, type Plan, type RefusalReason, type RefusedService, type WaitingLeaf, describeTarget,
-} from '@eso-mtls/core';
+import { type Conflict, type Instant, type Plan, type RefusalReason, type RefusedService, type WaitingLeaf, describeTarget } from '@eso-mtls/core';
 import type { EventReason, EventRecorder } from './event-recorder.js';
 import type { Logger } from './logger.js';
 import type { AdapterHooks } from './reconcile-round.js';
@@ -30,7 +28,12 @@ export class StandingReports {
   private readonly waiting: StateReporter;
   private readonly refused: StateReporter;
 
-  constructor(private readonly logger: Logger, private readonly events: Pick<EventRecorder, 'record'>, private readonly hooks: AdapterHooks, intervalMs: number) {
+  constructor(
+    private readonly logger: Logger,
+    private readonly events: Pick<EventRecorder, 'record'>,
+    private readonly hooks: AdapterHooks,
+    intervalMs: number,
+  ) {
     this.conflicts = new StateReporter({ repeatMs: intervalMs });
     this.waiting = new StateReporter({ summaryMs: intervalMs });
     this.refused = new StateReporter({ summaryMs: intervalMs });
@@ -44,7 +47,12 @@ export class StandingReports {
   }
 
   private reportConflicts(conflicts: readonly Conflict[], now: Instant, services: ServiceDirectory): void {
-    const { report } = this.conflicts.track(conflicts, (c) => `${describeTarget(c.target)}|${c.services.join(',')}`, (c) => c.message, now);
+    const { report } = this.conflicts.track(
+      conflicts,
+      (c) => `${describeTarget(c.target)}|${c.services.join(',')}`,
+      (c) => c.message,
+      now,
+    );
     for (const c of report) {
       this.logger.warn({ target: describeTarget(c.target), services: c.services }, `conflict: ${c.message}`);
       if (typeof c.target === 'object' && c.services.length > 0) {
@@ -57,9 +65,11 @@ export class StandingReports {
   // During a recovery's wait nothing can be issued for up to the propagation delay: say so once per
   // Service, with the reason and until when, and then once per interval how many wait.
   private reportWaiting(waiting: readonly WaitingLeaf[], now: Instant, services: ServiceDirectory): void {
-    const states: WaitingState[] = waiting.flatMap((leaf) => (typeof leaf.target === 'object' && leaf.services.length > 0
-      ? leaf.services.map((service) => ({ leaf, namespace: (leaf.target as { namespace: string }).namespace, service }))
-      : [{ leaf }]));
+    const states: WaitingState[] = waiting.flatMap((leaf) =>
+      typeof leaf.target === 'object' && leaf.services.length > 0
+        ? leaf.services.map((service) => ({ leaf, namespace: (leaf.target as { namespace: string }).namespace, service }))
+        : [{ leaf }],
+    );
     const key = (s: WaitingState): string => `${describeTarget(s.leaf.target)}|${s.service ?? ''}`;
     const { report, summarize } = this.waiting.track(states, key, (s) => `${s.leaf.reason}|${iso(s.leaf.until) ?? ''}`, now);
     for (const { leaf, namespace, service } of report) {
@@ -70,8 +80,10 @@ export class StandingReports {
     }
     if (summarize) {
       const until = waiting.map((w) => w.until).find((t) => t !== undefined);
-      this.logger.info({ leaves: waiting.length, services: states.filter((s) => s.service).length, until: iso(until) },
-        `${waiting.length} leaves waiting for the new CA`);
+      this.logger.info(
+        { leaves: waiting.length, services: states.filter((s) => s.service).length, until: iso(until) },
+        `${waiting.length} leaves waiting for the new CA`,
+      );
     }
   }
 
@@ -94,4 +106,4 @@ export class StandingReports {
 
 // In whole seconds, as the bundle-written-at stamps it derives from: a sub-second shift is no change.
 const iso = (t: Instant | undefined): string | undefined =>
-  (t === undefined ? undefined : new Date(Math.floor(t / 1000) * 1000).toISOString().replace('.000Z', 'Z'));
+  t === undefined ? undefined : new Date(Math.floor(t / 1000) * 1000).toISOString().replace('.000Z', 'Z');

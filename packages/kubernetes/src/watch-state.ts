@@ -1,6 +1,9 @@
 /** Thrown into onError for a watch that ended with an ERROR event. */
 export class WatchError extends Error {
-  constructor(message: string, readonly code: number | undefined) {
+  constructor(
+    message: string,
+    readonly code: number | undefined,
+  ) {
     super(message);
   }
 }

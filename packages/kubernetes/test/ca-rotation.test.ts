@@ -39,12 +39,17 @@ async function expectTrust(state: TrustState, previous: TrustState | undefined, 
   const pairs: [string, V1Secret, V1Secret][] = [];
   for (const [ns, secret] of state.providers) {
     pairs.push([`${ns} now/now`, secret, state.client]);
-    if (previous) pairs.push([`${ns} old provider/new client`, previous.providers.get(ns)!, state.client], [`${ns} new provider/old client`, secret, previous.client]);
+    if (previous)
+      pairs.push([`${ns} old provider/new client`, previous.providers.get(ns)!, state.client], [`${ns} new provider/old client`, secret, previous.client]);
   }
   for (const [label, server, client] of pairs) {
     const s = leafAndBundle(server);
     const c = leafAndBundle(client);
-    expect({ label, serverTrusted: chainsTo(s.leaf, c.bundle), clientTrusted: chainsTo(c.leaf, s.bundle) }).toEqual({ label, serverTrusted: true, clientTrusted: true });
+    expect({ label, serverTrusted: chainsTo(s.leaf, c.bundle), clientTrusted: chainsTo(c.leaf, s.bundle) }).toEqual({
+      label,
+      serverTrusted: true,
+      clientTrusted: true,
+    });
     if (handshakes) {
       const servername = `provider.${server.metadata!.namespace}.svc`;
       expect({ label, result: await handshake(material(server), material(client), servername) }).toEqual({ label, result: 'ok' });
@@ -167,15 +172,18 @@ describe('CA rotation on the real apiserver', () => {
     expect(run.writes.filter((w) => w.kind === 'ca')[1]).toMatchObject({ phases: ['recover'], reason: 'secret_missing' });
   });
 
-  it('wakes at the plan\'s nextDueAt by itself: a forced rotation completes with no event and no reconcileNow()', async () => {
+  it("wakes at the plan's nextDueAt by itself: a forced rotation completes with no event and no reconcileNow()", async () => {
     const { run, eso } = await suite.setup('due', ['rot-due'], FAST, true);
     const s = (await suite.cluster.secret(eso, CA_SECRET))!;
     s.metadata!.annotations = { ...s.metadata!.annotations, [ROTATE_ANNOTATION]: 'by-timer' };
     await suite.cluster.core.replaceNamespacedSecret({ namespace: eso, name: CA_SECRET, body: s });
     // Activation and retirement come due seconds later; nothing but the adapter's own timer wakes it
     // (the safety-net interval is 10 minutes).
-    await eventually(() => expect(run.writes.filter((w) => w.kind === 'ca').map((w) => w.phases?.join('+')))
-      .toEqual(['create', 'prepare', 'activate', 'retire']), 30_000, 250);
+    await eventually(
+      () => expect(run.writes.filter((w) => w.kind === 'ca').map((w) => w.phases?.join('+'))).toEqual(['create', 'prepare', 'activate', 'retire']),
+      30_000,
+      250,
+    );
     expect(run.reasonsFor('namespace/rot-due')).toEqual(['initial', 'ca_rotated']);
   });
 

@@ -55,7 +55,7 @@ describe('the system timers', () => {
     expect(systemTimers.monotonicMs()).toBeGreaterThanOrEqual(before);
   });
 
-  it('clamp a delay past Node\'s longest timer instead of firing at once', async () => {
+  it("clamp a delay past Node's longest timer instead of firing at once", async () => {
     let ran = false;
     const far = systemTimers.setTimer(2 ** 31 + 10, () => (ran = true));
     far.unref();

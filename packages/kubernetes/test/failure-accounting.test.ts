@@ -26,7 +26,11 @@ async function controllerLike(eso: string, options: Partial<AdapterOptions>) {
   // The hooks run only after start(), by which time the metrics (which read the adapter) exist.
   const wired: { metrics?: ControllerMetrics } = {};
   const adapter = await ProviderCertificateAdapter.create({
-    kubeConfig: suite.plane.adminKubeConfig, debounceMs: 20, now: clock.now, logger, ...options,
+    kubeConfig: suite.plane.adminKubeConfig,
+    debounceMs: 20,
+    now: clock.now,
+    logger,
+    ...options,
     policy: { esoNamespace: eso },
     hooks: {
       onRotation: (namespace, services, reason) => wired.metrics!.recordRotation(namespace, services, reason),
@@ -49,9 +53,13 @@ async function counterValue(metrics: ControllerMetrics, name: string, labels: Re
 const serial = async (ns: string): Promise<string> => new X509Certificate(text(await suite.cluster.secret(ns), 'tls.crt')).serialNumber;
 
 describe('a signer that fails for one namespace', () => {
-  it('counts, records and logs the failure on each of that namespace\'s Services, fires the alert, and the others converge', async () => {
+  it("counts, records and logs the failure on each of that namespace's Services, fires the alert, and the others converge", async () => {
     const eso = await suite.cluster.namespace('eso-fa-leaf');
-    for (const [ns, svc] of [['fa-good', 'provider'], ['fa-bad', 'provider'], ['fa-bad', 'second']] as const) {
+    for (const [ns, svc] of [
+      ['fa-good', 'provider'],
+      ['fa-bad', 'provider'],
+      ['fa-bad', 'second'],
+    ] as const) {
       await suite.cluster.namespace(ns);
       await suite.cluster.labelledService(ns, svc);
       suite.deleteAfterTest(ns, svc);
@@ -77,16 +85,23 @@ describe('a signer that fails for one namespace', () => {
     expect(await serial('fa-bad')).toBe(badBefore);
     await adapter.flushEvents();
     for (const svc of ['provider', 'second']) {
-      expect(await suite.cluster.events('fa-bad', svc)).toContainEqual(expect.objectContaining({
-        type: 'Warning', reason: 'Failed', message: expect.stringContaining('HSM refused to sign for fa-bad (test fault)'),
-      }));
+      expect(await suite.cluster.events('fa-bad', svc)).toContainEqual(
+        expect.objectContaining({
+          type: 'Warning',
+          reason: 'Failed',
+          message: expect.stringContaining('HSM refused to sign for fa-bad (test fault)'),
+        }),
+      );
     }
     expect((await suite.cluster.events('fa-good', 'provider')).filter((e) => e.type === 'Warning')).toEqual([]);
     const lines = logger.lines.filter((l) => l.message === 'issuing a certificate failed');
     expect(new Set(lines.map((l) => `${l.fields.namespace}/${l.fields.service}`))).toEqual(new Set(['fa-bad/provider', 'fa-bad/second']));
     expect(lines[0]!.fields).toMatchObject({ target: 'namespace/fa-bad', reason: 'forced', error: expect.stringContaining('test fault') });
 
-    const r = scrapes.expectFiring('EsoProviderCertificateRotationFailed', [{ namespace: 'fa-bad', service: 'provider' }, { namespace: 'fa-bad', service: 'second' }]);
+    const r = scrapes.expectFiring('EsoProviderCertificateRotationFailed', [
+      { namespace: 'fa-bad', service: 'provider' },
+      { namespace: 'fa-bad', service: 'second' },
+    ]);
     expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('SUCCESS')]);
 
     // Fixed: the next retry issues it.
@@ -112,9 +127,14 @@ describe('a signer that fails for the CA', () => {
 
     expect(await suite.cluster.secret('fa-ca')).toBeUndefined();
     await adapter.flushEvents();
-    const events = await suite.plane.adminKubeConfig.makeApiClient((await import('@kubernetes/client-node')).CoreV1Api)
+    const events = await suite.plane.adminKubeConfig
+      .makeApiClient((await import('@kubernetes/client-node')).CoreV1Api)
       .listNamespacedEvent({ namespace: eso, fieldSelector: `involvedObject.kind=Secret,involvedObject.name=${CA_SECRET}` });
-    expect(events.items.map((e) => [e.type, e.reason, e.message])).toContainEqual(['Warning', 'Failed', expect.stringContaining('HSM refused to sign a CA (test fault)')]);
+    expect(events.items.map((e) => [e.type, e.reason, e.message])).toContainEqual([
+      'Warning',
+      'Failed',
+      expect.stringContaining('HSM refused to sign a CA (test fault)'),
+    ]);
     const caLines = logger.lines.filter((l) => l.message === 'generating or signing the CA failed');
     expect(caLines.length).toBeGreaterThan(1); // one per failure
     expect(caLines[0]!.fields).toMatchObject({ target: 'ca', secret: `${eso}/${CA_SECRET}`, error: expect.stringContaining('test fault') });
@@ -154,8 +174,13 @@ describe('leaves waiting for a recovered CA', () => {
     await suite.cluster.labelledService('fw-b', 'provider');
     suite.deleteAfterTest('fw-b', 'provider');
     // The client's leaf waits too (it chains to the CA that was deleted).
-    await eventually(() => expect(run.adapter.lastRound?.plan.waiting.map((w) => JSON.stringify(w.target)).sort())
-      .toEqual([JSON.stringify('client'), JSON.stringify({ namespace: 'fw-a' }), JSON.stringify({ namespace: 'fw-b' })]));
+    await eventually(() =>
+      expect(run.adapter.lastRound?.plan.waiting.map((w) => JSON.stringify(w.target)).sort()).toEqual([
+        JSON.stringify('client'),
+        JSON.stringify({ namespace: 'fw-a' }),
+        JSON.stringify({ namespace: 'fw-b' }),
+      ]),
+    );
     await run.adapter.flushEvents();
     const waitingLines = () => logger.lines.filter((l) => l.message.startsWith('waiting for the new CA'));
     const linesBefore = waitingLines().length;
@@ -172,7 +197,10 @@ describe('leaves waiting for a recovered CA', () => {
     expect(until).toBeGreaterThan(clock.now());
     const untilText = new Date(Math.floor(until! / 1000) * 1000).toISOString().replace('.000Z', 'Z');
     // The latest line of each waiting Service names its current reason and the time signing resumes.
-    const latest = (ns: string) => waitingLines().filter((l) => l.fields.namespace === ns).at(-1)?.fields;
+    const latest = (ns: string) =>
+      waitingLines()
+        .filter((l) => l.fields.namespace === ns)
+        .at(-1)?.fields;
     expect(latest('fw-a')).toMatchObject({ service: 'provider', reason: 'secret_missing', until: untilText });
     expect(latest('fw-b')).toMatchObject({ service: 'provider', reason: 'initial', until: untilText });
     expect(waitingLines().filter((l) => l.fields.target === 'client')).toHaveLength(1);

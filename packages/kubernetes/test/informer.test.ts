@@ -2,7 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { RbacAuthorizationV1Api, type V1Secret } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import {
-  ClusterInformers, Informer, type InformerEvent, type InformerOptions, KubeRestClient, type ListPage, RequestCounter, type Watcher, connectionFromKubeConfig, corePath,
+  ClusterInformers,
+  Informer,
+  type InformerEvent,
+  type InformerOptions,
+  KubeRestClient,
+  type ListPage,
+  RequestCounter,
+  type Watcher,
+  connectionFromKubeConfig,
+  corePath,
 } from '../src/index.js';
 import { TestCluster, converge, eventually, startAdapter, text } from './support/cluster.js';
 import { FakeTimers } from './support/fake-timers.js';
@@ -38,7 +47,14 @@ function churn(namespace: string): { last: () => string; stop: () => Promise<{ w
       await new Promise((r) => setTimeout(r, 25));
     }
   })();
-  return { last: () => last, stop: async () => { stopped = true; await loop; return { writes }; } };
+  return {
+    last: () => last,
+    stop: async () => {
+      stopped = true;
+      await loop;
+      return { writes };
+    },
+  };
 }
 
 describe('list+watch on the real apiserver', () => {
@@ -69,8 +85,11 @@ describe('list+watch on the real apiserver', () => {
       expect(after.watches - stats.watches).toBeGreaterThanOrEqual(4 * 2);
       expect(after.bookmarks - stats.bookmarks).toBeGreaterThan(0);
       // ...without a 410 or a relist, and the only requests were watches.
-      expect({ lists: after.lists - stats.lists, expired: after.expired - stats.expired, errors: after.errors - stats.errors })
-        .toEqual({ lists: 0, expired: 0, errors: 0 });
+      expect({ lists: after.lists - stats.lists, expired: after.expired - stats.expired, errors: after.errors - stats.errors }).toEqual({
+        lists: 0,
+        expired: 0,
+        errors: 0,
+      });
       const since = run.adapter.requests.since(requests);
       expect(Object.keys(since).filter((k) => !k.startsWith('watch '))).toEqual([]);
       expect(since['watch secrets']).toBeGreaterThan(0);
@@ -109,11 +128,16 @@ describe('list+watch on the real apiserver', () => {
         return clients.watch(path, query, onEvent, done);
       },
     };
-    const informer: Informer<V1Secret> = new Informer<V1Secret>({
-      description: 'test Secrets', resource: 'secrets',
-      list: (page) => clients.get<ListPage<V1Secret>>(corePath('secrets'), { fieldSelector: 'metadata.name=relist-me', ...page }),
-      watchPath: '/api/v1/secrets', fieldSelector: 'metadata.name=relist-me',
-    }, { watch: expiringOnce, counter, onError: (e) => errors.push(e.message), backoff: { initialMs: 100, maxMs: 1000 } });
+    const informer: Informer<V1Secret> = new Informer<V1Secret>(
+      {
+        description: 'test Secrets',
+        resource: 'secrets',
+        list: (page) => clients.get<ListPage<V1Secret>>(corePath('secrets'), { fieldSelector: 'metadata.name=relist-me', ...page }),
+        watchPath: '/api/v1/secrets',
+        fieldSelector: 'metadata.name=relist-me',
+      },
+      { watch: expiringOnce, counter, onError: (e) => errors.push(e.message), backoff: { initialMs: 100, maxMs: 1000 } },
+    );
     const ns = await cluster.namespace('relist');
     const seen: InformerEvent<V1Secret>[] = [];
     informer.onChange((e) => seen.push(e));
@@ -151,11 +175,15 @@ describe('list+watch on the real apiserver', () => {
     const clients = new KubeRestClient(await connectionFromKubeConfig(kubeConfig), { counter });
     const ns = await cluster.namespace('late');
     const errors: string[] = [];
-    const informer = new Informer<V1Secret>({
-      description: `Secrets in ${ns}`, resource: 'secrets',
-      list: (page) => clients.get<ListPage<V1Secret>>(corePath('secrets', ns), page),
-      watchPath: `/api/v1/namespaces/${ns}/secrets`,
-    }, { watch: clients, counter, onError: (e) => errors.push(e.message), backoff: { initialMs: 100, maxMs: 2000 } });
+    const informer = new Informer<V1Secret>(
+      {
+        description: `Secrets in ${ns}`,
+        resource: 'secrets',
+        list: (page) => clients.get<ListPage<V1Secret>>(corePath('secrets', ns), page),
+        watchPath: `/api/v1/namespaces/${ns}/secrets`,
+      },
+      { watch: clients, counter, onError: (e) => errors.push(e.message), backoff: { initialMs: 100, maxMs: 2000 } },
+    );
     informer.start();
     try {
       await new Promise((r) => setTimeout(r, 3000));
@@ -167,11 +195,18 @@ describe('list+watch on the real apiserver', () => {
       expect(errors[0]).toMatch(/^Secrets in late: .*403/);
 
       const rbac = plane.adminKubeConfig.makeApiClient(RbacAuthorizationV1Api);
-      await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'read' }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] }] } });
-      await rbac.createNamespacedRoleBinding({ namespace: ns, body: {
-        metadata: { name: 'read' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'read' },
-        subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'late-bloomer' }],
-      } });
+      await rbac.createNamespacedRole({
+        namespace: ns,
+        body: { metadata: { name: 'read' }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] }] },
+      });
+      await rbac.createNamespacedRoleBinding({
+        namespace: ns,
+        body: {
+          metadata: { name: 'read' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'read' },
+          subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'late-bloomer' }],
+        },
+      });
       await eventually(() => informer.hasSynced, 15_000);
       await cluster.core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'hello' }, stringData: { a: 'b' } } });
       await eventually(() => expect(informer.get(ns, 'hello')).toBeDefined());
@@ -199,7 +234,9 @@ describe('watch timing on injected timers, against the real apiserver', () => {
    * accepted; `onOpen` runs as each opens, with the timers then pending.
    */
   function timedInformer(
-    timers: FakeTimers, tuning: Partial<InformerOptions>, onOpen: (n: number, pending: ReturnType<FakeTimers['pending']>) => void = () => undefined,
+    timers: FakeTimers,
+    tuning: Partial<InformerOptions>,
+    onOpen: (n: number, pending: ReturnType<FakeTimers['pending']>) => void = () => undefined,
   ) {
     const watched = { opened: 0 };
     const watch: Watcher = {
@@ -210,11 +247,16 @@ describe('watch timing on injected timers, against the real apiserver', () => {
       },
     };
     const errors: string[] = [];
-    const informer = new Informer<V1Secret>({
-      description: 'Secret never-there', resource: 'secrets',
-      list: (page) => clients.get<ListPage<V1Secret>>(corePath('secrets'), { fieldSelector: 'metadata.name=never-there', ...page }),
-      watchPath: '/api/v1/secrets', fieldSelector: 'metadata.name=never-there',
-    }, { watch, counter: new RequestCounter(), timers, backoff, onError: (e) => errors.push(e.message), ...tuning });
+    const informer = new Informer<V1Secret>(
+      {
+        description: 'Secret never-there',
+        resource: 'secrets',
+        list: (page) => clients.get<ListPage<V1Secret>>(corePath('secrets'), { fieldSelector: 'metadata.name=never-there', ...page }),
+        watchPath: '/api/v1/secrets',
+        fieldSelector: 'metadata.name=never-there',
+      },
+      { watch, counter: new RequestCounter(), timers, backoff, onError: (e) => errors.push(e.message), ...tuning },
+    );
     return { informer, watched, errors };
   }
 
@@ -295,7 +337,11 @@ describe('watch timing on injected timers, against the real apiserver', () => {
   it('ClusterInformers hands its timers to each of its four informers', async () => {
     const timers = new FakeTimers();
     const eso = await cluster.namespace('eso-timed');
-    const informers = new ClusterInformers(clients, { esoNamespace: eso, caSecretName: 'ca', clientSecretName: 'client' }, { timers, watchTimeoutSeconds: 3600 });
+    const informers = new ClusterInformers(
+      clients,
+      { esoNamespace: eso, caSecretName: 'ca', clientSecretName: 'client' },
+      { timers, watchTimeoutSeconds: 3600 },
+    );
     await informers.start();
     try {
       await eventually(() => expect(timers.pending()).toEqual([...guarding(3600), ...guarding(3600), ...guarding(3600), ...guarding(3600)]), 30_000);

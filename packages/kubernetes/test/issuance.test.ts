@@ -101,7 +101,9 @@ describe('issuing on the real apiserver', () => {
     });
     expect(run.reasonsFor(`namespace/${ns}`).at(-1)).toBe('dns_changed');
     await run.adapter.flushEvents();
-    expect(await cluster.events(ns, 'alpha')).toContainEqual(expect.objectContaining({ reason: 'Rotated', message: expect.stringContaining('reason: dns_changed') }));
+    expect(await cluster.events(ns, 'alpha')).toContainEqual(
+      expect.objectContaining({ reason: 'Rotated', message: expect.stringContaining('reason: dns_changed') }),
+    );
   });
 
   it('re-issues without a deleted Service, and leaves the Secret alone once the last labelled Service is gone', async () => {
@@ -128,10 +130,15 @@ describe('issuing on the real apiserver', () => {
 
   it('leaves an unmanaged external-secrets-provider-tls byte-for-byte and reports the conflict', async () => {
     const ns = await cluster.namespace('iss-foreign');
-    const original = { 'tls.crt': Buffer.from('not ours').toString('base64'), 'extra': Buffer.from([0, 1, 2, 255]).toString('base64') };
-    await cluster.core.createNamespacedSecret({ namespace: ns, body: {
-      metadata: { name: 'external-secrets-provider-tls', labels: { team: 'x' } }, type: 'Opaque', data: original,
-    } });
+    const original = { 'tls.crt': Buffer.from('not ours').toString('base64'), extra: Buffer.from([0, 1, 2, 255]).toString('base64') };
+    await cluster.core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name: 'external-secrets-provider-tls', labels: { team: 'x' } },
+        type: 'Opaque',
+        data: original,
+      },
+    });
     const before = await cluster.secret(ns);
     await cluster.labelledService(ns, 'svc-a');
     await cluster.labelledService(ns, 'svc-b');
@@ -142,7 +149,9 @@ describe('issuing on the real apiserver', () => {
     expect(after?.metadata?.resourceVersion).toBe(before?.metadata?.resourceVersion);
     expect(after?.data).toEqual(original);
     expect(after?.metadata?.labels).toEqual({ team: 'x' });
-    expect(logger.text()).toMatch(new RegExp(`warn conflict: namespace ${ns}: Secret external-secrets-provider-tls exists but was not written by this installation`));
+    expect(logger.text()).toMatch(
+      new RegExp(`warn conflict: namespace ${ns}: Secret external-secrets-provider-tls exists but was not written by this installation`),
+    );
     await run.adapter.flushEvents();
     for (const svc of ['svc-a', 'svc-b']) {
       expect(await cluster.events(ns, svc)).toContainEqual(expect.objectContaining({ reason: 'Conflict', type: 'Warning' }));
@@ -152,10 +161,14 @@ describe('issuing on the real apiserver', () => {
 
   it('adopts an empty placeholder Secret, keeping its type', async () => {
     const ns = await cluster.namespace('iss-placeholder');
-    await cluster.core.createNamespacedSecret({ namespace: ns, body: {
-      metadata: { name: 'external-secrets-provider-tls', labels: { 'helm.sh/chart': 'provider-1.0' } }, type: 'Opaque',
-      data: { 'tls.crt': '', 'tls.key': '', 'ca.crt': '' },
-    } });
+    await cluster.core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name: 'external-secrets-provider-tls', labels: { 'helm.sh/chart': 'provider-1.0' } },
+        type: 'Opaque',
+        data: { 'tls.crt': '', 'tls.key': '', 'ca.crt': '' },
+      },
+    });
     await cluster.labelledService(ns, 'held');
     const adopted = await eventually(async () => {
       const s = await cluster.secret(ns);
@@ -172,7 +185,9 @@ describe('issuing on the real apiserver', () => {
     const metrics = new ControllerMetrics({ now: Date.now, source: run.adapter.status });
     const scrape = await metrics.registry.metrics();
     const leaf = new X509Certificate(text(await cluster.secret('iss-single'), 'tls.crt'));
-    const line = scrape.split('\n').find((l) => l.includes('namespace="iss-single"') && l.includes('service="vault"') && !l.startsWith('#') && l.includes('expiry'));
+    const line = scrape
+      .split('\n')
+      .find((l) => l.includes('namespace="iss-single"') && l.includes('service="vault"') && !l.startsWith('#') && l.includes('expiry'));
     expect(line).toBeDefined();
     const seconds = Number(line!.split(' ').at(-1));
     expect(Math.abs(seconds - (Date.parse(leaf.validTo) - Date.now()) / 1000)).toBeLessThan(60);
@@ -199,14 +214,18 @@ describe('issuing on the real apiserver', () => {
     expect(audit.filter((e) => e.verb === 'delete' || e.verb === 'deletecollection')).toEqual([]);
     for (const e of writes) {
       const name = e.objectRef?.name;
-      const ok = name === 'external-secrets-provider-tls'
-        || (['eso-provider-ca-internal', 'eso-provider-client-tls'].includes(name ?? '') && e.objectRef?.namespace === ESO);
+      const ok =
+        name === 'external-secrets-provider-tls' ||
+        (['eso-provider-ca-internal', 'eso-provider-client-tls'].includes(name ?? '') && e.objectRef?.namespace === ESO);
       expect({ ok, verb: e.verb, name, ns: e.objectRef?.namespace }).toMatchObject({ ok: true });
     }
 
     const all = await cluster.allSecrets();
     const esoNamespaces = new Set([ESO]);
-    const caKeys = all.filter((s) => s.metadata?.labels?.[COMPONENT_LABEL] === 'ca').flatMap((s) => [text(s, 'ca.key'), text(s, 'next.key')]).filter(Boolean);
+    const caKeys = all
+      .filter((s) => s.metadata?.labels?.[COMPONENT_LABEL] === 'ca')
+      .flatMap((s) => [text(s, 'ca.key'), text(s, 'next.key')])
+      .filter(Boolean);
     const clientKeys = all.filter((s) => s.metadata?.labels?.[COMPONENT_LABEL] === 'client-tls').map((s) => text(s, 'tls.key'));
     expect(caKeys).toHaveLength(1);
     expect(clientKeys).toHaveLength(1);
@@ -215,7 +234,9 @@ describe('issuing on the real apiserver', () => {
       const name = s.metadata?.name;
       expect(['eso-provider-ca-internal', 'eso-provider-client-tls'].includes(name ?? '') && !esoNamespaces.has(namespace)).toBe(false);
       if (esoNamespaces.has(namespace)) continue;
-      const blob = Object.values(s.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('latin1')).join('\n');
+      const blob = Object.values(s.data ?? {})
+        .map((v) => Buffer.from(v, 'base64').toString('latin1'))
+        .join('\n');
       for (const key of [...caKeys, ...clientKeys]) expect(blob.includes(key.trim())).toBe(false);
       // A provider Secret holds one private key: its own, matching its own certificate.
       if (s.metadata?.labels?.[MANAGED_BY_LABEL] === 'eso-mtls') {

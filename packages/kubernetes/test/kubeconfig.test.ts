@@ -8,7 +8,13 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import {
-  type ClusterConnection, KubeRestClient, TOKEN_REREAD_MS, UnsupportedKubeconfigError, corePath, loadInClusterConnection, loadKubeconfigFile,
+  type ClusterConnection,
+  KubeRestClient,
+  TOKEN_REREAD_MS,
+  UnsupportedKubeconfigError,
+  corePath,
+  loadInClusterConnection,
+  loadKubeconfigFile,
 } from '../src/index.js';
 
 let dir: string;
@@ -23,11 +29,18 @@ function kubeconfig(cluster: Record<string, unknown>, user: Record<string, unkno
   const folder = join(dir, sub);
   mkdirSync(folder, { recursive: true });
   const path = join(folder, `config-${++files}`);
-  writeFileSync(path, stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-    contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
-    clusters: [{ name: 'k', cluster }], users: [{ name: 'u', user }], ...extra,
-  }));
+  writeFileSync(
+    path,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': 'c',
+      contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+      clusters: [{ name: 'k', cluster }],
+      users: [{ name: 'u', user }],
+      ...extra,
+    }),
+  );
   return path;
 }
 
@@ -39,7 +52,15 @@ const headersOf = async (c: ClusterConnection): Promise<Record<string, string>> 
 
 describe('loadKubeconfigFile', () => {
   it('reads server, CA data, tls-server-name, skip-verify and a token', async () => {
-    const path = kubeconfig({ server: 'https://10.0.0.1:6443', 'certificate-authority-data': Buffer.from('CA PEM').toString('base64'), 'tls-server-name': 'kubernetes', 'insecure-skip-tls-verify': true }, { token: 'abc' });
+    const path = kubeconfig(
+      {
+        server: 'https://10.0.0.1:6443',
+        'certificate-authority-data': Buffer.from('CA PEM').toString('base64'),
+        'tls-server-name': 'kubernetes',
+        'insecure-skip-tls-verify': true,
+      },
+      { token: 'abc' },
+    );
     const c = loadKubeconfigFile(path);
     expect(c.server).toBe('https://10.0.0.1:6443');
     expect(c.tls).toEqual({ ca: Buffer.from('CA PEM'), rejectUnauthorized: false, servername: 'kubernetes' });
@@ -51,9 +72,15 @@ describe('loadKubeconfigFile', () => {
   it('resolves certificate files relative to the kubeconfig, and reads client certificate data', async () => {
     mkdirSync(join(dir, 'rel', 'pki'), { recursive: true });
     writeFileSync(join(dir, 'rel', 'pki', 'ca.crt'), 'THE CA');
-    const path = kubeconfig({ server: 'https://h', 'certificate-authority': 'pki/ca.crt' }, {
-      'client-certificate-data': Buffer.from('CERT').toString('base64'), 'client-key-data': Buffer.from('KEY').toString('base64'),
-    }, {}, 'rel');
+    const path = kubeconfig(
+      { server: 'https://h', 'certificate-authority': 'pki/ca.crt' },
+      {
+        'client-certificate-data': Buffer.from('CERT').toString('base64'),
+        'client-key-data': Buffer.from('KEY').toString('base64'),
+      },
+      {},
+      'rel',
+    );
     const c = loadKubeconfigFile(path);
     expect(c.tls).toEqual({ ca: Buffer.from('THE CA'), cert: Buffer.from('CERT'), key: Buffer.from('KEY') });
     expect(await headersOf(c)).toEqual({});
@@ -81,10 +108,20 @@ describe('loadKubeconfigFile', () => {
   });
 
   it('uses the named context instead of current-context', () => {
-    const path = kubeconfig({ server: 'https://one' }, {}, {
-      contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }, { name: 'other', context: { cluster: 'k2' } }],
-      clusters: [{ name: 'k', cluster: { server: 'https://one' } }, { name: 'k2', cluster: { server: 'https://two' } }],
-    });
+    const path = kubeconfig(
+      { server: 'https://one' },
+      {},
+      {
+        contexts: [
+          { name: 'c', context: { cluster: 'k', user: 'u' } },
+          { name: 'other', context: { cluster: 'k2' } },
+        ],
+        clusters: [
+          { name: 'k', cluster: { server: 'https://one' } },
+          { name: 'k2', cluster: { server: 'https://two' } },
+        ],
+      },
+    );
     expect(loadKubeconfigFile(path, { context: 'other' }).server).toBe('https://two');
   });
 
@@ -111,7 +148,10 @@ describe('loadKubeconfigFile', () => {
     const c = loadKubeconfigFile(path, { env: {} });
     expect(c.proxy).toEqual({ url: 'http://u:pw@proxy:3128', from: 'proxy-url' });
     expect(c.description).toBe(`kubeconfig ${path} (context c, cluster k, user u) through proxy http://u:xxxxx@proxy:3128 (proxy-url)`);
-    for (const [proxyUrl, scheme] of [['socks5://proxy:1080', 'socks5'], ['https://proxy:3129', 'https']]) {
+    for (const [proxyUrl, scheme] of [
+      ['socks5://proxy:1080', 'socks5'],
+      ['https://proxy:3129', 'https'],
+    ]) {
       const refused = kubeconfig({ server: 'https://h', 'proxy-url': proxyUrl });
       const error = (() => {
         try {
@@ -123,7 +163,9 @@ describe('loadKubeconfigFile', () => {
       })();
       // Not UnsupportedKubeconfigError: client-node would not honour it either, so nothing falls back.
       expect(error).not.toBeInstanceOf(UnsupportedKubeconfigError);
-      expect(error?.message).toBe(`kubeconfig ${refused}: cluster "k" proxy-url ${proxyUrl}: the ${scheme}:// scheme is not supported; eso-mtls reaches the apiserver only through http:// proxies (HTTP CONNECT). Use an http:// proxy, or remove the setting`);
+      expect(error?.message).toBe(
+        `kubeconfig ${refused}: cluster "k" proxy-url ${proxyUrl}: the ${scheme}:// scheme is not supported; eso-mtls reaches the apiserver only through http:// proxies (HTTP CONNECT). Use an http:// proxy, or remove the setting`,
+      );
     }
     const notString = kubeconfig({ server: 'https://h', 'proxy-url': 3128 });
     expect(() => loadKubeconfigFile(notString)).toThrow(`kubeconfig ${notString}: cluster "k" proxy-url must be a string, like http://proxy:3128`);
@@ -157,19 +199,22 @@ describe('loadInClusterConnection', () => {
   it('says what is missing', () => {
     expect(() => loadInClusterConnection({ env: {} })).toThrow('not running in a cluster (KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset)');
     const empty = mkdtempSync(join(dir, 'sa-'));
-    expect(() => loadInClusterConnection({ env: { KUBERNETES_SERVICE_HOST: 'h', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: empty }))
-      .toThrow(`in-cluster configuration needs the service account CA at ${empty}/ca.crt`);
+    expect(() => loadInClusterConnection({ env: { KUBERNETES_SERVICE_HOST: 'h', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: empty })).toThrow(
+      `in-cluster configuration needs the service account CA at ${empty}/ca.crt`,
+    );
     writeFileSync(join(empty, 'ca.crt'), 'CA');
-    expect(() => loadInClusterConnection({ env: { KUBERNETES_SERVICE_HOST: 'h', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: empty }))
-      .toThrow(/in-cluster service account token .*token: ENOENT.*automountServiceAccountToken/);
+    expect(() => loadInClusterConnection({ env: { KUBERNETES_SERVICE_HOST: 'h', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: empty })).toThrow(
+      /in-cluster service account token .*token: ENOENT.*automountServiceAccountToken/,
+    );
   });
 
   it('brackets an IPv6 service host', () => {
     const sa = mkdtempSync(join(dir, 'sa-'));
     writeFileSync(join(sa, 'ca.crt'), 'CA');
     writeFileSync(join(sa, 'token'), 't');
-    expect(loadInClusterConnection({ env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: sa }).server)
-      .toBe('https://[fd00::1]:443');
+    expect(loadInClusterConnection({ env: { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: sa }).server).toBe(
+      'https://[fd00::1]:443',
+    );
   });
 });
 
@@ -197,7 +242,9 @@ describe('against the real apiserver', () => {
     writeFileSync(join(sa, 'token'), 'not-a-valid-token');
     const { hostname, port } = new URL(plane.url);
     let t = 0;
-    const api = new KubeRestClient(loadInClusterConnection({ env: { KUBERNETES_SERVICE_HOST: hostname, KUBERNETES_SERVICE_PORT: port }, serviceAccountDir: sa, now: () => t }));
+    const api = new KubeRestClient(
+      loadInClusterConnection({ env: { KUBERNETES_SERVICE_HOST: hostname, KUBERNETES_SERVICE_PORT: port }, serviceAccountDir: sa, now: () => t }),
+    );
     try {
       await expect(api.get(corePath('namespaces', undefined, 'default'))).rejects.toMatchObject({ code: 401 });
       writeFileSync(join(sa, 'token'), plane.identity('admin').token);
@@ -213,24 +260,79 @@ describe('client certificates over a real TLS handshake', () => {
   it('presents the kubeconfig client certificate, verified against the CA by a requestCert server', async () => {
     const pki = mkdtempSync(join(dir, 'pki-'));
     const ssl = (...args: string[]): void => void execFileSync('openssl', args, { cwd: pki, stdio: 'ignore' });
-    ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=test-ca', '-days', '1');
-    for (const [name, ext] of [['server', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth'], ['client', 'extendedKeyUsage=clientAuth']] as const) {
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-subj',
+      '/CN=test-ca',
+      '-days',
+      '1',
+    );
+    for (const [name, ext] of [
+      ['server', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth'],
+      ['client', 'extendedKeyUsage=clientAuth'],
+    ] as const) {
       writeFileSync(join(pki, `${name}.ext`), ext);
-      ssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}-identity`);
-      ssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '1', '-extfile', `${name}.ext`);
+      ssl(
+        'req',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        `${name}.key`,
+        '-out',
+        `${name}.csr`,
+        '-subj',
+        `/CN=${name}-identity`,
+      );
+      ssl(
+        'x509',
+        '-req',
+        '-in',
+        `${name}.csr`,
+        '-CA',
+        'ca.crt',
+        '-CAkey',
+        'ca.key',
+        '-CAcreateserial',
+        '-out',
+        `${name}.crt`,
+        '-days',
+        '1',
+        '-extfile',
+        `${name}.ext`,
+      );
     }
     const pem = (f: string): Buffer => readFileSync(join(pki, f));
     const seen: string[] = [];
-    const server = createServer({ key: pem('server.key'), cert: pem('server.crt'), ca: pem('ca.crt'), requestCert: true, rejectUnauthorized: true }, (req, res) => {
-      seen.push(String((req.socket as TLSSocket).getPeerCertificate().subject.CN));
-      res.setHeader('Content-Type', 'application/json');
-      res.end('{"kind":"Namespace","metadata":{"name":"default"}}');
-    });
+    const server = createServer(
+      { key: pem('server.key'), cert: pem('server.crt'), ca: pem('ca.crt'), requestCert: true, rejectUnauthorized: true },
+      (req, res) => {
+        seen.push(String((req.socket as TLSSocket).getPeerCertificate().subject.CN));
+        res.setHeader('Content-Type', 'application/json');
+        res.end('{"kind":"Namespace","metadata":{"name":"default"}}');
+      },
+    );
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as { port: number }).port;
-    const path = kubeconfig({ server: `https://127.0.0.1:${port}`, 'certificate-authority': join(pki, 'ca.crt') }, {
-      'client-certificate': join(pki, 'client.crt'), 'client-key': join(pki, 'client.key'),
-    });
+    const path = kubeconfig(
+      { server: `https://127.0.0.1:${port}`, 'certificate-authority': join(pki, 'ca.crt') },
+      {
+        'client-certificate': join(pki, 'client.crt'),
+        'client-key': join(pki, 'client.key'),
+      },
+    );
     const api = new KubeRestClient(loadKubeconfigFile(path));
     try {
       await expect(api.get(corePath('namespaces', undefined, 'default'))).resolves.toMatchObject({ metadata: { name: 'default' } });

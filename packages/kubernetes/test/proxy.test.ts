@@ -8,7 +8,15 @@ import type { V1Secret } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { type AuditEvent, type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import {
-  KubeRestClient, chooseProxy, corePath, loadInClusterConnection, loadKubeconfigFile, proxyFromEnvironment, readProxyEnvironment, redactProxyUrl, usesProxy,
+  KubeRestClient,
+  chooseProxy,
+  corePath,
+  loadInClusterConnection,
+  loadKubeconfigFile,
+  proxyFromEnvironment,
+  readProxyEnvironment,
+  redactProxyUrl,
+  usesProxy,
 } from '../src/index.js';
 import { openTunnel } from '../src/proxy.js';
 import { eventually } from './support/cluster.js';
@@ -17,7 +25,7 @@ import { PROXY_SOURCE_ADDRESS, startConnectProxy } from './support/connect-proxy
 // Proxies as client-go honours them: a kubeconfig's proxy-url for every host, else HTTPS_PROXY
 // unless NO_PROXY (or loopback) exempts the apiserver; HTTP CONNECT with TLS to the apiserver inside.
 
-describe('NO_PROXY and HTTPS_PROXY, by Go\'s httpproxy rules', () => {
+describe("NO_PROXY and HTTPS_PROXY, by Go's httpproxy rules", () => {
   it.each([
     // [host, port, NO_PROXY, proxied?]
     ['api.corp', '443', '', true],
@@ -78,8 +86,14 @@ describe('chooseProxy', () => {
   });
 
   it('without a proxy-url, HTTPS_PROXY decides; a value without a scheme is http://, as in Go', () => {
-    expect(chooseProxy('https://10.0.0.1:6443', undefined, { https_proxy: 'proxy.corp:3128' }, owner)).toEqual({ url: 'http://proxy.corp:3128', from: 'https_proxy' });
-    expect(chooseProxy('https://10.0.0.1:6443', undefined, { HTTPS_PROXY: '10.1.1.1:3128' }, owner)).toEqual({ url: 'http://10.1.1.1:3128', from: 'HTTPS_PROXY' });
+    expect(chooseProxy('https://10.0.0.1:6443', undefined, { https_proxy: 'proxy.corp:3128' }, owner)).toEqual({
+      url: 'http://proxy.corp:3128',
+      from: 'https_proxy',
+    });
+    expect(chooseProxy('https://10.0.0.1:6443', undefined, { HTTPS_PROXY: '10.1.1.1:3128' }, owner)).toEqual({
+      url: 'http://10.1.1.1:3128',
+      from: 'HTTPS_PROXY',
+    });
     expect(chooseProxy('https://127.0.0.1:6443', undefined, { HTTPS_PROXY: 'http://p:1' }, owner)).toBeUndefined();
     // An exempted server never looks at the proxy's value.
     expect(chooseProxy('https://10.0.0.1:6443', undefined, { HTTPS_PROXY: 'socks5://p:1', NO_PROXY: '10.0.0.1' }, owner)).toBeUndefined();
@@ -95,17 +109,23 @@ describe('chooseProxy', () => {
       return 'not refused';
     };
     const socks = refusal(() => chooseProxy('https://h', 'socks5://u:secret@p:1080', {}, owner));
-    expect(socks).toBe('kubeconfig /k: cluster "c" proxy-url socks5://u:xxxxx@p:1080: the socks5:// scheme is not supported; eso-mtls reaches the apiserver only through http:// proxies (HTTP CONNECT). Use an http:// proxy, or remove the setting');
-    expect(refusal(() => chooseProxy('https://h', 'https://p:443', {}, owner))).toMatch(/^kubeconfig \/k: cluster "c" proxy-url https:\/\/p:443: the https:\/\/ scheme is not supported/);
+    expect(socks).toBe(
+      'kubeconfig /k: cluster "c" proxy-url socks5://u:xxxxx@p:1080: the socks5:// scheme is not supported; eso-mtls reaches the apiserver only through http:// proxies (HTTP CONNECT). Use an http:// proxy, or remove the setting',
+    );
+    expect(refusal(() => chooseProxy('https://h', 'https://p:443', {}, owner))).toMatch(
+      /^kubeconfig \/k: cluster "c" proxy-url https:\/\/p:443: the https:\/\/ scheme is not supported/,
+    );
     expect(refusal(() => chooseProxy('https://h', 'proxy:3128', {}, owner))).toMatch(/proxy-url proxy:3128: the proxy:\/\/ scheme is not supported/);
-    expect(refusal(() => chooseProxy('https://10.0.0.1', undefined, { HTTPS_PROXY: 'socks5://u:secret@p:1080' }, owner)))
-      .toMatch(/^HTTPS_PROXY socks5:\/\/u:xxxxx@p:1080: the socks5:\/\/ scheme is not supported/);
-    expect(refusal(() => chooseProxy('http://10.0.0.1:8080', 'http://p:1', {}, owner)))
-      .toBe('kubeconfig /k: cluster "c" proxy-url http://p:1 applies to the apiserver http://10.0.0.1:8080, but only https:// apiservers are reached through a proxy (CONNECT); use https, or remove the proxy setting');
+    expect(refusal(() => chooseProxy('https://10.0.0.1', undefined, { HTTPS_PROXY: 'socks5://u:secret@p:1080' }, owner))).toMatch(
+      /^HTTPS_PROXY socks5:\/\/u:xxxxx@p:1080: the socks5:\/\/ scheme is not supported/,
+    );
+    expect(refusal(() => chooseProxy('http://10.0.0.1:8080', 'http://p:1', {}, owner))).toBe(
+      'kubeconfig /k: cluster "c" proxy-url http://p:1 applies to the apiserver http://10.0.0.1:8080, but only https:// apiservers are reached through a proxy (CONNECT); use https, or remove the proxy setting',
+    );
     for (const message of [socks]) expect(message).not.toContain('secret');
   });
 
-  it('redacts a password, as Go\'s url.Redacted', () => {
+  it("redacts a password, as Go's url.Redacted", () => {
     expect(redactProxyUrl('http://user:pa%40ss@p:1')).toBe('http://user:xxxxx@p:1');
     expect(redactProxyUrl('http://user@p:1')).toBe('http://user@p:1');
     expect(redactProxyUrl('http://p:1')).toBe('http://p:1');
@@ -127,16 +147,26 @@ describe('loaders choose the proxy', () => {
     expect(proxied.proxy).toEqual({ url: 'http://u:pw@proxy.corp:3128', from: 'HTTPS_PROXY' });
     expect(proxied.description).toBe(`in-cluster service account (${dir}) through proxy http://u:xxxxx@proxy.corp:3128 (HTTPS_PROXY)`);
     expect(loadInClusterConnection({ env: { ...env, NO_PROXY: '10.96.0.0/12' }, serviceAccountDir: dir }).proxy).toBeUndefined();
-    expect(loadInClusterConnection({ env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: dir }).proxy).toBeUndefined();
-    expect(() => loadInClusterConnection({ env: { ...env, HTTPS_PROXY: 'socks5://p:1080' }, serviceAccountDir: dir })).toThrow(/^HTTPS_PROXY socks5:\/\/p:1080: the socks5:\/\/ scheme is not supported/);
+    expect(
+      loadInClusterConnection({ env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: dir }).proxy,
+    ).toBeUndefined();
+    expect(() => loadInClusterConnection({ env: { ...env, HTTPS_PROXY: 'socks5://p:1080' }, serviceAccountDir: dir })).toThrow(
+      /^HTTPS_PROXY socks5:\/\/p:1080: the socks5:\/\/ scheme is not supported/,
+    );
   });
 
   it('a kubeconfig file: HTTPS_PROXY when the cluster has no proxy-url', () => {
     const path = join(dir, 'env-kubeconfig');
-    writeFileSync(path, stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-      contexts: [{ name: 'c', context: { cluster: 'k' } }], clusters: [{ name: 'k', cluster: { server: 'https://api.corp:6443' } }],
-    }));
+    writeFileSync(
+      path,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'c',
+        contexts: [{ name: 'c', context: { cluster: 'k' } }],
+        clusters: [{ name: 'k', cluster: { server: 'https://api.corp:6443' } }],
+      }),
+    );
     expect(loadKubeconfigFile(path, { env: { HTTPS_PROXY: 'http://p:3128' } }).proxy).toEqual({ url: 'http://p:3128', from: 'HTTPS_PROXY' });
     expect(loadKubeconfigFile(path, { env: { HTTPS_PROXY: 'http://p:3128', NO_PROXY: '.corp' } }).proxy).toBeUndefined();
   });
@@ -148,8 +178,9 @@ describe('the CONNECT tunnel', () => {
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const port = (silent.address() as { port: number }).port;
     try {
-      await expect(openTunnel(new URL(`http://u:secret@127.0.0.1:${port}`), '127.0.0.1:6443', 300))
-        .rejects.toThrow(`proxy http://u:xxxxx@127.0.0.1:${port}: no answer to CONNECT 127.0.0.1:6443 within 300 ms`);
+      await expect(openTunnel(new URL(`http://u:secret@127.0.0.1:${port}`), '127.0.0.1:6443', 300)).rejects.toThrow(
+        `proxy http://u:xxxxx@127.0.0.1:${port}: no answer to CONNECT 127.0.0.1:6443 within 300 ms`,
+      );
     } finally {
       silent.close();
     }
@@ -183,12 +214,19 @@ describe('through a CONNECT proxy to the real apiserver', () => {
   /** The harness's admin kubeconfig with a proxy-url (and optionally another CA). */
   function kubeconfigWithProxy(proxyUrl: string, caPem = plane.caPem): string {
     const path = join(dir, `kubeconfig-${Math.random().toString(36).slice(2)}`);
-    writeFileSync(path, stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-      contexts: [{ name: 'c', context: { cluster: 'envtest', user: 'admin' } }],
-      clusters: [{ name: 'envtest', cluster: { server: plane.url, 'certificate-authority-data': Buffer.from(caPem).toString('base64'), 'proxy-url': proxyUrl } }],
-      users: [{ name: 'admin', user: { token: plane.identity('admin').token } }],
-    }));
+    writeFileSync(
+      path,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'c',
+        contexts: [{ name: 'c', context: { cluster: 'envtest', user: 'admin' } }],
+        clusters: [
+          { name: 'envtest', cluster: { server: plane.url, 'certificate-authority-data': Buffer.from(caPem).toString('base64'), 'proxy-url': proxyUrl } },
+        ],
+        users: [{ name: 'admin', user: { token: plane.identity('admin').token } }],
+      }),
+    );
     return path;
   }
   const withCredentials = (password: string): string =>
@@ -196,7 +234,7 @@ describe('through a CONNECT proxy to the real apiserver', () => {
   const audited = (match: (e: AuditEvent) => boolean): (AuditEvent & { sourceIPs?: string[] })[] =>
     plane.auditEvents().filter((e) => e.stage === 'ResponseComplete' && match(e));
 
-  it('a GET, a write and a watch go through the proxy-url\'s proxy, and the apiserver logs them from the proxy\'s address', async () => {
+  it("a GET, a write and a watch go through the proxy-url's proxy, and the apiserver logs them from the proxy's address", async () => {
     const apiAuthority = new URL(plane.url).host;
     const before = proxy.tunnels.length;
     const connection = loadKubeconfigFile(kubeconfigWithProxy(withCredentials(credentials.password)));
@@ -206,8 +244,12 @@ describe('through a CONNECT proxy to the real apiserver', () => {
     const events: string[] = [];
     try {
       const list = await api.get<{ metadata: { resourceVersion: string } }>(corePath('secrets', 'proxied'));
-      const watch = await api.watch(corePath('secrets', 'proxied'), { resourceVersion: list.metadata.resourceVersion },
-        (type, object) => events.push(`${type} ${(object as V1Secret).metadata?.name}`), () => undefined);
+      const watch = await api.watch(
+        corePath('secrets', 'proxied'),
+        { resourceVersion: list.metadata.resourceVersion },
+        (type, object) => events.push(`${type} ${(object as V1Secret).metadata?.name}`),
+        () => undefined,
+      );
       await api.create(corePath('secrets', 'proxied'), { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'via-proxy' }, data: { v: 'eA==' } });
       await expect(api.get<V1Secret>(corePath('secrets', 'proxied', 'via-proxy'))).resolves.toMatchObject({ metadata: { name: 'via-proxy' } });
       await eventually(() => expect(events).toEqual(['ADDED via-proxy']));
@@ -219,7 +261,8 @@ describe('through a CONNECT proxy to the real apiserver', () => {
     // The proxy: one tunnel for the request pool, one for the watch, both to the apiserver, with the credentials.
     const tunnels = proxy.tunnels.slice(before);
     expect(tunnels.map((t) => [t.target, t.status, t.proxyAuthorization])).toEqual([
-      [apiAuthority, 200, expectedAuthorization], [apiAuthority, 200, expectedAuthorization],
+      [apiAuthority, 200, expectedAuthorization],
+      [apiAuthority, 200, expectedAuthorization],
     ]);
     expect(api.connectionsOpened).toBe(2);
     for (const t of tunnels) expect(t.bytesUp > 0 && t.bytesDown > 0).toBe(true);
@@ -228,18 +271,44 @@ describe('through a CONNECT proxy to the real apiserver', () => {
     await eventually(() => {
       const ours = audited((e) => e.user.username === 'admin' && e.objectRef?.namespace === 'proxied' && e.objectRef?.resource === 'secrets');
       const summary = ours.map((e) => `${e.verb} ${e.objectRef?.name ?? ''} ${e.responseStatus?.code} ${e.sourceIPs?.join(',')}`);
-      expect(summary).toEqual(expect.arrayContaining([
-        `list  200 ${PROXY_SOURCE_ADDRESS}`, `watch  200 ${PROXY_SOURCE_ADDRESS}`, `create via-proxy 201 ${PROXY_SOURCE_ADDRESS}`, `get via-proxy 200 ${PROXY_SOURCE_ADDRESS}`,
-      ]));
+      expect(summary).toEqual(
+        expect.arrayContaining([
+          `list  200 ${PROXY_SOURCE_ADDRESS}`,
+          `watch  200 ${PROXY_SOURCE_ADDRESS}`,
+          `create via-proxy 201 ${PROXY_SOURCE_ADDRESS}`,
+          `get via-proxy 200 ${PROXY_SOURCE_ADDRESS}`,
+        ]),
+      );
       expect(ours.every((e) => e.sourceIPs?.[0] === PROXY_SOURCE_ADDRESS)).toBe(true);
     });
   });
 
   it('keeps verifying the apiserver inside the tunnel: a kubeconfig with another CA fails the handshake', async () => {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, 'foreign.key'),
-      '-out', join(dir, 'foreign.crt'), '-subj', '/CN=foreign-ca', '-days', '1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        join(dir, 'foreign.key'),
+        '-out',
+        join(dir, 'foreign.crt'),
+        '-subj',
+        '/CN=foreign-ca',
+        '-days',
+        '1',
+      ],
+      { stdio: 'ignore' },
+    );
     const before = proxy.tunnels.length;
-    const api = new KubeRestClient(loadKubeconfigFile(kubeconfigWithProxy(withCredentials(credentials.password), readFileSync(join(dir, 'foreign.crt'), 'utf8'))));
+    const api = new KubeRestClient(
+      loadKubeconfigFile(kubeconfigWithProxy(withCredentials(credentials.password), readFileSync(join(dir, 'foreign.crt'), 'utf8'))),
+    );
     try {
       await expect(api.get(corePath('namespaces', undefined, 'default'))).rejects.toThrow(/self[- ]signed|unable to verify|issuer certificate/);
     } finally {
@@ -256,7 +325,14 @@ describe('through a CONNECT proxy to the real apiserver', () => {
       expect((error as Error).message).toBe(expected);
       expect((error as Error).message).not.toContain('wrong-secret');
       let ended: unknown;
-      await api.watch(corePath('secrets', 'proxied'), {}, () => undefined, (e) => { ended = e; });
+      await api.watch(
+        corePath('secrets', 'proxied'),
+        {},
+        () => undefined,
+        (e) => {
+          ended = e;
+        },
+      );
       await eventually(() => expect((ended as Error | undefined)?.message).toBe(expected));
     } finally {
       api.close();

@@ -22,10 +22,12 @@ afterAll(async () => {
 /** `count` namespaces `<prefix>-<i>`, each with one labelled Service `p`. */
 async function providers(prefix: string, count: number): Promise<string[]> {
   const namespaces = Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
-  await Promise.all(namespaces.map(async (ns) => {
-    await cluster.namespace(ns);
-    await cluster.labelledService(ns, 'p');
-  }));
+  await Promise.all(
+    namespaces.map(async (ns) => {
+      await cluster.namespace(ns);
+      await cluster.labelledService(ns, 'p');
+    }),
+  );
   return namespaces;
 }
 
@@ -37,8 +39,11 @@ async function removeProviders(namespaces: string[]): Promise<void> {
 async function expectAllSignedBy(ca: X509Certificate, namespaces: string[]): Promise<void> {
   for (const ns of namespaces) {
     const { leaf, bundle } = leafAndBundle(await cluster.secret(ns));
-    expect({ ns, signedByTheCa: chainsTo(leaf, [ca]), bundle: bundle.map((c) => c.fingerprint256) })
-      .toEqual({ ns, signedByTheCa: true, bundle: [ca.fingerprint256] });
+    expect({ ns, signedByTheCa: chainsTo(leaf, [ca]), bundle: bundle.map((c) => c.fingerprint256) }).toEqual({
+      ns,
+      signedByTheCa: true,
+      bundle: [ca.fingerprint256],
+    });
   }
 }
 
@@ -77,20 +82,28 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
     let writtenWhenDown = -1;
     const run = await startAdapter(plane.adminKubeConfig, eso, { writeConcurrency: 4 });
     try {
-      await eventually(() => {
-        // Kill it as soon as the round is under way: the CA and some leaves written, most not.
-        if (!crashed && run.writes.length >= 5) {
-          crashed = plane.stopApiServer({ crash: true }).then(() => void (writtenWhenDown = run.writes.length));
-        }
-        return crashed !== undefined;
-      }, 30_000, 1);
+      await eventually(
+        () => {
+          // Kill it as soon as the round is under way: the CA and some leaves written, most not.
+          if (!crashed && run.writes.length >= 5) {
+            crashed = plane.stopApiServer({ crash: true }).then(() => void (writtenWhenDown = run.writes.length));
+          }
+          return crashed !== undefined;
+        },
+        30_000,
+        1,
+      );
       await crashed;
       expect(writtenWhenDown).toBeLessThan(namespaces.length);
       await new Promise((r) => setTimeout(r, 1000)); // down for a moment: writes and watches fail
       await plane.startApiServer();
-      await eventually(async () => {
-        for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
-      }, 90_000, 250);
+      await eventually(
+        async () => {
+          for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
+        },
+        90_000,
+        250,
+      );
       await converge(run.adapter);
       const ca = new X509Certificate(text(await cluster.secret(eso, 'eso-provider-ca-internal'), 'ca.crt'));
       await expectAllSignedBy(ca, namespaces);
@@ -134,7 +147,7 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
     const namespaces = await providers('fence', 30);
     let flipAt: Record<string, number> | undefined;
     let started: RecordingAdapter | undefined;
-    const run = started = await startAdapter(plane.adminKubeConfig, eso, {
+    const run = (started = await startAdapter(plane.adminKubeConfig, eso, {
       writesAllowed: () => {
         // Fence the moment the third write has landed, mid-round, from inside the adapter's own check.
         if (fenceOnce && started && started.writes.length >= 3) {
@@ -144,7 +157,7 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
         }
         return allowed;
       },
-    });
+    }));
     try {
       await eventually(() => flipAt !== undefined);
       await new Promise((r) => setTimeout(r, 1000));
@@ -186,15 +199,16 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
     const eso = await cluster.namespace('eso-stopping');
     const namespaces = await providers('stopping', 40);
     let started: RecordingAdapter | undefined;
-    const run = started = await startAdapter(plane.adminKubeConfig, eso, {
-      crypto, writeConcurrency: 4,
+    const run = (started = await startAdapter(plane.adminKubeConfig, eso, {
+      crypto,
+      writeConcurrency: 4,
       // As a stopping leader: Secrets fenced from the fifth write on, Events (leadership) still open.
       writesAllowed: () => {
         if (started && started.writes.length >= 5) allowed = false;
         return allowed;
       },
       eventsAllowed: () => true,
-    });
+    }));
     try {
       await eventually(() => !allowed);
       await run.adapter.stop(); // flushes the queued Events

@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 describe('the reconciler on injected timers', () => {
-  it('wakes at the plan\'s nextDueAt, not at the reconcile interval, and renews then: no sleeping', async () => {
+  it("wakes at the plan's nextDueAt, not at the reconcile interval, and renews then: no sleeping", async () => {
     const clock = new TestClock();
     const timers = new FakeTimers();
     const eso = await cluster.namespace('eso-due-timer');
@@ -24,7 +24,11 @@ describe('the reconciler on injected timers', () => {
     await cluster.labelledService(ns, 'p');
     const run = await startAdapter(plane.adminKubeConfig, eso, { now: clock.now, timers });
     // The reconciler's wake-up is the one timer that keeps the process alive; the watch guards do not.
-    const wakeUps = (): number[] => timers.pending().filter((t) => !t.unref).map((t) => t.inMs);
+    const wakeUps = (): number[] =>
+      timers
+        .pending()
+        .filter((t) => !t.unref)
+        .map((t) => t.inMs);
     try {
       await converge(run.adapter);
       expect(run.reasonsFor(`namespace/${ns}`)).toEqual(['initial']);

@@ -30,8 +30,11 @@ function setUp() {
   const reports = new StandingReports(logger, events, { onRotationFailure: (namespace, services) => failures.push({ namespace, services }) }, INTERVAL);
   // No Service in the cache: Events carry no uid.
   const refs = new ServiceDirectory(new Map());
-  const plan = (p: { conflicts?: Conflict[]; waiting?: WaitingLeaf[]; refused?: RefusedService[] }): Pick<Plan, 'conflicts' | 'waiting' | 'refused'> =>
-    ({ conflicts: p.conflicts ?? [], waiting: p.waiting ?? [], refused: p.refused ?? [] });
+  const plan = (p: { conflicts?: Conflict[]; waiting?: WaitingLeaf[]; refused?: RefusedService[] }): Pick<Plan, 'conflicts' | 'waiting' | 'refused'> => ({
+    conflicts: p.conflicts ?? [],
+    waiting: p.waiting ?? [],
+    refused: p.refused ?? [],
+  });
   return { logger, events, failures, reports, refs, plan };
 }
 
@@ -42,19 +45,33 @@ describe('a standing state is reported when it starts and when it changes, not e
     const { logger, events, reports, refs, plan } = setUp();
     const until = T0 + minutes(5);
     const waiting: WaitingLeaf[] = [
-      { target: { namespace: 'big' }, services: services(2000), reason: 'secret_missing', message: 'namespace big: the Secret is missing (waiting: no CA signs until the new one is activated)', until },
+      {
+        target: { namespace: 'big' },
+        services: services(2000),
+        reason: 'secret_missing',
+        message: 'namespace big: the Secret is missing (waiting: no CA signs until the new one is activated)',
+        until,
+      },
       { target: 'client', services: [], reason: 'forced', message: 'the client certificate: forced by an emergency CA rotation (waiting)', until },
     ];
     for (let round = 0; round < 50; round++) reports.report(plan({ waiting }), T0 + round * 1000, refs);
 
     const perService = logger.lines.filter((l) => l.message.startsWith('waiting for the new CA'));
     expect(perService).toHaveLength(2001); // each Service of big once, and the client once
-    expect(perService[0]!.fields).toEqual({ target: 'namespace/big', namespace: 'big', service: 'svc-0', reason: 'secret_missing', until: new Date(until).toISOString().replace('.000Z', 'Z') });
+    expect(perService[0]!.fields).toEqual({
+      target: 'namespace/big',
+      namespace: 'big',
+      service: 'svc-0',
+      reason: 'secret_missing',
+      until: new Date(until).toISOString().replace('.000Z', 'Z'),
+    });
     expect(logger.lines.filter((l) => l.message === '2 leaves waiting for the new CA')).toHaveLength(1);
     expect(logger.lines).toHaveLength(2002);
     expect(events.events).toHaveLength(2000);
     expect(events.events[0]).toEqual({
-      ref: { namespace: 'big', name: 'svc-0' }, type: 'Warning', reason: 'WaitingForCA',
+      ref: { namespace: 'big', name: 'svc-0' },
+      type: 'Warning',
+      reason: 'WaitingForCA',
       message: expect.stringContaining(`no CA signs until ${new Date(until).toISOString().replace('.000Z', 'Z')}`),
     });
 
@@ -67,8 +84,13 @@ describe('a standing state is reported when it starts and when it changes, not e
 
   it('reports a waiting Service again when its reason or its until changes, and a Service that joins the wait', () => {
     const { logger, events, reports, refs, plan } = setUp();
-    const leaf = (until: number, names: string[], reason: WaitingLeaf['reason'] = 'secret_missing'): WaitingLeaf =>
-      ({ target: { namespace: 'ns' }, services: names, reason, message: 'namespace ns: waiting', until });
+    const leaf = (until: number, names: string[], reason: WaitingLeaf['reason'] = 'secret_missing'): WaitingLeaf => ({
+      target: { namespace: 'ns' },
+      services: names,
+      reason,
+      message: 'namespace ns: waiting',
+      until,
+    });
     reports.report(plan({ waiting: [leaf(T0 + 1000, ['a'])] }), T0, refs);
     reports.report(plan({ waiting: [leaf(T0 + 1000, ['a'])] }), T0 + 1, refs);
     expect(events.events.map((e) => e.ref.name)).toEqual(['a']);
@@ -87,16 +109,28 @@ describe('a standing state is reported when it starts and when it changes, not e
   it('gives a refused Service one Warning Event and one log line per refusal, and logs once when it ends', () => {
     const { logger, events, reports, refs, plan } = setUp();
     const refused: RefusedService[] = [
-      { namespace: 'ns', service: 'ticket', reason: 'rotate_request_too_large', message: 'Service ns/ticket: the eso-mtls.io/rotate value (300000 bytes) is over 256 bytes and is ignored' },
-      { namespace: 'ns', service: 'big', reason: 'certificate_too_large', message: 'Service ns/big: its DNS names would make the certificate too large; left out' },
+      {
+        namespace: 'ns',
+        service: 'ticket',
+        reason: 'rotate_request_too_large',
+        message: 'Service ns/ticket: the eso-mtls.io/rotate value (300000 bytes) is over 256 bytes and is ignored',
+      },
+      {
+        namespace: 'ns',
+        service: 'big',
+        reason: 'certificate_too_large',
+        message: 'Service ns/big: its DNS names would make the certificate too large; left out',
+      },
     ];
     for (let round = 0; round < 20; round++) reports.report(plan({ refused }), T0 + round, refs);
     expect(events.events.map((e) => [e.ref.name, e.type, e.reason])).toEqual([
-      ['ticket', 'Warning', 'RotateRequestRefused'], ['big', 'Warning', 'NamesRefused'],
+      ['ticket', 'Warning', 'RotateRequestRefused'],
+      ['big', 'Warning', 'NamesRefused'],
     ]);
     const lines = logger.lines.filter((l) => l.message.startsWith('refused: '));
     expect(lines.map((l) => l.fields)).toEqual([
-      { namespace: 'ns', service: 'ticket', reason: 'rotate_request_too_large' }, { namespace: 'ns', service: 'big', reason: 'certificate_too_large' },
+      { namespace: 'ns', service: 'ticket', reason: 'rotate_request_too_large' },
+      { namespace: 'ns', service: 'big', reason: 'certificate_too_large' },
     ]);
     expect(logger.lines.filter((l) => l.message === '2 Services refused')).toHaveLength(1);
 
@@ -110,7 +144,13 @@ describe('a standing state is reported when it starts and when it changes, not e
 
   it('keeps reporting a conflict once per reconcile interval, counted as a failure each time', () => {
     const { logger, events, failures, reports, refs, plan } = setUp();
-    const conflicts: Conflict[] = [{ target: { namespace: 'ns' }, services: ['a'], message: 'namespace ns: Secret external-secrets-provider-tls exists but was not written by this installation' }];
+    const conflicts: Conflict[] = [
+      {
+        target: { namespace: 'ns' },
+        services: ['a'],
+        message: 'namespace ns: Secret external-secrets-provider-tls exists but was not written by this installation',
+      },
+    ];
     for (let round = 0; round < 30; round++) reports.report(plan({ conflicts }), T0 + round * 1000, refs);
     expect(logger.lines).toHaveLength(1);
     expect(failures).toHaveLength(1);

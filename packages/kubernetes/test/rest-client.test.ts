@@ -2,9 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer } from 'node:net';
 import type { V1Secret } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import {
-  KubeApiError, KubeRestClient, RequestCounter, WriteFencedError, apiErrorOf, connectionFromKubeConfig, corePath,
-} from '../src/index.js';
+import { KubeApiError, KubeRestClient, RequestCounter, WriteFencedError, apiErrorOf, connectionFromKubeConfig, corePath } from '../src/index.js';
 import { TestCluster, eventually } from './support/cluster.js';
 
 // The adapter's transport against the real apiserver: status codes, fencing, counting, watches.
@@ -35,7 +33,9 @@ afterAll(async () => {
 });
 
 const secretBody = (name: string, value: string, resourceVersion?: string): V1Secret => ({
-  apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'rest', ...(resourceVersion ? { resourceVersion } : {}) },
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name, namespace: 'rest', ...(resourceVersion ? { resourceVersion } : {}) },
   data: { v: Buffer.from(value).toString('base64') },
 });
 
@@ -55,7 +55,9 @@ describe('KubeRestClient against the real apiserver', () => {
 
     const updated = await api.replace<V1Secret>(corePath('secrets', 'rest', 'crud'), secretBody('crud', 'three', created.metadata!.resourceVersion));
     expect(BigInt(updated.metadata!.resourceVersion!)).toBeGreaterThan(BigInt(created.metadata!.resourceVersion!));
-    const stale = await api.replace(corePath('secrets', 'rest', 'crud'), secretBody('crud', 'four', created.metadata!.resourceVersion)).catch((e: unknown) => e);
+    const stale = await api
+      .replace(corePath('secrets', 'rest', 'crud'), secretBody('crud', 'four', created.metadata!.resourceVersion))
+      .catch((e: unknown) => e);
     expect(stale).toMatchObject({ code: 409, reason: 'Conflict' });
     expect(Buffer.from((await cluster.secret('rest', 'crud'))!.data!.v!, 'base64').toString()).toBe('three');
 
@@ -67,8 +69,14 @@ describe('KubeRestClient against the real apiserver', () => {
   it('merge-patches (RFC 7386) and counts every request by verb and resource', async () => {
     const before = counter.snapshot();
     await api.create(corePath('events', 'rest'), {
-      apiVersion: 'v1', kind: 'Event', metadata: { name: 'e1', namespace: 'rest' },
-      involvedObject: { apiVersion: 'v1', kind: 'Service', namespace: 'rest', name: 'svc' }, reason: 'Issued', message: 'm', type: 'Normal', count: 1,
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: 'e1', namespace: 'rest' },
+      involvedObject: { apiVersion: 'v1', kind: 'Service', namespace: 'rest', name: 'svc' },
+      reason: 'Issued',
+      message: 'm',
+      type: 'Normal',
+      count: 1,
     });
     const patched = await api.mergePatch<{ count: number; message: string }>(corePath('events', 'rest', 'e1'), { count: 5 });
     expect(patched).toMatchObject({ count: 5, message: 'm' });
@@ -112,8 +120,14 @@ describe('KubeRestClient against the real apiserver', () => {
     const events: string[] = [];
     let ended: unknown = 'not yet';
     const start = await api.get<{ metadata: { resourceVersion: string } }>(corePath('secrets', 'rest'), { fieldSelector: 'metadata.name=watched' });
-    const handle = await api.watch(corePath('secrets', 'rest'), { fieldSelector: 'metadata.name=watched', resourceVersion: start.metadata.resourceVersion },
-      (type, object) => events.push(`${type} ${(object as V1Secret).metadata?.name}`), (error) => { ended = error; });
+    const handle = await api.watch(
+      corePath('secrets', 'rest'),
+      { fieldSelector: 'metadata.name=watched', resourceVersion: start.metadata.resourceVersion },
+      (type, object) => events.push(`${type} ${(object as V1Secret).metadata?.name}`),
+      (error) => {
+        ended = error;
+      },
+    );
     const created = await api.create<V1Secret>(corePath('secrets', 'rest'), secretBody('watched', 'a'));
     await api.replace(corePath('secrets', 'rest', 'watched'), secretBody('watched', 'b', created.metadata!.resourceVersion));
     await cluster.deleteSecret('rest', 'watched');
@@ -124,7 +138,14 @@ describe('KubeRestClient against the real apiserver', () => {
     expect((ended as Error).message).toMatch(/aborted/);
 
     let refused: unknown;
-    await api.watch('/api/v1/namespaces/rest/nonsense', {}, () => undefined, (error) => { refused = error; });
+    await api.watch(
+      '/api/v1/namespaces/rest/nonsense',
+      {},
+      () => undefined,
+      (error) => {
+        refused = error;
+      },
+    );
     await eventually(() => expect(refused).toMatchObject({ code: 404, statusCode: 404 }));
   });
 });
@@ -134,7 +155,10 @@ describe('KubeRestClient faults', () => {
     const silent = createServer((socket) => socket.on('data', () => undefined));
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const port = (silent.address() as { port: number }).port;
-    const client = new KubeRestClient({ server: `http://127.0.0.1:${port}`, tls: {}, description: 'a silent server', authorize: async () => undefined }, { requestTimeoutMs: 300 });
+    const client = new KubeRestClient(
+      { server: `http://127.0.0.1:${port}`, tls: {}, description: 'a silent server', authorize: async () => undefined },
+      { requestTimeoutMs: 300 },
+    );
     try {
       await expect(client.get('/api/v1/namespaces')).rejects.toThrow('GET /api/v1/namespaces: no answer within 300 ms');
     } finally {
@@ -147,9 +171,16 @@ describe('KubeRestClient faults', () => {
     const silent = createServer((socket) => socket.on('data', () => undefined));
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const port = (silent.address() as { port: number }).port;
-    const client = new KubeRestClient({
-      server: 'https://127.0.0.1:6443', tls: {}, proxy: { url: `http://127.0.0.1:${port}`, from: 'proxy-url' }, description: 'test', authorize: async () => undefined,
-    }, { requestTimeoutMs: 300 });
+    const client = new KubeRestClient(
+      {
+        server: 'https://127.0.0.1:6443',
+        tls: {},
+        proxy: { url: `http://127.0.0.1:${port}`, from: 'proxy-url' },
+        description: 'test',
+        authorize: async () => undefined,
+      },
+      { requestTimeoutMs: 300 },
+    );
     try {
       await expect(client.get('/api/v1/namespaces')).rejects.toThrow(`proxy http://127.0.0.1:${port}: no answer to CONNECT 127.0.0.1:6443 within 300 ms`);
     } finally {
@@ -160,14 +191,17 @@ describe('KubeRestClient faults', () => {
 
   it('refuses a hand-built connection whose proxy it cannot honour, naming the setting', () => {
     const connection = { server: 'https://h', tls: {}, description: 'test', authorize: async () => undefined };
-    expect(() => new KubeRestClient({ ...connection, proxy: { url: 'socks5://p:1080', from: 'HTTPS_PROXY' } }))
-      .toThrow('HTTPS_PROXY of test socks5://p:1080: the socks5:// scheme is not supported');
-    expect(() => new KubeRestClient({ ...connection, server: 'http://h', proxy: { url: 'http://p:3128', from: 'proxy-url' } }))
-      .toThrow('apiserver URL http://h (test): only https:// apiservers are reached through a proxy');
+    expect(() => new KubeRestClient({ ...connection, proxy: { url: 'socks5://p:1080', from: 'HTTPS_PROXY' } })).toThrow(
+      'HTTPS_PROXY of test socks5://p:1080: the socks5:// scheme is not supported',
+    );
+    expect(() => new KubeRestClient({ ...connection, server: 'http://h', proxy: { url: 'http://p:3128', from: 'proxy-url' } })).toThrow(
+      'apiserver URL http://h (test): only https:// apiservers are reached through a proxy',
+    );
   });
 
   it('rejects a server URL that is not http(s)', () => {
-    expect(() => new KubeRestClient({ server: 'ftp://x', tls: {}, description: 'test', authorize: async () => undefined }))
-      .toThrow('apiserver URL ftp://x (test): expected https://host[:port]');
+    expect(() => new KubeRestClient({ server: 'ftp://x', tls: {}, description: 'test', authorize: async () => undefined })).toThrow(
+      'apiserver URL ftp://x (test): expected https://host[:port]',
+    );
   });
 });

@@ -69,7 +69,7 @@ describe('what a tenant puts on its Services is bounded', () => {
     }
   });
 
-  it('upgrade from 0.1: Secrets acknowledged in 0.1\'s format (raw tokens) are not re-issued; a new token still is', async () => {
+  it("upgrade from 0.1: Secrets acknowledged in 0.1's format (raw tokens) are not re-issued; a new token still is", async () => {
     const c = suite.cluster;
     const eso = await c.namespace('eso-tenant-upgrade');
     const ns = await c.namespace('tb-upgrade');

@@ -42,7 +42,9 @@ describe('each rotation trigger, with the clock injected', () => {
     const { run } = await suite.setup('dns', ['trg-dns']);
     await suite.cluster.labelledService('trg-dns', 'second');
     suite.deleteAfterTest('trg-dns', 'second');
-    await eventually(async () => expect(new X509Certificate(text(await suite.cluster.secret('trg-dns'), 'tls.crt')).subjectAltName).toContain('DNS:second.trg-dns.svc'));
+    await eventually(async () =>
+      expect(new X509Certificate(text(await suite.cluster.secret('trg-dns'), 'tls.crt')).subjectAltName).toContain('DNS:second.trg-dns.svc'),
+    );
     expect(run.reasonsFor('namespace/trg-dns')).toEqual(['initial', 'dns_changed']);
   });
 
@@ -86,6 +88,8 @@ describe('each rotation trigger, with the clock injected', () => {
     await suite.cluster.patchService('trg-forced', 'provider', (_, a) => (a[ROTATE_ANNOTATION] = 'ticket-2'));
     await eventually(() => expect(run.reasonsFor('namespace/trg-forced')).toEqual(['initial', 'forced', 'forced']));
     await run.adapter.flushEvents();
-    expect(await suite.cluster.events('trg-forced', 'provider')).toContainEqual(expect.objectContaining({ reason: 'Rotated', message: expect.stringContaining('reason: forced') }));
+    expect(await suite.cluster.events('trg-forced', 'provider')).toContainEqual(
+      expect.objectContaining({ reason: 'Rotated', message: expect.stringContaining('reason: forced') }),
+    );
   });
 });

@@ -38,7 +38,7 @@ describe('the life of one watch', () => {
     expect(run([close(2000, 'ECONNRESET')])).toMatchObject({ phase: 'failed', error: { message: 'ECONNRESET' } });
   });
 
-  it('keeps an ERROR event\'s verdict through the close that follows it, even a clean one', () => {
+  it("keeps an ERROR event's verdict through the close that follows it, even a clean one", () => {
     expect(run([gone, close(2000, new Error('aborted'))])).toEqual({ phase: 'expired' });
     expect(run([internal, close(2000)])).toMatchObject({ phase: 'failed', error: { code: 500 } });
   });

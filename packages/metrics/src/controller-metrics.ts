@@ -84,8 +84,7 @@ export class ControllerMetrics {
     const report = options.onInvalidEntry ?? (() => undefined);
     this.registry = options.registry ?? new Registry();
     const registers = [this.registry];
-    const listServices = (): Map<string, ServiceLabels & { notAfter: Instant | undefined }> =>
-      currentServices(source, report);
+    const listServices = (): Map<string, ServiceLabels & { notAfter: Instant | undefined }> => currentServices(source, report);
     const rotationSeries = this.rotationSeries;
     const failureSeries = this.failureSeries;
 
@@ -107,7 +106,10 @@ export class ControllerMetrics {
     instantGauge({
       name: METRIC_NAMES.clientCertificateExpiry,
       help: 'Seconds until the ESO client certificate expires. Exported by the leading controller only.',
-      registers, isLeader: () => source.isLeader(), report, what: 'client certificate notAfter',
+      registers,
+      isLeader: () => source.isLeader(),
+      report,
+      what: 'client certificate notAfter',
       instant: () => source.clientCertificate()?.notAfter,
       value: (notAfter) => secondsUntil(notAfter, now()),
     });
@@ -145,7 +147,10 @@ export class ControllerMetrics {
     instantGauge({
       name: METRIC_NAMES.caSigningPausedUntil,
       help: 'While no CA signs (a CA recovery waits for its new CA to reach every bundle), the Unix time at which one is expected to sign again; absent otherwise. Exported by the leading controller only.',
-      registers, isLeader: () => source.isLeader(), report, what: 'signing paused until',
+      registers,
+      isLeader: () => source.isLeader(),
+      report,
+      what: 'signing paused until',
       instant: () => source.signingPausedUntil(),
       value: (until) => until / 1000,
     });
@@ -241,7 +246,9 @@ function refusedLabels(entry: RefusedServiceEntry, report: (e: MetricLabelError)
   try {
     const labels = serviceLabels(entry.namespace, entry.service);
     if (!REFUSAL_REASONS.includes(entry.reason)) {
-      throw new MetricLabelError(`refusal reason ${JSON.stringify(entry.reason)} of Service ${labels.namespace}/${labels.service} is not one of ${REFUSAL_REASONS.join(', ')}`);
+      throw new MetricLabelError(
+        `refusal reason ${JSON.stringify(entry.reason)} of Service ${labels.namespace}/${labels.service} is not one of ${REFUSAL_REASONS.join(', ')}`,
+      );
     }
     return { ...labels, reason: entry.reason };
   } catch (e) {
@@ -291,12 +298,19 @@ function soonestPerState(entries: Iterable<CaCertificateEntry>, report: (e: Metr
  * 1970", so the series is removed instead.
  */
 function instantGauge(o: {
-  readonly name: string; readonly help: string; readonly registers: Registry[]; readonly isLeader: () => boolean;
-  readonly report: (error: MetricLabelError) => void; readonly what: string;
-  readonly instant: () => Instant | undefined; readonly value: (instant: Instant) => number;
+  readonly name: string;
+  readonly help: string;
+  readonly registers: Registry[];
+  readonly isLeader: () => boolean;
+  readonly report: (error: MetricLabelError) => void;
+  readonly what: string;
+  readonly instant: () => Instant | undefined;
+  readonly value: (instant: Instant) => number;
 }): Gauge {
   return new Gauge({
-    name: o.name, help: o.help, registers: o.registers,
+    name: o.name,
+    help: o.help,
+    registers: o.registers,
     collect() {
       this.reset();
       this.remove();

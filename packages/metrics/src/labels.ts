@@ -18,10 +18,14 @@ export interface ServiceLabels {
  */
 export function serviceLabels(namespace: string, service: string): ServiceLabels {
   if (typeof namespace !== 'string' || !isDnsLabel(namespace)) {
-    throw new MetricLabelError(`namespace label ${JSON.stringify(namespace)} is not a Kubernetes namespace name (a DNS-1123 label: lower-case letters, digits and '-', 1-63 characters)`);
+    throw new MetricLabelError(
+      `namespace label ${JSON.stringify(namespace)} is not a Kubernetes namespace name (a DNS-1123 label: lower-case letters, digits and '-', 1-63 characters)`,
+    );
   }
   if (typeof service !== 'string' || !isDnsLabel(service)) {
-    throw new MetricLabelError(`service label ${JSON.stringify(service)} in namespace ${namespace} is not a Kubernetes Service name (a DNS-1123 label: lower-case letters, digits and '-', 1-63 characters)`);
+    throw new MetricLabelError(
+      `service label ${JSON.stringify(service)} in namespace ${namespace} is not a Kubernetes Service name (a DNS-1123 label: lower-case letters, digits and '-', 1-63 characters)`,
+    );
   }
   return { namespace, service };
 }

@@ -20,10 +20,16 @@ export class ProviderIdentityError extends Error {
  * Service name is configuration. Throws {@link ProviderIdentityError} naming the variable.
  */
 export function providerIdentityFromEnv(env: Readonly<Record<string, string | undefined>>): ServiceLabels {
-  const namespace = required(env, PROVIDER_IDENTITY_ENV.namespace,
-    'set it from the downward API: env: [{name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}]');
-  const service = required(env, PROVIDER_IDENTITY_ENV.service,
-    'set it to the name of the Service labelled external-secrets.io/provider that fronts this provider');
+  const namespace = required(
+    env,
+    PROVIDER_IDENTITY_ENV.namespace,
+    'set it from the downward API: env: [{name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}]',
+  );
+  const service = required(
+    env,
+    PROVIDER_IDENTITY_ENV.service,
+    'set it to the name of the Service labelled external-secrets.io/provider that fronts this provider',
+  );
   return { namespace, service };
 }
 
@@ -33,7 +39,9 @@ function required(env: Readonly<Record<string, string | undefined>>, name: strin
     throw new ProviderIdentityError(`environment variable ${name} is not set or empty; ${hint}`);
   }
   if (!isDnsLabel(value)) {
-    throw new ProviderIdentityError(`environment variable ${name}=${JSON.stringify(value)} is not a Kubernetes name (a DNS-1123 label: lower-case letters, digits and '-', 1-63 characters); ${hint}`);
+    throw new ProviderIdentityError(
+      `environment variable ${name}=${JSON.stringify(value)} is not a Kubernetes name (a DNS-1123 label: lower-case letters, digits and '-', 1-63 characters); ${hint}`,
+    );
   }
   return value;
 }

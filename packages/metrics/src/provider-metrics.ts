@@ -40,12 +40,14 @@ export class ProviderMetrics {
     this.reloads = new Counter({
       name: METRIC_NAMES.providerHotReloads,
       help: 'Certificate pairs the provider swapped in after a change on disk.',
-      labelNames, registers,
+      labelNames,
+      registers,
     });
     this.reloadFailures = new Counter({
       name: METRIC_NAMES.providerHotReloadFailures,
       help: 'Reload attempts that found an unusable pair and kept serving the last good one.',
-      labelNames, registers,
+      labelNames,
+      registers,
     });
     // Series born at 0, so increase() and the alerts see the first reload or failure.
     this.reloads.inc(labels, 0);
@@ -54,7 +56,8 @@ export class ProviderMetrics {
     new Gauge({
       name: METRIC_NAMES.providerServedCertificateExpiry,
       help: 'Seconds until the certificate this provider serves right now expires. Absent before the first good load.',
-      labelNames, registers,
+      labelNames,
+      registers,
       collect() {
         this.reset();
         const served = servedCertificate();

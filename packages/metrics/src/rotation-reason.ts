@@ -9,6 +9,8 @@ export function isRotationReason(value: unknown): value is RotationReason {
 /** Throws {@link MetricLabelError} naming `value` unless it is one of the core's `ROTATION_REASONS`. */
 export function assertRotationReason(value: unknown): asserts value is RotationReason {
   if (!isRotationReason(value)) {
-    throw new MetricLabelError(`rotation reason ${JSON.stringify(value)} is not one of ${ROTATION_REASONS.join(', ')}; an unbounded reason label would multiply series, so pass one of these`);
+    throw new MetricLabelError(
+      `rotation reason ${JSON.stringify(value)} is not one of ${ROTATION_REASONS.join(', ')}; an unbounded reason label would multiply series, so pass one of these`,
+    );
   }
 }

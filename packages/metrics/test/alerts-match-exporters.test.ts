@@ -27,13 +27,19 @@ async function system(options: { leader: boolean }) {
     { namespace: 'provider-vault', service: 'vault', notAfter: T0 + 90 * DAY },
   ];
   view.client = { notAfter: T0 + DAY };
-  view.cas = [{ state: 'active', notAfter: T0 + 20 * DAY }, { state: 'next', notAfter: T0 + 385 * DAY }];
+  view.cas = [
+    { state: 'active', notAfter: T0 + 20 * DAY },
+    { state: 'next', notAfter: T0 + 385 * DAY },
+  ];
   view.refused = [{ namespace: 'provider-aws', service: 'aws', reason: 'certificate_too_large' }];
   view.pausedUntil = T0 + 5 * MINUTE;
   const controller = new ControllerMetrics({ now: clock.now, source: view });
   // The vault provider still serves the certificate from before the last rotation.
   const provider = new ProviderMetrics({
-    namespace: 'provider-vault', service: 'vault', now: clock.now, servedCertificate: () => ({ notAfter: T0 + 55 * DAY }),
+    namespace: 'provider-vault',
+    service: 'vault',
+    now: clock.now,
+    servedCertificate: () => ({ notAfter: T0 + 55 * DAY }),
   });
   const targets = [
     { labels: { job: 'eso-mtls-controller', instance: 'controller-0:8080' }, scrape: await served.start(controller.registry) },
@@ -71,14 +77,22 @@ async function record(sys: System, minutes: number, step: (minute: number) => vo
 
 function seriesName(s: Sample, targetLabels: Record<string, string>): string {
   const labels = { ...s.labels, ...targetLabels };
-  const text = Object.keys(labels).sort().map((k) => `${k}=${JSON.stringify(labels[k as keyof typeof labels])}`).join(',');
+  const text = Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${JSON.stringify(labels[k as keyof typeof labels])}`)
+    .join(',');
   return `${s.name}{${text}}`;
 }
 
 function firing(alertname: string, labels: Record<string, string>): { labels: string; value: number } {
   const severity = alertRules().find((r) => r.alert === alertname)!.labels.severity!;
   const all = { alertname, alertstate: 'firing', severity, ...labels };
-  return { labels: `ALERTS{${Object.entries(all).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}}`, value: 1 };
+  return {
+    labels: `ALERTS{${Object.entries(all)
+      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+      .join(',')}}`,
+    value: 1,
+  };
 }
 
 /** Runs promtool over the real rule file and the recorded series; returns its output on failure. */
@@ -98,7 +112,11 @@ describe('the alert rules and the real exporters', () => {
     // Every metric but the two success counters, which no alert needs, and the signing pause: an
     // expected wait of minutes, shown by `status`; a leaf it holds back too long alerts by its expiry.
     const unalerted: string[] = [METRIC_NAMES.providerCertificateRotations, METRIC_NAMES.providerHotReloads, METRIC_NAMES.caSigningPausedUntil];
-    expect([...read].sort()).toEqual(Object.values(METRIC_NAMES).filter((n) => !unalerted.includes(n)).sort());
+    expect([...read].sort()).toEqual(
+      Object.values(METRIC_NAMES)
+        .filter((n) => !unalerted.includes(n))
+        .sort(),
+    );
     for (const name of read) expect([name, exported.has(name)]).toEqual([name, true]);
 
     const docs = readFileSync(join(repoRoot, 'docs/metrics.md'), 'utf8');

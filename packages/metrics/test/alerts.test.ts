@@ -12,7 +12,11 @@ const PER_SERVICE = /^eso_provider_/;
 
 /** GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens. */
 function githubAnchor(heading: string): string {
-  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 }
 
 describe('deploy/prometheus/alerts.yaml under promtool', () => {
@@ -27,8 +31,10 @@ describe('deploy/prometheus/alerts.yaml under promtool', () => {
   it('fails promtool check rules when an expression is broken (the check is real)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'eso-alerts-'));
     try {
-      const broken = readFileSync(join(repoRoot, ALERTS_PATH), 'utf8')
-        .replace('eso_client_certificate_expiry_seconds < 3 * 86400', 'eso_client_certificate_expiry_seconds < < 3');
+      const broken = readFileSync(join(repoRoot, ALERTS_PATH), 'utf8').replace(
+        'eso_client_certificate_expiry_seconds < 3 * 86400',
+        'eso_client_certificate_expiry_seconds < < 3',
+      );
       writeFileSync(join(dir, 'alerts.yaml'), broken);
       const r = promtool(['check', 'rules', join(dir, 'alerts.yaml')]);
       expect(r.status).not.toBe(0);

@@ -30,7 +30,10 @@ describe('ControllerMetrics expiry gauges', () => {
       { namespace: 'provider-vault', service: 'vault', notAfter: T0 + 2 * DAY },
     ];
     view.client = { notAfter: T0 + 10 * DAY };
-    view.cas = [{ state: 'active', notAfter: T0 + 300 * DAY }, { state: 'next', notAfter: T0 + 665 * DAY }];
+    view.cas = [
+      { state: 'active', notAfter: T0 + 300 * DAY },
+      { state: 'next', notAfter: T0 + 665 * DAY },
+    ];
 
     let s = await samples();
     expect(valueOf(s, N.providerCertificateExpiry, { namespace: 'provider-aws', service: 'aws' })).toBe(40 * 86_400);
@@ -70,7 +73,8 @@ describe('ControllerMetrics expiry gauges', () => {
     view.services = view.services.filter((s) => s.service !== 'two'); // label removed
     let s = await samples();
     expect(series(s, N.providerCertificateExpiry).map((x) => x.labels)).toEqual([
-      { namespace: 'a', service: 'one' }, { namespace: 'b', service: 'three' },
+      { namespace: 'a', service: 'one' },
+      { namespace: 'b', service: 'three' },
     ]);
 
     view.services = []; // every Service gone
@@ -129,7 +133,10 @@ describe('ControllerMetrics expiry gauges', () => {
       { namespace: '', service: 'nameless', notAfter: T0 + DAY },
       { namespace: 'ok', service: 'bad', notAfter: Number.NaN },
     ];
-    view.cas = [{ state: 'pending' as never, notAfter: T0 }, { state: 'active', notAfter: T0 + DAY }];
+    view.cas = [
+      { state: 'pending' as never, notAfter: T0 },
+      { state: 'active', notAfter: T0 + DAY },
+    ];
     const s = await samples();
     expect(series(s, N.providerCertificateExpiry).map((x) => x.labels)).toEqual([{ namespace: 'ok', service: 'good' }]);
     expect(series(s, N.caCertificateExpiry).map((x) => x.labels)).toEqual([{ state: 'active' }]);
@@ -143,7 +150,8 @@ describe('ControllerMetrics expiry gauges', () => {
 describe('ControllerMetrics rotation counters', () => {
   it('count one issuance as exactly one for each Service of the namespace, under its reason', async () => {
     const { view, metrics, samples } = await setUp();
-    view.services = ['x', 'y', 'z'].map((service) => ({ namespace: 'prov', service, notAfter: T0 + DAY }))
+    view.services = ['x', 'y', 'z']
+      .map((service) => ({ namespace: 'prov', service, notAfter: T0 + DAY }))
       .concat([{ namespace: 'other', service: 'x', notAfter: T0 + DAY }]);
 
     metrics.recordRotation('prov', ['x', 'y', 'z'], 'expiring');
@@ -165,17 +173,25 @@ describe('ControllerMetrics rotation counters', () => {
 
   it('accept every core rotation reason, which are exactly the eight the issue names', async () => {
     expect([...ROTATION_REASONS].sort()).toEqual(
-      ['initial', 'expiring', 'dns_changed', 'secret_missing', 'ca_rotated', 'ca_mismatch', 'invalid', 'forced'].sort());
+      ['initial', 'expiring', 'dns_changed', 'secret_missing', 'ca_rotated', 'ca_mismatch', 'invalid', 'forced'].sort(),
+    );
     const { view, metrics, samples } = await setUp();
     view.services = [{ namespace: 'n', service: 's', notAfter: undefined }];
     for (const reason of ROTATION_REASONS) metrics.recordRotation('n', ['s'], reason);
     const s = await samples();
-    expect(series(s, N.providerCertificateRotations).map((x) => x.labels.reason).sort()).toEqual([...ROTATION_REASONS].sort());
+    expect(
+      series(s, N.providerCertificateRotations)
+        .map((x) => x.labels.reason)
+        .sort(),
+    ).toEqual([...ROTATION_REASONS].sort());
   });
 
   it('count failures per Service and start every listed Service at 0, so increase() sees the first failure', async () => {
     const { view, metrics, samples } = await setUp();
-    view.services = [{ namespace: 'n', service: 'a', notAfter: undefined }, { namespace: 'n', service: 'b', notAfter: undefined }];
+    view.services = [
+      { namespace: 'n', service: 'a', notAfter: undefined },
+      { namespace: 'n', service: 'b', notAfter: undefined },
+    ];
     let s = await samples();
     expect(valueOf(s, N.providerCertificateRotationFailures, { namespace: 'n', service: 'a' })).toBe(0);
     expect(valueOf(s, N.providerCertificateRotationFailures, { namespace: 'n', service: 'b' })).toBe(0);
@@ -189,7 +205,10 @@ describe('ControllerMetrics rotation counters', () => {
 
   it('drop the series of a departed Service', async () => {
     const { view, metrics, samples } = await setUp();
-    view.services = [{ namespace: 'n', service: 'a', notAfter: T0 + DAY }, { namespace: 'n', service: 'b', notAfter: T0 + DAY }];
+    view.services = [
+      { namespace: 'n', service: 'a', notAfter: T0 + DAY },
+      { namespace: 'n', service: 'b', notAfter: T0 + DAY },
+    ];
     metrics.recordRotation('n', ['a', 'b'], 'initial');
     metrics.recordRotationFailure('n', ['a', 'b']);
     expect(series(await samples(), N.providerCertificateRotations)).toHaveLength(2);
@@ -298,7 +317,8 @@ describe('ControllerMetrics instances', () => {
   it('refuse to share a registry, with the duplicate metric named', () => {
     const view = new ControllerView();
     const first = new ControllerMetrics({ now: () => T0, source: view });
-    expect(() => new ControllerMetrics({ registry: first.registry, now: () => T0, source: view }))
-      .toThrow(/eso_provider_certificate_expiry_seconds has already been registered/);
+    expect(() => new ControllerMetrics({ registry: first.registry, now: () => T0, source: view })).toThrow(
+      /eso_provider_certificate_expiry_seconds has already been registered/,
+    );
   });
 });

@@ -65,8 +65,9 @@ describe('startMetricsServer', () => {
     const samples = parseExposition((await httpRequest(server.url)).body);
     expect([valueOf(samples, 'first'), valueOf(samples, 'second')]).toEqual([1, 2]);
 
-    await expect(startMetricsServer({ registries: [registryWith('same', 1), registryWith('same', 2)], host: '127.0.0.1', port: 0 }))
-      .rejects.toThrow(/startMetricsServer: these registries cannot be served as one exposition: A metric with the name same has already been registered/);
+    await expect(startMetricsServer({ registries: [registryWith('same', 1), registryWith('same', 2)], host: '127.0.0.1', port: 0 })).rejects.toThrow(
+      /startMetricsServer: these registries cannot be served as one exposition: A metric with the name same has already been registered/,
+    );
     await expect(startMetricsServer({ registries: [], host: '127.0.0.1', port: 0 })).rejects.toThrow(/give a registry/);
     const r = new Registry();
     await expect(startMetricsServer({ registry: r, registries: [r], host: '127.0.0.1', port: 0 })).rejects.toThrow(/not both/);
@@ -76,7 +77,9 @@ describe('startMetricsServer', () => {
     const registry = new Registry();
     let broken = true;
     new Gauge({
-      name: 'flaky', help: 'fails on demand', registers: [registry],
+      name: 'flaky',
+      help: 'fails on demand',
+      registers: [registry],
       collect() {
         if (broken) throw new Error('source unavailable');
         this.set(7);
@@ -97,23 +100,29 @@ describe('startMetricsServer', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as { port: number }).port;
     try {
-      await expect(startMetricsServer({ registry: new Registry(), host: '127.0.0.1', port }))
-        .rejects.toThrow(new RegExp(`metrics server cannot listen on 127.0.0.1:${port}: .*EADDRINUSE`));
+      await expect(startMetricsServer({ registry: new Registry(), host: '127.0.0.1', port })).rejects.toThrow(
+        new RegExp(`metrics server cannot listen on 127.0.0.1:${port}: .*EADDRINUSE`),
+      );
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
     }
-    await expect(startMetricsServer({ registry: new Registry(), host: '127.0.0.1', port: 70000 }))
-      .rejects.toThrow(/metrics port 70000 is not a TCP port/);
+    await expect(startMetricsServer({ registry: new Registry(), host: '127.0.0.1', port: 70000 })).rejects.toThrow(/metrics port 70000 is not a TCP port/);
   });
 
   it('close() ends open connections, even one waiting for a slow scrape, so shutdown does not hang', async () => {
     const registry = new Registry();
     let scrapeStarted!: () => void;
-    const started = new Promise<void>((resolve) => { scrapeStarted = resolve; });
+    const started = new Promise<void>((resolve) => {
+      scrapeStarted = resolve;
+    });
     let release!: () => void;
-    const released = new Promise<void>((resolve) => { release = resolve; });
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     new Gauge({
-      name: 'slow', help: 'waits for the test', registers: [registry],
+      name: 'slow',
+      help: 'waits for the test',
+      registers: [registry],
       async collect() {
         scrapeStarted();
         await released;
@@ -153,7 +162,8 @@ describe('createMetricsHandler', () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
-    expect(() => createMetricsHandler({ registries: [registryWith('d', 1), registryWith('d', 1)] }))
-      .toThrow(/these registries cannot be served as one exposition/);
+    expect(() => createMetricsHandler({ registries: [registryWith('d', 1), registryWith('d', 1)] })).toThrow(
+      /these registries cannot be served as one exposition/,
+    );
   });
 });

@@ -16,8 +16,11 @@ async function setUp(namespace = 'provider-aws', service = 'aws') {
   const metrics = new ProviderMetrics({ namespace, service, now: clock.now, servedCertificate: () => current });
   const scrape = await served.start(metrics.registry);
   return {
-    clock, metrics,
-    serve: (c: { notAfter: number } | undefined) => { current = c; },
+    clock,
+    metrics,
+    serve: (c: { notAfter: number } | undefined) => {
+      current = c;
+    },
     samples: async () => (await scrape()).samples,
   };
 }
@@ -27,7 +30,9 @@ describe('ProviderMetrics', () => {
     const { samples } = await setUp();
     const s = await samples();
     expect(series(s, N.providerHotReloads)).toEqual([{ name: N.providerHotReloads, labels: { namespace: 'provider-aws', service: 'aws' }, value: 0 }]);
-    expect(series(s, N.providerHotReloadFailures)).toEqual([{ name: N.providerHotReloadFailures, labels: { namespace: 'provider-aws', service: 'aws' }, value: 0 }]);
+    expect(series(s, N.providerHotReloadFailures)).toEqual([
+      { name: N.providerHotReloadFailures, labels: { namespace: 'provider-aws', service: 'aws' }, value: 0 },
+    ]);
   });
 
   it('moves each counter by exactly one per recorded event', async () => {

@@ -51,9 +51,17 @@ async function locate(): Promise<TestBinaries> {
   const dir = await new Promise<string>((resolveDir, reject) => {
     execFile('bash', [BUILD_SCRIPT], { maxBuffer: 16 << 20, timeout: 45 * 60_000 }, (error, stdout, stderr) => {
       if (error) {
-        const reason = stderr.split('\n').filter((l) => l.includes('error')).join('\n') || stderr.slice(-2000);
-        reject(new Error(`cannot get kube-apiserver and etcd for the envtest control plane: ${BUILD_SCRIPT} failed (${error.message.split('\n')[0]}).\n${reason}\n` +
-          'Install Go (https://go.dev/dl) so the script can build them, or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd.'));
+        const reason =
+          stderr
+            .split('\n')
+            .filter((l) => l.includes('error'))
+            .join('\n') || stderr.slice(-2000);
+        reject(
+          new Error(
+            `cannot get kube-apiserver and etcd for the envtest control plane: ${BUILD_SCRIPT} failed (${error.message.split('\n')[0]}).\n${reason}\n` +
+              'Install Go (https://go.dev/dl) so the script can build them, or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd.',
+          ),
+        );
         return;
       }
       resolveDir(stdout.trim().split('\n').pop() ?? '');
@@ -61,7 +69,9 @@ async function locate(): Promise<TestBinaries> {
   });
   const found = inDir(dir);
   if (!found) {
-    throw new Error(`${BUILD_SCRIPT} reported ${JSON.stringify(dir)}, which lacks executable kube-apiserver and etcd; delete that directory and run the script again`);
+    throw new Error(
+      `${BUILD_SCRIPT} reported ${JSON.stringify(dir)}, which lacks executable kube-apiserver and etcd; delete that directory and run the script again`,
+    );
   }
   return found;
 }

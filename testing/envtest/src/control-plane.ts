@@ -113,26 +113,47 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
     auditLogPath = join(dir, 'audit.log');
     const policy = typeof options.audit === 'object' ? options.audit.policyYaml : DEFAULT_AUDIT_POLICY;
     writeFileSync(join(dir, 'audit-policy.yaml'), policy);
-    auditFlags.push(`--audit-policy-file=${join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${auditLogPath}`,
-      '--audit-log-format=json', '--audit-log-mode=blocking', '--audit-log-maxbackup=0');
+    auditFlags.push(
+      `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
+      `--audit-log-path=${auditLogPath}`,
+      '--audit-log-format=json',
+      '--audit-log-mode=blocking',
+      '--audit-log-maxbackup=0',
+    );
   }
 
   const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
-  const etcd = ProcessGroup.start('etcd', binaries.etcd, [
-    `--data-dir=${join(dir, 'etcd')}`, '--unsafe-no-fsync', `--listen-client-urls=${etcdUrl}`,
-    `--advertise-client-urls=${etcdUrl}`, `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-    `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-    `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`, '--log-level=warn',
-  ], join(dir, 'etcd.log'));
+  const etcd = ProcessGroup.start(
+    'etcd',
+    binaries.etcd,
+    [
+      `--data-dir=${join(dir, 'etcd')}`,
+      '--unsafe-no-fsync',
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+      `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`,
+      '--log-level=warn',
+    ],
+    join(dir, 'etcd.log'),
+  );
 
   const apiArgs = [
-    `--etcd-servers=${etcdUrl}`, `--cert-dir=${join(dir, 'certs')}`, `--secure-port=${apiPort}`,
-    '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', '--authorization-mode=RBAC',
-    '--service-cluster-ip-range=10.96.0.0/16', '--endpoint-reconciler-type=none',
+    `--etcd-servers=${etcdUrl}`,
+    `--cert-dir=${join(dir, 'certs')}`,
+    `--secure-port=${apiPort}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    '--authorization-mode=RBAC',
+    '--service-cluster-ip-range=10.96.0.0/16',
+    '--endpoint-reconciler-type=none',
     `--token-auth-file=${join(dir, 'tokens.csv')}`,
     '--service-account-issuer=https://kubernetes.default.svc',
-    `--service-account-key-file=${join(dir, 'sa.key')}`, `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-    ...auditFlags, ...(options.apiServerFlags ?? []),
+    `--service-account-key-file=${join(dir, 'sa.key')}`,
+    `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+    ...auditFlags,
+    ...(options.apiServerFlags ?? []),
   ];
   const adminToken = identities.get('admin')!.token;
   let apiServer: ProcessGroup | undefined;
@@ -162,7 +183,10 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
   }
   const identity = (name: string): Identity => {
     const found = resolved.get(name);
-    if (!found) throw new Error(`identity ${JSON.stringify(name)} was not declared; declared: ${[...resolved.keys()].join(', ')}. Add it to startControlPlane({ identities })`);
+    if (!found)
+      throw new Error(
+        `identity ${JSON.stringify(name)} was not declared; declared: ${[...resolved.keys()].join(', ')}. Add it to startControlPlane({ identities })`,
+      );
     return found;
   };
   const kubeconfigFor = (name: string): KubeConfig => {
@@ -173,14 +197,21 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
 
   let stopped = false;
   const plane: ControlPlane = {
-    url, dir, caPem, auditLogPath,
+    url,
+    dir,
+    caPem,
+    auditLogPath,
     adminKubeConfig: kubeconfigFor('admin'),
     adminKubeconfigPath: identity('admin').kubeconfigPath,
-    kubeconfigFor, identity,
+    kubeconfigFor,
+    identity,
     auditEvents: () => {
       if (!auditLogPath) throw new Error('auditEvents() needs startControlPlane({ audit: true })');
       if (!existsSync(auditLogPath)) return [];
-      return readFileSync(auditLogPath, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as AuditEvent);
+      return readFileSync(auditLogPath, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l) as AuditEvent);
     },
     stopApiServer: async (opts) => {
       await apiServer?.stop(opts?.crash ? 0 : undefined);

@@ -42,8 +42,7 @@ export function provisionIdentities(specs: readonly IdentitySpec[]): Map<string,
 
 /** Writes the CSV `token,user,uid,"group1,group2"` the apiserver reads with `--token-auth-file`. */
 export function writeTokenFile(path: string, identities: Map<string, { spec: IdentitySpec; token: string }>): void {
-  const lines = [...identities.values()].map(({ spec, token }) =>
-    `${token},${spec.name},uid-${spec.name},"${(spec.groups ?? []).join(',')}"`);
+  const lines = [...identities.values()].map(({ spec, token }) => `${token},${spec.name},uid-${spec.name},"${(spec.groups ?? []).join(',')}"`);
   writeFileSync(path, lines.join('\n') + '\n', { mode: 0o600 });
 }
 

@@ -11,7 +11,12 @@ export class ProcessGroup {
   private exitCode: number | null | undefined;
   private readonly exited: Promise<void>;
 
-  private constructor(readonly name: string, readonly logPath: string, pgid: number, exited: Promise<number | null>) {
+  private constructor(
+    readonly name: string,
+    readonly logPath: string,
+    pgid: number,
+    exited: Promise<number | null>,
+  ) {
     this.pgid = pgid;
     this.exited = exited.then((code) => {
       this.exitCode = code;
@@ -64,10 +69,7 @@ export class ProcessGroup {
   async stop(graceMs = 5000): Promise<void> {
     if (!this.running) return;
     signalGroup(this.pgid, graceMs === 0 ? 'SIGKILL' : 'SIGTERM');
-    const timedOut = await Promise.race([
-      this.exited.then(() => false),
-      new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref()),
-    ]);
+    const timedOut = await Promise.race([this.exited.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
     if (timedOut) signalGroup(this.pgid, 'SIGKILL');
     await this.exited;
     // The watchdog has exited; make sure nothing else of its group lingers.

@@ -32,11 +32,16 @@ async function until(condition: () => boolean, timeoutMs: number): Promise<boole
 /** Runs a fixture script under the repo's TypeScript loader; resolves with its first stdout line. */
 function runFixture(name: string, env: NodeJS.ProcessEnv): { child: ReturnType<typeof spawn>; firstLine: Promise<string> } {
   const child = spawn(process.execPath, ['--import', join(repoRoot, 'scripts/register-ts.mjs'), join(here, 'fixtures', name)], {
-    cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: repoRoot,
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   const firstLine = new Promise<string>((resolveLine, reject) => {
     const lines = createInterface({ input: child.stdout! });
-    lines.once('line', (l) => { lines.close(); resolveLine(l); });
+    lines.once('line', (l) => {
+      lines.close();
+      resolveLine(l);
+    });
     child.once('exit', (code) => reject(new Error(`fixture ${name} exited with ${code} before printing`)));
   });
   return { child, firstLine };
@@ -60,15 +65,25 @@ describe('envtest control plane', () => {
     const reader = plane.kubeconfigFor('reader').makeApiClient(CoreV1Api);
     await expect(reader.listNamespacedSecret({ namespace: 'default' })).rejects.toMatchObject({ code: 403 });
     const rbac = plane.adminKubeConfig.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({ namespace: 'default', body: { metadata: { name: 'read-secrets' }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['list'] }] } });
-    await rbac.createNamespacedRoleBinding({ namespace: 'default', body: {
-      metadata: { name: 'team-a-reads' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'read-secrets' },
-      subjects: [{ kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'team-a' }],
-    } });
+    await rbac.createNamespacedRole({
+      namespace: 'default',
+      body: { metadata: { name: 'read-secrets' }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['list'] }] },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'team-a-reads' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'read-secrets' },
+        subjects: [{ kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'team-a' }],
+      },
+    });
     // The authorizer sees new bindings through its informer, a moment after the write.
     let allowed = false;
     for (let i = 0; i < 50 && !allowed; i++) {
-      allowed = await reader.listNamespacedSecret({ namespace: 'default' }).then(() => true, () => false);
+      allowed = await reader.listNamespacedSecret({ namespace: 'default' }).then(
+        () => true,
+        () => false,
+      );
       if (!allowed) await new Promise((r) => setTimeout(r, 100));
     }
     expect(allowed).toBe(true);
@@ -77,7 +92,9 @@ describe('envtest control plane', () => {
 
   it('records requests in the audit log under each identity', async () => {
     const events = plane.auditEvents();
-    expect(events.some((e) => e.user.username === 'reader' && e.verb === 'list' && e.objectRef?.resource === 'secrets' && e.responseStatus?.code === 403)).toBe(true);
+    expect(events.some((e) => e.user.username === 'reader' && e.verb === 'list' && e.objectRef?.resource === 'secrets' && e.responseStatus?.code === 403)).toBe(
+      true,
+    );
     expect(events.some((e) => e.user.username === 'admin' && e.verb === 'create' && e.objectRef?.resource === 'rolebindings')).toBe(true);
   });
 

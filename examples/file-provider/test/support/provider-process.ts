@@ -30,9 +30,29 @@ export interface ProviderProcess {
 
 /** Starts examples/file-provider/src/main.ts on loopback, any free ports, as provider-system/file-provider. */
 export function startProviderProcess(dataFile: string, certDir: string): ProviderProcess {
-  const child = spawn(process.execPath, ['--import', './scripts/register-ts.mjs', 'examples/file-provider/src/main.ts',
-    '--data-file', dataFile, '--cert-dir', certDir, '--host', '127.0.0.1', '--port', '0', '--health-port', '0',
-    '--namespace', 'provider-system', '--service', 'file-provider'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      './scripts/register-ts.mjs',
+      'examples/file-provider/src/main.ts',
+      '--data-file',
+      dataFile,
+      '--cert-dir',
+      certDir,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--health-port',
+      '0',
+      '--namespace',
+      'provider-system',
+      '--service',
+      'file-provider',
+    ],
+    { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -42,7 +62,11 @@ export function startProviderProcess(dataFile: string, certDir: string): Provide
     exited: new Promise((resolve) => child.once('exit', resolve)),
     stdout: () => stdout,
     stderr: () => stderr,
-    lines: () => stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as LogLine),
+    lines: () =>
+      stdout
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as LogLine),
   };
 }
 

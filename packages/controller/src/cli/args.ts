@@ -26,9 +26,7 @@ export interface CommandLine {
 
 /** What argv asked for: flag values by name (a bare bool flag is `true`), help, or an error to print. */
 export type ArgvResult =
-  | { readonly kind: 'flags'; readonly values: ReadonlyMap<string, string> }
-  | { readonly kind: 'help' }
-  | { readonly kind: 'error'; readonly message: string };
+  { readonly kind: 'flags'; readonly values: ReadonlyMap<string, string> } | { readonly kind: 'help' } | { readonly kind: 'error'; readonly message: string };
 
 /** The controller's wording, as Kubernetes controllers word flag errors. */
 export function goFlagWords(command: string): FlagErrorWords {

@@ -17,8 +17,11 @@ export const EXIT_USAGE = 2;
  * `eso-mtls controller [flags]`: parses flags and environment, starts the controller and runs it
  * until SIGTERM or SIGINT, then shuts down cleanly. Resolves with the process exit code.
  */
-export async function runControllerCommand(argv: readonly string[], env: NodeJS.ProcessEnv = process.env,
-  streams: CliStreams = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+export async function runControllerCommand(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  streams: CliStreams = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
   const parsed = parseControllerConfig(argv, env);
   if (parsed.kind === 'help') {
     streams.stdout.write(parsed.text);
@@ -31,8 +34,16 @@ export async function runControllerCommand(argv: readonly string[], env: NodeJS.
   const config = parsed.config;
   const logger = createLogger(config.logLevel);
   const identity = config.leaderElection.identity ?? `${hostname()}_${randomUUID()}`;
-  logger.info({ identity, namespace: config.policy.esoNamespace, keyAlgorithm: config.policy.keyAlgorithm,
-    reconcileIntervalMs: config.policy.reconcileInterval, leaderElect: config.leaderElection.enabled }, 'starting eso-mtls controller');
+  logger.info(
+    {
+      identity,
+      namespace: config.policy.esoNamespace,
+      keyAlgorithm: config.policy.keyAlgorithm,
+      reconcileIntervalMs: config.policy.reconcileInterval,
+      leaderElect: config.leaderElection.enabled,
+    },
+    'starting eso-mtls controller',
+  );
 
   let controller: RunningController | undefined;
   let signalled: NodeJS.Signals | undefined;

@@ -1,6 +1,19 @@
 import {
-  type CaPhase, type Duration, KEY_ALGORITHMS, type KeyAlgorithm, type Policy, PolicyError, type RotationReason, SIMULATION_EPOCH,
-  type SimulationEvent, type SimulationResult, days, formatDuration, resolvePolicy, seededRandom, simulate,
+  type CaPhase,
+  type Duration,
+  KEY_ALGORITHMS,
+  type KeyAlgorithm,
+  type Policy,
+  PolicyError,
+  type RotationReason,
+  SIMULATION_EPOCH,
+  type SimulationEvent,
+  type SimulationResult,
+  days,
+  formatDuration,
+  resolvePolicy,
+  seededRandom,
+  simulate,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { parseDuration } from '../duration.js';
@@ -10,9 +23,15 @@ import type { CliStreams } from './controller.js';
 const DURATION = 'a duration such as 90d, 36h, 10m or 1d12h';
 /** Policy fields that have a flag, with the flag name. */
 const POLICY_FLAGS = {
-  caValidity: 'ca-validity', caLookahead: 'ca-lookahead', leafValidity: 'leaf-validity', leafLookahead: 'leaf-lookahead',
-  leafJitter: 'leaf-jitter', notBeforeBackdate: 'not-before-backdate', reconcileInterval: 'reconcile-interval',
-  propagationDelay: 'propagation-delay', maxConnectionAge: 'max-connection-age',
+  caValidity: 'ca-validity',
+  caLookahead: 'ca-lookahead',
+  leafValidity: 'leaf-validity',
+  leafLookahead: 'leaf-lookahead',
+  leafJitter: 'leaf-jitter',
+  notBeforeBackdate: 'not-before-backdate',
+  reconcileInterval: 'reconcile-interval',
+  propagationDelay: 'propagation-delay',
+  maxConnectionAge: 'max-connection-age',
 } as const satisfies Partial<Record<keyof Policy, string>>;
 
 const USAGE = `Usage: eso-mtls simulate [flags]
@@ -30,16 +49,20 @@ Flags:
   --emergency-at <duration>   request an emergency CA rotation this long after the start
   --timeline                  print every issuance, not only the first ones and the CA phases
   --json                      print the summary and timeline as JSON
-${Object.values(POLICY_FLAGS).map((f) => `  --${f} <duration>`.padEnd(30) + 'policy override').join('\n')}
+${Object.values(POLICY_FLAGS)
+  .map((f) => `  --${f} <duration>`.padEnd(30) + 'policy override')
+  .join('\n')}
   --key-algorithm <name>      ${KEY_ALGORITHMS.join(', ')}
   --cluster-domain <name>     cluster DNS domain (default cluster.local)
   --help                      print this text
 `;
 
 const SIMULATE_FLAGS: readonly FlagSyntax[] = [
-  ...['years', 'services', 'namespaces', 'seed', 'delete-ca-at', 'emergency-at', 'key-algorithm', 'cluster-domain', ...Object.values(POLICY_FLAGS)]
-    .map((name) => ({ name, kind: 'string' as const })),
-  { name: 'timeline', kind: 'bool' }, { name: 'json', kind: 'bool' },
+  ...['years', 'services', 'namespaces', 'seed', 'delete-ca-at', 'emergency-at', 'key-algorithm', 'cluster-domain', ...Object.values(POLICY_FLAGS)].map(
+    (name) => ({ name, kind: 'string' as const }),
+  ),
+  { name: 'timeline', kind: 'bool' },
+  { name: 'json', kind: 'bool' },
 ];
 
 // The words simulate has always used for flag errors (they were node:util parseArgs's).
@@ -86,7 +109,8 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs | 'help
   const str = (k: string): string | undefined => read.values.get(k);
   const yearsText = str('years') ?? '3';
   const years = Number(yearsText);
-  if (!/^\d+(\.\d+)?$/.test(yearsText) || years <= 0 || years > 100) throw new FlagError(`--years: ${JSON.stringify(yearsText)} is not a number of years above 0 and at most 100`);
+  if (!/^\d+(\.\d+)?$/.test(yearsText) || years <= 0 || years > 100)
+    throw new FlagError(`--years: ${JSON.stringify(yearsText)} is not a number of years above 0 and at most 100`);
   const services = parseCount('services', str('services') ?? '200', 1, 100_000);
   const namespaces = parseCount('namespaces', str('namespaces') ?? String(Math.ceil(services / 4)), 1, services);
   const seed = parseCount('seed', str('seed') ?? '1', 0, 2 ** 32 - 1);
@@ -111,7 +135,8 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs | 'help
   const deleteAt = str('delete-ca-at');
   if (deleteAt !== undefined) events.push({ at: SIMULATION_EPOCH + parseSimDuration('delete-ca-at', deleteAt), kind: 'deleteSecret', target: 'ca' });
   const emergencyAt = str('emergency-at');
-  if (emergencyAt !== undefined) events.push({ at: SIMULATION_EPOCH + parseSimDuration('emergency-at', emergencyAt), kind: 'requestCaRotation', token: 'emergency' });
+  if (emergencyAt !== undefined)
+    events.push({ at: SIMULATION_EPOCH + parseSimDuration('emergency-at', emergencyAt), kind: 'requestCaRotation', token: 'emergency' });
   return { policy, years, services, namespaces, seed, events, timeline: switchOf(read.values, 'timeline'), json: switchOf(read.values, 'json') };
 }
 
@@ -124,9 +149,12 @@ function switchOf(values: ReadonlyMap<string, string>, name: string): boolean {
 
 const iso = (t: number): string => new Date(t).toISOString().replace('.000Z', 'Z');
 const CA_PHASE_WORDS: Record<CaPhase, string> = {
-  create: 'CA created', prepare: 'next CA generated and published in every bundle (not signing yet)',
-  activate: 'next CA activated: it signs from now on, the old one stays trusted as retired', retire: 'retired CA dropped from every bundle',
-  recover: 'CA key lost: readable CA certificates kept trusted as retired, a new CA published', emergency: 'EMERGENCY: new CA active at once, every older CA dropped',
+  create: 'CA created',
+  prepare: 'next CA generated and published in every bundle (not signing yet)',
+  activate: 'next CA activated: it signs from now on, the old one stays trusted as retired',
+  retire: 'retired CA dropped from every bundle',
+  recover: 'CA key lost: readable CA certificates kept trusted as retired, a new CA published',
+  emergency: 'EMERGENCY: new CA active at once, every older CA dropped',
   restore: 'CA certificate restored from the client bundle for its good key (nothing re-issued)',
 };
 
@@ -147,7 +175,8 @@ export function formatSimulation(args: SimulateArgs, result: SimulationResult): 
   for (let i = 0; i < shown.length; i++) {
     const e = shown[i]!;
     if (e.kind === 'ca') {
-      const leaves = shown === timeline || e.at === firstAt ? [] : timeline.filter((x) => x.at === e.at && (x.kind === 'serverLeaf' || x.kind === 'clientLeaf'));
+      const leaves =
+        shown === timeline || e.at === firstAt ? [] : timeline.filter((x) => x.at === e.at && (x.kind === 'serverLeaf' || x.kind === 'clientLeaf'));
       const reissued = leaves.length > 0 ? `; ${leaves.length} leaves issued (${[...new Set(leaves.map((x) => x.reason))].join(', ')})` : '';
       lines.push(`  ${iso(e.at)}  ${(e.phases ?? []).map((ph) => CA_PHASE_WORDS[ph]).join('; ')}${e.reason ? ` [${e.reason}]` : ''}${reissued}`);
     } else if (e.kind === 'event') {
@@ -162,8 +191,11 @@ export function formatSimulation(args: SimulateArgs, result: SimulationResult): 
   lines.push('', 'Rotations by reason (server + client certificates)');
   for (const [reason, n] of Object.entries(summary.byReason) as [RotationReason, number][]) lines.push(`  ${reason.padEnd(15)} ${String(n).padStart(7)}`);
   lines.push(
-    `  ${'total'.padEnd(15)} ${String(summary.serverIssuances + summary.clientIssuances).padStart(7)}`, '',
-    `CA phases: ${Object.entries(summary.caPhases).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `  ${'total'.padEnd(15)} ${String(summary.serverIssuances + summary.clientIssuances).padStart(7)}`,
+    '',
+    `CA phases: ${Object.entries(summary.caPhases)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
     `Bundle updates (not rotations): ${summary.bundleUpdates}`,
     `Reconciles: ${summary.reconciles}`,
     `Minimum remaining validity of any certificate in use: ${formatRemaining(summary.minRemainingValidity)}`,

@@ -16,9 +16,13 @@ export async function createProviderNamespace(admin: KubeConfig, namespace: stri
 }
 
 export async function createProviderService(admin: KubeConfig, namespace: string, name: string): Promise<void> {
-  await admin.makeApiClient(CoreV1Api).createNamespacedService({ namespace, body: {
-    metadata: { name, labels: { 'external-secrets.io/provider': 'true' } }, spec: { ports: [{ name: 'grpc', port: 8443 }] },
-  } });
+  await admin.makeApiClient(CoreV1Api).createNamespacedService({
+    namespace,
+    body: {
+      metadata: { name, labels: { 'external-secrets.io/provider': 'true' } },
+      spec: { ports: [{ name: 'grpc', port: 8443 }] },
+    },
+  });
 }
 
 const text = (s: V1Secret | undefined, key: string): string | undefined => {
@@ -82,11 +86,18 @@ export async function bindShippedRoles(admin: KubeConfig, user: string): Promise
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
   const subjects = [{ kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' }];
   const safe = user.replace(/[^a-z0-9-]/g, '-');
-  await rbac.createClusterRoleBinding({ body: { metadata: { name: `eso-mtls-controller-${safe}` }, subjects,
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'eso-mtls-controller' } } });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: `eso-mtls-controller-${safe}` },
+      subjects,
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'eso-mtls-controller' },
+    },
+  });
   for (const role of ['eso-mtls-controller-secrets', 'eso-mtls-controller-leader-election']) {
-    await rbac.createNamespacedRoleBinding({ namespace: ESO_NS, body: { metadata: { name: `${role}-${safe}` }, subjects,
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role } } });
+    await rbac.createNamespacedRoleBinding({
+      namespace: ESO_NS,
+      body: { metadata: { name: `${role}-${safe}` }, subjects, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role } },
+    });
   }
 }
 
@@ -101,6 +112,7 @@ export async function leaseHolder(admin: KubeConfig, name = 'eso-mtls-controller
 
 /** Audit events of writes (create/update/patch/delete) to Secrets or Events by `user`. */
 export function writesBy(plane: ControlPlane, user: string, resources: readonly string[] = ['secrets', 'events']): AuditEvent[] {
-  return plane.auditEvents().filter((e) => e.user.username === user && ['create', 'update', 'patch', 'delete'].includes(e.verb)
-    && resources.includes(e.objectRef?.resource ?? ''));
+  return plane
+    .auditEvents()
+    .filter((e) => e.user.username === user && ['create', 'update', 'patch', 'delete'].includes(e.verb) && resources.includes(e.objectRef?.resource ?? ''));
 }

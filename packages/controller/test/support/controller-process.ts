@@ -24,15 +24,26 @@ export class ControllerProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private waiters: (() => void)[] = [];
 
-  constructor(readonly name: string, args: readonly string[], env: NodeJS.ProcessEnv = {}) {
-    this.child = spawn(process.execPath, ['--import', resolve(repoRoot, 'scripts/register-ts.mjs'),
-      resolve(repoRoot, 'packages/controller/src/bin/eso-mtls.ts'), 'controller', ...args], {
-      cwd: repoRoot, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
+  constructor(
+    readonly name: string,
+    args: readonly string[],
+    env: NodeJS.ProcessEnv = {},
+  ) {
+    this.child = spawn(
+      process.execPath,
+      ['--import', resolve(repoRoot, 'scripts/register-ts.mjs'), resolve(repoRoot, 'packages/controller/src/bin/eso-mtls.ts'), 'controller', ...args],
+      {
+        cwd: repoRoot,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     running.add(this);
     this.child.stdout!.setEncoding('utf8');
     this.child.stderr!.setEncoding('utf8');
-    this.child.stderr!.on('data', (d: string) => { this.stderr += d; });
+    this.child.stderr!.on('data', (d: string) => {
+      this.stderr += d;
+    });
     createInterface({ input: this.child.stdout! }).on('line', (line) => {
       this.stdout += `${line}\n`;
       try {
@@ -42,11 +53,13 @@ export class ControllerProcess {
       }
       for (const w of this.waiters.splice(0)) w();
     });
-    this.exited = new Promise((resolveExit) => this.child.once('exit', (code, signal) => {
-      running.delete(this);
-      for (const w of this.waiters.splice(0)) w();
-      resolveExit({ code, signal });
-    }));
+    this.exited = new Promise((resolveExit) =>
+      this.child.once('exit', (code, signal) => {
+        running.delete(this);
+        for (const w of this.waiters.splice(0)) w();
+        resolveExit({ code, signal });
+      }),
+    );
   }
 
   get pid(): number {

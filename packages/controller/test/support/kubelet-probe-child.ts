@@ -25,11 +25,16 @@ async function probe(phase: number): Promise<void> {
 const timers: NodeJS.Timeout[] = [];
 for (let phase = 0; phase < phases; phase++) {
   // As the kubelet: one probe every period, whether or not the last one has answered.
-  timers.push(setTimeout(() => {
-    if (stopping) return;
-    void probe(phase);
-    timers.push(setInterval(() => void probe(phase), periodMs));
-  }, (phase * periodMs) / phases));
+  timers.push(
+    setTimeout(
+      () => {
+        if (stopping) return;
+        void probe(phase);
+        timers.push(setInterval(() => void probe(phase), periodMs));
+      },
+      (phase * periodMs) / phases,
+    ),
+  );
 }
 process.stdin.resume();
 process.stdin.on('end', () => {

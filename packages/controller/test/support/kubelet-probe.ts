@@ -34,12 +34,26 @@ export class KubeletProbe {
   private readonly results: ProbeResult[] = [];
   private readonly exited: Promise<void>;
 
-  constructor(url: string, readonly probe: V1Probe, phases = 10) {
+  constructor(
+    url: string,
+    readonly probe: V1Probe,
+    phases = 10,
+  ) {
     const periodMs = (probe.periodSeconds ?? 10) * 1000;
     const timeoutMs = (probe.timeoutSeconds ?? 1) * 1000;
-    this.child = spawn(process.execPath, ['--import', resolve(repoRoot, 'scripts/register-ts.mjs'),
-      resolve(repoRoot, 'packages/controller/test/support/kubelet-probe-child.ts'), url, String(periodMs), String(timeoutMs), String(phases)],
-    { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.child = spawn(
+      process.execPath,
+      [
+        '--import',
+        resolve(repoRoot, 'scripts/register-ts.mjs'),
+        resolve(repoRoot, 'packages/controller/test/support/kubelet-probe-child.ts'),
+        url,
+        String(periodMs),
+        String(timeoutMs),
+        String(phases),
+      ],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     createInterface({ input: this.child.stdout! }).on('line', (l) => this.results.push(JSON.parse(l) as ProbeResult));
     this.exited = new Promise((r) => this.child.once('exit', () => r()));
   }
@@ -63,7 +77,10 @@ export function judge(results: readonly ProbeResult[], failureThreshold: number)
     maxConsecutiveMisses = Math.max(maxConsecutiveMisses, n);
   }
   return {
-    maxConsecutiveMisses, failureThreshold, probes: results.length, misses: results.filter((r) => !r.ok).length,
+    maxConsecutiveMisses,
+    failureThreshold,
+    probes: results.length,
+    misses: results.filter((r) => !r.ok).length,
     worstMs: Math.max(0, ...results.map((r) => r.ms)),
   };
 }

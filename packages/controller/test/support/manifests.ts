@@ -49,7 +49,13 @@ export async function applyAll(kc: KubeConfig, manifests: readonly Manifest[]): 
  * A KubeConfig authenticating with a real ServiceAccount token from the TokenRequest API, so
  * requests are made as system:serviceaccount:<namespace>:<name> with that account's RBAC.
  */
-export async function serviceAccountKubeConfig(admin: KubeConfig, server: string, caPem: string, namespace: string, name: string): Promise<{ kc: KubeConfig; token: string }> {
+export async function serviceAccountKubeConfig(
+  admin: KubeConfig,
+  server: string,
+  caPem: string,
+  namespace: string,
+  name: string,
+): Promise<{ kc: KubeConfig; token: string }> {
   const core = admin.makeApiClient(CoreV1Api);
   const request = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
   const token = request.status!.token;

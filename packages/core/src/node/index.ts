@@ -2,12 +2,18 @@
  * `@eso-mtls/core/node`: the default {@link CryptoBackend}, built on node:crypto. This entry point
  * is the one part of the core allowed to touch Node; the pure core only sees the interfaces.
  */
-import {
-  type KeyObject, createPrivateKey, createPublicKey, generateKeyPair, randomBytes, sign as signAsync, verify,
-} from 'node:crypto';
+import { type KeyObject, createPrivateKey, createPublicKey, generateKeyPair, randomBytes, sign as signAsync, verify } from 'node:crypto';
 import { publicKeyOfPrivateKey } from './key-check.js';
 import { checkKeyGenerationConcurrency, cpuQuotaCores, defaultKeyGenerationConcurrency } from './key-generation-limit.js';
-import { ConcurrencyLimit, type CryptoBackend, type GeneratedKey, type KeyAlgorithm, type RandomSource, type SignatureVerifier, type Signer } from '../index.js';
+import {
+  ConcurrencyLimit,
+  type CryptoBackend,
+  type GeneratedKey,
+  type KeyAlgorithm,
+  type RandomSource,
+  type SignatureVerifier,
+  type Signer,
+} from '../index.js';
 
 export { cpuQuotaCores, defaultKeyGenerationConcurrency };
 
@@ -25,8 +31,12 @@ export interface NodeCryptoBackendOptions {
 
 // Signature algorithm OID -> digest; RSA-PSS is not accepted (it needs its parameters read).
 const DIGESTS: Readonly<Record<string, string | null>> = {
-  '1.2.840.10045.4.3.2': 'sha256', '1.2.840.10045.4.3.3': 'sha384', '1.2.840.10045.4.3.4': 'sha512',
-  '1.2.840.113549.1.1.11': 'sha256', '1.2.840.113549.1.1.12': 'sha384', '1.2.840.113549.1.1.13': 'sha512',
+  '1.2.840.10045.4.3.2': 'sha256',
+  '1.2.840.10045.4.3.3': 'sha384',
+  '1.2.840.10045.4.3.4': 'sha512',
+  '1.2.840.113549.1.1.11': 'sha256',
+  '1.2.840.113549.1.1.12': 'sha384',
+  '1.2.840.113549.1.1.13': 'sha512',
   '1.3.101.112': null, // Ed25519 signs the message itself
 };
 
@@ -49,10 +59,14 @@ class KeyCache<K> {
 function keyPairOptions(algorithm: KeyAlgorithm): { type: 'ec' | 'rsa'; options: object } {
   const encoding = { publicKeyEncoding: { type: 'spki', format: 'der' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } };
   switch (algorithm) {
-    case 'ECDSA-P256': return { type: 'ec', options: { namedCurve: 'P-256', ...encoding } };
-    case 'RSA-2048': return { type: 'rsa', options: { modulusLength: 2048, publicExponent: 0x10001, ...encoding } };
-    case 'RSA-3072': return { type: 'rsa', options: { modulusLength: 3072, publicExponent: 0x10001, ...encoding } };
-    default: throw new Error(`unsupported key algorithm ${JSON.stringify(algorithm)}; use ECDSA-P256, RSA-2048 or RSA-3072`);
+    case 'ECDSA-P256':
+      return { type: 'ec', options: { namedCurve: 'P-256', ...encoding } };
+    case 'RSA-2048':
+      return { type: 'rsa', options: { modulusLength: 2048, publicExponent: 0x10001, ...encoding } };
+    case 'RSA-3072':
+      return { type: 'rsa', options: { modulusLength: 3072, publicExponent: 0x10001, ...encoding } };
+    default:
+      throw new Error(`unsupported key algorithm ${JSON.stringify(algorithm)}; use ECDSA-P256, RSA-2048 or RSA-3072`);
   }
 }
 
@@ -63,10 +77,13 @@ function generateOnThreadPool(algorithm: KeyAlgorithm): Promise<GeneratedKey> {
     const { type, options: params } = keyPairOptions(algorithm);
     // The overloads cannot be picked from a union of option shapes; the options are checked above.
     (generateKeyPair as unknown as (t: string, o: object, cb: (e: Error | null, pub: Buffer, priv: string) => void) => void)(
-      type, params, (error, publicKey, privateKey) => {
+      type,
+      params,
+      (error, publicKey, privateKey) => {
         if (error) reject(error);
         else resolve({ algorithm, subjectPublicKeyInfo: new Uint8Array(publicKey), privateKeyPem: privateKey });
-      });
+      },
+    );
   });
 }
 
@@ -80,8 +97,9 @@ function generateOnThreadPool(algorithm: KeyAlgorithm): Promise<GeneratedKey> {
  */
 export function createNodeSigner(options: NodeCryptoBackendOptions = {}): Signer {
   const keys = new KeyCache<KeyObject>(options.keyCacheSize ?? 256);
-  const keyGenerations = new ConcurrencyLimit(options.keyGenerationConcurrency === undefined
-    ? defaultKeyGenerationConcurrency() : checkKeyGenerationConcurrency(options.keyGenerationConcurrency));
+  const keyGenerations = new ConcurrencyLimit(
+    options.keyGenerationConcurrency === undefined ? defaultKeyGenerationConcurrency() : checkKeyGenerationConcurrency(options.keyGenerationConcurrency),
+  );
   return {
     generateKey(algorithm: KeyAlgorithm): Promise<GeneratedKey> {
       return keyGenerations.run(() => generateOnThreadPool(algorithm));

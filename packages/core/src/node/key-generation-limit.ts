@@ -39,7 +39,9 @@ export function defaultKeyGenerationConcurrency(
 /** Checks a configured concurrency; the error names the value and what is accepted. */
 export function checkKeyGenerationConcurrency(value: number): number {
   if (!Number.isInteger(value) || value < 1) {
-    throw new RangeError(`keyGenerationConcurrency must be a positive integer, got ${value}; leave it unset for the number of CPUs, at most one less than UV_THREADPOOL_SIZE`);
+    throw new RangeError(
+      `keyGenerationConcurrency must be a positive integer, got ${value}; leave it unset for the number of CPUs, at most one less than UV_THREADPOOL_SIZE`,
+    );
   }
   return value;
 }

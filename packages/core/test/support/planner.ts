@@ -1,7 +1,24 @@
 import {
-  CertificateCache, type CertificateView, type CryptoBackend, type Instant, MemoryStore, type Plan, type Policy, type SecretWrite,
-  type ProviderService, type SecretState, days, executePlan, issueCa, issueClientLeaf, issueServerLeaf, planRotation, resolvePolicy, seededRandom,
-  type KeyedCertificate, type Issued,
+  CertificateCache,
+  type CertificateView,
+  type CryptoBackend,
+  type Instant,
+  MemoryStore,
+  type Plan,
+  type Policy,
+  type SecretWrite,
+  type ProviderService,
+  type SecretState,
+  days,
+  executePlan,
+  issueCa,
+  issueClientLeaf,
+  issueServerLeaf,
+  planRotation,
+  resolvePolicy,
+  seededRandom,
+  type KeyedCertificate,
+  type Issued,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 
@@ -19,11 +36,25 @@ export function testCrypto(seed = 1): CryptoBackend {
 /** A CertificateView built from plain data, for rules that only read fields. */
 export function view(fields: Partial<CertificateView> & { serialNumber: string }): CertificateView {
   return {
-    pem: `pem-${fields.serialNumber}`, der: new Uint8Array(), subject: `CN=${fields.serialNumber}`, issuer: 'CN=ca',
-    subjectCommonName: undefined, notBefore: T0, notAfter: T0 + days(90), isCa: false, pathLenConstraint: undefined,
-    dnsNames: [], uris: [], extendedKeyUsage: [], subjectKeyIdentifier: undefined, authorityKeyIdentifier: undefined,
-    subjectPublicKeyInfo: new Uint8Array(), tbsCertificate: new Uint8Array(), signatureAlgorithm: '1.2.840.10045.4.3.2',
-    signatureValue: new Uint8Array(), ...fields,
+    pem: `pem-${fields.serialNumber}`,
+    der: new Uint8Array(),
+    subject: `CN=${fields.serialNumber}`,
+    issuer: 'CN=ca',
+    subjectCommonName: undefined,
+    notBefore: T0,
+    notAfter: T0 + days(90),
+    isCa: false,
+    pathLenConstraint: undefined,
+    dnsNames: [],
+    uris: [],
+    extendedKeyUsage: [],
+    subjectKeyIdentifier: undefined,
+    authorityKeyIdentifier: undefined,
+    subjectPublicKeyInfo: new Uint8Array(),
+    tbsCertificate: new Uint8Array(),
+    signatureAlgorithm: '1.2.840.10045.4.3.2',
+    signatureValue: new Uint8Array(),
+    ...fields,
   };
 }
 
@@ -31,7 +62,10 @@ export function view(fields: Partial<CertificateView> & { serialNumber: string }
 export class Pki {
   readonly crypto: CryptoBackend;
   readonly cache: CertificateCache;
-  constructor(readonly policy: Policy = resolvePolicy(), seed = 1) {
+  constructor(
+    readonly policy: Policy = resolvePolicy(),
+    seed = 1,
+  ) {
     this.crypto = testCrypto(seed);
     this.cache = new CertificateCache(this.crypto.verifier);
   }
@@ -75,7 +109,9 @@ export function describeWrites(writes: readonly SecretWrite[]): string[] {
 export const text = (s: SecretState | undefined, key: string): string => String(s?.data[key] ?? '');
 
 /** A converged cluster of the planner tests: Service `p` in namespace `a`, `q` in `b`, every Secret issued at T0. */
-export async function convergedCluster(services: Readonly<Record<string, readonly ProviderService[]>> = { a: [{ name: 'p' }], b: [{ name: 'q' }] }): Promise<{ pki: Pki; store: MemoryStore }> {
+export async function convergedCluster(
+  services: Readonly<Record<string, readonly ProviderService[]>> = { a: [{ name: 'p' }], b: [{ name: 'q' }] },
+): Promise<{ pki: Pki; store: MemoryStore }> {
   const pki = new Pki();
   const store = new MemoryStore();
   for (const [namespace, list] of Object.entries(services)) store.setServices(namespace, list);

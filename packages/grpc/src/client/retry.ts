@@ -1,9 +1,7 @@
 import { status } from '@grpc/grpc-js';
 
 /** The codes the contract calls transient; every other code fails at once. */
-export const RETRYABLE_CODES: readonly status[] = Object.freeze([
-  status.UNAVAILABLE, status.DEADLINE_EXCEEDED, status.RESOURCE_EXHAUSTED, status.ABORTED,
-]);
+export const RETRYABLE_CODES: readonly status[] = Object.freeze([status.UNAVAILABLE, status.DEADLINE_EXCEEDED, status.RESOURCE_EXHAUSTED, status.ABORTED]);
 
 /** How failed calls are retried: exponential backoff with full jitter, as in gRPC's own retry design (A6). */
 export interface RetryPolicy {
@@ -21,7 +19,11 @@ export interface RetryPolicy {
 
 /** The defaults listed on {@link RetryPolicy}. */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
-  maxAttempts: 5, initialBackoffMs: 100, maxBackoffMs: 5000, backoffMultiplier: 2, retryableCodes: RETRYABLE_CODES,
+  maxAttempts: 5,
+  initialBackoffMs: 100,
+  maxBackoffMs: 5000,
+  backoffMultiplier: 2,
+  retryableCodes: RETRYABLE_CODES,
 });
 
 /** A policy that never retries. */

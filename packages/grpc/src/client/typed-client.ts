@@ -8,12 +8,14 @@ import { REAL_RETRY_ENVIRONMENT, resolveRetryPolicy, withRetries, type RetryEnvi
  * Where calls go: one channel, or a source that hands out the current channel per call (so a
  * channel replaced after a certificate rotation is picked up) and hears when each call ends.
  */
-export type ProviderChannelSource = grpc.Channel | {
-  /** The channel a new call should use. */
-  getChannel(): grpc.Channel;
-  /** Told when a call that started on `channel` has finished, so a replaced channel can close once idle. */
-  callFinished?(channel: grpc.Channel): void;
-};
+export type ProviderChannelSource =
+  | grpc.Channel
+  | {
+      /** The channel a new call should use. */
+      getChannel(): grpc.Channel;
+      /** Told when a call that started on `channel` has finished, so a replaced channel can close once idle. */
+      callFinished?(channel: grpc.Channel): void;
+    };
 
 /** Options of {@link createSecretStoreProviderClient}. */
 export interface ProviderClientOptions {
@@ -38,7 +40,13 @@ export interface ProviderCallOptions {
 /** A call that failed with a gRPC status other than NOT_FOUND, after any retries. */
 export class ProviderCallError extends Error {
   override readonly name = 'ProviderCallError';
-  constructor(readonly method: ProviderMethodName, readonly code: grpc.status, readonly details: string, readonly attempts: number, options?: ErrorOptions) {
+  constructor(
+    readonly method: ProviderMethodName,
+    readonly code: grpc.status,
+    readonly details: string,
+    readonly attempts: number,
+    options?: ErrorOptions,
+  ) {
     super(`provider.v1 ${method} failed with ${grpc.status[code] ?? code} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${details}`, options);
   }
 }

@@ -8,8 +8,14 @@ import type { CallContext, SecretStoreProvider } from './provider.js';
 type Method = (request: never, context: CallContext) => unknown;
 
 const IMPLEMENTATION_KEYS: Record<ProviderMethodName, keyof SecretStoreProvider> = {
-  GetSecret: 'getSecret', GetSecretMap: 'getSecretMap', PushSecret: 'pushSecret', DeleteSecret: 'deleteSecret',
-  SecretExists: 'secretExists', GetAllSecrets: 'getAllSecrets', Validate: 'validate', Capabilities: 'capabilities',
+  GetSecret: 'getSecret',
+  GetSecretMap: 'getSecretMap',
+  PushSecret: 'pushSecret',
+  DeleteSecret: 'deleteSecret',
+  SecretExists: 'secretExists',
+  GetAllSecrets: 'getAllSecrets',
+  Validate: 'validate',
+  Capabilities: 'capabilities',
 };
 
 /** Observes every finished call, e.g. for logging; never affects the call. */

@@ -62,7 +62,8 @@ export interface ProviderServerOptions {
 }
 
 /** Options with every default applied. */
-export type ResolvedProviderServerOptions = Required<Omit<ProviderServerOptions, 'metrics' | 'onCall' | 'log' | 'signal'>> & Pick<ProviderServerOptions, 'metrics' | 'onCall' | 'log' | 'signal'>;
+export type ResolvedProviderServerOptions = Required<Omit<ProviderServerOptions, 'metrics' | 'onCall' | 'log' | 'signal'>> &
+  Pick<ProviderServerOptions, 'metrics' | 'onCall' | 'log' | 'signal'>;
 
 /** An unusable option; the message names it, its value and the rule. */
 export class ProviderServerOptionError extends Error {
@@ -102,8 +103,11 @@ export function resolveProviderServerOptions(options: ProviderServerOptions): Re
     if (!Number.isInteger(r[field]) || r[field] <= 0) bad(field, r[field], 'must be a positive whole number of milliseconds');
   }
   if (r.maxConnectionAgeGraceMs < r.longestCallDeadlineMs) {
-    bad('maxConnectionAgeGraceMs', r.maxConnectionAgeGraceMs,
-      `must be at least longestCallDeadlineMs (${formatDuration(r.longestCallDeadlineMs)}), or a connection reaching its maximum age cuts calls still within their deadline`);
+    bad(
+      'maxConnectionAgeGraceMs',
+      r.maxConnectionAgeGraceMs,
+      `must be at least longestCallDeadlineMs (${formatDuration(r.longestCallDeadlineMs)}), or a connection reaching its maximum age cuts calls still within their deadline`,
+    );
   }
   if (typeof r.certDir !== 'string' || r.certDir === '') bad('certDir', r.certDir, 'must name the folder holding ca.crt, tls.crt and tls.key');
   return r;

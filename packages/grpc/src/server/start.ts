@@ -39,9 +39,15 @@ export async function startProviderServer(
 ): Promise<ProviderServer> {
   const o = resolveProviderServerOptions(options);
   const source = certificateSource(o.certDir);
-  const metrics = o.metrics === undefined ? undefined : new ProviderMetrics({
-    namespace: o.metrics.namespace, service: o.metrics.service, now: () => Date.now(), servedCertificate: () => source.servedCertificate(),
-  });
+  const metrics =
+    o.metrics === undefined
+      ? undefined
+      : new ProviderMetrics({
+          namespace: o.metrics.namespace,
+          service: o.metrics.service,
+          now: () => Date.now(),
+          servedCertificate: () => source.servedCertificate(),
+        });
   let lastFailure: string | undefined;
   const identity = o.metrics === undefined ? {} : { namespace: o.metrics.namespace, service: o.metrics.service };
   // Dates and serial of what is served now; the record never sees PEM or key text.
@@ -61,7 +67,10 @@ export async function startProviderServer(
     o.log?.({
       level: 'warn',
       message: good ? 'certificate reload refused; serving the last good certificate' : 'certificate load refused; waiting for a good certificate',
-      ...identity, reason: typeof reason === 'string' ? reason : 'unknown', detail: lastFailure, ...served(),
+      ...identity,
+      reason: typeof reason === 'string' ? reason : 'unknown',
+      detail: lastFailure,
+      ...served(),
     });
   });
   const health = new HealthService([PROVIDER_SERVICE_NAME]);
@@ -80,7 +89,8 @@ export async function startProviderServer(
   });
   let port: number;
   const aborted = new Promise<never>((_, reject) => {
-    const abort = (): void => reject(new Error(`startProviderServer aborted while ${state === 'loading' ? `waiting for certificates in ${o.certDir}` : 'binding'}`));
+    const abort = (): void =>
+      reject(new Error(`startProviderServer aborted while ${state === 'loading' ? `waiting for certificates in ${o.certDir}` : 'binding'}`));
     if (o.signal?.aborted) abort();
     o.signal?.addEventListener('abort', abort, { once: true });
   });
@@ -93,7 +103,8 @@ export async function startProviderServer(
     const address = `${o.host.includes(':') ? `[${o.host}]` : o.host}:${o.port}`;
     port = await new Promise<number>((resolve, reject) => {
       server.bindAsync(address, source.credentials, (e, bound) =>
-        e ? reject(new Error(`provider gRPC port cannot listen on ${address}: ${e.message}`, { cause: e })) : resolve(bound));
+        e ? reject(new Error(`provider gRPC port cannot listen on ${address}: ${e.message}`, { cause: e })) : resolve(bound),
+      );
     });
   } catch (e) {
     server.forceShutdown();
@@ -123,7 +134,10 @@ export async function startProviderServer(
     await healthHttp.close();
   };
   return {
-    port, healthPort: healthHttp.port, health, metrics,
+    port,
+    healthPort: healthHttp.port,
+    health,
+    metrics,
     close: () => (closing ??= close()),
   };
 }

@@ -31,8 +31,11 @@ export class ProviderChannelPool {
     let channel = this.channels.get(key);
     if (channel === undefined) {
       channel = new ProviderChannel({
-        address, connectTo: options.connectTo, material: this.material,
-        channelOptions: this.options.channelOptions, drainTimeoutMs: this.options.drainTimeoutMs,
+        address,
+        connectTo: options.connectTo,
+        material: this.material,
+        channelOptions: this.options.channelOptions,
+        drainTimeoutMs: this.options.drainTimeoutMs,
       });
       this.channels.set(key, channel);
     }

@@ -95,7 +95,9 @@ export class ProviderChannel {
     this.target = options.connectTo ?? options.address;
     if (options.connectTo !== undefined) parseProviderAddress(options.connectTo);
     if (options.channelOptions?.['grpc.ssl_target_name_override'] !== undefined) {
-      throw new Error(`channel option grpc.ssl_target_name_override=${JSON.stringify(options.channelOptions['grpc.ssl_target_name_override'])} is not accepted: the server certificate is always verified against ${this.serverName}, the host of ${options.address}; use connectTo to dial elsewhere`);
+      throw new Error(
+        `channel option grpc.ssl_target_name_override=${JSON.stringify(options.channelOptions['grpc.ssl_target_name_override'])} is not accepted: the server certificate is always verified against ${this.serverName}, the host of ${options.address}; use connectTo to dial elsewhere`,
+      );
     }
     const source = options.material;
     if (source instanceof CertificateWatcher) {
@@ -156,7 +158,10 @@ export class ProviderChannel {
     // A DNS name goes out as SNI and grpc-js checks the certificate against it; an IP (no SNI
     // allowed) is checked against the certificate's IP SANs by our own identity check.
     const byIp = isIP(name) !== 0;
-    const credentials = grpc.credentials.createFromSecureContext(context, byIp ? { checkServerIdentity: (_host, cert) => checkServerIdentity(name, cert) } : {});
+    const credentials = grpc.credentials.createFromSecureContext(
+      context,
+      byIp ? { checkServerIdentity: (_host, cert) => checkServerIdentity(name, cert) } : {},
+    );
     const channel = new grpc.Channel(this.target, credentials, {
       ...this.options.channelOptions,
       ...(byIp ? {} : { 'grpc.ssl_target_name_override': name }),

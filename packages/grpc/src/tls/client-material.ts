@@ -23,8 +23,13 @@ const text = (v: string | Uint8Array | undefined): string =>
  * problem.
  */
 export function clientTlsMaterial(source: TlsMaterialPems | TlsSecretData, options: ClientMaterialOptions = {}): TlsMaterial {
-  const pems: TlsMaterialPems = 'certificate' in source && 'privateKey' in source
-    ? { certificate: text(source.certificate as string), privateKey: text(source.privateKey as string), caBundle: text(source.caBundle as string) }
-    : { certificate: text((source as TlsSecretData)['tls.crt']), privateKey: text((source as TlsSecretData)['tls.key']), caBundle: text((source as TlsSecretData)['ca.crt']) };
+  const pems: TlsMaterialPems =
+    'certificate' in source && 'privateKey' in source
+      ? { certificate: text(source.certificate as string), privateKey: text(source.privateKey as string), caBundle: text(source.caBundle as string) }
+      : {
+          certificate: text((source as TlsSecretData)['tls.crt']),
+          privateKey: text((source as TlsSecretData)['tls.key']),
+          caBundle: text((source as TlsSecretData)['ca.crt']),
+        };
   return checkTlsMaterial(pems, { purpose: 'clientAuth', now: options.now ?? Date.now(), chainToBundle: options.chainToBundle });
 }

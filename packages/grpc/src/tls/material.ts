@@ -39,18 +39,21 @@ export interface TlsMaterial extends TlsMaterialPems {
  * docs/connections-and-rotation.md, "One vocabulary with the controller".
  */
 export type TlsMaterialProblem =
-  | MountedFileProblem    // a file could not be read, or was refused before reading (not_found, fifo, too_large, ...)
+  | MountedFileProblem // a file could not be read, or was refused before reading (not_found, fifo, too_large, ...)
   | Exclude<DataProblem, 'multiple_certificates'>
-  | 'missing_ca_bundle'   // ca.crt empty
-  | 'untrusted'           // the leaf does not chain to a CA of ca.crt valid now
-  | 'wrong_purpose'       // the leaf lacks the required extendedKeyUsage
+  | 'missing_ca_bundle' // ca.crt empty
+  | 'untrusted' // the leaf does not chain to a CA of ca.crt valid now
+  | 'wrong_purpose' // the leaf lacks the required extendedKeyUsage
   | 'not_yet_valid'
   | 'expired';
 
 /** Unusable material: `reason` for counters, the message names the file and what to do. */
 export class TlsMaterialError extends Error {
   override readonly name = 'TlsMaterialError';
-  constructor(readonly reason: TlsMaterialProblem, message: string) {
+  constructor(
+    readonly reason: TlsMaterialProblem,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -137,22 +140,36 @@ export function checkTlsMaterial(pems: TlsMaterialPems, check: TlsMaterialCheck)
   if (notCa) throw new TlsMaterialError('not_a_ca', `${files.caBundle} holds ${describe(notCa)}, which is not a CA certificate`);
   const usages = leaf.keyUsage ?? [];
   if (!usages.includes(PURPOSE_OID[check.purpose])) {
-    throw new TlsMaterialError('wrong_purpose', `${files.certificate} ${describe(leaf)} lacks extendedKeyUsage ${check.purpose}; it has [${usages.join(', ')}]`);
+    throw new TlsMaterialError(
+      'wrong_purpose',
+      `${files.certificate} ${describe(leaf)} lacks extendedKeyUsage ${check.purpose}; it has [${usages.join(', ')}]`,
+    );
   }
   const notBefore = Date.parse(leaf.validFrom);
   const notAfter = Date.parse(leaf.validTo);
   const valid = (c: X509Certificate) => Date.parse(c.validFrom) - skew <= now && now <= Date.parse(c.validTo) + skew;
   if (now < notBefore - skew) {
-    throw new TlsMaterialError('not_yet_valid', `${files.certificate} ${describe(leaf)} is valid only from ${iso(notBefore)} (now ${iso(now)}); check the clocks`);
+    throw new TlsMaterialError(
+      'not_yet_valid',
+      `${files.certificate} ${describe(leaf)} is valid only from ${iso(notBefore)} (now ${iso(now)}); check the clocks`,
+    );
   }
   if (now > notAfter + skew) {
     throw new TlsMaterialError('expired', `${files.certificate} ${describe(leaf)} expired at ${iso(notAfter)} (now ${iso(now)})`);
   }
   if ((check.chainToBundle ?? true) && !chainsToBundle(chain, cas, valid)) {
-    throw new TlsMaterialError('untrusted', `${files.certificate} ${describe(leaf)} is not signed by any CA in ${files.caBundle} valid now [${cas.map(describe).join('; ')}]; was the bundle updated before the CA that signs it?`);
+    throw new TlsMaterialError(
+      'untrusted',
+      `${files.certificate} ${describe(leaf)} is not signed by any CA in ${files.caBundle} valid now [${cas.map(describe).join('; ')}]; was the bundle updated before the CA that signs it?`,
+    );
   }
   return {
-    ...pems, leaf, caCertificates: cas, serialNumber: leaf.serialNumber.toLowerCase().replace(/^(00)+(?=.)/, ''), notBefore, notAfter,
+    ...pems,
+    leaf,
+    caCertificates: cas,
+    serialNumber: leaf.serialNumber.toLowerCase().replace(/^(00)+(?=.)/, ''),
+    notBefore,
+    notAfter,
   };
 }
 

@@ -10,19 +10,23 @@ export const MAX_MOUNTED_FILE_BYTES = 2 * 1024 * 1024;
 
 /** Why a mounted file was refused before its content was judged; the reason label of logs. */
 export type MountedFileProblem =
-  | 'not_found'     // no such file (ENOENT), or a symlink pointing nowhere
-  | 'symlink_loop'  // ELOOP: too many levels of symbolic links
-  | 'fifo'          // a named pipe: reading it would wait for a writer forever
-  | 'socket'        // a Unix socket
-  | 'directory'     // a folder where the file belongs
-  | 'device'        // a character or block device
-  | 'too_large'     // above the size bound (MAX_MOUNTED_FILE_BYTES by default)
-  | 'unreadable';   // any other error (EACCES, EIO, ...)
+  | 'not_found' // no such file (ENOENT), or a symlink pointing nowhere
+  | 'symlink_loop' // ELOOP: too many levels of symbolic links
+  | 'fifo' // a named pipe: reading it would wait for a writer forever
+  | 'socket' // a Unix socket
+  | 'directory' // a folder where the file belongs
+  | 'device' // a character or block device
+  | 'too_large' // above the size bound (MAX_MOUNTED_FILE_BYTES by default)
+  | 'unreadable'; // any other error (EACCES, EIO, ...)
 
 /** A refused mounted file: `reason` for labels, `code` the errno when there was one. */
 export class MountedFileError extends Error {
   override readonly name = 'MountedFileError';
-  constructor(readonly reason: MountedFileProblem, readonly code: string | undefined, message: string) {
+  constructor(
+    readonly reason: MountedFileProblem,
+    readonly code: string | undefined,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -50,15 +54,22 @@ async function openProblem(path: string, e: unknown): Promise<MountedFileError> 
   const code = errnoOf(e);
   const refuse = (reason: MountedFileProblem, what: string) => new MountedFileError(reason, code, `${what} (${code})`);
   switch (code) {
-    case 'ENOENT': return refuse('not_found', 'does not exist, or is a symlink to nothing');
-    case 'ELOOP': return refuse('symlink_loop', 'is a symlink loop');
-    case 'EISDIR': return refuse('directory', 'is a directory, not a regular file');
+    case 'ENOENT':
+      return refuse('not_found', 'does not exist, or is a symlink to nothing');
+    case 'ELOOP':
+      return refuse('symlink_loop', 'is a symlink loop');
+    case 'EISDIR':
+      return refuse('directory', 'is a directory, not a regular file');
     case 'ENXIO': {
       // Opening a Unix socket fails with ENXIO; stat only to say so, the file is refused anyway.
-      const isSocket = await stat(path).then((s) => s.isSocket(), () => false);
+      const isSocket = await stat(path).then(
+        (s) => s.isSocket(),
+        () => false,
+      );
       return isSocket ? refuse('socket', 'is a socket, not a regular file') : refuse('unreadable', 'cannot be opened: no such device or address');
     }
-    default: return refuse('unreadable', `cannot be opened: ${(e as Error).message}`);
+    default:
+      return refuse('unreadable', `cannot be opened: ${(e as Error).message}`);
   }
 }
 

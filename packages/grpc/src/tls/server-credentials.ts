@@ -72,7 +72,10 @@ export class ReloadingServerCredentials extends grpc.ServerCredentials {
  * tls.crt, tls.key, as the kubelet mounts the Secret) and serves its newest good pair. Reloads
  * and refused attempts are reported to the listeners (the provider's metrics).
  */
-export function reloadingCertificateSource(certDir: string, options: Omit<CertificateWatcherOptions, 'directory' | 'purpose'> = {}): ServedCertificateSource & { readonly watcher: CertificateWatcher } {
+export function reloadingCertificateSource(
+  certDir: string,
+  options: Omit<CertificateWatcherOptions, 'directory' | 'purpose'> = {},
+): ServedCertificateSource & { readonly watcher: CertificateWatcher } {
   const watcher = new CertificateWatcher({ ...options, directory: certDir, purpose: 'serverAuth' });
   const credentials = new ReloadingServerCredentials(watcher);
   return {

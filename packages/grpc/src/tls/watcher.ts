@@ -1,7 +1,15 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { readlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { checkTlsMaterial, sameTlsMaterial, TlsMaterialError, type CertificatePurpose, type TlsMaterial, type TlsMaterialPems, type TlsMaterialProblem } from './material.js';
+import {
+  checkTlsMaterial,
+  sameTlsMaterial,
+  TlsMaterialError,
+  type CertificatePurpose,
+  type TlsMaterial,
+  type TlsMaterialPems,
+  type TlsMaterialProblem,
+} from './material.js';
 import { MAX_MOUNTED_FILE_BYTES, MountedFileError, readMountedFile } from './mounted-file.js';
 
 /** Where a provider mounts its Secret, per the design. */
@@ -52,7 +60,12 @@ const errorCode = (e: unknown) => (e as NodeJS.ErrnoException).code;
 
 /** Files of one read that were refused; `problem` names each (path, reason, errno) for de-duplication. */
 class UnreadableFilesError extends TlsMaterialError {
-  constructor(reason: TlsMaterialProblem, message: string, readonly code: string | undefined, readonly problem: string) {
+  constructor(
+    reason: TlsMaterialProblem,
+    message: string,
+    readonly code: string | undefined,
+    readonly problem: string,
+  ) {
     super(reason, message);
   }
 }
@@ -98,7 +111,9 @@ export class CertificateWatcher {
   constructor(options: CertificateWatcherOptions) {
     const maxFileBytes = options.maxFileBytes;
     if (maxFileBytes !== undefined && !(Number.isSafeInteger(maxFileBytes) && maxFileBytes > 0)) {
-      throw new RangeError(`CertificateWatcher: maxFileBytes=${String(maxFileBytes)} must be a positive whole number of bytes; leave it out for ${MAX_MOUNTED_FILE_BYTES}`);
+      throw new RangeError(
+        `CertificateWatcher: maxFileBytes=${String(maxFileBytes)} must be a positive whole number of bytes; leave it out for ${MAX_MOUNTED_FILE_BYTES}`,
+      );
     }
     this.options = options;
     this.directory = options.directory ?? DEFAULT_CERT_DIR;
@@ -211,7 +226,9 @@ export class CertificateWatcher {
 
   // Timers have no caller to hand a rejection to; it is reported instead of becoming unhandled.
   private checkInBackground(): void {
-    this.check().catch((e: unknown) => this.report(new Error(`certificate watcher for ${this.directory}: reading failed unexpectedly: ${(e as Error).message}`, { cause: e })));
+    this.check().catch((e: unknown) =>
+      this.report(new Error(`certificate watcher for ${this.directory}: reading failed unexpectedly: ${(e as Error).message}`, { cause: e })),
+    );
   }
 
   // A throwing listener (a user's log callback, say) must not skip the others, one of which swaps
@@ -244,8 +261,11 @@ export class CertificateWatcher {
         return;
       }
       next = checkTlsMaterial(pems, {
-        purpose: this.options.purpose, now: (this.options.now ?? Date.now)(), clockSkewToleranceMs: this.options.clockSkewToleranceMs,
-        chainToBundle: this.options.chainToBundle, fileNames: this.fileNames,
+        purpose: this.options.purpose,
+        now: (this.options.now ?? Date.now)(),
+        clockSkewToleranceMs: this.options.clockSkewToleranceMs,
+        chainToBundle: this.options.chainToBundle,
+        fileNames: this.fileNames,
       });
     } catch (e) {
       const reason: TlsMaterialProblem = e instanceof TlsMaterialError ? e.reason : 'unreadable';
@@ -253,8 +273,8 @@ export class CertificateWatcher {
       // one failure, however often it is re-read; a different one is a failure of its own.
       const problem = problemOf(e, pems);
       const last = this.lastRejected;
-      const repeated = last !== undefined && last.key === problem.key
-        && (problem.pems === undefined ? last.pems === undefined : sameTlsMaterial(problem.pems, last.pems));
+      const repeated =
+        last !== undefined && last.key === problem.key && (problem.pems === undefined ? last.pems === undefined : sameTlsMaterial(problem.pems, last.pems));
       this.lastRejected = problem;
       if (!repeated) {
         this.counters.failures++;
@@ -279,10 +299,11 @@ export class CertificateWatcher {
    */
   private async readConsistent(): Promise<TlsMaterialPems> {
     const linkPath = join(this.directory, DATA_LINK);
-    const resolve = () => readlink(linkPath).catch((e: unknown) => {
-      if (errorCode(e) === 'ENOENT' || errorCode(e) === 'EINVAL') return undefined;
-      throw e;
-    });
+    const resolve = () =>
+      readlink(linkPath).catch((e: unknown) => {
+        if (errorCode(e) === 'ENOENT' || errorCode(e) === 'EINVAL') return undefined;
+        throw e;
+      });
     for (let attempt = 0; ; attempt++) {
       const before = await resolve();
       try {
@@ -307,7 +328,8 @@ export class CertificateWatcher {
     // are named as mounted (not the timestamped folder), so one problem reads the same each time.
     const failed = results.flatMap((r, i) => {
       if (r.status === 'fulfilled') return [];
-      const error = r.reason instanceof MountedFileError ? r.reason : new MountedFileError('unreadable', errorCode(r.reason), String((r.reason as Error).message));
+      const error =
+        r.reason instanceof MountedFileError ? r.reason : new MountedFileError('unreadable', errorCode(r.reason), String((r.reason as Error).message));
       return [{ path: join(this.directory, names[i]!), error }];
     });
     if (failed.length > 0) {

@@ -13,13 +13,16 @@ export class SecretNotFoundError extends Error {
 /** A failure with an explicit gRPC status, e.g. `new ProviderError(status.INVALID_ARGUMENT, 'key is empty')`. */
 export class ProviderError extends Error {
   override readonly name = 'ProviderError';
-  constructor(readonly code: status, message: string, options?: ErrorOptions) {
+  constructor(
+    readonly code: status,
+    message: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
   }
 }
 
-const isStatusCode = (c: unknown): c is status =>
-  typeof c === 'number' && Number.isInteger(c) && c > status.OK && c <= status.UNAUTHENTICATED;
+const isStatusCode = (c: unknown): c is status => typeof c === 'number' && Number.isInteger(c) && c > status.OK && c <= status.UNAUTHENTICATED;
 
 /**
  * The gRPC status a provider's thrown value becomes: {@link SecretNotFoundError} is NOT_FOUND, an

@@ -26,7 +26,14 @@ export type ResponseOf<M extends ProviderMethodName> = ProviderMethods[M][1];
 
 /** Every method of the contract, in .proto order. */
 export const PROVIDER_METHOD_NAMES: readonly ProviderMethodName[] = [
-  'GetSecret', 'GetSecretMap', 'PushSecret', 'DeleteSecret', 'SecretExists', 'GetAllSecrets', 'Validate', 'Capabilities',
+  'GetSecret',
+  'GetSecretMap',
+  'PushSecret',
+  'DeleteSecret',
+  'SecretExists',
+  'GetAllSecrets',
+  'Validate',
+  'Capabilities',
 ];
 
 /** The serializers proto-loader built for one method: the exact bytes on the wire. */

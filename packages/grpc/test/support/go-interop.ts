@@ -17,7 +17,10 @@ export async function buildGoInterop(): Promise<{ client: string; server: string
   try {
     await run('go', ['version']);
   } catch (e) {
-    throw new Error(`Go is needed for the provider.v1 interop test but \`go version\` failed (${(e as Error).message}); install Go 1.26+ (https://go.dev/dl) and put it on PATH`, { cause: e });
+    throw new Error(
+      `Go is needed for the provider.v1 interop test but \`go version\` failed (${(e as Error).message}); install Go 1.26+ (https://go.dev/dl) and put it on PATH`,
+      { cause: e },
+    );
   }
   const out = mkdtempSync(join(tmpdir(), 'go-interop-bin-'));
   try {
@@ -52,14 +55,16 @@ export function startGoServer(file: string, args: string[]): Promise<{ address: 
       const m = /LISTENING (\S+)\n/.exec(stdout);
       if (m) {
         resolve({
-          address: m[1]!, process: child,
+          address: m[1]!,
+          process: child,
           // Closing stdin is the server's signal to stop.
-          stop: () => new Promise<void>((done) => {
-            if (child.exitCode !== null) return done();
-            child.removeAllListeners('exit');
-            child.once('exit', () => done());
-            child.stdin.end();
-          }),
+          stop: () =>
+            new Promise<void>((done) => {
+              if (child.exitCode !== null) return done();
+              child.removeAllListeners('exit');
+              child.once('exit', () => done());
+              child.stdin.end();
+            }),
         });
       }
     });

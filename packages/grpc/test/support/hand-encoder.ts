@@ -31,5 +31,4 @@ export function lenField(field: number, payload: string | Uint8Array): Buffer {
 export const messageField = (field: number, ...fields: Buffer[]): Buffer => lenField(field, Buffer.concat(fields));
 
 /** One map entry: maps are repeated messages with key = 1 and value = 2. */
-export const mapEntry = (field: number, key: string, value: string | Uint8Array): Buffer =>
-  messageField(field, lenField(1, key), lenField(2, value));
+export const mapEntry = (field: number, key: string, value: string | Uint8Array): Buffer => messageField(field, lenField(1, key), lenField(2, value));

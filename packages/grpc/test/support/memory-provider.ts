@@ -10,7 +10,9 @@ export interface SeenCall {
 
 /** Secrets every memory provider starts with. */
 export const MEMORY_SECRETS: Readonly<Record<string, Buffer>> = {
-  'db/password': Buffer.from('hunter2'), 'db/user': Buffer.from('admin'), 'web/token': Buffer.from([0, 255]),
+  'db/password': Buffer.from('hunter2'),
+  'db/user': Buffer.from('admin'),
+  'web/token': Buffer.from([0, 255]),
 };
 
 /** A provider keeping secrets in a Map, recording what each call saw. */
@@ -48,8 +50,9 @@ export function memoryProvider(seen: SeenCall[]): SecretStoreProvider {
       const name = new RegExp(request.find?.name?.regexp ?? '');
       return { secrets: Object.fromEntries([...store].filter(([k]) => k.startsWith(request.find?.path ?? '') && name.test(k))) };
     },
-    validate: (request) => (request.sourceNamespace === 'forbidden'
-      ? { valid: false, error: 'namespace forbidden may not use this store', warnings: ['w'] }
-      : { valid: true, warnings: [] }),
+    validate: (request) =>
+      request.sourceNamespace === 'forbidden'
+        ? { valid: false, error: 'namespace forbidden may not use this store', warnings: ['w'] }
+        : { valid: true, warnings: [] },
   };
 }

@@ -21,15 +21,57 @@ export async function opensslServerLeaf(ca: KeyPair, dnsNames: readonly string[]
     writeFileSync(file('ca.crt'), ca.cert);
     writeFileSync(file('ca.key'), ca.key, { mode: 0o600 });
     // A section of DNS.n lines: one subjectAltName line of 100 KB would be hard to read in a failure.
-    writeFileSync(file('ext.cnf'), [
-      '[leaf]', 'basicConstraints = critical,CA:FALSE', 'keyUsage = critical,digitalSignature', 'extendedKeyUsage = serverAuth',
-      'subjectKeyIdentifier = hash', 'authorityKeyIdentifier = keyid', 'subjectAltName = @names', '[names]',
-      ...dnsNames.map((n, i) => `DNS.${i + 1} = ${n}`), '',
-    ].join('\n'));
-    await run('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-      '-keyout', file('tls.key'), '-out', file('tls.csr'), '-subj', '/CN=size-control']);
-    await run('openssl', ['x509', '-req', '-in', file('tls.csr'), '-CA', file('ca.crt'), '-CAkey', file('ca.key'), '-set_serial', '0x4242',
-      '-days', '2', '-sha256', '-extfile', file('ext.cnf'), '-extensions', 'leaf', '-out', file('tls.crt')]);
+    writeFileSync(
+      file('ext.cnf'),
+      [
+        '[leaf]',
+        'basicConstraints = critical,CA:FALSE',
+        'keyUsage = critical,digitalSignature',
+        'extendedKeyUsage = serverAuth',
+        'subjectKeyIdentifier = hash',
+        'authorityKeyIdentifier = keyid',
+        'subjectAltName = @names',
+        '[names]',
+        ...dnsNames.map((n, i) => `DNS.${i + 1} = ${n}`),
+        '',
+      ].join('\n'),
+    );
+    await run('openssl', [
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      file('tls.key'),
+      '-out',
+      file('tls.csr'),
+      '-subj',
+      '/CN=size-control',
+    ]);
+    await run('openssl', [
+      'x509',
+      '-req',
+      '-in',
+      file('tls.csr'),
+      '-CA',
+      file('ca.crt'),
+      '-CAkey',
+      file('ca.key'),
+      '-set_serial',
+      '0x4242',
+      '-days',
+      '2',
+      '-sha256',
+      '-extfile',
+      file('ext.cnf'),
+      '-extensions',
+      'leaf',
+      '-out',
+      file('tls.crt'),
+    ]);
     return { cert: readFileSync(file('tls.crt'), 'utf8'), key: readFileSync(file('tls.key'), 'utf8') };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -69,9 +111,28 @@ const TIMEOUT_MS = 15_000;
  */
 export function sClient(port: number, files: { caFile: string; certFile: string; keyFile: string }, serverName: string): Promise<SClientOutcome> {
   return new Promise((resolve) => {
-    const child = spawn('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-servername', serverName, '-verify_hostname', serverName,
-      '-verify_return_error', '-CAfile', files.caFile, '-cert', files.certFile, '-key', files.keyFile, '-alpn', 'h2'],
-    { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(
+      'openssl',
+      [
+        's_client',
+        '-connect',
+        `127.0.0.1:${port}`,
+        '-servername',
+        serverName,
+        '-verify_hostname',
+        serverName,
+        '-verify_return_error',
+        '-CAfile',
+        files.caFile,
+        '-cert',
+        files.certFile,
+        '-key',
+        files.keyFile,
+        '-alpn',
+        'h2',
+      ],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     let stdout = Buffer.alloc(0);
     let stderr = '';
     let accepted = false;

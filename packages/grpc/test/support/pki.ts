@@ -2,7 +2,16 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clientSpiffeId, issueCa, issueClientLeaf, issueServerLeaf, resolvePolicy, type IssueContext, type KeyedCertificate, type Policy } from '@eso-mtls/core';
+import {
+  clientSpiffeId,
+  issueCa,
+  issueClientLeaf,
+  issueServerLeaf,
+  resolvePolicy,
+  type IssueContext,
+  type KeyedCertificate,
+  type Policy,
+} from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 
 /** A certificate and its private key, PEM. */

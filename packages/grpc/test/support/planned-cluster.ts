@@ -1,9 +1,6 @@
 // The core's planner driving real Secret folders: plan, execute, apply to an in-memory store, and
 // write every changed Secret kubelet-style into the folder its pod mounts.
-import {
-  CertificateCache, executePlan, MemoryStore, planRotation, resolvePolicy, ROTATE_ANNOTATION,
-  type Policy, type SecretWrite,
-} from '@eso-mtls/core';
+import { CertificateCache, executePlan, MemoryStore, planRotation, resolvePolicy, ROTATE_ANNOTATION, type Policy, type SecretWrite } from '@eso-mtls/core';
 import { createNodeCryptoBackend, createNodeVerifier } from '@eso-mtls/core/node';
 import type { CertificateWatcher } from '@eso-mtls/grpc';
 import { writeAtomically } from './atomic-writer.js';
@@ -20,7 +17,11 @@ export class PlannedCluster {
   private readonly crypto = createNodeCryptoBackend();
   private planNow = Date.now();
 
-  constructor(readonly namespace: string, readonly service: string, private readonly dirs: { readonly client: string; readonly server: string }) {
+  constructor(
+    readonly namespace: string,
+    readonly service: string,
+    private readonly dirs: { readonly client: string; readonly server: string },
+  ) {
     // One-second propagation and connection age: the schedule's waits, without real minutes.
     this.policy = resolvePolicy({ propagationDelay: 1000, maxConnectionAge: 1000 });
     this.store.setServices(namespace, [{ name: service }]);

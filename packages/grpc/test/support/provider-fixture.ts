@@ -29,7 +29,9 @@ export async function startTestProvider(pki: TestPkiSet, options: Omit<ProviderS
   const certDir = writeCertDir({ ca: pki.ca.cert, cert: pki.server.cert, key: pki.server.key });
   const server = await startProviderServer({ host: '127.0.0.1', port: 0, healthPort: 0, ...options, certDir });
   return {
-    server, certDir, address: `127.0.0.1:${server.port}`,
+    server,
+    certDir,
+    address: `127.0.0.1:${server.port}`,
     stop: async () => {
       await server.close();
       rmSync(certDir, { recursive: true, force: true });

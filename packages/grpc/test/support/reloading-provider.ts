@@ -3,9 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  reloadingCertificateSource, startProviderServer, type CertificateWatcher, type ProviderServer, type ProviderServerOptions,
-} from '@eso-mtls/grpc';
+import { reloadingCertificateSource, startProviderServer, type CertificateWatcher, type ProviderServer, type ProviderServerOptions } from '@eso-mtls/grpc';
 import { writeAtomically } from './atomic-writer.js';
 import type { KeyPair } from './pki.js';
 
@@ -25,7 +23,9 @@ export const secretFiles = (ca: string, leaf: KeyPair) => ({ 'ca.crt': ca, 'tls.
 
 /** Starts `options.implementation` on 127.0.0.1 serving `leaf` with `ca` as the client-certificate bundle. */
 export async function startReloadingProvider(
-  ca: string, leaf: KeyPair, options: Omit<ProviderServerOptions, 'certDir'>,
+  ca: string,
+  leaf: KeyPair,
+  options: Omit<ProviderServerOptions, 'certDir'>,
   sourceOptions: Parameters<typeof reloadingCertificateSource>[1] = {},
 ): Promise<ReloadingProvider> {
   const certDir = mkdtempSync(join(tmpdir(), 'provider-certs-'));
@@ -42,7 +42,9 @@ export async function startReloadingProvider(
 
 /** Starts `options.implementation` on 127.0.0.1 over the Secret folder `certDir`, already written. */
 export async function startProviderOn(
-  certDir: string, options: Omit<ProviderServerOptions, 'certDir'>, sourceOptions: Parameters<typeof reloadingCertificateSource>[1] = {},
+  certDir: string,
+  options: Omit<ProviderServerOptions, 'certDir'>,
+  sourceOptions: Parameters<typeof reloadingCertificateSource>[1] = {},
 ): Promise<ReloadingProvider> {
   let watcher: CertificateWatcher | undefined;
   const server = await startProviderServer({ host: '127.0.0.1', port: 0, healthPort: 0, ...options, certDir }, (dir) => {
@@ -52,7 +54,10 @@ export async function startProviderOn(
   });
   const w = watcher!;
   return {
-    server, certDir, port: server.port, watcher: w,
+    server,
+    certDir,
+    port: server.port,
+    watcher: w,
     publish: async (bundle, next) => {
       const judged = new Promise<void>((resolve) => {
         const offs = [w.onMaterial(() => (offs.forEach((f) => f()), resolve())), w.onFailure(() => (offs.forEach((f) => f()), resolve()))];

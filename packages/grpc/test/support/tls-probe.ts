@@ -43,7 +43,13 @@ export function probe(port: number, options: ConnectionOptions): Promise<ProbeOu
     }, 5000);
     socket.on('secureConnect', () => {
       const peer = socket.getPeerX509Certificate();
-      outcome = { ...outcome, handshakeCompleted: true, serverSerial: peer?.serialNumber.toLowerCase(), protocol: socket.getProtocol() ?? undefined, alpn: socket.alpnProtocol ?? undefined };
+      outcome = {
+        ...outcome,
+        handshakeCompleted: true,
+        serverSerial: peer?.serialNumber.toLowerCase(),
+        protocol: socket.getProtocol() ?? undefined,
+        alpn: socket.alpnProtocol ?? undefined,
+      };
       socket.write(PREFACE);
     });
     socket.on('data', (chunk: Buffer) => {

@@ -29,14 +29,22 @@ export class ScrapeRecorder {
   expectFiring(alertname: string, expected: Record<string, string>[]): PromtoolResult {
     const names = new Set(this.scrapes.flatMap((s) => [...s.keys()]));
     const inputSeries = [...names].map((series) => ({
-      series, values: this.scrapes.map((s) => (s.has(series) ? String(s.get(series)) : '_')).join(' '),
+      series,
+      values: this.scrapes.map((s) => (s.has(series) ? String(s.get(series)) : '_')).join(' '),
     }));
     const expr = `ALERTS{alertname="${alertname}",alertstate="firing"}`;
-    return promtoolAlertTest(inputSeries, expr, this.scrapes.length - 1,
-      expected.map((labels) => ({ labels: seriesName('ALERTS', { alertname, alertstate: 'firing', severity: 'warning', ...labels }), value: 1 })));
+    return promtoolAlertTest(
+      inputSeries,
+      expr,
+      this.scrapes.length - 1,
+      expected.map((labels) => ({ labels: seriesName('ALERTS', { alertname, alertstate: 'firing', severity: 'warning', ...labels }), value: 1 })),
+    );
   }
 }
 
 function seriesName(name: string, labels: Record<string, string>): string {
-  return `${name}{${Object.keys(labels).sort().map((k) => `${k}=${JSON.stringify(labels[k])}`).join(',')}}`;
+  return `${name}{${Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${JSON.stringify(labels[k])}`)
+    .join(',')}}`;
 }

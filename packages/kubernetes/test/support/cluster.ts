@@ -34,8 +34,7 @@ export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 20_
 }
 
 /** Decoded text of one key of a Secret. */
-export const text = (secret: V1Secret | undefined, key: string): string =>
-  Buffer.from(secret?.data?.[key] ?? '', 'base64').toString('utf8');
+export const text = (secret: V1Secret | undefined, key: string): string => Buffer.from(secret?.data?.[key] ?? '', 'base64').toString('utf8');
 
 /** PEM blocks of a bundle as X509Certificates. */
 export function certificates(pem: string): X509Certificate[] {
@@ -58,10 +57,13 @@ export class TestCluster {
 
   /** Creates a Service carrying the provider label (and any extra annotations). */
   async labelledService(namespace: string, name: string, annotations: Record<string, string> = {}): Promise<void> {
-    await this.core.createNamespacedService({ namespace, body: {
-      metadata: { name, labels: { [PROVIDER_LABEL]: 'true' }, annotations },
-      spec: { ports: [{ port: 8443, name: 'grpc' }] },
-    } });
+    await this.core.createNamespacedService({
+      namespace,
+      body: {
+        metadata: { name, labels: { [PROVIDER_LABEL]: 'true' }, annotations },
+        spec: { ports: [{ port: 8443, name: 'grpc' }] },
+      },
+    });
   }
 
   async patchService(namespace: string, name: string, change: (labels: Record<string, string>, annotations: Record<string, string>) => void): Promise<void> {
@@ -132,13 +134,19 @@ export interface RecordingAdapter {
 }
 
 /** Starts an adapter for `esoNamespace` recording its hooks; stop it with adapter.stop(). */
-export async function startAdapter(kubeConfig: KubeConfig, esoNamespace: string, options: Partial<AdapterOptions> & { policy?: Partial<Policy> } = {}): Promise<RecordingAdapter> {
+export async function startAdapter(
+  kubeConfig: KubeConfig,
+  esoNamespace: string,
+  options: Partial<AdapterOptions> & { policy?: Partial<Policy> } = {},
+): Promise<RecordingAdapter> {
   const writes: RecordedWrite[] = [];
   const rotations: RecordingAdapter['rotations'] = [];
   const failures: RecordingAdapter['failures'] = [];
   const shownAtWrite: RecordingAdapter['shownAtWrite'] = [];
   const adapter: ProviderCertificateAdapter = await ProviderCertificateAdapter.create({
-    kubeConfig, debounceMs: 20, ...options,
+    kubeConfig,
+    debounceMs: 20,
+    ...options,
     policy: { esoNamespace, ...options.policy },
     hooks: {
       onWrite: (w) => {
@@ -156,7 +164,11 @@ export async function startAdapter(kubeConfig: KubeConfig, esoNamespace: string,
   });
   await adapter.start();
   return {
-    adapter, writes, rotations, failures, shownAtWrite,
+    adapter,
+    writes,
+    rotations,
+    failures,
+    shownAtWrite,
     reasonsFor: (target) => writes.filter((w) => w.target === target && w.kind !== 'bundle' && w.kind !== 'ca').map((w) => w.reason!),
   };
 }

@@ -66,8 +66,12 @@ export async function startConnectProxy(options: { requireAuthorization?: string
     upstream.once('connect', () => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
-      client.on('data', (chunk: Buffer) => { record.bytesUp += chunk.length; });
-      upstream.on('data', (chunk: Buffer) => { record.bytesDown += chunk.length; });
+      client.on('data', (chunk: Buffer) => {
+        record.bytesUp += chunk.length;
+      });
+      upstream.on('data', (chunk: Buffer) => {
+        record.bytesDown += chunk.length;
+      });
       client.pipe(upstream);
       upstream.pipe(client);
     });
@@ -80,9 +84,10 @@ export async function startConnectProxy(options: { requireAuthorization?: string
     url: `http://127.0.0.1:${port}`,
     port,
     tunnels,
-    close: () => new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -44,7 +44,10 @@ export function useInstallations(): InstallationSuite {
   }, 120_000);
   afterEach(async () => {
     for (const run of running.splice(0)) await run.adapter.stop();
-    for (const [ns, name] of services.splice(0)) await ready(cluster).deleteService(ns, name).catch(() => undefined);
+    for (const [ns, name] of services.splice(0))
+      await ready(cluster)
+        .deleteService(ns, name)
+        .catch(() => undefined);
   });
   afterAll(async () => {
     await plane?.stop();

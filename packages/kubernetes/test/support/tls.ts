@@ -10,8 +10,11 @@ export interface TlsMaterial {
   readonly ca: string;
 }
 
-export const material = (secret: V1Secret | undefined): TlsMaterial =>
-  ({ key: text(secret, 'tls.key'), cert: text(secret, 'tls.crt'), ca: text(secret, 'ca.crt') });
+export const material = (secret: V1Secret | undefined): TlsMaterial => ({
+  key: text(secret, 'tls.key'),
+  cert: text(secret, 'tls.crt'),
+  ca: text(secret, 'ca.crt'),
+});
 
 /**
  * A mutual TLS handshake on loopback: the server presents `server` and requires a client

@@ -11,7 +11,9 @@ import { ALERTS_PATH } from './rules.js';
  * `expr` must give exactly `expected` at minute `evalMinute`. Returns promtool's result.
  */
 export function promtoolAlertTest(
-  inputSeries: readonly { readonly series: string; readonly values: string }[], expr: string, evalMinute: number,
+  inputSeries: readonly { readonly series: string; readonly values: string }[],
+  expr: string,
+  evalMinute: number,
   expected: readonly { readonly labels: string; readonly value: number }[],
 ): PromtoolResult {
   const dir = mkdtempSync(join(tmpdir(), 'eso-alerts-'));

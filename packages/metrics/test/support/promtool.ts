@@ -15,7 +15,9 @@ export function promtoolPath(): string {
     out = execFileSync('bash', ['scripts/ensure-promtool.sh'], { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (e) {
     const err = e as { stderr?: string; message: string };
-    throw new Error(`promtool is required for the alert rule tests and scripts/ensure-promtool.sh could not provide it: ${err.stderr || err.message}`, { cause: e });
+    throw new Error(`promtool is required for the alert rule tests and scripts/ensure-promtool.sh could not provide it: ${err.stderr || err.message}`, {
+      cause: e,
+    });
   }
   cached = out.trim().split('\n').pop()!;
   return cached;
@@ -37,4 +39,3 @@ export function promtool(args: readonly string[], input?: string): PromtoolResul
 export function promtoolVersion(): string {
   return promtool(['--version']).stdout.split('\n')[0] ?? '';
 }
-
