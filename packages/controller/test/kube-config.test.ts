@@ -3,8 +3,8 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ClusterConnection, KubeRestClient, corePath } from '@eso-mtls/kubernetes';
-import { stringify } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
+import { writeKubeconfig as writeKubeconfigFile } from '../../../testing/support/kubeconfig.js';
 import { type ConnectProxy, startConnectProxy } from '../../kubernetes/test/support/connect-proxy.js';
 import { loadConnection } from '../src/index.js';
 
@@ -30,19 +30,11 @@ afterAll(async () => {
 
 /** A kubeconfig against the test apiserver with `cluster` and `user` fields added. */
 function writeKubeconfig(name: string, cluster: Record<string, unknown>, user: Record<string, unknown>): string {
-  const path = join(dir, name);
-  writeFileSync(
-    path,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      'current-context': 'c',
-      contexts: [{ name: 'c', context: { cluster: 'envtest', user: 'u' } }],
-      clusters: [{ name: 'envtest', cluster: { server: plane.url, 'certificate-authority-data': Buffer.from(plane.caPem).toString('base64'), ...cluster } }],
-      users: [{ name: 'u', user }],
-    }),
+  return writeKubeconfigFile(
+    join(dir, name),
+    { name: 'envtest', fields: { server: plane.url, 'certificate-authority-data': Buffer.from(plane.caPem).toString('base64'), ...cluster } },
+    { name: 'u', fields: user },
   );
-  return path;
 }
 
 /** Writes an exec credential plugin that prints the admin token; returns its path. */

@@ -4,6 +4,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { CertificateParseError, bundlePem, encodePem, issueCa, parseCertificate, resolvePolicy, splitPemCertificates } from '@eso-mtls/core';
 import { decodeString } from '../src/distinguished-name.js';
+import { p256Request, signRequest } from '../../../testing/support/openssl.js';
 import { nodeBackend, openssl, tempDir } from './support/fixtures.js';
 
 // Certificates made by OpenSSL, so parsing is checked against encodings we did not produce.
@@ -28,63 +29,14 @@ beforeAll(() => {
     const r = openssl(args);
     if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.output}`);
   };
-  run([
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    `${tmp.dir}/ca.key`,
-    '-out',
-    `${tmp.dir}/ca.pem`,
-    '-days',
-    '30',
-    '-subj',
-    '/C=DE/O=Acme, Inc./OU=PKI+CN=Acme Root',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE,pathlen:3',
-    '-addext',
-    'keyUsage=critical,keyCertSign',
-  ]);
-  run([
-    'req',
-    '-new',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    `${tmp.dir}/leaf.key`,
-    '-out',
-    `${tmp.dir}/leaf.csr`,
-    '-subj',
-    '/CN=a.example',
-  ]);
-  run([
-    'x509',
-    '-req',
-    '-in',
-    `${tmp.dir}/leaf.csr`,
-    '-CA',
-    `${tmp.dir}/ca.pem`,
-    '-CAkey',
-    `${tmp.dir}/ca.key`,
-    '-set_serial',
-    '0x00ff01',
-    '-days',
-    '10',
-    '-extfile',
-    ext,
-    '-out',
-    `${tmp.dir}/leaf.pem`,
-  ]);
-  caPem = readFileSync(`${tmp.dir}/ca.pem`, 'utf8');
-  leafPem = readFileSync(`${tmp.dir}/leaf.pem`, 'utf8');
-  keyPem = readFileSync(`${tmp.dir}/leaf.key`, 'utf8');
+  const file = (name: string): string => `${tmp.dir}/${name}`;
+  const caExtensions = ['-addext', 'basicConstraints=critical,CA:TRUE,pathlen:3', '-addext', 'keyUsage=critical,keyCertSign'];
+  run(p256Request('self-signed', file('ca.key'), file('ca.pem'), '/C=DE/O=Acme, Inc./OU=PKI+CN=Acme Root', '-days', '30', ...caExtensions));
+  run(p256Request('csr', file('leaf.key'), file('leaf.csr'), '/CN=a.example'));
+  run(signRequest(file('leaf.csr'), file('ca.pem'), file('ca.key'), file('leaf.pem'), '-set_serial', '0x00ff01', '-days', '10', '-extfile', ext));
+  caPem = readFileSync(file('ca.pem'), 'utf8');
+  leafPem = readFileSync(file('leaf.pem'), 'utf8');
+  keyPem = readFileSync(file('leaf.key'), 'utf8');
 });
 afterAll(() => tmp.remove());
 

@@ -15,6 +15,7 @@ import { createServer, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import { issueClientLeaf } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { ReloadingServerCredentials, type SecretStoreProvider } from '@eso-mtls/grpc';
+import { p256Request } from '../../../testing/support/openssl.js';
 import { issueTestCa, issueTestClient, issueTestServer, TEST_POLICY, TEST_SERVER_NAME, type KeyPair, type TestCa } from './support/pki.js';
 import { startReloadingProvider, type ReloadingProvider } from './support/reloading-provider.js';
 import { probe, type ProbeOutcome } from './support/tls-probe.js';
@@ -34,29 +35,20 @@ function selfSignedClient(): KeyPair {
   try {
     execFileSync(
       'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
+      p256Request(
+        'self-signed',
+        join(dir, 'key.pem'),
+        join(dir, 'cert.pem'),
+        '/CN=external-secrets-core',
         '-days',
         '30',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-subj',
-        '/CN=external-secrets-core',
         '-addext',
         'basicConstraints=critical,CA:FALSE',
         '-addext',
         'keyUsage=critical,digitalSignature',
         '-addext',
         'extendedKeyUsage=clientAuth',
-      ],
+      ),
       { stdio: 'pipe' },
     );
     return { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'key.pem'), 'utf8') };

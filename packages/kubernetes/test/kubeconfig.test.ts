@@ -5,8 +5,9 @@ import { createServer, request } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
+import { writeKubeconfig } from '../../../testing/support/kubeconfig.js';
+import { p256Request, signRequest } from '../../../testing/support/openssl.js';
 import {
   type ClusterConnection,
   KubeRestClient,
@@ -28,20 +29,7 @@ let files = 0;
 function kubeconfig(cluster: Record<string, unknown>, user: Record<string, unknown> = {}, extra: Record<string, unknown> = {}, sub = ''): string {
   const folder = join(dir, sub);
   mkdirSync(folder, { recursive: true });
-  const path = join(folder, `config-${++files}`);
-  writeFileSync(
-    path,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      'current-context': 'c',
-      contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
-      clusters: [{ name: 'k', cluster }],
-      users: [{ name: 'u', user }],
-      ...extra,
-    }),
-  );
-  return path;
+  return writeKubeconfig(join(folder, `config-${++files}`), { name: 'k', fields: cluster }, { name: 'u', fields: user }, extra);
 }
 
 const headersOf = async (c: ClusterConnection): Promise<Record<string, string>> => {
@@ -260,59 +248,14 @@ describe('client certificates over a real TLS handshake', () => {
   it('presents the kubeconfig client certificate, verified against the CA by a requestCert server', async () => {
     const pki = mkdtempSync(join(dir, 'pki-'));
     const ssl = (...args: string[]): void => void execFileSync('openssl', args, { cwd: pki, stdio: 'ignore' });
-    ssl(
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      'ca.key',
-      '-out',
-      'ca.crt',
-      '-subj',
-      '/CN=test-ca',
-      '-days',
-      '1',
-    );
+    ssl(...p256Request('self-signed', 'ca.key', 'ca.crt', '/CN=test-ca', '-days', '1'));
     for (const [name, ext] of [
       ['server', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth'],
       ['client', 'extendedKeyUsage=clientAuth'],
     ] as const) {
       writeFileSync(join(pki, `${name}.ext`), ext);
-      ssl(
-        'req',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        `${name}.key`,
-        '-out',
-        `${name}.csr`,
-        '-subj',
-        `/CN=${name}-identity`,
-      );
-      ssl(
-        'x509',
-        '-req',
-        '-in',
-        `${name}.csr`,
-        '-CA',
-        'ca.crt',
-        '-CAkey',
-        'ca.key',
-        '-CAcreateserial',
-        '-out',
-        `${name}.crt`,
-        '-days',
-        '1',
-        '-extfile',
-        `${name}.ext`,
-      );
+      ssl(...p256Request('csr', `${name}.key`, `${name}.csr`, `/CN=${name}-identity`));
+      ssl(...signRequest(`${name}.csr`, 'ca.crt', 'ca.key', `${name}.crt`, '-CAcreateserial', '-days', '1', '-extfile', `${name}.ext`));
     }
     const pem = (f: string): Buffer => readFileSync(join(pki, f));
     const seen: string[] = [];

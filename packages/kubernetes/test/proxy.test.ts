@@ -5,8 +5,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Secret } from '@kubernetes/client-node';
-import { stringify } from 'yaml';
 import { type AuditEvent, type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
+import { writeKubeconfig } from '../../../testing/support/kubeconfig.js';
+import { p256Request } from '../../../testing/support/openssl.js';
 import {
   KubeRestClient,
   chooseProxy,
@@ -157,16 +158,7 @@ describe('loaders choose the proxy', () => {
 
   it('a kubeconfig file: HTTPS_PROXY when the cluster has no proxy-url', () => {
     const path = join(dir, 'env-kubeconfig');
-    writeFileSync(
-      path,
-      stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        'current-context': 'c',
-        contexts: [{ name: 'c', context: { cluster: 'k' } }],
-        clusters: [{ name: 'k', cluster: { server: 'https://api.corp:6443' } }],
-      }),
-    );
+    writeKubeconfig(path, { name: 'k', fields: { server: 'https://api.corp:6443' } });
     expect(loadKubeconfigFile(path, { env: { HTTPS_PROXY: 'http://p:3128' } }).proxy).toEqual({ url: 'http://p:3128', from: 'HTTPS_PROXY' });
     expect(loadKubeconfigFile(path, { env: { HTTPS_PROXY: 'http://p:3128', NO_PROXY: '.corp' } }).proxy).toBeUndefined();
   });
@@ -213,21 +205,11 @@ describe('through a CONNECT proxy to the real apiserver', () => {
 
   /** The harness's admin kubeconfig with a proxy-url (and optionally another CA). */
   function kubeconfigWithProxy(proxyUrl: string, caPem = plane.caPem): string {
-    const path = join(dir, `kubeconfig-${Math.random().toString(36).slice(2)}`);
-    writeFileSync(
-      path,
-      stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        'current-context': 'c',
-        contexts: [{ name: 'c', context: { cluster: 'envtest', user: 'admin' } }],
-        clusters: [
-          { name: 'envtest', cluster: { server: plane.url, 'certificate-authority-data': Buffer.from(caPem).toString('base64'), 'proxy-url': proxyUrl } },
-        ],
-        users: [{ name: 'admin', user: { token: plane.identity('admin').token } }],
-      }),
+    return writeKubeconfig(
+      join(dir, `kubeconfig-${Math.random().toString(36).slice(2)}`),
+      { name: 'envtest', fields: { server: plane.url, 'certificate-authority-data': Buffer.from(caPem).toString('base64'), 'proxy-url': proxyUrl } },
+      { name: 'admin', fields: { token: plane.identity('admin').token } },
     );
-    return path;
   }
   const withCredentials = (password: string): string =>
     `http://${encodeURIComponent(credentials.user)}:${encodeURIComponent(password)}@127.0.0.1:${proxy.port}`;
@@ -284,27 +266,9 @@ describe('through a CONNECT proxy to the real apiserver', () => {
   });
 
   it('keeps verifying the apiserver inside the tunnel: a kubeconfig with another CA fails the handshake', async () => {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        join(dir, 'foreign.key'),
-        '-out',
-        join(dir, 'foreign.crt'),
-        '-subj',
-        '/CN=foreign-ca',
-        '-days',
-        '1',
-      ],
-      { stdio: 'ignore' },
-    );
+    execFileSync('openssl', p256Request('self-signed', join(dir, 'foreign.key'), join(dir, 'foreign.crt'), '/CN=foreign-ca', '-days', '1'), {
+      stdio: 'ignore',
+    });
     const before = proxy.tunnels.length;
     const api = new KubeRestClient(
       loadKubeconfigFile(kubeconfigWithProxy(withCredentials(credentials.password), readFileSync(join(dir, 'foreign.crt'), 'utf8'))),

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { p256Request, signRequest } from '../../../../testing/support/openssl.js';
 import type { KeyPair } from './pki.js';
 
 const run = promisify(execFile);
@@ -36,42 +37,25 @@ export async function opensslServerLeaf(ca: KeyPair, dnsNames: readonly string[]
         '',
       ].join('\n'),
     );
-    await run('openssl', [
-      'req',
-      '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      file('tls.key'),
-      '-out',
-      file('tls.csr'),
-      '-subj',
-      '/CN=size-control',
-    ]);
-    await run('openssl', [
-      'x509',
-      '-req',
-      '-in',
-      file('tls.csr'),
-      '-CA',
-      file('ca.crt'),
-      '-CAkey',
-      file('ca.key'),
-      '-set_serial',
-      '0x4242',
-      '-days',
-      '2',
-      '-sha256',
-      '-extfile',
-      file('ext.cnf'),
-      '-extensions',
-      'leaf',
-      '-out',
-      file('tls.crt'),
-    ]);
+    await run('openssl', p256Request('csr', file('tls.key'), file('tls.csr'), '/CN=size-control'));
+    await run(
+      'openssl',
+      signRequest(
+        file('tls.csr'),
+        file('ca.crt'),
+        file('ca.key'),
+        file('tls.crt'),
+        '-set_serial',
+        '0x4242',
+        '-days',
+        '2',
+        '-sha256',
+        '-extfile',
+        file('ext.cnf'),
+        '-extensions',
+        'leaf',
+      ),
+    );
     return { cert: readFileSync(file('tls.crt'), 'utf8'), key: readFileSync(file('tls.key'), 'utf8') };
   } finally {
     rmSync(dir, { recursive: true, force: true });
