@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { createSecretStoreProviderClient, SecretNotFoundError, type SecretStoreProviderClient } from '@eso-mtls/grpc';
 import { runFileProvider, type RunningFileProvider } from '../src/main.js';
+import { eventually } from '../../../packages/grpc/test/support/eventually.js';
 import { failureOf } from '../../../packages/grpc/test/support/failure.js';
 import { writeCertDir } from '../../../packages/grpc/test/support/pki.js';
 import { clientChannel, createTestPkiSet, type TestPkiSet } from '../../../packages/grpc/test/support/provider-fixture.js';
@@ -34,18 +35,13 @@ let provider: RunningFileProvider;
 let channel: grpc.Channel;
 let client: SecretStoreProviderClient;
 
-/** Waits until `probe` stops throwing: reloads are asynchronous (watch event or poll). */
-async function eventually<T>(probe: () => Promise<T>, timeoutMs = 5000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await probe();
-    } catch (e) {
-      if (Date.now() > until) throw e;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-}
+/** Waits until Validate reports the data file invalid, and returns that report: reloads are asynchronous (watch event or poll). */
+const invalidReport = () =>
+  eventually(async () => {
+    const v = await client.validate({});
+    if (v.valid) throw new Error('not reloaded yet');
+    return v;
+  });
 
 /** Replaces the data file the way editors and config tools do: write elsewhere, rename over it. */
 function replaceDataFile(text: string): void {
@@ -159,11 +155,7 @@ describe('the data file is watched', () => {
   it('a broken file keeps the last good contents, fails Validate and blocks writes; fixing it recovers', async () => {
     const good = readFileSync(dataFile, 'utf8');
     replaceDataFile('secrets:\n  broken: [not, an, object]\n');
-    const report = await eventually(async () => {
-      const v = await client.validate({});
-      if (v.valid) throw new Error('not reloaded yet');
-      return v;
-    });
+    const report = await invalidReport();
     expect(report.error).toContain('secrets["broken"] must be an object');
     expect(await client.getSecret({ remoteRef: { key: 'team-d/new' } })).toEqual(Buffer.from('fresh'));
     const push = await failureOf(client.pushSecret({ secretData: { a: Buffer.from('1') }, pushSecretData: { remoteKey: 'x', secretKey: 'a' } }));
@@ -177,11 +169,7 @@ describe('the data file is watched', () => {
     const good = readFileSync(dataFile, 'utf8');
     execFileSync('mkfifo', [join(dir, 'fifo.tmp')]);
     renameSync(join(dir, 'fifo.tmp'), dataFile);
-    const report = await eventually(async () => {
-      const v = await client.validate({});
-      if (v.valid) throw new Error('not reloaded yet');
-      return v;
-    });
+    const report = await invalidReport();
     expect(report.error).toContain('is a FIFO');
     expect(await client.getSecret({ remoteRef: { key: 'team-d/new' } })).toEqual(Buffer.from('fresh'));
     replaceDataFile(good);

@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSecretStoreProviderClient } from '@eso-mtls/grpc';
 import { parseFileProviderConfig } from '../src/config.js';
 import { parseSecretFile } from '../src/secret-file.js';
 import { writeCertDir } from '../../../packages/grpc/test/support/pki.js';
 import { clientChannel, createTestPkiSet, type TestPkiSet } from '../../../packages/grpc/test/support/provider-fixture.js';
+import { useProviderDirs } from './support/provider-dirs.js';
 import { startProviderProcess, until } from './support/provider-process.js';
 
 describe('configuration', () => {
@@ -51,21 +51,17 @@ describe('the data file format', () => {
 
 describe('main, as a process, with a JSON data file', () => {
   let pki: TestPkiSet;
-  let dir: string;
-  let certDir: string;
 
   beforeAll(async () => {
     pki = await createTestPkiSet();
-    dir = mkdtempSync(join(tmpdir(), 'file-provider-main-'));
-    certDir = writeCertDir({ ca: pki.ca.cert, cert: pki.server.cert, key: pki.server.key });
-    writeFileSync(join(dir, 'secrets.json'), JSON.stringify({ secrets: { greeting: { value: 'hello' } } }));
   });
-
-  afterAll(() => {
-    for (const d of [dir, certDir]) if (d) rmSync(d, { recursive: true, force: true });
-  });
+  const dirs = useProviderDirs('main', { secrets: { greeting: { value: 'hello' } } }, () =>
+    writeCertDir({ ca: pki.ca.cert, cert: pki.server.cert, key: pki.server.key }),
+  );
 
   it('serves, reports ready with metrics, persists a push as JSON and exits 0 on SIGTERM', async () => {
+    const dir = dirs.dataDir();
+    const certDir = dirs.certDir();
     const provider = startProviderProcess(join(dir, 'secrets.json'), certDir);
     const { child, exited } = provider;
     const serving = await until('the serving line', () => {

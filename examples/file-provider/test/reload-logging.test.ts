@@ -1,34 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueTestCa, issueTestServer, type KeyPair, type TestCa } from '../../../packages/grpc/test/support/pki.js';
 import { writeAtomically } from '../../../packages/grpc/test/support/atomic-writer.js';
+import { kubeletCertDir, useProviderDirs } from './support/provider-dirs.js';
 import { sample, startProviderProcess, until } from './support/provider-process.js';
 
 describe('main, as a process, across certificate swaps', () => {
-  let ca: TestCa;
-  let first: KeyPair;
-  let second: KeyPair;
-  let third: KeyPair;
-  let dir: string;
-  let certDir: string;
+  let ca: TestCa, first: KeyPair, second: KeyPair, third: KeyPair;
 
   beforeAll(async () => {
     ca = await issueTestCa();
     [first, second, third] = await Promise.all([issueTestServer(ca), issueTestServer(ca), issueTestServer(ca)]);
-    dir = mkdtempSync(join(tmpdir(), 'file-provider-reload-'));
-    certDir = mkdtempSync(join(tmpdir(), 'file-provider-reload-certs-'));
-    writeFileSync(join(dir, 'secrets.json'), JSON.stringify({ secrets: {} }));
-    await writeAtomically(certDir, { 'ca.crt': ca.cert, 'tls.crt': first.cert, 'tls.key': first.key });
   });
-
-  afterAll(() => {
-    for (const d of [dir, certDir]) if (d) rmSync(d, { recursive: true, force: true });
-  });
+  const dirs = useProviderDirs('reload', { secrets: {} }, () => kubeletCertDir('reload', ca.cert, first));
 
   it('a good swap moves the reload counter by one and logs it; a bad one moves the failure counter by one and warns; no key text is logged', async () => {
+    const dir = dirs.dataDir();
+    const certDir = dirs.certDir();
     const provider = startProviderProcess(join(dir, 'secrets.json'), certDir);
     const { child, exited, lines } = provider;
     try {

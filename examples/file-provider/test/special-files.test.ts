@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { createSecretStoreProviderClient } from '@eso-mtls/grpc';
 import { issueTestCa, issueTestClient, issueTestServer, type KeyPair, type TestCa } from '../../../packages/grpc/test/support/pki.js';
 import { writeAtomically } from '../../../packages/grpc/test/support/atomic-writer.js';
+import { kubeletCertDir, useProviderDirs } from './support/provider-dirs.js';
 import { LABELS, startProviderProcess, until } from './support/provider-process.js';
 import { clientChannel } from '../../../packages/grpc/test/support/provider-fixture.js';
 
@@ -24,27 +24,17 @@ function swapToFifoVersion(certDir: string, ca: string, key: string): void {
 }
 
 describe('main, as a process, with a FIFO where tls.crt belongs', () => {
-  let ca: TestCa;
-  let first: KeyPair;
-  let second: KeyPair;
-  let client: KeyPair;
-  let dir: string;
-  let certDir: string;
+  let ca: TestCa, first: KeyPair, second: KeyPair, client: KeyPair;
 
   beforeAll(async () => {
     ca = await issueTestCa();
     [first, second, client] = await Promise.all([issueTestServer(ca), issueTestServer(ca), issueTestClient(ca)]);
-    dir = mkdtempSync(join(tmpdir(), 'file-provider-fifo-'));
-    certDir = mkdtempSync(join(tmpdir(), 'file-provider-fifo-certs-'));
-    writeFileSync(join(dir, 'secrets.json'), JSON.stringify({ secrets: { greeting: { value: 'hello' } } }));
-    await writeAtomically(certDir, { 'ca.crt': ca.cert, 'tls.crt': first.cert, 'tls.key': first.key });
   });
-
-  afterAll(() => {
-    for (const d of [dir, certDir]) if (d) rmSync(d, { recursive: true, force: true });
-  });
+  const dirs = useProviderDirs('fifo', { secrets: { greeting: { value: 'hello' } } }, () => kubeletCertDir('fifo', ca.cert, first));
 
   it('refuses it once (logged with namespace and service, counted), keeps serving, reloads once the file is good, and exits 0 on SIGTERM', async () => {
+    const dir = dirs.dataDir();
+    const certDir = dirs.certDir();
     const provider = startProviderProcess(join(dir, 'secrets.json'), certDir);
     const { child, exited, lines } = provider;
     const refusals = () => lines().filter((l) => l.level === 'warn');

@@ -18,30 +18,21 @@ import {
   retirePhase,
   salvagePhase,
 } from '@eso-mtls/core';
+import { caRotationInput, issueCaGenerations, managedCaSecret } from './support/ca-secrets.js';
 import { Pki, T0 } from './support/planner.js';
 
 // Each phase of planCaRotation on its own, in the order it is decided (see docs/ca-rotation.md).
 const pki = new Pki();
 const { policy } = pki;
-let old: Issued;
-let active: Issued;
-let next: Issued;
-let leafOld: Issued;
+let old: Issued, active: Issued, next: Issued, leafOld: Issued;
 
 beforeAll(async () => {
-  old = await pki.ca(T0 - days(200), 'old-ca');
-  active = await pki.ca(T0, 'active-ca');
-  next = await pki.ca(T0 + days(305), 'next-ca');
-  leafOld = await pki.server(old, T0 - days(10), ['a']);
+  ({ old, active, next, leafOld } = await issueCaGenerations(pki));
 });
 
-function caSecret(data: Record<string, string>, annotations: Record<string, string> = {}): SecretState {
-  return { data, ownership: 'managed', annotations, version: '1' };
-}
+const caSecret = (data: Record<string, string>, annotations: Record<string, string> = {}): SecretState => managedCaSecret(data, { annotations });
 const pair = (ca: Issued, prefix: 'ca' | 'next'): Record<string, string> => ({ [`${prefix}.crt`]: ca.certificate.pem, [`${prefix}.key`]: ca.privateKeyPem });
-function reading(now: number, overrides: Partial<CaRotationInput>) {
-  return readCaSecret({ now, policy, cache: pki.cache, clientBundle: [], leavesInUse: [], bundles: [], ...overrides });
-}
+const reading = (now: number, overrides: Partial<CaRotationInput>) => readCaSecret(caRotationInput(pki, now, overrides));
 const serials = (cs: readonly CertificateView[]): string[] => cs.map((c) => c.serialNumber);
 const kinds = (slots: CaLayout): [string?, string?] => [slots.active?.kind, slots.next?.kind];
 

@@ -1,20 +1,14 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { type CaRotationInput, type CertificateView, type Issued, type SecretState, days, minutes, planCaRotation } from '@eso-mtls/core';
+import { caRotationInput, issueCaGenerations, managedCaSecret } from './support/ca-secrets.js';
 import { Pki, T0 } from './support/planner.js';
 
 const pki = new Pki();
 const { policy } = pki;
-let active: Issued;
-let next: Issued;
-let old: Issued;
-let leafOld: Issued;
-let leafActive: Issued;
+let old: Issued, active: Issued, next: Issued, leafOld: Issued, leafActive: Issued;
 
 beforeAll(async () => {
-  old = await pki.ca(T0 - days(200), 'old-ca'); // expires T0 + 165d
-  active = await pki.ca(T0, 'active-ca');
-  next = await pki.ca(T0 + days(305), 'next-ca');
-  leafOld = await pki.server(old, T0 - days(10), ['a']);
+  ({ old, active, next, leafOld } = await issueCaGenerations(pki));
   leafActive = await pki.server(active, T0 + days(100), ['a']);
 });
 
@@ -23,12 +17,10 @@ function caSecret(parts: { active?: Issued; next?: Issued; retired?: Certificate
   if (parts.active) Object.assign(data, { 'ca.crt': parts.active.certificate.pem, 'ca.key': parts.active.privateKeyPem });
   if (parts.next) Object.assign(data, { 'next.crt': parts.next.certificate.pem, 'next.key': parts.next.privateKeyPem });
   if (parts.retired?.length) data['retired.crt'] = parts.retired.map((c) => c.pem).join('');
-  return { data, ownership: 'managed', annotations: {}, version: '7', ...extra };
+  return managedCaSecret(data, extra);
 }
 
-function input(now: number, overrides: Partial<CaRotationInput>): CaRotationInput {
-  return { now, policy, cache: pki.cache, clientBundle: [], leavesInUse: [], bundles: [], ...overrides };
-}
+const input = (now: number, overrides: Partial<CaRotationInput>): CaRotationInput => caRotationInput(pki, now, overrides);
 
 const held = (...certificates: CertificateView[]): { certificates: CertificateView[] } => ({ certificates });
 const kinds = (layout: { active?: { kind: string }; next?: { kind: string } }): [string?, string?] => [layout.active?.kind, layout.next?.kind];

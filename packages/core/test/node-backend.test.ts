@@ -3,20 +3,29 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, sign } from 'no
 import { cpuQuotaCores, createNodeCryptoBackend, createNodeSigner, createNodeVerifier, defaultKeyGenerationConcurrency, nodeRandom } from '@eso-mtls/core/node';
 import type { KeyAlgorithm } from '@eso-mtls/core';
 
+/** Counts turns of the event loop until the returned function stops the count and returns it. */
+function countLoopTurns(): () => number {
+  let turns = 0;
+  let done = false;
+  const spin = (): void => {
+    if (done) return;
+    turns++;
+    setImmediate(spin);
+  };
+  setImmediate(spin);
+  return () => {
+    done = true;
+    return turns;
+  };
+}
+
 describe('createNodeSigner', () => {
   it('keeps the event loop turning while an RSA key is generated', async () => {
     // With a blocking keygen no immediate could run before it resolves; the thread pool lets them.
     const signer = createNodeSigner();
-    let turns = 0;
-    let done = false;
-    const spin = (): void => {
-      if (done) return;
-      turns++;
-      setImmediate(spin);
-    };
-    setImmediate(spin);
+    const stopCounting = countLoopTurns();
     const key = await signer.generateKey('RSA-2048');
-    done = true;
+    const turns = stopCounting();
     expect(turns).toBeGreaterThan(1);
     expect(key.privateKeyPem.startsWith('-----BEGIN PRIVATE KEY-----')).toBe(true);
   });
@@ -24,16 +33,9 @@ describe('createNodeSigner', () => {
   it('keeps the event loop turning while RSA signs', async () => {
     const signer = createNodeSigner();
     const key = await signer.generateKey('RSA-3072');
-    let turns = 0;
-    let done = false;
-    const spin = (): void => {
-      if (done) return;
-      turns++;
-      setImmediate(spin);
-    };
-    setImmediate(spin);
+    const stopCounting = countLoopTurns();
     const signatures = await Promise.all(Array.from({ length: 20 }, (_, i) => signer.sign(key.privateKeyPem, Uint8Array.of(i))));
-    done = true;
+    const turns = stopCounting();
     expect(turns).toBeGreaterThan(1);
     expect(signatures.every((s) => s.length === 384)).toBe(true);
   });

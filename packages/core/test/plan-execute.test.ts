@@ -10,15 +10,11 @@ import {
   minutes,
   trustBundle,
 } from '@eso-mtls/core';
-import { Pki, T0, planAt, reconcile } from './support/planner.js';
+import { Pki, T0, convergedCluster, planAt, reconcile } from './support/planner.js';
 
 describe('executePlan', () => {
   it('writes the CA first, then leaves signed by the CA after that write, then bundles; leaves carry the new bundle', async () => {
-    const pki = new Pki();
-    const store = new MemoryStore();
-    store.setServices('a', [{ name: 'p' }]);
-    store.setServices('b', [{ name: 'q' }]);
-    await reconcile(store, pki, T0);
+    const { pki, store } = await convergedCluster();
     store.delete({ namespace: 'b' });
     const ca = store.get('ca')!;
     const annotated = store.put('ca', { ...ca, annotations: { 'eso-mtls.io/rotate': 'go' } });
@@ -55,10 +51,7 @@ describe('executePlan', () => {
   });
 
   it('an update planned from a stale version is refused by the store (the adapter re-plans)', async () => {
-    const pki = new Pki();
-    const store = new MemoryStore();
-    store.setServices('a', [{ name: 'p' }]);
-    await reconcile(store, pki, T0);
+    const { pki, store } = await convergedCluster({ a: [{ name: 'p' }] });
     store.setServices('a', [{ name: 'p' }, { name: 'q' }]);
     const plan = planAt(store, pki, T0 + minutes(1));
     const s = store.get({ namespace: 'a' })!;
@@ -69,10 +62,7 @@ describe('executePlan', () => {
   });
 
   it('a bundle update keeps every other key of the Secret', async () => {
-    const pki = new Pki();
-    const store = new MemoryStore();
-    store.setServices('a', [{ name: 'p' }]);
-    await reconcile(store, pki, T0);
+    const { pki, store } = await convergedCluster({ a: [{ name: 'p' }] });
     const s = store.get({ namespace: 'a' })!;
     store.put({ namespace: 'a' }, { ...s, data: { ...s.data, 'ca.crt': new TextEncoder().encode('stale'), extra: 'kept' } });
     const plan = planAt(store, pki, T0 + minutes(1));
@@ -83,10 +73,7 @@ describe('executePlan', () => {
   });
 
   it('stamps eso-mtls.io/bundle-written-at only when a write adds a CA certificate to the bundle', async () => {
-    const pki = new Pki();
-    const store = new MemoryStore();
-    store.setServices('a', [{ name: 'p' }]);
-    await reconcile(store, pki, T0);
+    const { pki, store } = await convergedCluster({ a: [{ name: 'p' }] });
     const stamp = (): string | undefined => store.get({ namespace: 'a' })!.annotations['eso-mtls.io/bundle-written-at'];
     expect(stamp()).toBe(new Date(T0).toISOString());
     // A renewal with the same bundle keeps the stamp: routine renewals never hold back a CA activation.

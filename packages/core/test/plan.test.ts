@@ -1,9 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { MemoryStore, days, isPlanEmpty, minutes, renewalTime, type SecretState } from '@eso-mtls/core';
-import { Pki, T0, describeWrites, planAt, reconcile } from './support/planner.js';
-
-const text = (s: SecretState | undefined, key: string): string => String(s?.data[key] ?? '');
+import { MemoryStore, days, isPlanEmpty, minutes, renewalTime } from '@eso-mtls/core';
+import { Pki, T0, convergedCluster, describeWrites, planAt, reconcile, text } from './support/planner.js';
 
 describe('planRotation: convergence', () => {
   it('labelled Services get a CA, one server Secret per namespace with the SAN union, and a client Secret', async () => {
@@ -42,10 +40,7 @@ describe('planRotation: convergence', () => {
   });
 
   it('nextDueAt is the earliest renewal time, and the next plan at that instant renews exactly that leaf', async () => {
-    const pki = new Pki();
-    const store = new MemoryStore();
-    for (const ns of ['a', 'b', 'c']) store.setServices(ns, [{ name: 'p' }]);
-    await reconcile(store, pki, T0);
+    const { pki, store } = await convergedCluster({ a: [{ name: 'p' }], b: [{ name: 'p' }], c: [{ name: 'p' }] });
     const idle = planAt(store, pki, T0 + minutes(10));
     const renewals = (['client', { namespace: 'a' }, { namespace: 'b' }, { namespace: 'c' }] as const).map((t) =>
       renewalTime(pki.cache.parse(text(store.get(t), 'tls.crt')), pki.policy),
@@ -58,10 +53,7 @@ describe('planRotation: convergence', () => {
   });
 
   it('reports the notAfter of what is in use, for metrics', async () => {
-    const pki = new Pki();
-    const store = new MemoryStore();
-    store.setServices('a', [{ name: 'p' }, { name: 'q' }]);
-    await reconcile(store, pki, T0);
+    const { pki, store } = await convergedCluster({ a: [{ name: 'p' }, { name: 'q' }] });
     const { status } = planAt(store, pki, T0 + days(1));
     expect(status.ca.active).toBe(pki.cache.parse(text(store.get('ca'), 'ca.crt')).notAfter);
     expect(status.client).toBe(T0 + days(90));
@@ -71,10 +63,7 @@ describe('planRotation: convergence', () => {
 
 describe('planRotation: Services', () => {
   it('a Service losing its label re-issues at once without its names (dns_changed)', async () => {
-    const pki = new Pki();
-    const store = new MemoryStore();
-    store.setServices('a', [{ name: 'p' }, { name: 'q' }]);
-    await reconcile(store, pki, T0);
+    const { pki, store } = await convergedCluster({ a: [{ name: 'p' }, { name: 'q' }] });
     store.setServices('a', [{ name: 'q' }]);
     const { plan } = await reconcile(store, pki, T0 + minutes(1));
     expect(plan.leaves).toMatchObject([{ target: { namespace: 'a' }, reason: 'dns_changed', dnsNames: ['q', 'q.a', 'q.a.svc', 'q.a.svc.cluster.local'] }]);
@@ -82,11 +71,7 @@ describe('planRotation: Services', () => {
   });
 
   it('a namespace whose last Service is gone is left alone: no renewal, no bundle update', async () => {
-    const pki = new Pki();
-    const store = new MemoryStore();
-    store.setServices('a', [{ name: 'p' }]);
-    store.setServices('b', [{ name: 'p' }]);
-    await reconcile(store, pki, T0);
+    const { pki, store } = await convergedCluster({ a: [{ name: 'p' }], b: [{ name: 'p' }] });
     store.setServices('b', []);
     const before = store.get({ namespace: 'b' });
     const late = planAt(store, pki, T0 + days(80));

@@ -25,14 +25,14 @@ import {
   type ServiceRef,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { createSecretStoreProviderClient } from '@eso-mtls/grpc';
+import { createSecretStoreProviderClient, type SecretStoreProviderClient } from '@eso-mtls/grpc';
 import { failureOf } from './support/failure.js';
 import { buildGoInterop, runProgram } from './support/go-interop.js';
 import { memoryProvider } from './support/memory-provider.js';
 import { opensslServerLeaf, sClient } from './support/openssl-tls.js';
 import type { KeyPair, TestCa } from './support/pki.js';
-import { clientChannel, startTestProvider, type TestPkiSet } from './support/provider-fixture.js';
-import { probe } from './support/tls-probe.js';
+import { clientChannel, startTestProvider, type RunningProvider, type TestPkiSet } from './support/provider-fixture.js';
+import { type ProbeOutcome, probe } from './support/tls-probe.js';
 
 // A cold Go build downloads grpc-go from the Go proxy: minutes, once per machine.
 const BUILD_TIMEOUT = 10 * 60_000;
@@ -112,10 +112,6 @@ const goClientArgs = (address: string, serverName: string, files: ReturnType<typ
   '-key',
   files.keyFile,
 ];
-const nodeClient = (address: string, serverName: string, pki: TestPkiSet) => {
-  const channel = clientChannel(address, pki.ca.cert, pki.client, { 'grpc.ssl_target_name_override': serverName, 'grpc.default_authority': serverName });
-  return { channel, client: createSecretStoreProviderClient(channel, { retry: false, timeoutMs: 20_000 }) };
-};
 
 let goBin: { client: string; server: string };
 const cleanup: string[] = [];
@@ -127,6 +123,36 @@ beforeAll(async () => {
 afterAll(() => {
   for (const dir of cleanup) rmSync(dir, { recursive: true, force: true });
 });
+
+/** A provider serving a test leaf, and each peer's way in. */
+interface Served {
+  readonly provider: RunningProvider;
+  /** The ESO-side client, over grpc-js. */
+  readonly client: SecretStoreProviderClient;
+  /** The client's files, for openssl and the Go client. */
+  readonly files: ReturnType<typeof writeClientFiles>;
+  /** A raw Node TLS handshake as the client. */
+  nodeHandshake(): Promise<ProbeOutcome>;
+}
+
+/** Serves `pki.server` under `serverName` while `use` runs, then closes the client and stops the provider. */
+async function whileServing(pki: TestPkiSet, serverName: string, use: (served: Served) => Promise<void>): Promise<void> {
+  const files = writeClientFiles(pki.ca.cert, pki.client);
+  cleanup.push(files.dir);
+  const provider = await startTestProvider(pki, { implementation: memoryProvider([]) });
+  const channel = clientChannel(provider.address, pki.ca.cert, pki.client, {
+    'grpc.ssl_target_name_override': serverName,
+    'grpc.default_authority': serverName,
+  });
+  const client = createSecretStoreProviderClient(channel, { retry: false, timeoutMs: 20_000 });
+  const nodeHandshake = () => probe(provider.server.port, { ca: pki.ca.cert, cert: pki.client.cert, key: pki.client.key, servername: serverName });
+  try {
+    await use({ provider, client, files, nodeHandshake });
+  } finally {
+    channel.close();
+    await provider.stop();
+  }
+}
 
 describe('the largest server leaf the core issues completes mTLS handshakes with every peer', () => {
   it.each(KEY_ALGORITHMS)(
@@ -151,13 +177,9 @@ describe('the largest server leaf the core issues completes mTLS handshakes with
       expect(new X509Certificate(leaf.certificate.pem).subjectAltName?.split(', ')).toHaveLength(names.length);
 
       const serverName = names.at(-1)!; // the last padding name: the far end of the subjectAltName
-      const files = writeClientFiles(ca.cert, pki.client);
-      cleanup.push(files.dir);
-      const provider = await startTestProvider(pki, { implementation: memoryProvider([]) });
-      const { channel, client } = nodeClient(provider.address, serverName, pki);
-      try {
+      await whileServing(pki, serverName, async ({ provider, client, files, nodeHandshake }) => {
         // Node: the raw handshake saw this very leaf, and the ESO-side client's call went through.
-        const node = await probe(provider.server.port, { ca: ca.cert, cert: pki.client.cert, key: pki.client.key, servername: serverName });
+        const node = await nodeHandshake();
         expect([node.accepted, node.serverSerial, node.errorMessage]).toEqual([true, leaf.certificate.serialNumber, undefined]);
         expect(await client.getSecret({ remoteRef: { key: 'db/password' } })).toEqual(Buffer.from('hunter2'));
 
@@ -172,10 +194,7 @@ describe('the largest server leaf the core issues completes mTLS handshakes with
         expect(seen.getSecret).toBe(Buffer.from('hunter2').toString('base64'));
         expect(seen.serverCertificate.dnsNames).toEqual(names);
         expect(seen.serverCertificate.verifiedChains).toBe(1);
-      } finally {
-        channel.close();
-        await provider.stop();
-      }
+      });
     },
     TEST_TIMEOUT,
   );
@@ -207,12 +226,8 @@ describe('control: a leaf just over 100 KiB, signed by the same CA with openssl,
       await expect(issueServerLeaf(contextFor('ECDSA-P256'), ca.keyed, names)).rejects.toBeInstanceOf(IssueError);
 
       const serverName = names[0]!;
-      const files = writeClientFiles(ca.cert, pki.client);
-      cleanup.push(files.dir);
-      const provider = await startTestProvider(pki, { implementation: memoryProvider([]) });
-      const { channel, client } = nodeClient(provider.address, serverName, pki);
-      try {
-        const node = await probe(provider.server.port, { ca: ca.cert, cert: pki.client.cert, key: pki.client.key, servername: serverName });
+      await whileServing(pki, serverName, async ({ provider, client, files, nodeHandshake }) => {
+        const node = await nodeHandshake();
         expect([node.accepted, node.handshakeCompleted]).toEqual([false, false]);
         expect(node.errorMessage).toMatch(/excessive message size/);
         expect((await failureOf<Error>(client.getSecret({ remoteRef: { key: 'db/password' } }))).message).toMatch(/UNAVAILABLE.*excessive message size/);
@@ -224,10 +239,7 @@ describe('control: a leaf just over 100 KiB, signed by the same CA with openssl,
         // Go's cap is 256 KiB: the same leaf works there, so Node and OpenSSL set the bound.
         const go = await runProgram(goBin.client, goClientArgs(provider.address, serverName, files));
         expect([go.code, go.stderr]).toEqual([0, '']);
-      } finally {
-        channel.close();
-        await provider.stop();
-      }
+      });
     },
     TEST_TIMEOUT,
   );

@@ -14,6 +14,7 @@ import {
   type SecretStoreProvider,
 } from '@eso-mtls/grpc';
 import { writeAtomically } from './support/atomic-writer.js';
+import { eventually } from './support/eventually.js';
 import { failureOf } from './support/failure.js';
 import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider, type TestPkiSet } from './support/provider-fixture.js';
 import { TEST_SERVER_NAME } from './support/pki.js';
@@ -32,19 +33,6 @@ function freePort(): Promise<number> {
       probe.close(() => resolve(port));
     });
   });
-}
-
-/** Retries `probe` until it stops throwing (asynchronous reloads). */
-async function eventually<T>(probe: () => Promise<T>, timeoutMs = 10_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await probe();
-    } catch (e) {
-      if (Date.now() > until) throw e;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
 }
 
 let pki: TestPkiSet;

@@ -1,44 +1,34 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import type { CryptoBackend } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { type RecordingAdapter, TestCluster, converge, eventually, startAdapter, text } from './support/cluster.js';
+import { type RecordingAdapter, converge, eventually, startAdapter, text } from './support/cluster.js';
+import { useControlPlane } from './support/installations.js';
 import { RecordingLogger } from './support/logger.js';
 import { chainsTo, leafAndBundle } from './support/pki.js';
 
-let plane: ControlPlane;
-let cluster: TestCluster;
-
-beforeAll(async () => {
-  plane = await startControlPlane();
-  cluster = new TestCluster(plane);
-}, 120_000);
-
-afterAll(async () => {
-  await plane?.stop();
-});
+const suite = useControlPlane();
 
 /** `count` namespaces `<prefix>-<i>`, each with one labelled Service `p`. */
 async function providers(prefix: string, count: number): Promise<string[]> {
   const namespaces = Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
   await Promise.all(
     namespaces.map(async (ns) => {
-      await cluster.namespace(ns);
-      await cluster.labelledService(ns, 'p');
+      await suite.cluster.namespace(ns);
+      await suite.cluster.labelledService(ns, 'p');
     }),
   );
   return namespaces;
 }
 
 async function removeProviders(namespaces: string[]): Promise<void> {
-  await Promise.all(namespaces.map((ns) => cluster.deleteService(ns, 'p').catch(() => undefined)));
+  await Promise.all(namespaces.map((ns) => suite.cluster.deleteService(ns, 'p').catch(() => undefined)));
 }
 
 /** Every namespace's leaf is signed by `ca`, and every bundle is exactly `ca`. */
 async function expectAllSignedBy(ca: X509Certificate, namespaces: string[]): Promise<void> {
   for (const ns of namespaces) {
-    const { leaf, bundle } = leafAndBundle(await cluster.secret(ns));
+    const { leaf, bundle } = leafAndBundle(await suite.cluster.secret(ns));
     expect({ ns, signedByTheCa: chainsTo(leaf, [ca]), bundle: bundle.map((c) => c.fingerprint256) }).toEqual({
       ns,
       signedByTheCa: true,
@@ -49,22 +39,22 @@ async function expectAllSignedBy(ca: X509Certificate, namespaces: string[]): Pro
 
 describe('replicas, restarts and fencing on the real apiserver', () => {
   it('two adapters without leader election, started together on an empty cluster, end with exactly one CA that signed every leaf', async () => {
-    const eso = await cluster.namespace('eso-race');
+    const eso = await suite.cluster.namespace('eso-race');
     const namespaces = await providers('race', 50);
     let runs: RecordingAdapter[] = [];
     try {
-      runs = await Promise.all([startAdapter(plane.adminKubeConfig, eso), startAdapter(plane.adminKubeConfig, eso)]);
+      runs = await Promise.all([startAdapter(suite.plane.adminKubeConfig, eso), startAdapter(suite.plane.adminKubeConfig, eso)]);
       await eventually(async () => {
-        for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
+        for (const ns of namespaces) expect(text(await suite.cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
       }, 60_000);
       await Promise.all(runs.map((r) => converge(r.adapter)));
-      const caSecret = await cluster.secret(eso, 'eso-provider-ca-internal');
+      const caSecret = await suite.cluster.secret(eso, 'eso-provider-ca-internal');
       const ca = new X509Certificate(text(caSecret, 'ca.crt'));
       expect(text(caSecret, 'next.crt')).toBe('');
       // One CA was ever stored: exactly one successful CA write between the two replicas.
       expect(runs.flatMap((r) => r.writes.filter((w) => w.kind === 'ca'))).toHaveLength(1);
       await expectAllSignedBy(ca, namespaces);
-      const client = leafAndBundle(await cluster.secret(eso, 'eso-provider-client-tls'));
+      const client = leafAndBundle(await suite.cluster.secret(eso, 'eso-provider-client-tls'));
       expect(chainsTo(client.leaf, [ca])).toBe(true);
       // Both replicas did work and both met the other's writes (409s), yet nothing was lost.
       const stale = runs.map((r) => r.adapter.requests.count('get', 'secrets'));
@@ -76,17 +66,17 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
   }, 120_000);
 
   it('keeps working across a kube-apiserver crash and restart in the middle of a reconcile, and converges', async () => {
-    const eso = await cluster.namespace('eso-restart');
+    const eso = await suite.cluster.namespace('eso-restart');
     const namespaces = await providers('restart', 80);
     let crashed: Promise<void> | undefined;
     let writtenWhenDown = -1;
-    const run = await startAdapter(plane.adminKubeConfig, eso, { writeConcurrency: 4 });
+    const run = await startAdapter(suite.plane.adminKubeConfig, eso, { writeConcurrency: 4 });
     try {
       await eventually(
         () => {
           // Kill it as soon as the round is under way: the CA and some leaves written, most not.
           if (!crashed && run.writes.length >= 5) {
-            crashed = plane.stopApiServer({ crash: true }).then(() => void (writtenWhenDown = run.writes.length));
+            crashed = suite.plane.stopApiServer({ crash: true }).then(() => void (writtenWhenDown = run.writes.length));
           }
           return crashed !== undefined;
         },
@@ -96,16 +86,16 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
       await crashed;
       expect(writtenWhenDown).toBeLessThan(namespaces.length);
       await new Promise((r) => setTimeout(r, 1000)); // down for a moment: writes and watches fail
-      await plane.startApiServer();
+      await suite.plane.startApiServer();
       await eventually(
         async () => {
-          for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
+          for (const ns of namespaces) expect(text(await suite.cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
         },
         90_000,
         250,
       );
       await converge(run.adapter);
-      const ca = new X509Certificate(text(await cluster.secret(eso, 'eso-provider-ca-internal'), 'ca.crt'));
+      const ca = new X509Certificate(text(await suite.cluster.secret(eso, 'eso-provider-ca-internal'), 'ca.crt'));
       await expectAllSignedBy(ca, namespaces);
       // It saw the outage (failed requests, broken watches) and came back without being restarted.
       const stats = run.adapter.informerStats();
@@ -118,15 +108,15 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
   }, 180_000);
 
   it('coalesces a burst of Service events into a few reconciles', async () => {
-    const eso = await cluster.namespace('eso-burst');
+    const eso = await suite.cluster.namespace('eso-burst');
     const logger = new RecordingLogger();
-    const run = await startAdapter(plane.adminKubeConfig, eso, { debounceMs: 100, logger });
+    const run = await startAdapter(suite.plane.adminKubeConfig, eso, { debounceMs: 100, logger });
     const namespaces = Array.from({ length: 40 }, (_, i) => `burst-${i}`);
     try {
-      await Promise.all(namespaces.map((ns) => cluster.namespace(ns)));
+      await Promise.all(namespaces.map((ns) => suite.cluster.namespace(ns)));
       await converge(run.adapter);
       const rounds = run.adapter.rounds;
-      await Promise.all(namespaces.map((ns) => cluster.labelledService(ns, 'p')));
+      await Promise.all(namespaces.map((ns) => suite.cluster.labelledService(ns, 'p')));
       await eventually(() => run.writes.filter((w) => w.kind === 'serverLeaf').length === 40);
       await converge(run.adapter);
       // 40 Service events and 40 Secret events of our own writes: a handful of rounds, not 80.
@@ -143,11 +133,11 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
   it('stops writing at once when writesAllowed() turns false mid-round, and resumes when it turns true', async () => {
     let allowed = true;
     let fenceOnce = true;
-    const eso = await cluster.namespace('eso-fenced');
+    const eso = await suite.cluster.namespace('eso-fenced');
     const namespaces = await providers('fence', 30);
     let flipAt: Record<string, number> | undefined;
     let started: RecordingAdapter | undefined;
-    const run = (started = await startAdapter(plane.adminKubeConfig, eso, {
+    const run = (started = await startAdapter(suite.plane.adminKubeConfig, eso, {
       writesAllowed: () => {
         // Fence the moment the third write has landed, mid-round, from inside the adapter's own check.
         if (fenceOnce && started && started.writes.length >= 3) {
@@ -165,14 +155,14 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
       expect(Object.keys(since).filter((k) => /^(create|update|patch|delete) /.test(k))).toEqual([]);
       expect(await run.adapter.reconcileNow()).toBeUndefined();
       const missing = [];
-      for (const ns of namespaces) if (!(await cluster.secret(ns))) missing.push(ns);
+      for (const ns of namespaces) if (!(await suite.cluster.secret(ns))) missing.push(ns);
       expect(missing.length).toBeGreaterThan(0);
 
       const resume = run.writes.length;
       allowed = true;
       run.adapter.requestReconcile();
       await eventually(async () => {
-        for (const ns of namespaces) expect(text(await cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
+        for (const ns of namespaces) expect(text(await suite.cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
       });
       expect(run.writes.length).toBeGreaterThan(resume);
     } finally {
@@ -196,10 +186,10 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
         sign: (...args) => base.signer.sign(...args),
       },
     };
-    const eso = await cluster.namespace('eso-stopping');
+    const eso = await suite.cluster.namespace('eso-stopping');
     const namespaces = await providers('stopping', 40);
     let started: RecordingAdapter | undefined;
-    const run = (started = await startAdapter(plane.adminKubeConfig, eso, {
+    const run = (started = await startAdapter(suite.plane.adminKubeConfig, eso, {
       crypto,
       writeConcurrency: 4,
       // As a stopping leader: Secrets fenced from the fifth write on, Events (leadership) still open.
@@ -213,13 +203,13 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
       await eventually(() => !allowed);
       await run.adapter.stop(); // flushes the queued Events
       const written = [];
-      for (const ns of namespaces) if (await cluster.secret(ns)) written.push(ns);
+      for (const ns of namespaces) if (await suite.cluster.secret(ns)) written.push(ns);
       expect(written.length).toBeGreaterThan(0);
       expect(written.length).toBeLessThan(namespaces.length);
       // Keys already being generated when the fence closed may finish; none is started after it.
       expect(keygensAfterFence).toBe(0);
       for (const ns of written) {
-        expect({ ns, events: (await cluster.events(ns, 'p')).map((e) => e.reason) }).toEqual({ ns, events: ['Issued'] });
+        expect({ ns, events: (await suite.cluster.events(ns, 'p')).map((e) => e.reason) }).toEqual({ ns, events: ['Issued'] });
       }
     } finally {
       allowed = true;
