@@ -1,22 +1,14 @@
 // The file provider run as the kubelet runs it: a process of its own, logging JSON lines.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { ProviderLogRecord } from '@eso-mtls/grpc';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 /** The labels of the provider's own series in a scrape. */
 export const LABELS = '{namespace="provider-system",service="file-provider"}';
 
-/** One JSON log line of the provider. */
-export interface LogLine {
-  readonly level?: string;
-  readonly message: string;
-  readonly namespace?: string;
-  readonly service?: string;
-  readonly reason?: string;
-  readonly detail?: string;
-  readonly notAfter?: string;
-  readonly serialNumber?: string;
-}
+/** One JSON log line of the provider: a record of the provider server, or one of main's own lines. */
+export type LogLine = Partial<ProviderLogRecord> & { readonly message: string };
 
 /** A running provider process and what it has printed so far. */
 export interface ProviderProcess {
