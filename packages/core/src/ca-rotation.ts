@@ -1,17 +1,4 @@
-import {
-  type CaPhaseRule,
-  type CaStep,
-  activatePhase,
-  emergencyPhase,
-  generatedSchedule,
-  initialSlots,
-  preparePhase,
-  readCaSecret,
-  recoverOrCreatePhase,
-  restorePhase,
-  retirePhase,
-  salvagePhase,
-} from './ca-phases.js';
+import * as phase from './ca-phases.js';
 import type { CertificateCache } from './cache.js';
 import type { CertificateView } from './certificate.js';
 import type { KeyedCertificate } from './observe.js';
@@ -113,7 +100,14 @@ export function layoutCertificates(layout: CaLayout): (CertificateView | 'active
 }
 
 /** The phases after emergency, in the order they are decided (see ca-phases.ts and docs/ca-rotation.md). */
-const PHASES: readonly CaPhaseRule[] = [restorePhase, salvagePhase, retirePhase, recoverOrCreatePhase, activatePhase, preparePhase];
+const PHASES: readonly phase.CaPhaseRule[] = [
+  phase.restorePhase,
+  phase.salvagePhase,
+  phase.retirePhase,
+  phase.recoverOrCreatePhase,
+  phase.activatePhase,
+  phase.preparePhase,
+];
 
 /**
  * The CA schedule, stateless: every time is derived from the certificates themselves.
@@ -132,7 +126,7 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
       dueAt: [],
     };
   }
-  const reading = readCaSecret(input);
+  const reading = phase.readCaSecret(input);
   const status: CaStatus = {
     active: reading.active?.certificate.notAfter,
     next: reading.next?.certificate.notAfter,
@@ -143,7 +137,7 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
   // How the CA write addresses the Secret: create, or update from the version read; any request is acknowledged.
   const secretWrite = { create: caSecret === undefined, base: caSecret?.version, annotations };
 
-  const emergency = emergencyPhase(reading);
+  const emergency = phase.emergencyPhase(reading);
   if (emergency) {
     return {
       change: { ...secretWrite, phases: ['emergency'], reason: emergency.reason, message: emergency.message!, layout: emergency.slots },
@@ -153,14 +147,14 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
       dueAt: emergency.dueAt,
     };
   }
-  const steps: CaStep[] = [];
-  let slots = initialSlots(reading);
-  for (const phase of PHASES) {
-    const step = phase(reading, slots);
+  const steps: phase.CaStep[] = [];
+  let slots = phase.initialSlots(reading);
+  for (const decide of PHASES) {
+    const step = decide(reading, slots);
     steps.push(step);
     slots = step.slots;
   }
-  steps.push(generatedSchedule(reading, slots));
+  steps.push(phase.generatedSchedule(reading, slots));
 
   const acted = steps.filter((s) => s.phase !== undefined);
   const resumesAt = steps.findLast((s) => s.resumesAt !== undefined)?.resumesAt;

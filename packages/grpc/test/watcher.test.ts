@@ -28,6 +28,14 @@ let ca: TestCa;
 let otherCa: TestCa;
 let first: KeyPair;
 let second: KeyPair;
+/** Writes a good pair with `leaf` and expects it loaded: the one reload after one counted failure. */
+async function expectRecoveryWith(watcher: CertificateWatcher, dir: string, leaf: KeyPair): Promise<void> {
+  const recovered = nextEvent(watcher);
+  await writeAtomically(dir, secret(ca.cert, leaf));
+  expect((await recovered).material?.serialNumber).toBe(serial(leaf.cert));
+  expect(watcher.stats).toEqual({ loads: 2, reloads: 1, failures: 1 });
+}
+
 const dirs: string[] = [];
 const watchers: CertificateWatcher[] = [];
 
@@ -179,10 +187,7 @@ describe('a bad pair on disk keeps the last good one and counts a failure', () =
     await watcher.check();
     expect(watcher.stats.failures).toBe(1);
 
-    const recovered = nextEvent(watcher);
-    await writeAtomically(dir, secret(ca.cert, second));
-    expect((await recovered).material?.serialNumber).toBe(serial(second.cert));
-    expect(watcher.stats).toEqual({ loads: 2, reloads: 1, failures: 1 });
+    await expectRecoveryWith(watcher, dir, second);
   });
 
   it('validity is judged by the injected clock, with the skew tolerance at both ends', async () => {
@@ -267,10 +272,7 @@ describe('files that are not regular certificate files are refused before readin
       await watcher.check();
       expect(watcher.stats).toEqual({ loads: 1, reloads: 0, failures: 1 });
 
-      const recovered = nextEvent(watcher);
-      await writeAtomically(dir, secret(ca.cert, second));
-      expect((await recovered).material?.serialNumber).toBe(serial(second.cert));
-      expect(watcher.stats).toEqual({ loads: 2, reloads: 1, failures: 1 });
+      await expectRecoveryWith(watcher, dir, second);
     },
   );
 
