@@ -35,6 +35,8 @@ export interface FittedServices<S extends ServiceRef> {
   readonly refused: readonly { readonly service: S; readonly bytes: number }[];
   /** dNSName bytes of the fitted Services' names. */
   readonly bytes: number;
+  /** The fitted Services' DNS names, sorted and de-duplicated: the certificate's subjectAltName. */
+  readonly dnsNames: readonly string[];
 }
 
 /**
@@ -67,5 +69,5 @@ export function fitServiceNames<S extends ServiceRef>(
     bytes += added;
     fitted.add(service);
   }
-  return { fitted: services.filter((s) => fitted.has(s)), refused, bytes };
+  return { fitted: services.filter((s) => fitted.has(s)), refused, bytes, dnsNames: [...taken].sort() };
 }

@@ -2,7 +2,7 @@ import { expectedBundle } from './bundle.js';
 import type { CertificateCache } from './cache.js';
 import { type CaChange, type CaLayout, type CaStatus, planCaRotation } from './ca-rotation.js';
 import type { CertificateView } from './certificate.js';
-import { CLIENT_COMMON_NAME, InvalidNameError, clientSpiffeId, namespaceDnsNames, serviceDnsNames } from './names.js';
+import { CLIENT_COMMON_NAME, InvalidNameError, clientSpiffeId, serviceDnsNames } from './names.js';
 import { MAX_DNS_NAME_BYTES, fitServiceNames } from './name-budget.js';
 import { type ObservedLeafSecret, type SecretData, observeLeafSecret } from './observe.js';
 import type { Policy } from './policy.js';
@@ -144,7 +144,6 @@ interface LeafSubject {
   readonly previouslyIssued: boolean;
   readonly identity: LeafIdentity;
   readonly request?: string;
-  readonly requestPending: boolean;
   readonly forcedBy?: string;
 }
 
@@ -173,7 +172,6 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
       observed: client?.ownership === 'managed' ? observeLeafSecret(client.data, cache) : undefined,
       identity: { kind: 'client', uri: clientSpiffeId(policy.clusterDomain, policy.esoNamespace, policy.serviceAccount), commonName: CLIENT_COMMON_NAME },
       request,
-      requestPending: request !== undefined,
       forcedBy: request === undefined ? undefined : `the client Secret's annotation eso-mtls.io/rotate (${request})`,
     });
   }
@@ -192,7 +190,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     }
     const observed = ns.secret?.ownership === 'managed' ? observeLeafSecret(ns.secret.data, cache) : undefined;
     const served = observed?.leaf.ok ? observed.leaf.value.certificate.dnsNames : undefined;
-    const services = fitNamespace(ns.namespace, valid, served, policy.clusterDomain, refused);
+    const { services, dnsNames } = fitNamespace(ns.namespace, valid, served, policy.clusterDomain, refused);
     const request = namespaceRotationRequest(services);
     const pending = pendingRotationRequests(services, ns.secret?.annotations[ROTATE_ACKNOWLEDGED_ANNOTATION]);
     subjects.push({
@@ -203,15 +201,8 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
       secret: ns.secret,
       previouslyIssued: ns.previouslyIssued,
       observed,
-      identity: {
-        kind: 'server',
-        dnsNames: namespaceDnsNames(
-          services.map((s) => ({ namespace: ns.namespace, name: s.name })),
-          policy.clusterDomain,
-        ),
-      },
+      identity: { kind: 'server', dnsNames },
       request,
-      requestPending: pending.length > 0,
       forcedBy: pending.length > 0 ? `the annotation eso-mtls.io/rotate of ${listServices(pending)}` : undefined,
     });
   }
@@ -355,7 +346,8 @@ function validServices(namespace: string, services: readonly ProviderService[], 
 
 /**
  * The Services a namespace's certificate serves: those whose names fit its size bound (see
- * fitServiceNames). Each Service left out, and each oversized rotation request, is refused.
+ * fitServiceNames), and their DNS names. Each Service left out, and each oversized rotation
+ * request, is refused.
  */
 function fitNamespace(
   namespace: string,
@@ -363,7 +355,7 @@ function fitNamespace(
   served: readonly string[] | undefined,
   clusterDomain: string,
   refused: RefusedService[],
-): readonly ProviderService[] {
+): { services: readonly ProviderService[]; dnsNames: readonly string[] } {
   const fit = fitServiceNames(
     services.map((s) => ({ ...s, namespace })),
     served,
@@ -382,7 +374,7 @@ function fitNamespace(
     if (problem !== undefined)
       refused.push({ namespace, service: s.name, reason: 'rotate_request_too_large', message: `Service ${namespace}/${s.name}: ${problem}` });
   }
-  return fit.fitted;
+  return { services: fit.fitted, dnsNames: fit.dnsNames };
 }
 
 /** `Service a`, `Services a, b, c and 4 more`: bounded, for messages. */

@@ -118,6 +118,7 @@ describe('a namespace certificate is bounded in size', () => {
     expect(fit.fitted.map((s) => s.name)).toEqual(['c', 'b']);
     expect(fit.refused.map((r) => r.service.name)).toEqual(['a']);
     expect(fit.bytes).toBe(2 * one);
+    expect(fit.dnsNames).toEqual(namespaceDnsNames(fit.fitted, 'cluster.local'));
   });
 
   it('issueServerLeaf refuses names over the bound', async () => {
