@@ -1,4 +1,4 @@
-import { CertificateCache, ConcurrencyLimit, type CryptoBackend, type Instant, type Policy, resolvePolicy } from '@eso-mtls/core';
+import { CertificateCache, ConcurrencyLimit, type CryptoBackend, IssuanceLedger, type Instant, type Policy, resolvePolicy } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { CertificateStatusView } from './certificate-status.js';
 import type { Timers } from './clock.js';
@@ -6,7 +6,6 @@ import { ClusterInformers } from './cluster-informers.js';
 import { type ClusterConnection, type KubeConfigLike, connectionFromKubeConfig } from './connection.js';
 import { EventRecorder, type EventRecorderStats } from './event-recorder.js';
 import type { InformerStats } from './informer.js';
-import { IssuanceLedger } from './ledger.js';
 import { type Logger, silentLogger } from './logger.js';
 import { validateAdapterOptions } from './options.js';
 import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME, installationId } from './ownership.js';

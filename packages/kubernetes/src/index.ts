@@ -22,7 +22,8 @@ export { RequestCounter, type ApiVerb, classifyRequest } from './request-counter
 export { SecretWriter, type SecretLocation, type SecretWriterScope, type WriteOutcome } from './secret-writer.js';
 export { EventRecorder, type EventReason, type EventRecorderOptions, type EventRecorderStats, type ServiceReference } from './event-recorder.js';
 export { SnapshotBuilder, type BuiltSnapshot } from './snapshot-builder.js';
-export { IssuanceLedger } from './ledger.js';
+/** @deprecated Since 0.2: import IssuanceLedger from @eso-mtls/core, where the snapshot assembly that reads it lives. */
+export { IssuanceLedger } from '@eso-mtls/core';
 export {
   COMPONENT_LABEL,
   DEFAULT_CA_SECRET_NAME,

@@ -1,6 +1,7 @@
 import {
   type CertificateCache,
   type ConcurrencyLimit,
+  type IssuanceLedger,
   type CryptoBackend,
   type Instant,
   type Plan,
@@ -13,7 +14,6 @@ import {
 import type { CertificateStatusView } from './certificate-status.js';
 import type { ClusterInformers } from './cluster-informers.js';
 import type { EventRecorder } from './event-recorder.js';
-import type { IssuanceLedger } from './ledger.js';
 import type { Logger } from './logger.js';
 import { RoundWrites } from './round-writes.js';
 import type { SecretWriter } from './secret-writer.js';
