@@ -34,6 +34,7 @@ function cliInput(): { argv: string[]; env: Record<string, string> } {
   for (const e of container.env ?? []) {
     if (e.value !== undefined) env[e.name] = e.value;
     else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[e.name] = 'eso-mtls-controller-7d9f8-abcde';
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[e.name] = deployment.metadata!.namespace!;
     else throw new Error(`env ${e.name} has a source this test does not model: ${JSON.stringify(e.valueFrom)}`);
   }
   return { argv, env };

@@ -28,12 +28,14 @@ export class ControllerProcess {
     readonly name: string,
     args: readonly string[],
     env: NodeJS.ProcessEnv = {},
+    /** A checkout to run the controller of (another version's sources: testing/helm/support/previous-release.ts). */
+    root: string = repoRoot,
   ) {
     this.child = spawn(
       process.execPath,
-      ['--import', resolve(repoRoot, 'scripts/register-ts.mjs'), resolve(repoRoot, 'packages/controller/src/bin/eso-mtls.ts'), 'controller', ...args],
+      ['--import', resolve(root, 'scripts/register-ts.mjs'), resolve(root, 'packages/controller/src/bin/eso-mtls.ts'), 'controller', ...args],
       {
-        cwd: repoRoot,
+        cwd: root,
         env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
