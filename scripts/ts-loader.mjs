@@ -1,11 +1,12 @@
-import { readFile } from 'node:fs/promises';
+// Module hooks that run TypeScript sources: synchronous, so they serve both module.registerHooks
+// (in-thread) and module.register (off-thread, which also accepts plain return values).
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { existsSync } from 'node:fs';
-import { transform } from '@swc/core';
+import { transformSync } from '@swc/core';
 
 const workspace = new URL('../packages/', import.meta.url);
 
-export async function resolve(specifier, context, next) {
+export function resolve(specifier, context, next) {
   // Workspace packages resolve to their sources, as in jest and tsc.
   const ws = /^@eso-mtls\/([a-z-]+)(\/node)?$/.exec(specifier);
   if (ws) {
@@ -19,10 +20,9 @@ export async function resolve(specifier, context, next) {
   return next(specifier, context);
 }
 
-export async function load(url, context, next) {
+export function load(url, context, next) {
   if (!url.endsWith('.ts')) return next(url, context);
-  const source = await readFile(fileURLToPath(url), 'utf8');
-  const { code } = await transform(source, {
+  const { code } = transformSync(readFileSync(fileURLToPath(url), 'utf8'), {
     filename: fileURLToPath(url),
     jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
     module: { type: 'es6' },
