@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs or builds what the test suite needs beyond npm packages, reusing caches outside the
-# clone: kube-apiserver + etcd, kustomize and zlint (built from the Go module proxy) and promtool (Debian's prometheus).
+# clone: kube-apiserver + etcd, kustomize, helm, kubectl and zlint (built from the Go module proxy), the Prometheus operator's CRDs (its Go module) and promtool (Debian's prometheus).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -x testing/envtest/build-testbin.sh ] || [ -f testing/envtest/build-testbin.sh ]; then
@@ -11,6 +11,12 @@ if [ -f scripts/ensure-kustomize.sh ]; then
 fi
 if [ -f scripts/ensure-promtool.sh ]; then
   echo "test env: promtool at $(bash scripts/ensure-promtool.sh)" >&2
+fi
+if [ -f scripts/ensure-helm.sh ]; then
+  echo "test env: helm at $(bash scripts/ensure-helm.sh), Prometheus operator CRDs in $(bash scripts/ensure-prometheus-crds.sh)" >&2
+fi
+if [ -f scripts/ensure-kubectl.sh ]; then
+  echo "test env: kubectl at $(bash scripts/ensure-kubectl.sh)" >&2
 fi
 if [ -f scripts/ensure-zlint.sh ]; then
   echo "test env: zlint at $(bash scripts/ensure-zlint.sh)" >&2

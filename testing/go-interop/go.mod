@@ -3,6 +3,7 @@ module eso-mtls/testing/go-interop
 go 1.26.0
 
 require (
+	github.com/fsnotify/fsnotify v1.9.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )

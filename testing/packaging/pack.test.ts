@@ -1,39 +1,80 @@
 import { describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { type Manifest, installOffline, packAll, root, run, workspacePackages, writeOfflineLock } from './support/offline-install.js';
 
 // What we publish must work outside the monorepo: pack every workspace package (from its built
-// dist/), install the tarballs into an empty project, and import each entry point there.
-const root = resolve(import.meta.dirname, '../..');
-const workspaces: string[] = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces;
-const packages = workspaces
-  .filter((w) => w.startsWith('packages/'))
-  .map((w) => ({ dir: join(root, w), manifest: JSON.parse(readFileSync(join(root, w, 'package.json'), 'utf8')) }));
+// dist/), check what each tarball holds, install the tarballs into an empty project with no
+// registry, import each entry point there, run the CLI, and type-check a consumer with
+// skipLibCheck: false, as a strict user's project does.
 
-function run(cmd: string, args: string[], cwd: string): string {
-  return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
+/** Entry-point specifiers of a package: `@eso-mtls/core`, `@eso-mtls/core/node`, ... */
+function entryPoints(manifest: Manifest): string[] {
+  return Object.keys(manifest.exports ?? {})
+    .filter((k) => k !== './package.json')
+    .map((k) => (k === '.' ? manifest.name : `${manifest.name}/${k.slice(2)}`));
+}
+
+/** The files a manifest promises: its exports' targets, main, types and bin. */
+function promisedFiles(manifest: Manifest & { main?: string; types?: string }): string[] {
+  const targets = Object.values(manifest.exports ?? {}).flatMap((v) => (typeof v === 'string' ? [v] : Object.values(v as Record<string, string>)));
+  return [...targets, manifest.main, manifest.types, ...Object.values(manifest.bin ?? {})]
+    .filter((f): f is string => typeof f === 'string' && f !== './package.json')
+    .map((f) => f.replace(/^\.\//, ''));
+}
+
+/**
+ * Why `file` should not ship in the package at `dir`, or undefined if it belongs: the manifest and
+ * README, the compiled output of a source file that still exists (a leftover of a deleted source
+ * means a stale dist/: rebuild from clean), and the grpc package's .proto files.
+ */
+function unintended(dir: string, file: string): string | undefined {
+  if (file === 'package.json' || file === 'README.md' || file === 'LICENSE') return undefined;
+  if (/^proto\/.+\.proto$/.test(file)) return undefined;
+  const built = /^dist\/(.+)\.(js|d\.ts|js\.map|d\.ts\.map)$/.exec(file);
+  if (!built) return 'not build output, a README or a .proto file';
+  if (!existsSync(join(dir, 'src', `${built[1]}.ts`))) return `no src/${built[1]}.ts: stale build output; delete dist/ and run \`npm run build\``;
+  return undefined;
 }
 
 describe('published packages', () => {
-  it('install from their tarballs into an empty project and import there', () => {
+  it('each hold their build, declarations, README, LICENSE and nothing else (npm pack --dry-run)', () => {
+    for (const { dir, manifest } of workspacePackages()) {
+      const [packed] = JSON.parse(run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], dir)) as { files: { path: string }[] }[];
+      const files = packed!.files.map((f) => f.path);
+      const wrong = files.flatMap((f) => {
+        const why = unintended(dir, f);
+        return why ? [`${manifest.name}: ${f}: ${why}`] : [];
+      });
+      expect(wrong).toEqual([]);
+      const missing = [...promisedFiles(manifest), 'README.md', 'LICENSE'].filter((f) => !files.includes(f));
+      expect(missing.map((f) => `${manifest.name} lacks ${f}`)).toEqual([]);
+      // Apache-2.0 asks that every copy carry the license: each package ships the repository's.
+      expect(readFileSync(join(dir, 'LICENSE'), 'utf8')).toBe(readFileSync(join(root, 'LICENSE'), 'utf8'));
+      // Tests, sources, API reports and configs stay home.
+      expect(files.filter((f) => /(^|\/)(test|src|etc)\/|tsconfig|api-extractor|\.tsbuildinfo$/.test(f))).toEqual([]);
+    }
+  });
+
+  it('install from their tarballs without a registry, import, run the CLI and type-check with skipLibCheck: false', () => {
     const work = mkdtempSync(join(tmpdir(), 'eso-mtls-pack-'));
     try {
-      const tarballs = packages.map(({ dir }) => {
-        const out = run('npm', ['pack', '--silent', '--pack-destination', work], dir).trim().split('\n');
-        return join(work, out[out.length - 1]!);
-      });
+      const packed = packAll(join(work, 'tarballs'));
       const app = join(work, 'app');
-      run('mkdir', ['-p', app], work);
-      writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
-      run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs], app);
+      mkdirSync(app);
+      const manifest = {
+        name: 'app',
+        version: '1.0.0',
+        private: true,
+        type: 'module',
+        dependencies: Object.fromEntries(packed.map((p) => [p.manifest.name, `file:../tarballs/${p.filename}`])),
+      };
+      writeFileSync(join(app, 'package.json'), JSON.stringify(manifest, null, 2));
+      writeOfflineLock(app, manifest, packed, (p) => `file:../tarballs/${p.filename}`);
+      installOffline(app);
 
-      const entries = packages.flatMap(({ manifest }) =>
-        Object.keys(manifest.exports as Record<string, unknown>)
-          .filter((k) => k !== './package.json')
-          .map((k) => (k === '.' ? manifest.name : `${manifest.name}/${k.slice(2)}`)),
-      );
+      const entries = packed.flatMap((p) => entryPoints(p.manifest));
       const script =
         entries
           .map(
@@ -50,10 +91,42 @@ describe('published packages', () => {
       // The CLI's bin works from the installed tarball too.
       const simulated = run(join(app, 'node_modules/.bin/eso-mtls'), ['simulate', '--years', '1', '--services', '8'], app);
       expect(simulated).toMatch(/Violations: 0/);
+
+      // A consumer importing every entry point type-checks against the shipped declarations and
+      // everything they reach (client-node's, grpc-js's, ws's), with the compiler this repo pins.
+      writeFileSync(
+        join(app, 'consumer.ts'),
+        entries.map((e, i) => `import * as entry${i} from ${JSON.stringify(e)};`).join('\n') +
+          `\nexport const entries = [${entries.map((_, i) => `entry${i}`).join(', ')}];\n` +
+          `import { type Policy, resolvePolicy } from '@eso-mtls/core';\n` +
+          `import { createNodeCryptoBackend } from '@eso-mtls/core/node';\n` +
+          `import type { ProviderCertificateAdapter } from '@eso-mtls/kubernetes';\n` +
+          `export const policy: Policy = resolvePolicy({ clusterDomain: 'example.internal' });\n` +
+          `export const crypto = createNodeCryptoBackend();\n` +
+          `export type Adapter = ProviderCertificateAdapter;\n`,
+      );
+      writeFileSync(
+        join(app, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            strict: true,
+            skipLibCheck: false,
+            noEmit: true,
+            types: ['node'],
+          },
+          files: ['consumer.ts'],
+        }),
+      );
+      const tsc = join(root, 'node_modules/typescript/bin/tsc');
+      expect(run(process.execPath, [tsc, '-p', 'tsconfig.json', '--pretty', 'false'], app)).toBe('');
+
       // Type declarations ship with every entry point.
-      for (const { manifest } of packages) {
-        const installed = join(app, 'node_modules', manifest.name);
-        const types = Object.values(manifest.exports as Record<string, { types?: string }>).flatMap((v) => (typeof v === 'object' && v.types ? [v.types] : []));
+      for (const { manifest: m } of packed) {
+        const installed = join(app, 'node_modules', m.name);
+        const types = Object.values(m.exports as Record<string, { types?: string }>).flatMap((v) => (typeof v === 'object' && v.types ? [v.types] : []));
         for (const t of types) expect(readdirSync(join(installed, t, '..'))).toContain(t.split('/').pop());
       }
     } finally {

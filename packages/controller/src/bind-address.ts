@@ -2,7 +2,9 @@ import { isIP } from 'node:net';
 
 /** Where a server listens. `host` undefined means every interface, as Go's `:8080` does. */
 export interface BindAddress {
+  /** The host to bind; undefined for every interface. */
   readonly host: string | undefined;
+  /** The TCP port. */
   readonly port: number;
 }
 

@@ -20,8 +20,11 @@ const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'erro
 
 /** Lease timings, as controller-runtime names them. */
 export interface LeaderElectionTimings {
+  /** How long a Lease holds without renewal before another candidate may take it. */
   readonly leaseDuration: Duration;
+  /** The leader stops writing when it has not renewed the Lease within this long. */
   readonly renewDeadline: Duration;
+  /** Time between attempts to acquire or renew. */
   readonly retryPeriod: Duration;
 }
 
@@ -31,23 +34,32 @@ export interface ControllerConfig {
   readonly kubeconfig: string | undefined;
   /** The certificate policy: namespace, cluster domain, service account, interval and key algorithm applied. */
   readonly policy: Policy;
+  /** Name of the CA Secret in the ESO namespace. */
   readonly caSecretName: string;
+  /** Name of the ESO client Secret in the ESO namespace. */
   readonly clientSecretName: string;
+  /** Whether and where to elect a leader, and its timings. */
   readonly leaderElection: {
+    /** Off: this process acts alone (one replica). */
     readonly enabled: boolean;
+    /** Namespace of the Lease. */
     readonly namespace: string;
+    /** Name of the Lease. */
     readonly leaseName: string;
     /** Undefined: the CLI derives hostname_<random>, as client-go does. */
     readonly identity: string | undefined;
   } & LeaderElectionTimings;
   /** null when disabled with `0`. */
   readonly metricsBindAddress: BindAddress | null;
+  /** Where /healthz and /readyz listen; null when disabled with `0`. */
   readonly healthProbeBindAddress: BindAddress | null;
+  /** The least severe level logged. */
   readonly logLevel: LogLevel;
 }
 
 /** A flag or environment variable with a value the controller cannot use. */
 export class ConfigError extends Error {
+  /** Always `ConfigError`. */
   override readonly name = 'ConfigError';
 }
 

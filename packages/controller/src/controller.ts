@@ -12,9 +12,11 @@ import { type ProbeCheck, type ProbeServer, pingCheck, startProbeServer } from '
 
 /** What {@link startController} needs besides the parsed configuration. */
 export interface ControllerDependencies {
+  /** Where the controller logs. */
   readonly logger: Logger;
   /** Lease holder identity and Event reportingInstance (the CLI derives hostname_<uuid>). */
   readonly identity: string;
+  /** The clock for leader election and timers (default: the system's). */
   readonly clock?: Clock;
   /** The certificate clock (default Date.now). */
   readonly now?: () => Instant;
@@ -24,11 +26,15 @@ export interface ControllerDependencies {
 
 /** A running controller. */
 export interface RunningController {
+  /** The adapter that plans and writes the certificates. */
   readonly adapter: ProviderCertificateAdapter;
+  /** The leader elector; undefined when leader election is off. */
   readonly elector: LeaderElector | undefined;
+  /** The controller's Prometheus metrics. */
   readonly metrics: ControllerMetrics;
   /** Undefined when disabled with `0`. */
   readonly probeServer: ProbeServer | undefined;
+  /** The /metrics server; undefined when disabled with `0`. */
   readonly metricsServer: MetricsServer | undefined;
   /** Resolves once the caches have synced (never, if stop() came first). */
   readonly synced: Promise<void>;

@@ -1,4 +1,4 @@
-import type { Duration } from '@eso-mtls/core';
+import { type Duration, formatDuration } from '@eso-mtls/core';
 
 const UNITS: Readonly<Record<string, number>> = {
   ms: 1,
@@ -30,4 +30,14 @@ export function parseDuration(text: string): Duration | undefined {
   // Float error from decimal terms (`0.1s`) is forgiven; a fraction of a millisecond is not.
   const rounded = Math.round(total);
   return Number.isSafeInteger(rounded) && Math.abs(rounded - total) < 1e-6 ? rounded : undefined;
+}
+
+/**
+ * A duration written back the way a flag takes it: the text the user typed when there is one
+ * (`1d12h` stays `1d12h`, not `36h`), else the shortest form, with zero as `0s` (`0d` reads like
+ * a typo for a real lifetime).
+ */
+export function formatFlagDuration(d: Duration, typed?: string): string {
+  if (typed !== undefined) return typed;
+  return d === 0 ? '0s' : formatDuration(d);
 }

@@ -1,3 +1,5 @@
+import { type HelpRow, helpTable } from './cli/args.js';
+
 /**
  * The flags of `eso-mtls controller`, one table so that parsing, the environment variable names
  * and `--help` can never drift apart.
@@ -118,19 +120,19 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
 
 /** The text `eso-mtls controller --help` prints. */
 export function controllerUsage(): string {
-  const lines = [
+  const rows: HelpRow[] = CONTROLLER_FLAGS.map((f) => [
+    `--${f.name}${f.kind === 'bool' ? '' : ' <value>'}`,
+    [`${f.help}${f.default === undefined ? '' : ` (default ${f.default})`}`, `env ${envVarOf(f.name)}; accepts ${f.accepts}`],
+  ]);
+  rows.push(['--help', 'print this text']);
+  return [
     'Usage: eso-mtls controller [flags]',
     '',
     'Issues and rotates the mTLS certificates of ESO out-of-process providers.',
     'Every flag can also be set by its environment variable; a flag on the command line wins.',
     '',
     'Flags:',
-  ];
-  for (const f of CONTROLLER_FLAGS) {
-    const value = f.kind === 'bool' ? '' : ' <value>';
-    const dflt = f.default === undefined ? '' : ` (default ${f.default})`;
-    lines.push(`  --${f.name}${value}`, `      ${f.help}${dflt}`, `      env ${envVarOf(f.name)}; accepts ${f.accepts}`);
-  }
-  lines.push('  --help', '      print this text');
-  return `${lines.join('\n')}\n`;
+    helpTable(rows, { maxUsageWidth: 24 }),
+    '',
+  ].join('\n');
 }

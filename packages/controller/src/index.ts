@@ -1,12 +1,21 @@
-export * from './duration.js';
-export * from './bind-address.js';
-export * from './flags.js';
-export * from './config.js';
-export * from './logger.js';
-export * from './clock.js';
-export * from './lease-lock.js';
-export * from './leader-election.js';
-export * from './probes.js';
-export * from './kube-config.js';
-export * from './controller.js';
-export { runControllerCommand, EXIT_USAGE, type CliStreams } from './cli/controller.js';
+/**
+ * `@eso-mtls/controller`: the `eso-mtls` command and the pieces it is built from (configuration,
+ * leader election, probes, logging), for programs that embed the controller. Everything not named
+ * here is internal.
+ *
+ * @packageDocumentation
+ * @module @eso-mtls/controller
+ */
+export { type BindAddress, formatBindAddress, parseBindAddress } from './bind-address.js';
+export { type CliStreams, EXIT_USAGE, runControllerCommand } from './cli/controller.js';
+export { type Clock, systemClock } from './clock.js';
+export { ConfigError, type ConfigResult, type ControllerConfig, type LeaderElectionTimings, type LogLevel, parseControllerConfig } from './config.js';
+export { type ControllerDependencies, type RunningController, startController } from './controller.js';
+export { formatFlagDuration, parseDuration } from './duration.js';
+export { CONTROLLER_FLAGS, controllerUsage, envVarOf, type FlagSpec } from './flags.js';
+export { type KubeConfigSource, loadConnection } from './kube-config.js';
+export { type LeaderElectionStats, LeaderElector, type LeaderElectorOptions } from './leader-election.js';
+export { LeaseLock, LeaseRaceError, type LeaseRecord, type ObservedLease } from './lease-lock.js';
+export { createLogger, scrubPrivateKeys } from './logger.js';
+export { pingCheck, PROBE_PATHS, type ProbeCheck, type ProbeServer, type ProbeServerOptions, startProbeServer } from './probes.js';
+export type { MaybeTerminal } from './cli/terminal.js';

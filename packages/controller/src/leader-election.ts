@@ -5,13 +5,17 @@ import { type LeaseLock, type LeaseRecord, LeaseRaceError, type ObservedLease } 
 
 /** Options of {@link LeaderElector}. */
 export interface LeaderElectorOptions {
+  /** The Lease to hold. */
   readonly lock: LeaseLock;
   /** Written into the Lease as holderIdentity; unique per process. */
   readonly identity: string;
+  /** Lease duration, renew deadline and retry period. */
   readonly timings: LeaderElectionTimings;
+  /** The clock (default: the system's). */
   readonly clock?: Clock;
   /** Uniform in [0, 1); spreads the retries of several candidates. */
   readonly random?: () => number;
+  /** Where leadership changes are logged. */
   readonly logger?: Logger;
   /** Called once per term, after the Lease is ours. */
   readonly onStartedLeading?: () => void;
@@ -21,8 +25,11 @@ export interface LeaderElectorOptions {
 
 /** Counters that let tests and logs see how close renewals came to the deadline. */
 export interface LeaderElectionStats {
+  /** Times this process became leader. */
   terms: number;
+  /** Successful renewals. */
   renewals: number;
+  /** Attempts to acquire or renew that failed. */
   failedAttempts: number;
   /** Longest time between the starts of two consecutive successful renewals in one term. */
   maxRenewGapMs: number;
@@ -39,6 +46,7 @@ type Attempt = { abandoned: boolean };
  * before any timer of its own has run.
  */
 export class LeaderElector {
+  /** Counts since start, for tests and metrics. */
   readonly stats: LeaderElectionStats = { terms: 0, renewals: 0, failedAttempts: 0, maxRenewGapMs: 0 };
   private readonly clock: Clock;
   private readonly random: () => number;

@@ -5,20 +5,27 @@ import type { V1Lease } from '@kubernetes/client-node';
 export interface LeaseRecord {
   /** Empty when nobody holds the lease (released). */
   readonly holderIdentity: string;
+  /** How long the holder's claim lasts after each renewal. */
   readonly leaseDurationSeconds: number;
+  /** When the current holder took it. */
   readonly acquireTime: Date | undefined;
+  /** When the holder last renewed it. */
   readonly renewTime: Date | undefined;
+  /** How many times it changed hands. */
   readonly leaseTransitions: number;
 }
 
 /** A Lease as last read or written, with the resourceVersion an update must carry. */
 export interface ObservedLease {
+  /** The Lease's spec. */
   readonly record: LeaseRecord;
+  /** The version an update must name. */
   readonly resourceVersion: string;
 }
 
 /** The outcome of a write that lost a race (409) or found the Lease missing (404) or present (409). */
 export class LeaseRaceError extends Error {
+  /** Always `LeaseRaceError`. */
   override readonly name = 'LeaseRaceError';
 }
 

@@ -3,7 +3,9 @@ import type { AddressInfo, Socket } from 'node:net';
 
 /** One named condition of a probe; `check` returns undefined when fine, else why not. */
 export interface ProbeCheck {
+  /** Names the check in the probe's response. */
   readonly name: string;
+  /** undefined when healthy, else why not (the probe's response body). */
   check(): string | undefined;
 }
 
@@ -21,9 +23,11 @@ export interface ProbeServerOptions {
 
 /** A running probe endpoint. */
 export interface ProbeServer {
+  /** The port it listens on (the one the OS chose for port 0). */
   readonly port: number;
   /** `http://<host>:<port>`, for tests and logs. */
   readonly url: string;
+  /** Stops listening; resolves when the server is closed. */
   close(): Promise<void>;
 }
 

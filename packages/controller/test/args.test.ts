@@ -5,9 +5,8 @@ import { parseSimulateArgs, runSimulateCommand } from '../src/cli/simulate.js';
 
 // How each command reads its command line, edge case by edge case: values, help, and the exact
 // wording of every argv error. Both commands read flags one way (the controller's, as Go's flag
-// package does); each keeps the error wording its users have always seen. Simulate, which used
-// node:util parseArgs's strict rules, now also takes -h, -name, --bool=true|false and a value
-// starting with a dash.
+// package does) and word argv errors alike, naming the flag in plain words (simulate's used to be
+// node:util parseArgs's raw "Unknown option '--x'" and "argument missing").
 
 const SEE_CONTROLLER = '; see eso-mtls controller --help';
 
@@ -80,9 +79,12 @@ describe('eso-mtls controller command line', () => {
     [['-x=1'], 'x'],
     [['--help=true'], 'help'],
     [['-help'], 'help'],
-    [['--no-leader-elect'], 'no-leader-elect'],
   ])('refuses the unknown flag in %j', (argv, name) => {
     expect(controllerError(argv)).toBe(`unknown flag --${name}${SEE_CONTROLLER}`);
+  });
+
+  it('refuses --no-<flag>, which Go flags do not have, pointing at the flag itself', () => {
+    expect(controllerError(['--no-leader-elect'])).toBe(`unknown flag --no-leader-elect (did you mean --leader-elect?)${SEE_CONTROLLER}`);
   });
 
   it.each([
@@ -180,18 +182,26 @@ describe('eso-mtls simulate command line', () => {
     expect(simulateArgs(['--json=true', '--timeline=false'])).toMatchObject({ json: true, timeline: false });
     expect(await simulate(['--json=1'])).toEqual({ code: 2, out: '', err: 'eso-mtls simulate: --json: "1" is not true or false\n' });
     expect((await simulate(['--timeline', 'false'])).err).toBe(
-      `eso-mtls simulate: Unexpected argument 'false'. This command does not take positional arguments${SEE_SIMULATE}`,
+      `eso-mtls simulate: unexpected argument "false": eso-mtls simulate takes only flags${SEE_SIMULATE}`,
     );
   });
 
   it.each([
     [['--frobnicate'], '--frobnicate'],
     [['--frobnicate=1'], '--frobnicate'],
-    [['-x'], '-x'],
+    [['-x'], '--x'],
     [['--frob', '--help'], '--frob'],
     [['--frob', 'positional'], '--frob'],
-  ])('refuses the unknown option in %j', async (argv, option) => {
-    expect(await simulate(argv)).toEqual({ code: 2, out: '', err: `eso-mtls simulate: Unknown option '${option}'${SEE_SIMULATE}` });
+  ])('refuses the unknown flag in %j', async (argv, flag) => {
+    expect(await simulate(argv)).toEqual({ code: 2, out: '', err: `eso-mtls simulate: unknown flag ${flag}${SEE_SIMULATE}` });
+  });
+
+  it('suggests the flag a typo most likely meant, and nothing for a name that is far from every flag', async () => {
+    expect((await simulate(['--jsn'])).err).toBe(`eso-mtls simulate: unknown flag --jsn (did you mean --json?)${SEE_SIMULATE}`);
+    expect((await simulate(['--servces=3'])).err).toBe(`eso-mtls simulate: unknown flag --servces (did you mean --services?)${SEE_SIMULATE}`);
+    expect(controllerError(['--namspace', 'x'])).toBe(`unknown flag --namspace (did you mean --namespace?)${SEE_CONTROLLER}`);
+    expect(controllerError(['--leader-elction-id=x'])).toBe(`unknown flag --leader-elction-id (did you mean --leader-election-id?)${SEE_CONTROLLER}`);
+    expect((await simulate(['--frobnicate'])).err).toBe(`eso-mtls simulate: unknown flag --frobnicate${SEE_SIMULATE}`);
   });
 
   it.each([
@@ -204,7 +214,7 @@ describe('eso-mtls simulate command line', () => {
     expect(await simulate(argv)).toEqual({
       code: 2,
       out: '',
-      err: `eso-mtls simulate: Unexpected argument '${arg}'. This command does not take positional arguments${SEE_SIMULATE}`,
+      err: `eso-mtls simulate: unexpected argument ${JSON.stringify(arg)}: eso-mtls simulate takes only flags${SEE_SIMULATE}`,
     });
   });
 
@@ -213,11 +223,10 @@ describe('eso-mtls simulate command line', () => {
   });
 
   it('refuses a last flag without its value', async () => {
-    expect(await simulate(['--json', '--years'])).toEqual({
-      code: 2,
-      out: '',
-      err: `eso-mtls simulate: Option '--years <value>' argument missing${SEE_SIMULATE}`,
-    });
+    expect(await simulate(['--json', '--years'])).toEqual({ code: 2, out: '', err: 'eso-mtls simulate: flag --years needs a value: a number\n' });
+    expect((await simulate(['--leaf-validity'])).err).toBe(
+      'eso-mtls simulate: flag --leaf-validity needs a value: a duration such as 90d, 36h, 10m or 1d12h\n',
+    );
   });
 
   it('answers --help and -h at once, before judging any value, unless an argv error comes first', async () => {

@@ -44,7 +44,7 @@ describe('eso-mtls simulate', () => {
     [['--ca-lookahead', '10d'], /--ca-lookahead: invalid policy: caLookahead=10d: must be at least/],
     [['--key-algorithm', 'ed25519'], /--key-algorithm: "ed25519" is not one of ECDSA-P256, RSA-2048, RSA-3072/],
     [['--cluster-domain', 'Bad_Domain'], /--cluster-domain: invalid policy: clusterDomain="Bad_Domain"/],
-    [['--frobnicate'], /Unknown option '--frobnicate'/],
+    [['--frobnicate'], /unknown flag --frobnicate; see eso-mtls simulate --help/],
   ])('rejects %j with exit code 2 and a message naming the flag', async (argv, message) => {
     const { code, err, out } = await run(argv);
     expect(code).toBe(2);

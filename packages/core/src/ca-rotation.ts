@@ -26,17 +26,23 @@ export type CaMaterial = { readonly kind: 'existing'; readonly keyed: KeyedCerti
 
 /** The CA Secret's content after a plan: active (signs), next (published), retired (trusted, no key). */
 export interface CaLayout {
+  /** The CA that signs leaves. */
   readonly active?: CaMaterial;
+  /** The CA published in every bundle before it signs. */
   readonly next?: CaMaterial;
+  /** Former CAs still trusted until nothing in use depends on them. */
   readonly retired: readonly CertificateView[];
 }
 
 /** The one write to the CA Secret a plan may hold. */
 export interface CaChange {
+  /** What the write does, in order. */
   readonly phases: readonly CaPhase[];
   /** Why a new CA is made (create, prepare, recover, emergency); undefined for activate/retire only. */
   readonly reason?: RotationReason;
+  /** Why, in a sentence for logs and Events. */
   readonly message: string;
+  /** The CA Secret's content after the write. */
   readonly layout: CaLayout;
   /** Create (POST) rather than update the Secret. */
   readonly create: boolean;
@@ -48,14 +54,19 @@ export interface CaChange {
 
 /** notAfter of each CA certificate, for the `eso_ca_certificate_expiry_seconds{state}` gauge. */
 export interface CaStatus {
+  /** notAfter of the active CA. */
   readonly active?: Instant;
+  /** notAfter of the next CA, while one is published. */
   readonly next?: Instant;
+  /** notAfter of each retired CA. */
   readonly retired: readonly Instant[];
 }
 
 /** A managed Secret's ca.crt: its certificates (undefined: unreadable) and when we last wrote it, if known. */
 export interface ObservedBundle {
+  /** The CA certificates it holds; undefined when unreadable. */
   readonly certificates?: readonly CertificateView[];
+  /** When we last wrote it, if known. */
   readonly writtenAt?: Instant;
 }
 
@@ -80,11 +91,13 @@ export interface CaRotationInput {
 export interface CaRotationPlan {
   /** Set when the CA Secret is not ours: nothing can be signed. */
   readonly conflict?: string;
+  /** The CA Secret write, if any. */
   readonly change?: CaChange;
   /** The layout after the change (or as it is). */
   readonly layout: CaLayout;
   /** An emergency rotation is under way: every leaf is re-issued as `forced`. */
   readonly emergency: boolean;
+  /** notAfter of each CA after the plan. */
   readonly status: CaStatus;
   /** Set while no CA signs after the plan (a recovery waits for its new CA): when one is expected to. */
   readonly signingResumesAt?: Instant;

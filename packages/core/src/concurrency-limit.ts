@@ -7,6 +7,7 @@ export class ConcurrencyLimit {
   private active = 0;
   private readonly waiting: (() => void)[] = [];
 
+  /** @param limit - How many tasks may run at once. */
   constructor(readonly limit: number) {
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`concurrency limit must be a positive integer, got ${limit}`);
   }

@@ -8,6 +8,7 @@ export type RandomSource = (length: number) => Uint8Array;
 
 /** A freshly generated key pair. */
 export interface GeneratedKey {
+  /** The algorithm it was generated for. */
   readonly algorithm: KeyAlgorithm;
   /** DER SubjectPublicKeyInfo of the public key, as it goes into a certificate. */
   readonly subjectPublicKeyInfo: Uint8Array;
@@ -49,7 +50,10 @@ export interface SignatureVerifier {
 
 /** Everything cryptographic the core needs, bundled for injection. */
 export interface CryptoBackend {
+  /** Generates keys and signs certificates. */
   readonly signer: Signer;
+  /** Checks signatures and key pairs of observed certificates. */
   readonly verifier: SignatureVerifier;
+  /** Serial numbers and jitter. */
   readonly random: RandomSource;
 }

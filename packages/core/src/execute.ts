@@ -14,7 +14,9 @@ import type { Instant } from './time.js';
 
 /** One Secret write, ready for an adapter. */
 export interface SecretWrite {
+  /** The Secret written. */
   readonly target: SecretTarget;
+  /** What it writes: the CA Secret, a leaf, or a bundle alone. */
   readonly kind: 'ca' | 'serverLeaf' | 'clientLeaf' | 'bundle';
   /** The complete data of the Secret after the write, as PEM text per key (replace, do not merge). */
   readonly data: Readonly<Record<string, string>>;
@@ -26,7 +28,9 @@ export interface SecretWrite {
   readonly annotations: Readonly<Record<string, string>>;
   /** Why a certificate was issued (leaves; the CA when a new one is made). Bundle updates have none. */
   readonly reason?: RotationReason;
+  /** The CA phases a CA write carries out. */
   readonly phases?: readonly CaPhase[];
+  /** Why, in a sentence for logs and Events. */
   readonly message?: string;
   /** The namespace's labelled Services, for Events and metrics. */
   readonly services: readonly string[];
@@ -39,7 +43,9 @@ export interface SecretWrite {
  * by default; an adapter passes its clock at write time, so stamps never predate the write.
  */
 export interface ExecutionContext {
+  /** Key generation and signing. */
   readonly crypto: CryptoBackend;
+  /** The issuing instant (default: the plan's `now`). */
   readonly now?: Instant;
   /** Issuances in flight at once; RSA key generation runs in a thread pool. Default 4. */
   readonly concurrency?: number;
@@ -49,9 +55,13 @@ export interface ExecutionContext {
 
 /** The CAs after the plan's CA change, with keys, and the bundle every leaf Secret gets. */
 export interface MaterializedCa {
+  /** The CA that signs the plan's leaves. */
   readonly active?: KeyedCertificate;
+  /** The published next CA, if any. */
   readonly next?: KeyedCertificate;
+  /** Retired CAs, still trusted. */
   readonly retired: readonly CertificateView[];
+  /** The ca.crt text every Secret gets: active, next and retired CAs. */
   readonly bundle: string;
   /** The CA Secret write, when the plan changes it. */
   readonly write?: SecretWrite;

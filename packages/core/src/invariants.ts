@@ -7,9 +7,11 @@ import { type Duration, type Instant, days } from './time.js';
 
 /** A broken promise found while simulating. */
 export interface Violation {
+  /** The simulated instant it was found. */
   readonly at: Instant;
   /** trust: a handshake would fail; expiry: a certificate in use reached its last day; idempotence: re-planning was not empty. */
   readonly kind: 'trust' | 'expiry' | 'idempotence';
+  /** What broke, naming the Secret and the certificates. */
   readonly message: string;
 }
 

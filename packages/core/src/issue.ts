@@ -28,18 +28,23 @@ import { type Instant, truncateToSecond } from './time.js';
 
 /** Everything an issuance needs: injected crypto, the policy, and the time to issue at. */
 export interface IssueContext {
+  /** Key generation, signing and serial numbers. */
   readonly crypto: CryptoBackend;
+  /** Validity, backdate, key algorithm and names. */
   readonly policy: Policy;
+  /** The issuing instant; notBefore is backdated from it. */
   readonly now: Instant;
 }
 
 /** A freshly issued certificate with its private key, and the algorithm of that key. */
 export interface Issued extends KeyedCertificate {
+  /** The algorithm of the new key. */
   readonly keyAlgorithm: KeyAlgorithm;
 }
 
 /** Raised when a certificate cannot be issued as asked; the message names the value and the fix. */
 export class IssueError extends Error {
+  /** Always `IssueError`. */
   override readonly name = 'IssueError';
 }
 

@@ -5,6 +5,7 @@ import { type ProviderService, type SecretState, type Snapshot, assembleSnapshot
 
 /** A write the store refused: the Secret moved on since it was planned (or already exists). */
 export class StoreConflictError extends Error {
+  /** Always `StoreConflictError`. */
   override readonly name = 'StoreConflictError';
 }
 

@@ -30,6 +30,7 @@ export function dnsNamesBytes(names: Iterable<string>): number {
 
 /** The Services of a namespace split by whether their names fit in its certificate. */
 export interface FittedServices<S extends ServiceRef> {
+  /** The Services whose names go into the certificate. */
   readonly fitted: readonly S[];
   /** Each refused Service, with the bytes its names would have brought the certificate to. */
   readonly refused: readonly { readonly service: S; readonly bytes: number }[];

@@ -21,12 +21,15 @@ export function isDnsName(s: string): boolean {
 
 /** A Service, by namespace and name, as the planner needs to know it. */
 export interface ServiceRef {
+  /** The Service's namespace. */
   readonly namespace: string;
+  /** The Service's name. */
   readonly name: string;
 }
 
 /** Raised for a Service or namespace name that cannot appear in a DNS SAN. */
 export class InvalidNameError extends Error {
+  /** Always `InvalidNameError`. */
   override readonly name = 'InvalidNameError';
 }
 

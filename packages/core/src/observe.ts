@@ -34,7 +34,9 @@ export type DataProblem =
 
 /** A certificate and the stored private key that belongs to it. */
 export interface KeyedCertificate {
+  /** The certificate. */
   readonly certificate: CertificateView;
+  /** Its private key, PKCS#8 PEM. */
   readonly privateKeyPem: string;
 }
 

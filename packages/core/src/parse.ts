@@ -4,6 +4,7 @@ import { decodePemBlocks, encodePem } from './pem.js';
 
 /** Raised for input that is not exactly one well-formed X.509 certificate; the message says why. */
 export class CertificateParseError extends Error {
+  /** Always `CertificateParseError`. */
   override readonly name = 'CertificateParseError';
 }
 

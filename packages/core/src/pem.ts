@@ -10,6 +10,7 @@ for (let i = 0; i < ALPHABET.length; i++) DECODE[ALPHABET.charCodeAt(i)] = i;
 
 /** Raised for text that is not well-formed PEM or base64; the message says where and why. */
 export class PemError extends Error {
+  /** Always `PemError`. */
   override readonly name = 'PemError';
 }
 
@@ -68,7 +69,9 @@ export function encodePem(label: string, der: Uint8Array): string {
 
 /** One PEM block: its label (e.g. CERTIFICATE) and decoded contents. */
 export interface PemBlock {
+  /** The label of the BEGIN/END lines, e.g. `CERTIFICATE`. */
   readonly label: string;
+  /** The decoded base64 body. */
   readonly der: Uint8Array<ArrayBuffer>;
 }
 

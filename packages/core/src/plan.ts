@@ -30,16 +30,23 @@ export function describeTarget(target: SecretTarget): string {
 
 /** Issue a new leaf (fresh key) into a Secret, signed by the CA that signs after the plan's CA change. */
 export interface LeafIssuance {
+  /** A provider's server leaf or the ESO client leaf. */
   readonly kind: 'serverLeaf' | 'clientLeaf';
+  /** The Secret that receives it. */
   readonly target: SecretTarget;
   /** The labelled Services of the namespace (empty for the client), for Events and metrics. */
   readonly services: readonly string[];
   /** subjectAltName dNSNames of a server leaf (empty for the client). */
   readonly dnsNames: readonly string[];
+  /** The rule that made it due. */
   readonly reason: RotationReason;
+  /** Why, in a sentence for logs and Events. */
   readonly message: string;
+  /** The Secret does not exist yet: create it. */
   readonly create: boolean;
+  /** The resourceVersion the write replaces (optimistic concurrency). */
   readonly base?: string;
+  /** Annotations to set, such as the acknowledgement of a rotation request. */
   readonly annotations: Readonly<Record<string, string>>;
   /** The CA certificates the Secret's ca.crt holds now (undefined: absent or unreadable). */
   readonly currentBundle?: readonly CertificateView[];
@@ -47,7 +54,9 @@ export interface LeafIssuance {
 
 /** Rewrite `ca.crt` alone, keeping the rest of the data. Not a rotation. */
 export interface BundleUpdate {
+  /** The Secret whose ca.crt is rewritten. */
   readonly target: SecretTarget;
+  /** The resourceVersion the write replaces (optimistic concurrency). */
   readonly base?: string;
   /** The Secret's data as observed; only ca.crt changes. */
   readonly data: SecretData;
@@ -57,18 +66,23 @@ export interface BundleUpdate {
 
 /** Something the planner will not touch, reported to the user. */
 export interface Conflict {
+  /** The Secret left alone. */
   readonly target: SecretTarget;
   /** Services to attach Events to. */
   readonly services: readonly string[];
+  /** Why, and what the user can do. */
   readonly message: string;
 }
 
 /** A leaf that is due while no CA signs (a recovery waits for its new CA's propagation). */
 export interface WaitingLeaf {
+  /** The Secret whose leaf waits. */
   readonly target: SecretTarget;
   /** The labelled Services of the namespace (empty for the client), for Events. */
   readonly services: readonly string[];
+  /** The rule that made it due. */
   readonly reason: RotationReason;
+  /** Why it waits, in a sentence. */
   readonly message: string;
   /** When a CA is expected to sign again (the new CA's activation), if known. */
   readonly until?: Instant;
@@ -83,24 +97,33 @@ export type RefusalReason = 'rotate_request_too_large' | 'certificate_too_large'
  * to handshake (`certificate_too_large`: the names are left out; the others keep being served).
  */
 export interface RefusedService {
+  /** The Service's namespace. */
   readonly namespace: string;
+  /** The Service's name. */
   readonly service: string;
+  /** What was refused. */
   readonly reason: RefusalReason;
+  /** Why, naming the limit, for an Event on the Service. */
   readonly message: string;
 }
 
 /** notAfter of what is in use, for metrics computed at scrape time. */
 export interface PlanStatus {
+  /** notAfter of the active, next and retired CA. */
   readonly ca: CaStatus;
   /** While no CA signs (a recovery waits for its new CA's propagation): when one is expected to sign again. */
   readonly signingPausedUntil?: Instant;
+  /** notAfter of the client leaf. */
   readonly client?: Instant;
+  /** Per provider namespace: its labelled Services and its leaf's notAfter. */
   readonly namespaces: readonly { readonly namespace: string; readonly services: readonly string[]; readonly notAfter?: Instant }[];
 }
 
 /** What to do now. Pure data; {@link executePlan} materialises it. */
 export interface Plan {
+  /** The instant it was planned for. */
   readonly now: Instant;
+  /** The policy it was planned under. */
   readonly policy: Policy;
   /** The CA write, if any. Written first. */
   readonly ca?: CaChange;
@@ -108,12 +131,17 @@ export interface Plan {
   readonly trust: CaLayout;
   /** The expected bundle text, or undefined while it holds a CA still to be generated. */
   readonly bundle?: string;
+  /** Leaves to issue, after the CA write. */
   readonly leaves: readonly LeafIssuance[];
+  /** Bundles to rewrite without a new leaf. */
   readonly bundles: readonly BundleUpdate[];
+  /** Secrets left alone, to report. */
   readonly conflicts: readonly Conflict[];
+  /** Leaves due but waiting for a CA that signs. */
   readonly waiting: readonly WaitingLeaf[];
   /** Labelled Services whose request or names are refused; the rest of their namespace is planned as usual. */
   readonly refused: readonly RefusedService[];
+  /** What is in use after the plan, for metrics. */
   readonly status: PlanStatus;
   /** Earliest future instant at which anything comes due; plan again then. */
   readonly nextDueAt?: Instant;
@@ -121,7 +149,9 @@ export interface Plan {
 
 /** Inputs of {@link planRotation} other than the snapshot. */
 export interface PlanContext {
+  /** The instant to plan for (the caller's clock). */
   readonly now: Instant;
+  /** The policy, from {@link resolvePolicy}. */
   readonly policy: Policy;
   /** Caller-owned: a steady-state resync re-parses and re-verifies nothing. */
   readonly cache: CertificateCache;

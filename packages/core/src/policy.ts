@@ -57,9 +57,12 @@ export const DEFAULT_POLICY: Policy = Object.freeze({
 
 /** A policy value that makes no sense; the message names the field, its value and the rule. */
 export class PolicyError extends Error {
+  /** Always `PolicyError`. */
   override readonly name = 'PolicyError';
   constructor(
+    /** The policy field that is wrong. */
     readonly field: keyof Policy,
+    /** Its value. */
     readonly value: unknown,
     rule: string,
   ) {

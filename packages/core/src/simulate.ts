@@ -28,32 +28,49 @@ export type SimulationEvent = { readonly at: Instant } & (
 
 /** One line of the timeline: a write the planner made, or an event. */
 export interface TimelineEntry {
+  /** The simulated instant. */
   readonly at: Instant;
+  /** What was written (`ca`, a leaf, the `bundle`), or `event` for a scenario event. */
   readonly kind: 'ca' | 'serverLeaf' | 'clientLeaf' | 'bundle' | 'event';
+  /** The Secret written (`ca`, `client` or `namespace/<name>`), or the namespace an event touched. */
   readonly target: string;
+  /** Why a leaf was issued. */
   readonly reason?: RotationReason;
+  /** The CA rotation phases a CA write carried out. */
   readonly phases?: readonly CaPhase[];
+  /** What was done and why, in a sentence. */
   readonly message: string;
 }
 
 /** Counts over a whole simulation. */
 export interface SimulationSummary {
+  /** First simulated instant. */
   readonly start: Instant;
+  /** Last simulated instant. */
   readonly end: Instant;
+  /** Reconciles run. */
   readonly reconciles: number;
+  /** Provider (server) leaves issued. */
   readonly serverIssuances: number;
+  /** Client leaves issued. */
   readonly clientIssuances: number;
+  /** Leaves issued, by the rule that fired. */
   readonly byReason: Readonly<Partial<Record<RotationReason, number>>>;
+  /** CA rotation phases carried out, by phase. */
   readonly caPhases: Readonly<Partial<Record<CaPhase, number>>>;
+  /** Trust bundle writes. */
   readonly bundleUpdates: number;
   /** Smallest remaining validity of any certificate in use, at any checked instant. */
   readonly minRemainingValidity: Duration;
+  /** Every broken invariant; empty when the policy held. */
   readonly violations: readonly Violation[];
 }
 
 /** The result of {@link simulate}. */
 export interface SimulationResult {
+  /** Every write and event, in order. */
   readonly timeline: readonly TimelineEntry[];
+  /** Counts over the whole run. */
   readonly summary: SimulationSummary;
 }
 
@@ -190,15 +207,22 @@ export class SimulatedCluster {
 
 /** What to simulate. */
 export interface SimulationOptions {
+  /** The policy under test, from {@link resolvePolicy}. */
   readonly policy: Policy;
+  /** Key generation and signing, e.g. createNodeCryptoBackend() from \@eso-mtls/core/node. */
   readonly crypto: CryptoBackend;
   /** Labelled Services at the start. */
   readonly services: readonly { readonly namespace: string; readonly name: string }[];
   /** Simulated start instant (default 2026-01-01T00:00:00Z). */
   readonly start?: Instant;
+  /** How long to simulate. */
   readonly duration: Duration;
+  /** What happens to the cluster along the way, in any order. */
   readonly events?: readonly SimulationEvent[];
+  /** A cache to share with the caller; a new one by default. */
   readonly cache?: CertificateCache;
+  /** Told the simulated instant after each reconcile, e.g. to draw a progress line. */
+  readonly onProgress?: (at: Instant) => void;
 }
 
 /** Default simulated start: a fixed instant, so runs are reproducible. */
@@ -226,6 +250,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   while (at <= end) {
     while (pending < events.length && events[pending]!.at <= at) await cluster.applyEvent(events[pending++]!);
     const replan = await cluster.reconcile(at);
+    options.onProgress?.(at);
     const next = Math.min(replan.nextDueAt ?? Infinity, events[pending]?.at ?? Infinity);
     if (next > end) break;
     at = Math.max(next, at + 1000);

@@ -14,8 +14,11 @@ export type Ownership = 'managed' | 'placeholder' | 'foreign';
 
 /** One Secret as observed. */
 export interface SecretState {
+  /** The Secret's data, decoded. */
   readonly data: SecretData;
+  /** Whether this installation wrote it (see {@link Ownership}). */
   readonly ownership: Ownership;
+  /** Its annotations (the rotation request and acknowledgement live here). */
   readonly annotations: Readonly<Record<string, string>>;
   /** The resourceVersion, opaque; echoed into the write planned from it (optimistic concurrency). */
   readonly version?: string;
@@ -23,6 +26,7 @@ export interface SecretState {
 
 /** A labelled Service, as the planner needs it. */
 export interface ProviderService {
+  /** The Service's name. */
   readonly name: string;
   /** Value of its `eso-mtls.io/rotate` annotation, if any: a request token for a forced rotation. */
   readonly rotateRequest?: string;
@@ -30,9 +34,11 @@ export interface ProviderService {
 
 /** A provider namespace: its labelled Services and its one `external-secrets-provider-tls` Secret. */
 export interface ProviderNamespace {
+  /** The namespace's name. */
   readonly namespace: string;
   /** Labelled Services; may be empty (the last one went away: the Secret is then left alone). */
   readonly services: readonly ProviderService[];
+  /** Its provider Secret, if one exists. */
   readonly secret?: SecretState;
   /**
    * True when the adapter's issuance ledger has seen a managed Secret in this namespace: an absent
@@ -49,12 +55,15 @@ export interface Snapshot {
   readonly clientSecret?: SecretState;
   /** As {@link ProviderNamespace.previouslyIssued}, for the client Secret. */
   readonly clientPreviouslyIssued?: boolean;
+  /** Every namespace with labelled Services or a provider Secret, sorted by name. */
   readonly namespaces: readonly ProviderNamespace[];
 }
 
 /** What an adapter (or the memory store) observes, before it becomes a {@link Snapshot}. */
 export interface ObservedCluster {
+  /** The CA Secret in the ESO namespace, if it exists. */
   readonly caSecret?: SecretState;
+  /** The ESO client Secret, if it exists. */
   readonly clientSecret?: SecretState;
   /** Labelled Services, by namespace. */
   readonly services: ReadonlyMap<string, readonly ProviderService[]>;

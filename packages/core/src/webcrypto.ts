@@ -9,6 +9,7 @@ import type { KeyAlgorithm } from './policy.js';
  * opaque `CryptoKey` handles here.
  */
 export interface WebCryptoLike {
+  /** The SubtleCrypto methods the signer uses. */
   readonly subtle: {
     generateKey(algorithm: WebCryptoAlgorithm, extractable: boolean, keyUsages: WebCryptoKeyUsage[]): Promise<unknown>;
     exportKey(format: 'pkcs8' | 'spki', key: never): Promise<ArrayBuffer>;
@@ -21,10 +22,12 @@ export interface WebCryptoLike {
     ): Promise<unknown>;
     sign(algorithm: WebCryptoAlgorithm, key: never, data: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer>;
   };
+  /** Fills `array` with cryptographically secure random bytes. */
   getRandomValues<T extends Uint8Array>(array: T): T;
 }
 /** A WebCrypto algorithm dictionary: a name plus that algorithm's parameters. */
 export interface WebCryptoAlgorithm {
+  /** The algorithm name, e.g. `ECDSA` or `RSASSA-PKCS1-v1_5`. */
   readonly name: string;
 }
 /** WebCrypto key usages the signer asks for. */

@@ -1,23 +1,18 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
+import { type CertificateView, type Issued, type SecretState, days, minutes } from '@eso-mtls/core';
+import { type CaLayout, type CaRotationInput } from '../src/ca-rotation.js';
 import {
-  type CaLayout,
-  type CaRotationInput,
-  type CertificateView,
-  type Issued,
-  type SecretState,
   activatePhase,
-  days,
   emergencyPhase,
   generatedSchedule,
   initialSlots,
-  minutes,
   preparePhase,
   readCaSecret,
   recoverOrCreatePhase,
   restorePhase,
   retirePhase,
   salvagePhase,
-} from '@eso-mtls/core';
+} from '../src/ca-phases.js';
 import { caRotationInput, issueCaGenerations, managedCaSecret } from './support/ca-secrets.js';
 import { Pki, T0 } from './support/planner.js';
 

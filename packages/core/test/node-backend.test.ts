@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
 import { cpuQuotaCores, createNodeCryptoBackend, createNodeSigner, createNodeVerifier, defaultKeyGenerationConcurrency, nodeRandom } from '@eso-mtls/core/node';
 import type { KeyAlgorithm } from '@eso-mtls/core';
 
@@ -158,9 +158,14 @@ describe('createNodeVerifier.publicKeyOf: derived from the private key, not read
 
   it('notices RSA private parts that do not belong to the modulus', () => {
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 1024 });
-    const jwk = privateKey.export({ format: 'jwk' });
-    const other = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'jwk' });
-    const mixed = createPrivateKey({ key: { ...other, n: jwk.n, e: jwk.e }, format: 'jwk' }).export({ type: 'pkcs8', format: 'pem' }) as string;
+    const n = Buffer.from(privateKey.export({ format: 'jwk' }).n!, 'base64url');
+    // Another key's private parts under this key's modulus, spliced in the DER (both moduli are
+    // 1024 bits, so the lengths hold): Node 26 refuses to import such a key from JWK.
+    const other = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey;
+    const otherDer = other.export({ type: 'pkcs8', format: 'der' });
+    const mixedDer = Buffer.from(otherDer);
+    n.copy(mixedDer, otherDer.indexOf(Buffer.from(other.export({ format: 'jwk' }).n!, 'base64url')));
+    const mixed = `-----BEGIN PRIVATE KEY-----\n${mixedDer.toString('base64')}\n-----END PRIVATE KEY-----\n`;
     expect(verifier.publicKeyOf(mixed)).toBeUndefined();
     expect(verifier.publicKeyOf(privateKey.export({ type: 'pkcs8', format: 'pem' }) as string)).toBeDefined();
   });

@@ -10,10 +10,10 @@ import {
   issueCa,
   issueClientLeaf,
   issueServerLeaf,
-  observeCaSecret,
   observeLeafSecret,
   resolvePolicy,
 } from '@eso-mtls/core';
+import { observeCaSecret } from '../src/observe.js';
 import { NOW, nodeBackend } from './support/fixtures.js';
 
 const crypto = nodeBackend();

@@ -1,27 +1,21 @@
 import { describe, expect, it } from '@jest/globals';
+import { ROTATION_REASONS, type CertificateView, days, hours, minutes, resolvePolicy, seconds } from '@eso-mtls/core';
 import {
   LEAF_RULES,
-  ROTATION_REASONS,
-  type CertificateView,
   type LeafRuleContext,
   caMismatchRule,
   caRotatedRule,
-  days,
   dnsChangedRule,
   evaluateLeafRules,
   expiringRule,
   forcedRule,
-  hours,
   initialRule,
   invalidRule,
   issuedNoLaterThan,
-  minutes,
   renewalTime,
-  resolvePolicy,
   rotationJitter,
   secretMissingRule,
-  seconds,
-} from '@eso-mtls/core';
+} from '../src/rules.js';
 import { T0, policy, view } from './support/planner.js';
 
 const active = view({ serialNumber: 'ac', subject: 'CN=active', isCa: true });

@@ -8,13 +8,13 @@ import {
   type WebCryptoLike,
   CertificateCache,
   createWebCryptoSigner,
-  ecdsaSignatureToDer,
   issueCa,
   issueServerLeaf,
   observeLeafSecret,
   resolvePolicy,
   webCryptoRandom,
 } from '@eso-mtls/core';
+import { ecdsaSignatureToDer } from '../src/webcrypto.js';
 import { NOW, nodeBackend, openssl, tempDir } from './support/fixtures.js';
 
 const node = nodeBackend();

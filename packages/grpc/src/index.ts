@@ -1,4 +1,104 @@
-export * from './wire/index.js';
-export * from './server/index.js';
-export * from './client/index.js';
-export * from './tls/index.js';
+/**
+ * `@eso-mtls/grpc`: the ESO provider protocol over mutual TLS: a provider server with hot-reloaded
+ * certificates, health and metrics, and a typed client with a channel pool. Everything not named
+ * here is internal.
+ *
+ * @packageDocumentation
+ * @module @eso-mtls/grpc
+ */
+export { DEFAULT_RETRY_POLICY, NO_RETRY_POLICY, resolveRetryPolicy, RETRYABLE_CODES, type RetryEnvironment, type RetryPolicy } from './client/retry.js';
+export {
+  createSecretStoreProviderClient,
+  ProviderCallError,
+  type ProviderCallOptions,
+  type ProviderChannelSource,
+  type ProviderClientOptions,
+  type SecretStoreProviderClient,
+} from './client/typed-client.js';
+export { type ServedCertificateSource } from './server/certificate-source.js';
+export { type CallObserver } from './server/handlers.js';
+export { HealthService, type ServingStatus } from './server/health.js';
+export { type ClientIdentityRequirement, peerIdentity, type PeerIdentity } from './server/identity.js';
+export { stderrProviderLogger } from './server/log.js';
+export {
+  type ProviderLogger,
+  type ProviderLogRecord,
+  ProviderServerOptionError,
+  type ProviderServerOptions,
+  type ResolvedProviderServerOptions,
+  resolveProviderServerOptions,
+} from './server/options.js';
+export { type CallContext, type SecretStoreProvider } from './server/provider.js';
+export { type CertificateSourceFactory, type ProviderServer, startProviderServer } from './server/start.js';
+export { ProviderChannelPool, type ProviderChannelPoolOptions } from './tls/channel-pool.js';
+export {
+  type ClientMaterialSource,
+  parseProviderAddress,
+  type ProviderAddress,
+  ProviderChannel,
+  type ProviderChannelOptions,
+  type ProviderChannelStats,
+} from './tls/client-channel.js';
+export { type ClientMaterialOptions, clientTlsMaterial, type TlsSecretData } from './tls/client-material.js';
+export {
+  type CertificatePurpose,
+  checkTlsMaterial,
+  type TlsMaterial,
+  type TlsMaterialCheck,
+  TlsMaterialError,
+  type TlsMaterialPems,
+  type TlsMaterialProblem,
+} from './tls/material.js';
+export { MAX_MOUNTED_FILE_BYTES, MountedFileError, type MountedFileProblem, readMountedFile } from './tls/mounted-file.js';
+export { reloadingCertificateSource, ReloadingServerCredentials } from './tls/server-credentials.js';
+export {
+  CertificateWatcher,
+  type CertificateWatcherOptions,
+  DEFAULT_CERT_DIR,
+  type FailureListener,
+  type MaterialListener,
+  type ReloadFailure,
+} from './tls/watcher.js';
+export { ProviderError, SecretNotFoundError } from './wire/errors.js';
+export {
+  type CapabilitiesRequest,
+  type CapabilitiesResponse,
+  type DeleteSecretRequest,
+  type DeleteSecretResponse,
+  type ExternalSecretDataRemoteRef,
+  type ExternalSecretFind,
+  type FindName,
+  type GetAllSecretsRequest,
+  type GetAllSecretsResponse,
+  type GetSecretMapRequest,
+  type GetSecretMapResponse,
+  type GetSecretRequest,
+  type GetSecretResponse,
+  type MessageInit,
+  type ProviderErrorMessage,
+  type ProviderReference,
+  type PushSecretData,
+  type PushSecretRemoteRef,
+  type PushSecretRequest,
+  type PushSecretResponse,
+  SECRET_STORE_CAPABILITIES,
+  type SecretExistsRequest,
+  type SecretExistsResponse,
+  type SecretStoreCapabilities,
+  type ValidateRequest,
+  type ValidateResponse,
+} from './wire/messages.js';
+export { healthServiceDefinition, loadProtoDefinitions, providerServiceDefinition } from './wire/proto.js';
+export {
+  methodCodec,
+  type MethodCodec,
+  PROVIDER_METHOD_NAMES,
+  PROVIDER_SERVICE_NAME,
+  type ProviderMethodName,
+  type ProviderMethods,
+  type RawProviderClient,
+  type RequestOf,
+  type ResponseOf,
+} from './wire/service.js';
+/** gRPC status codes, re-exported from grpc-js so a provider can throw `new ProviderError(status.NOT_FOUND, ...)`. */
+export { status } from './wire/errors.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { PeerCertificate } from 'node:tls';
-import { clientIdentityMismatch, peerIdentity, type PeerIdentity } from '@eso-mtls/grpc';
+import { peerIdentity, type PeerIdentity } from '@eso-mtls/grpc';
+import { clientIdentityMismatch } from '../src/server/identity.js';
 
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';

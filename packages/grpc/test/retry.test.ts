@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as grpc from '@grpc/grpc-js';
 import {
-  backoffDelay,
   createSecretStoreProviderClient,
   DEFAULT_RETRY_POLICY,
   ProviderError,
@@ -9,6 +8,7 @@ import {
   SecretNotFoundError,
   type RetryEnvironment,
 } from '@eso-mtls/grpc';
+import { backoffDelay } from '../src/client/retry.js';
 import { failureOf } from './support/failure.js';
 import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider } from './support/provider-fixture.js';
 

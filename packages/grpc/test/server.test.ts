@@ -49,7 +49,7 @@ describe('options', () => {
 
   it('reject bad ports, a missing implementation and equal ports, and default to the design', () => {
     expect(() => resolveProviderServerOptions({ implementation: minimal, port: 70000 })).toThrow('port=70000 is not a TCP port');
-    expect(() => resolveProviderServerOptions({ implementation: {} as SecretStoreProvider })).toThrow('at least getSecret and getSecretMap');
+    expect(() => resolveProviderServerOptions({ implementation: {} as SecretStoreProvider })).toThrow('must be an object with at least a getSecret method');
     expect(() => resolveProviderServerOptions({ implementation: minimal, port: 9000, healthPort: 9000 })).toThrow('healthPort=9000 must differ');
     expect(resolveProviderServerOptions({ implementation: minimal })).toMatchObject({
       certDir: '/etc/provider/certs',

@@ -1,4 +1,4 @@
-/** Options of {@link Backoff}. */
+/** Options of the exponential backoff: first delay, longest delay and jitter source. */
 export interface BackoffOptions {
   /** First delay (default 200 ms). */
   readonly initialMs?: number;

@@ -40,6 +40,8 @@ export const systemTimers: Timers = {
 /**
  * Resolves after `ms`, or at once when `signal` aborts (never rejects), so that loops waiting
  * for their next attempt stop promptly on shutdown.
+ *
+ * @internal Shared with \@eso-mtls/controller; not part of the supported API.
  */
 export function sleep(ms: number, signal?: AbortSignal, timers: TimerScheduler = systemTimers): Promise<void> {
   return new Promise((resolve) => {

@@ -17,6 +17,7 @@ export interface InformerTuning {
   readonly pageSize?: number;
   readonly watchTimeoutSeconds?: number;
   readonly backoff?: BackoffOptions;
+  /** Told about every failed list or watch, and every throwing listener, before the retry. */
   readonly onError?: (error: Error) => void;
   /** How long a watch ran, and when to retry (default: the process's own timers). */
   readonly timers?: Timers;
@@ -26,6 +27,8 @@ export interface InformerTuning {
  * What the adapter reads of a Service: name, namespace, uid, resourceVersion, the provider label
  * and the rotate annotation. Everything else a tenant put there is dropped, and a rotate value
  * too long to be honoured is kept as a copy of its first bytes, enough to be refused.
+ *
+ * @internal Shared with \@eso-mtls/controller; not part of the supported API.
  */
 export function trimService(s: V1Service): V1Service {
   const m = s.metadata ?? {};
@@ -48,7 +51,11 @@ function boundedCopy(text: string, max: number): string {
   return text.length <= max ? text : Buffer.from(text.slice(0, max), 'utf16le').toString('utf16le');
 }
 
-/** What the adapter reads of a Secret: its identity, ownership metadata, type and data (no managedFields). */
+/**
+ * What the adapter reads of a Secret: its identity, ownership metadata, type and data (no managedFields).
+ *
+ * @internal Shared with \@eso-mtls/controller; not part of the supported API.
+ */
 export function trimSecret(s: V1Secret): V1Secret {
   const m = s.metadata ?? {};
   return {

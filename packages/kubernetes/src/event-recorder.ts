@@ -14,8 +14,11 @@ export type EventReason = 'Issued' | 'Rotated' | 'Failed' | 'Conflict' | 'Waitin
 export interface ServiceReference {
   /** Default `Service`. */
   readonly kind?: 'Service' | 'Secret';
+  /** The object's namespace. */
   readonly namespace: string;
+  /** The object's name. */
   readonly name: string;
+  /** The object's uid, which ties the Event to this incarnation of it. */
   readonly uid?: string;
 }
 
@@ -37,10 +40,13 @@ export interface EventRecorderOptions {
 
 /** What the recorder did. */
 export interface EventRecorderStats {
+  /** Events created. */
   created: number;
+  /** Existing Events whose count was raised with a patch. */
   patched: number;
   /** Repeats folded into an existing Event's count without a request. */
   folded: number;
+  /** Events that could not be written. */
   failed: number;
 }
 

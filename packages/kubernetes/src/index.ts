@@ -1,53 +1,45 @@
-export { ProviderCertificateAdapter, type AdapterOptions } from './adapter.js';
-export { AdapterOptionsError, validateAdapterOptions } from './options.js';
-export { type AdapterHooks, type RoundResult, ReconcileRound, type RoundDependencies } from './reconcile-round.js';
-export { Reconciler, type ReconcilerOptions } from './reconciler.js';
-export { CertificateStatusView } from './certificate-status.js';
+/**
+ * `@eso-mtls/kubernetes`: the adapter that runs the core's planner against a real cluster: informers,
+ * Secret writes, Events, status and metrics. Everything not named here is internal.
+ *
+ * @packageDocumentation
+ * @module @eso-mtls/kubernetes
+ */
+export { type AdapterOptions, ProviderCertificateAdapter } from './adapter.js';
+export { type BackoffOptions } from './backoff.js';
+export { type CertificateStatusView } from './certificate-status.js';
+export { type MonotonicClock, type ScheduledTimer, sleep, systemTimers, type Timers, type TimerScheduler } from './clock.js';
+export { type ClusterInformers, type InformerScope, type InformerTuning, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService } from './cluster-informers.js';
+export { type ClusterConnection, connectionFromKubeConfig, type ConnectionTls, type KubeConfigConnectionOptions, type KubeConfigLike } from './connection.js';
+export { type EventReason, type EventRecorderStats, type ServiceReference } from './event-recorder.js';
 export {
   Informer,
-  type Watcher,
   type InformerEvent,
   type InformerOptions,
   type InformerStats,
   type ListPage,
   type ListWatchSource,
   type ObjectWithMeta,
+  type Watcher,
 } from './informer.js';
-export { WatchError } from './watch-state.js';
-export { type MonotonicClock, type ScheduledTimer, type TimerScheduler, type Timers, sleep, systemTimers } from './clock.js';
-export { ClusterInformers, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService, type InformerScope, type InformerTuning } from './cluster-informers.js';
-export { KubeApiError, KubeRestClient, type KubeRestClientOptions, type Query, type WatchHandle, WriteFencedError, corePath } from './rest-client.js';
-export { type ClusterConnection, type ConnectionTls, type KubeConfigConnectionOptions, type KubeConfigLike, connectionFromKubeConfig } from './connection.js';
-export { RequestCounter, type ApiVerb, classifyRequest } from './request-counter.js';
-export { SecretWriter, type SecretLocation, type SecretWriterScope, type WriteOutcome } from './secret-writer.js';
-export { EventRecorder, type EventReason, type EventRecorderOptions, type EventRecorderStats, type ServiceReference } from './event-recorder.js';
-export { SnapshotBuilder, type BuiltSnapshot } from './snapshot-builder.js';
-/** @deprecated Since 0.2: import IssuanceLedger from @eso-mtls/core, where the snapshot assembly that reads it lives. */
-export { IssuanceLedger } from '@eso-mtls/core';
+export { type InClusterOptions, type KubeconfigOptions, loadInClusterConnection, loadKubeconfigFile, UnsupportedKubeconfigError } from './kubeconfig.js';
+export { Limiter } from './limiter.js';
+export { type Logger, silentLogger } from './logger.js';
+export { AdapterOptionsError, validateAdapterOptions } from './options.js';
 export {
   COMPONENT_LABEL,
   DEFAULT_CA_SECRET_NAME,
   DEFAULT_CLIENT_SECRET_NAME,
   INSTALLATION_ANNOTATION,
+  installationId,
   MANAGED_BY,
   MANAGED_BY_LABEL,
-  type SecretComponent,
-  type SecretLike,
-  classifyOwnership,
-  installationId,
-  ownershipMetadata,
 } from './ownership.js';
-export { Backoff, type BackoffOptions } from './backoff.js';
-export { Limiter } from './limiter.js';
-export { type Logger, silentLogger } from './logger.js';
-export { type ApiErrorInfo, apiErrorOf } from './api-error.js';
-export {
-  type InClusterOptions,
-  type KubeconfigOptions,
-  TOKEN_REREAD_MS,
-  UnsupportedKubeconfigError,
-  loadInClusterConnection,
-  loadKubeconfigFile,
-} from './kubeconfig.js';
-export { PROXY_CONNECT_TIMEOUT_MS, type ProxyChoice, ProxyTunnelAgent, chooseProxy, parseProxyUrl, redactProxyUrl } from './proxy.js';
-export { type ProxyEnvironment, proxyFromEnvironment, readProxyEnvironment, usesProxy } from './no-proxy.js';
+export { type ProxyChoice, redactProxyUrl } from './proxy.js';
+export { type AdapterHooks, type RoundResult } from './reconcile-round.js';
+export { type ApiVerb, type RequestCounter } from './request-counter.js';
+export { corePath, KubeApiError, KubeRestClient, type KubeRestClientOptions, type Query, type WatchHandle, WriteFencedError } from './rest-client.js';
+export { type BuiltSnapshot, SnapshotBuilder, type SnapshotSource } from './snapshot-builder.js';
+export { WatchError } from './watch-state.js';
+/** @deprecated Since 0.2: import IssuanceLedger from @eso-mtls/core, where the snapshot assembly that reads it lives. */
+export { IssuanceLedger } from '@eso-mtls/core';

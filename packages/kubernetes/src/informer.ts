@@ -19,6 +19,7 @@ export interface ListPage<T> {
  * `done` is called once when the watch ends, with the error if it failed.
  */
 export interface Watcher {
+  /** Starts a watch of `path`: `onEvent` per event, `done` once when the stream ends. */
   watch(
     path: string,
     query: Readonly<Record<string, string | number | boolean | undefined>>,

@@ -9,7 +9,12 @@ import { chooseProxy } from './proxy.js';
  * provider, impersonation). `feature` names it; the caller may fall back to client-node.
  */
 export class UnsupportedKubeconfigError extends Error {
+  /** Always `UnsupportedKubeconfigError`. */
   override readonly name = 'UnsupportedKubeconfigError';
+  /**
+   * @param path - The kubeconfig file.
+   * @param feature - What in it the reader does not support.
+   */
   constructor(
     readonly path: string,
     readonly feature: string,
@@ -36,7 +41,9 @@ export interface InClusterOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Default /var/run/secrets/kubernetes.io/serviceaccount. */
   readonly serviceAccountDir?: string;
+  /** The clock for re-reading the token file (default Date.now). */
   readonly now?: () => number;
+  /** Reads a file (default fs.readFileSync); tests inject failures. */
   readonly readFile?: (path: string) => Buffer;
 }
 

@@ -3,7 +3,13 @@ import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME } from './ownership.
 
 /** An adapter option that makes no sense; the message names the option, its value and what is accepted. */
 export class AdapterOptionsError extends Error {
+  /** Always `AdapterOptionsError`. */
   override readonly name = 'AdapterOptionsError';
+  /**
+   * @param option - The option's name.
+   * @param value - Its value.
+   * @param accepted - What it accepts.
+   */
   constructor(
     readonly option: string,
     readonly value: unknown,

@@ -12,7 +12,9 @@ export const PROXY_CONNECT_TIMEOUT_MS = 60_000;
 
 /** The proxy chosen for an apiserver, and where the setting came from (`proxy-url`, `HTTPS_PROXY`...). */
 export interface ProxyChoice {
+  /** The proxy's URL, credentials included: redact it with {@link redactProxyUrl} before logging. */
   readonly url: string;
+  /** The setting it came from. */
   readonly from: string;
 }
 

@@ -7,9 +7,16 @@ import { RequestCounter, classifyRequest } from './request-counter.js';
 
 /** A non-2xx answer of the apiserver: HTTP status, the raw body (a JSON Status), and its reason. */
 export class KubeApiError extends Error {
+  /** Always `KubeApiError`. */
   override readonly name = 'KubeApiError';
   /** The Status `reason` (`NotFound`, `AlreadyExists`, `Conflict`, `Expired`...), when the body is one. */
   readonly reason: string | undefined;
+  /**
+   * @param code - The HTTP status code.
+   * @param body - The response body, usually a JSON Status.
+   * @param method - The request's method.
+   * @param path - The request's path.
+   */
   constructor(
     readonly code: number,
     readonly body: string,
@@ -28,6 +35,7 @@ export class KubeApiError extends Error {
 
 /** A mutating request refused by the fence (writesAllowed() was false); nothing was sent. */
 export class WriteFencedError extends Error {
+  /** Always `WriteFencedError`. */
   override readonly name = 'WriteFencedError';
 }
 
@@ -36,6 +44,7 @@ export type Query = Readonly<Record<string, string | number | boolean | undefine
 
 /** A running watch. */
 export interface WatchHandle {
+  /** Ends the watch. */
   abort(): void;
 }
 
@@ -74,6 +83,10 @@ export class KubeRestClient {
   connectionsOpened = 0;
   private readonly seenSockets = new WeakSet<object>();
 
+  /**
+   * @param connection - The apiserver to talk to, and how.
+   * @param options - Request counting, connection limits and write fencing.
+   */
   constructor(
     readonly connection: ClusterConnection,
     private readonly options: KubeRestClientOptions = {},

@@ -8,8 +8,18 @@ import {
   describeTarget,
 } from '@eso-mtls/core';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
-import type { ClusterInformers } from './cluster-informers.js';
 import { type SecretComponent, classifyOwnership } from './ownership.js';
+
+/**
+ * What the builder reads: the adapter's four informer caches, or any source with the same views
+ * (`eso-mtls status` lists once instead of watching).
+ */
+export interface SnapshotSource {
+  readonly services: { list(): Iterable<V1Service> };
+  readonly providerSecrets: { list(): Iterable<V1Secret> };
+  readonly caSecret: { get(namespace: string, name: string): V1Secret | undefined };
+  readonly clientSecret: { get(namespace: string, name: string): V1Secret | undefined };
+}
 
 /** A snapshot and the raw Secrets it was built from, by target, to merge metadata into writes. */
 export interface BuiltSnapshot {
@@ -20,14 +30,15 @@ export interface BuiltSnapshot {
 }
 
 /**
- * Builds the core's {@link Snapshot} from the informer caches. Decoded Secret states are memoised
- * per cached object (a watch event replaces the object), so a resync decodes nothing again.
+ * Builds the core's {@link Snapshot} from the informer caches (or another {@link SnapshotSource}).
+ * Decoded Secret states are memoised per cached object (a watch event replaces the object), so a
+ * resync decodes nothing again.
  */
 export class SnapshotBuilder {
   private readonly decoded = new WeakMap<V1Secret, SecretState>();
 
   constructor(
-    private readonly informers: ClusterInformers,
+    private readonly informers: SnapshotSource,
     private readonly ledger: IssuanceLedger,
     private readonly installation: string,
     private readonly esoNamespace: string,

@@ -1,5 +1,9 @@
 /** Thrown into onError for a watch that ended with an ERROR event. */
 export class WatchError extends Error {
+  /**
+   * @param message - What the watch ended with.
+   * @param code - The Status code of the ERROR event, if it had one.
+   */
   constructor(
     message: string,
     readonly code: number | undefined,

@@ -2,17 +2,17 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { RbacAuthorizationV1Api, type V1Secret } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import {
-  ClusterInformers,
   Informer,
   type InformerEvent,
   type InformerOptions,
   KubeRestClient,
   type ListPage,
-  RequestCounter,
   type Watcher,
   connectionFromKubeConfig,
   corePath,
 } from '../src/index.js';
+import { ClusterInformers } from '../src/cluster-informers.js';
+import { RequestCounter } from '../src/request-counter.js';
 import { TestCluster, converge, eventually, startAdapter, text } from './support/cluster.js';
 import { FakeTimers } from './support/fake-timers.js';
 

@@ -8,15 +8,8 @@ import { join } from 'node:path';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { writeKubeconfig } from '../../../testing/support/kubeconfig.js';
 import { p256Request, signRequest } from '../../../testing/support/openssl.js';
-import {
-  type ClusterConnection,
-  KubeRestClient,
-  TOKEN_REREAD_MS,
-  UnsupportedKubeconfigError,
-  corePath,
-  loadInClusterConnection,
-  loadKubeconfigFile,
-} from '../src/index.js';
+import { type ClusterConnection, KubeRestClient, UnsupportedKubeconfigError, corePath, loadInClusterConnection, loadKubeconfigFile } from '../src/index.js';
+import { TOKEN_REREAD_MS } from '../src/kubeconfig.js';
 
 let dir: string;
 beforeAll(() => {

@@ -8,17 +8,9 @@ import type { V1Secret } from '@kubernetes/client-node';
 import { type AuditEvent, type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { writeKubeconfig } from '../../../testing/support/kubeconfig.js';
 import { p256Request } from '../../../testing/support/openssl.js';
-import {
-  KubeRestClient,
-  chooseProxy,
-  corePath,
-  loadInClusterConnection,
-  loadKubeconfigFile,
-  proxyFromEnvironment,
-  readProxyEnvironment,
-  redactProxyUrl,
-  usesProxy,
-} from '../src/index.js';
+import { KubeRestClient, corePath, loadInClusterConnection, loadKubeconfigFile, redactProxyUrl } from '../src/index.js';
+import { chooseProxy } from '../src/proxy.js';
+import { proxyFromEnvironment, readProxyEnvironment, usesProxy } from '../src/no-proxy.js';
 import { openTunnel } from '../src/proxy.js';
 import { eventually } from './support/cluster.js';
 import { PROXY_SOURCE_ADDRESS, startConnectProxy } from './support/connect-proxy.js';

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer } from 'node:net';
 import type { V1Secret } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { KubeApiError, KubeRestClient, RequestCounter, WriteFencedError, apiErrorOf, connectionFromKubeConfig, corePath } from '../src/index.js';
+import { KubeApiError, KubeRestClient, WriteFencedError, connectionFromKubeConfig, corePath } from '../src/index.js';
+import { RequestCounter } from '../src/request-counter.js';
+import { apiErrorOf } from '../src/api-error.js';
 import { TestCluster, eventually } from './support/cluster.js';
 
 // The adapter's transport against the real apiserver: status codes, fencing, counting, watches.

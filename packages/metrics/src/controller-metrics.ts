@@ -7,7 +7,9 @@ import { assertRotationReason } from './rotation-reason.js';
 
 /** One labelled Service, as the controller currently sees it. */
 export interface ProviderCertificateEntry {
+  /** The provider's namespace (the `namespace` label). */
   readonly namespace: string;
+  /** A labelled Service in it (the `service` label). */
   readonly service: string;
   /** notAfter of the namespace's server certificate; undefined while the namespace has no usable one. */
   readonly notAfter: Instant | undefined;
@@ -20,7 +22,9 @@ export const CA_STATES: readonly CaState[] = Object.freeze(['active', 'next', 'r
 
 /** One CA certificate the controller holds. */
 export interface CaCertificateEntry {
+  /** Which CA slot it fills (the `state` label). */
   readonly state: CaState;
+  /** The CA certificate's notAfter. */
   readonly notAfter: Instant;
 }
 
@@ -29,8 +33,11 @@ export const REFUSAL_REASONS: readonly RefusalReason[] = Object.freeze(['rotate_
 
 /** A labelled Service whose rotation request or DNS names the controller refuses. */
 export interface RefusedServiceEntry {
+  /** The Service's namespace. */
   readonly namespace: string;
+  /** The Service's name. */
   readonly service: string;
+  /** Why it was refused (the `reason` label). */
   readonly reason: RefusalReason;
 }
 
@@ -59,6 +66,7 @@ export interface ControllerMetricsOptions {
   readonly registry?: Registry;
   /** The current time, epoch milliseconds. */
   readonly now: () => Instant;
+  /** Where the certificate gauges read their values at scrape time. */
   readonly source: ControllerCertificateSource;
   /** Told about a source entry that was skipped because it cannot become a series. */
   readonly onInvalidEntry?: (error: MetricLabelError) => void;
@@ -71,6 +79,7 @@ const SERVICE_LABELS = ['namespace', 'service'] as const;
  * {@link ControllerCertificateSource}, and rotation counters fed by {@link recordRotation}.
  */
 export class ControllerMetrics {
+  /** The registry holding these metrics; serve it with {@link startMetricsServer}. */
   readonly registry: Registry;
   private readonly rotations: Counter<'namespace' | 'service' | 'reason'>;
   private readonly rotationFailures: Counter<'namespace' | 'service'>;

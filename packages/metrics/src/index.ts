@@ -1,9 +1,24 @@
-export * from './metric-names.js';
-export { MetricLabelError, type ServiceLabels, serviceLabels } from './labels.js';
-export * from './rotation-reason.js';
-export { secondsUntil } from './expiry.js';
-export * from './controller-metrics.js';
-export * from './provider-metrics.js';
-export * from './provider-identity.js';
+/**
+ * `@eso-mtls/metrics`: the Prometheus metrics of the controller and of providers, with the names,
+ * labels and HTTP endpoint they share. Everything not named here is internal.
+ *
+ * @packageDocumentation
+ * @module @eso-mtls/metrics
+ */
+export {
+  CA_STATES,
+  type CaCertificateEntry,
+  type CaState,
+  type ControllerCertificateSource,
+  ControllerMetrics,
+  type ControllerMetricsOptions,
+  type ProviderCertificateEntry,
+  REFUSAL_REASONS,
+  type RefusedServiceEntry,
+} from './controller-metrics.js';
+export { MetricLabelError, type ServiceLabels } from './labels.js';
+export { METRIC_NAMES, type MetricName } from './metric-names.js';
 export { createMetricsHandler, type MetricsHandler, type MetricsHandlerOptions } from './metrics-handler.js';
-export * from './metrics-server.js';
+export { METRICS_PATH, type MetricsServer, type MetricsServerOptions, startMetricsServer } from './metrics-server.js';
+export { PROVIDER_IDENTITY_ENV, ProviderIdentityError, providerIdentityFromEnv } from './provider-identity.js';
+export { ProviderMetrics, type ProviderMetricsOptions } from './provider-metrics.js';

@@ -2,12 +2,15 @@ import { isDnsLabel } from '@eso-mtls/core';
 
 /** A label value this package refuses; the message names the value and what is accepted. */
 export class MetricLabelError extends Error {
+  /** Always `MetricLabelError`. */
   override readonly name = 'MetricLabelError';
 }
 
 /** The `namespace` and `service` labels of every per-Service series. */
 export interface ServiceLabels {
+  /** The `namespace` label. */
   readonly namespace: string;
+  /** The `service` label. */
   readonly service: string;
 }
 

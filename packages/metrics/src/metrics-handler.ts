@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 
 /** What to serve: give `registry` or `registries`, not both. */
 export interface MetricsHandlerOptions {
+  /** One registry to serve. */
   readonly registry?: Registry;
   /** Several registries served as one exposition (merged per scrape; their default labels are not applied). */
   readonly registries?: readonly Registry[];

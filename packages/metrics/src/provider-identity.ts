@@ -11,6 +11,7 @@ export const PROVIDER_IDENTITY_ENV = Object.freeze({
 
 /** A provider identity variable that is missing or not a Kubernetes name. */
 export class ProviderIdentityError extends Error {
+  /** Always `ProviderIdentityError`. */
   override readonly name = 'ProviderIdentityError';
 }
 

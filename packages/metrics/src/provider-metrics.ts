@@ -10,6 +10,7 @@ export interface ProviderMetricsOptions {
   readonly registry?: Registry;
   /** The provider's own namespace and Service, e.g. from {@link providerIdentityFromEnv}. */
   readonly namespace: string;
+  /** The provider's Service name. */
   readonly service: string;
   /** The current time, epoch milliseconds. */
   readonly now: () => Instant;
@@ -23,6 +24,7 @@ export interface ProviderMetricsOptions {
  * the controller's `eso_provider_certificate_expiry_seconds`.
  */
 export class ProviderMetrics {
+  /** The registry holding these metrics; serve it with {@link startMetricsServer}. */
   readonly registry: Registry;
   private readonly reloads: Counter<'namespace' | 'service'>;
   private readonly reloadFailures: Counter<'namespace' | 'service'>;

@@ -2,14 +2,20 @@
 // The `eso-mtls` command: dispatches to a subcommand.
 import { runControllerCommand } from '../cli/controller.js';
 import { runSimulateCommand } from '../cli/simulate.js';
+import { controllerVersion } from '../cli/version.js';
 
 const USAGE = `Usage: eso-mtls <command> [flags]
 
 Commands:
   controller   run the certificate controller against a Kubernetes cluster
   simulate     simulate years of rotations offline and print the timeline
+  demo         watch real mTLS calls survive rotations on this machine (Node only, 2 minutes)
+  status       show the certificates in a cluster and what needs attention (exit 0 healthy)
+  renew        ask the controller to rotate a namespace's, the client's or the CA certificate now
+  dev-cluster  run a local etcd + kube-apiserver (from a clone) to try the controller against
 
 Run eso-mtls <command> --help for the flags of a command.
+eso-mtls --version prints the version.
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -19,6 +25,19 @@ async function main(argv: readonly string[]): Promise<number> {
       return runControllerCommand(rest);
     case 'simulate':
       return runSimulateCommand(rest);
+    case 'status':
+      return (await import('../cli/status.js')).runStatusCommand(rest);
+    case 'renew':
+      return (await import('../cli/renew.js')).runRenewCommand(rest);
+    case 'demo':
+      return (await import('../cli/demo.js')).runDemoCommand(rest);
+    case 'dev-cluster':
+      return (await import('../cli/dev-cluster.js')).runDevClusterCommand(rest);
+    case '--version':
+    case '-V':
+    case 'version':
+      process.stdout.write(`eso-mtls ${controllerVersion()}\n`);
+      return 0;
     case undefined:
     case '--help':
     case '-h':

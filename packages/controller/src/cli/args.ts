@@ -10,7 +10,8 @@ export interface FlagSyntax {
 
 /** How a command words the three things the reader can find wrong; each message ends with `; see <command> --help` where it helps. */
 export interface FlagErrorWords {
-  unknown(typed: string, name: string): string;
+  /** `suggestion` is the known flag the typed one most likely meant, when one is close. */
+  unknown(typed: string, name: string, suggestion?: string): string;
   unexpected(arg: string): string;
   missingValue(flag: FlagSyntax): string;
 }
@@ -32,7 +33,7 @@ export type ArgvResult =
 export function goFlagWords(command: string): FlagErrorWords {
   const seeHelp = `; see ${command} --help`;
   return {
-    unknown: (_typed, name) => `unknown flag --${name}${seeHelp}`,
+    unknown: (_typed, name, suggestion) => `unknown flag --${name}${suggestion === undefined ? '' : ` (did you mean --${suggestion}?)`}${seeHelp}`,
     unexpected: (arg) => `unexpected argument ${JSON.stringify(arg)}: ${command} takes only flags${seeHelp}`,
     missingValue: (flag) => `flag --${flag.name} needs a value${flag.accepts === undefined ? '' : `: ${flag.accepts}`}`,
   };
@@ -57,7 +58,7 @@ export function readArgv(argv: readonly string[], line: CommandLine): ArgvResult
     const m = FLAG.exec(arg);
     if (!m) return { kind: 'error', message: words.unexpected(arg) };
     const flag = flags.get(m[1]!);
-    if (!flag) return { kind: 'error', message: words.unknown(arg.split('=')[0]!, m[1]!) };
+    if (!flag) return { kind: 'error', message: words.unknown(arg.split('=')[0]!, m[1]!, closestFlag(m[1]!, line.flags)) };
     let value = m[2];
     if (value === undefined) {
       if (flag.kind === 'bool') value = 'true';
@@ -67,4 +68,52 @@ export function readArgv(argv: readonly string[], line: CommandLine): ArgvResult
     values.set(flag.name, value);
   }
   return { kind: 'flags', values };
+}
+
+/**
+ * The known flag a mistyped name most likely meant: the nearest by edit distance, if at most a
+ * third of the name's letters differ (so `--namspace` finds `--namespace`, `--x` finds nothing).
+ */
+export function closestFlag(name: string, flags: readonly FlagSyntax[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const flag of flags) {
+    const distance = editDistance(name, flag.name);
+    if (distance <= Math.floor(flag.name.length / 3) && (best === undefined || distance < best.distance)) best = { name: flag.name, distance };
+  }
+  return best?.name;
+}
+
+// Levenshtein distance, one row at a time; flag names are short.
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row.push(Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    previous = row;
+  }
+  return previous[b.length]!;
+}
+
+/** One row of a help table: what to type, and what it does (one string per line). */
+export type HelpRow = readonly [usage: string, description: string | readonly string[]];
+
+/**
+ * Lays out `--help` rows in two aligned columns: every description starts in the same column,
+ * two spaces after the widest usage, and further lines of a description start there too. Rows
+ * whose usage is wider than `maxUsageWidth` put their description on the next line instead, so
+ * one long flag does not push every description to the right.
+ */
+export function helpTable(rows: readonly HelpRow[], options: { readonly indent?: number; readonly maxUsageWidth?: number } = {}): string {
+  const indent = ' '.repeat(options.indent ?? 2);
+  const limit = options.maxUsageWidth ?? 32;
+  const width = Math.max(0, ...rows.map(([usage]) => usage.length).filter((w) => w <= limit));
+  const column = indent + ' '.repeat(width + 2);
+  const lines: string[] = [];
+  for (const [usage, description] of rows) {
+    const [first = '', ...rest] = typeof description === 'string' ? [description] : description;
+    if (usage.length > width) lines.push(indent + usage, column + first);
+    else lines.push(indent + usage.padEnd(width + 2) + first);
+    for (const line of rest) lines.push(column + line);
+  }
+  return lines.map((l) => l.trimEnd()).join('\n');
 }

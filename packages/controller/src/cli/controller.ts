@@ -3,11 +3,12 @@ import { hostname } from 'node:os';
 import { parseControllerConfig } from '../config.js';
 import { type RunningController, startController } from '../controller.js';
 import { createLogger } from '../logger.js';
+import { type MaybeTerminal, plainFatalLine } from './terminal.js';
 
 /** Where the CLI writes what is not a log line (usage, configuration errors). */
 export interface CliStreams {
-  readonly stdout: { write(text: string): unknown };
-  readonly stderr: { write(text: string): unknown };
+  readonly stdout: { write(text: string): unknown } & MaybeTerminal;
+  readonly stderr: { write(text: string): unknown } & MaybeTerminal;
 }
 
 /** Exit code of a configuration error, as for a usage error. */
@@ -63,7 +64,11 @@ export async function runControllerCommand(
   try {
     controller = await startController(config, { logger, identity, env });
   } catch (e) {
-    logger.fatal({ error: (e as Error).message }, 'could not start');
+    const message = (e as Error).message;
+    logger.fatal({ error: message }, 'could not start');
+    // The JSON line is for log collectors; a person at a terminal also gets the reason in plain words.
+    const plain = plainFatalLine('eso-mtls controller', message, streams.stderr);
+    if (plain !== undefined) streams.stderr.write(plain);
     return 1;
   }
   if (signalled) logger.info({ signal: signalled }, 'signal arrived during start-up');

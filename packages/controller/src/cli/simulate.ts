@@ -5,20 +5,21 @@ import {
   type KeyAlgorithm,
   type Policy,
   PolicyError,
+  PROVIDER_SECRET_NAME,
   type RotationReason,
   SIMULATION_EPOCH,
   type SimulationEvent,
   type SimulationResult,
   days,
-  formatDuration,
   resolvePolicy,
   seededRandom,
   simulate,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { parseDuration } from '../duration.js';
-import { type FlagErrorWords, type FlagSyntax, readArgv } from './args.js';
+import { formatFlagDuration, parseDuration } from '../duration.js';
+import { type FlagSyntax, type HelpRow, helpTable, readArgv } from './args.js';
 import type { CliStreams } from './controller.js';
+import { isTerminal } from './terminal.js';
 
 const DURATION = 'a duration such as 90d, 36h, 10m or 1d12h';
 /** Policy fields that have a flag, with the flag name. */
@@ -41,37 +42,32 @@ broken and that no certificate in use reaches its last day, and prints the timel
 Exits 1 if any invariant was violated, so it can test a rotation policy offline.
 
 Flags:
-  --years <n>                 simulated years (default 3)
-  --services <n>              labelled Services (default 200)
-  --namespaces <n>            namespaces they are spread over (default: services / 4, rounded up)
-  --seed <n>                  seed of serial numbers, hence of the jitter and the timeline (default 1)
-  --delete-ca-at <duration>   delete the CA Secret this long after the start (recovery)
-  --emergency-at <duration>   request an emergency CA rotation this long after the start
-  --timeline                  print every issuance, not only the first ones and the CA phases
-  --json                      print the summary and timeline as JSON
-${Object.values(POLICY_FLAGS)
-  .map((f) => `  --${f} <duration>`.padEnd(30) + 'policy override')
-  .join('\n')}
-  --key-algorithm <name>      ${KEY_ALGORITHMS.join(', ')}
-  --cluster-domain <name>     cluster DNS domain (default cluster.local)
-  --help                      print this text
+${helpTable([
+  ['--years <n>', 'simulated years (default 3)'],
+  ['--services <n>', 'labelled Services (default 200)'],
+  ['--namespaces <n>', 'namespaces they are spread over (default: services / 4, rounded up)'],
+  ['--seed <n>', 'seed of serial numbers, hence of the jitter and the timeline (default 1)'],
+  ['--delete-ca-at <duration>', 'delete the CA Secret this long after the start (recovery)'],
+  ['--emergency-at <duration>', 'request an emergency CA rotation this long after the start'],
+  ['--timeline', 'print every issuance, not only the first ones and the CA phases'],
+  ['--json', 'print the summary and timeline as JSON (instants as ISO 8601)'],
+  ...Object.values(POLICY_FLAGS).map((f): HelpRow => [`--${f} <duration>`, 'policy override']),
+  ['--key-algorithm <name>', KEY_ALGORITHMS.join(', ')],
+  ['--cluster-domain <name>', 'cluster DNS domain (default cluster.local)'],
+  ['--help', 'print this text'],
+])}
+
+A progress line is drawn on stderr while it runs, when stderr is a terminal.
 `;
 
 const SIMULATE_FLAGS: readonly FlagSyntax[] = [
-  ...['years', 'services', 'namespaces', 'seed', 'delete-ca-at', 'emergency-at', 'key-algorithm', 'cluster-domain', ...Object.values(POLICY_FLAGS)].map(
-    (name) => ({ name, kind: 'string' as const }),
-  ),
+  ...['years', 'services', 'namespaces', 'seed'].map((name) => ({ name, kind: 'string' as const, accepts: 'a number' })),
+  ...['delete-ca-at', 'emergency-at', ...Object.values(POLICY_FLAGS)].map((name) => ({ name, kind: 'string' as const, accepts: DURATION })),
+  { name: 'key-algorithm', kind: 'string', accepts: KEY_ALGORITHMS.join(', ') },
+  { name: 'cluster-domain', kind: 'string', accepts: 'a DNS name such as cluster.local' },
   { name: 'timeline', kind: 'bool' },
   { name: 'json', kind: 'bool' },
 ];
-
-// The words simulate has always used for flag errors (they were node:util parseArgs's).
-const SEE_HELP = '; see eso-mtls simulate --help';
-const SIMULATE_WORDS: FlagErrorWords = {
-  unknown: (typed) => `Unknown option '${typed}'${SEE_HELP}`,
-  unexpected: (arg) => `Unexpected argument '${arg}'. This command does not take positional arguments${SEE_HELP}`,
-  missingValue: (flag) => `Option '--${flag.name} <value>' argument missing${SEE_HELP}`,
-};
 
 /** A flag's value that is not what the flag accepts. */
 class FlagError extends Error {}
@@ -99,11 +95,13 @@ export interface SimulateArgs {
   readonly events: readonly SimulationEvent[];
   readonly timeline: boolean;
   readonly json: boolean;
+  /** The text typed for each policy duration given on the command line, to print it back as typed. */
+  readonly typed: Readonly<Partial<Record<keyof Policy, string>>>;
 }
 
 /** Parses `eso-mtls simulate` flags; throws an Error naming the flag and what it accepts. */
 export function parseSimulateArgs(argv: readonly string[]): SimulateArgs | 'help' {
-  const read = readArgv(argv, { command: 'eso-mtls simulate', flags: SIMULATE_FLAGS, words: SIMULATE_WORDS });
+  const read = readArgv(argv, { command: 'eso-mtls simulate', flags: SIMULATE_FLAGS });
   if (read.kind === 'error') throw new FlagError(read.message);
   if (read.kind === 'help') return 'help';
   const str = (k: string): string | undefined => read.values.get(k);
@@ -119,9 +117,12 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs | 'help
     throw new FlagError(`--key-algorithm: ${JSON.stringify(keyAlgorithm)} is not one of ${KEY_ALGORITHMS.join(', ')}`);
   }
   const overrides: Partial<Record<keyof Policy, unknown>> = { keyAlgorithm: keyAlgorithm as KeyAlgorithm | undefined, clusterDomain: str('cluster-domain') };
+  const typed: Partial<Record<keyof Policy, string>> = {};
   for (const [field, flag] of Object.entries(POLICY_FLAGS)) {
     const text = str(flag);
-    if (text !== undefined) overrides[field as keyof Policy] = parseSimDuration(flag, text);
+    if (text === undefined) continue;
+    overrides[field as keyof Policy] = parseSimDuration(flag, text);
+    typed[field as keyof Policy] = text;
   }
   let policy: Policy;
   try {
@@ -137,7 +138,7 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs | 'help
   const emergencyAt = str('emergency-at');
   if (emergencyAt !== undefined)
     events.push({ at: SIMULATION_EPOCH + parseSimDuration('emergency-at', emergencyAt), kind: 'requestCaRotation', token: 'emergency' });
-  return { policy, years, services, namespaces, seed, events, timeline: switchOf(read.values, 'timeline'), json: switchOf(read.values, 'json') };
+  return { policy, years, services, namespaces, seed, events, timeline: switchOf(read.values, 'timeline'), json: switchOf(read.values, 'json'), typed };
 }
 
 /** A bool flag's value: absent or `false` is off, bare or `true` is on. */
@@ -162,11 +163,12 @@ const CA_PHASE_WORDS: Record<CaPhase, string> = {
 export function formatSimulation(args: SimulateArgs, result: SimulationResult): string {
   const { summary, timeline } = result;
   const p = args.policy;
-  const d = formatDuration;
+  const d = (field: keyof typeof POLICY_FLAGS): string => formatFlagDuration(p[field], args.typed[field]);
   const lines = [
     `eso-mtls simulate: ${args.years} year(s) from ${iso(summary.start)} to ${iso(summary.end)}, ${args.services} Services in ${args.namespaces} namespaces, seed ${args.seed}`,
-    `policy: CA ${d(p.caValidity)} (rotation starts ${d(p.caLookahead)} before notAfter), leaves ${d(p.leafValidity)} (renewed ${d(p.leafLookahead)} + up to ${d(p.leafJitter)} jitter before notAfter), ${p.keyAlgorithm}`,
-    `        reconcile ${d(p.reconcileInterval)}, propagation delay ${d(p.propagationDelay)}, max connection age ${d(p.maxConnectionAge)}, notBefore backdated ${d(p.notBeforeBackdate)}`,
+    oneSecretPerNamespace(args.services, args.namespaces),
+    `policy: CA ${d('caValidity')} (rotation starts ${d('caLookahead')} before notAfter), leaves ${d('leafValidity')} (renewed ${d('leafLookahead')} + up to ${d('leafJitter')} jitter before notAfter), ${p.keyAlgorithm}`,
+    `        reconcile ${d('reconcileInterval')}, propagation delay ${d('propagationDelay')}, max connection age ${d('maxConnectionAge')}, notBefore backdated ${d('notBeforeBackdate')}`,
     '',
   ];
   const firstAt = timeline.find((e) => e.kind !== 'event')?.at;
@@ -205,6 +207,28 @@ export function formatSimulation(args: SimulateArgs, result: SimulationResult): 
   return `${lines.join('\n')}\n`;
 }
 
+/** Why there are fewer server certificates than Services, in one line. */
+export function oneSecretPerNamespace(services: number, namespaces: number): string {
+  return `${namespaces} server certificate(s) for ${services} Services: each namespace has one Secret (${PROVIDER_SECRET_NAME}) naming all its labelled Services`;
+}
+
+// Instants in the JSON output, by key; every other number (a duration, a count) stays a number.
+const INSTANT_KEYS = new Set(['at', 'start', 'end']);
+
+/** The result as JSON, with instants as ISO 8601 strings, as every other date this project prints. */
+export function simulationJson(result: SimulationResult): string {
+  return JSON.stringify(result, (key, value: unknown) => (INSTANT_KEYS.has(key) && typeof value === 'number' ? new Date(value).toISOString() : value), 2);
+}
+
+/** The live progress line: simulated date and share done, redrawn in place with a carriage return. */
+export function progressLine(start: number, end: number, at: number): string {
+  const share = end > start ? Math.min(1, Math.max(0, (at - start) / (end - start))) : 1;
+  return `\r\x1b[Ksimulating ${new Date(at).toISOString().slice(0, 10)}  ${String(Math.floor(share * 100)).padStart(3)}%`;
+}
+
+/** Erases the progress line, so the report starts on a clean line. */
+const CLEAR_LINE = '\r\x1b[K';
+
 function formatRemaining(ms: Duration): string {
   if (!Number.isFinite(ms)) return 'n/a';
   return `${Math.floor(ms / days(1))}d ${Math.floor((ms % days(1)) / 3_600_000)}h`;
@@ -226,7 +250,21 @@ export async function runSimulateCommand(argv: readonly string[], streams: CliSt
   }
   const services = Array.from({ length: args.services }, (_, i) => ({ namespace: `team-${i % args.namespaces}`, name: `provider-${i}` }));
   const crypto = { ...createNodeCryptoBackend(), random: seededRandom(args.seed) };
-  const result = await simulate({ policy: args.policy, crypto, services, duration: Math.round(args.years * days(365)), events: args.events });
-  streams.stdout.write(args.json ? `${JSON.stringify(result, null, 2)}\n` : formatSimulation(args, result));
+  const duration = Math.round(args.years * days(365));
+  const onProgress = isTerminal(streams.stderr) ? throttledProgress(streams.stderr, SIMULATION_EPOCH, SIMULATION_EPOCH + duration) : undefined;
+  const result = await simulate({ policy: args.policy, crypto, services, duration, events: args.events, onProgress });
+  if (onProgress !== undefined) streams.stderr.write(CLEAR_LINE);
+  streams.stdout.write(args.json ? `${simulationJson(result)}\n` : formatSimulation(args, result));
   return result.summary.violations.length === 0 ? 0 : 1;
+}
+
+// Redraws at most ten times a second: a line per reconcile would cost more than the simulation.
+function throttledProgress(stderr: { write(text: string): unknown }, start: number, end: number): (at: number) => void {
+  let last = 0;
+  return (at) => {
+    const now = Date.now();
+    if (now - last < 100) return;
+    last = now;
+    stderr.write(progressLine(start, end, at));
+  };
 }

@@ -68,8 +68,3 @@ export async function serviceAccountKubeConfig(
   });
   return { kc, token };
 }
-
-/** Writes `kc` as a kubeconfig file the controller's --kubeconfig can read. */
-export function kubeconfigYaml(kc: KubeConfig): string {
-  return kc.exportConfig();
-}

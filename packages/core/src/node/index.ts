@@ -1,6 +1,9 @@
 /**
  * `@eso-mtls/core/node`: the default {@link CryptoBackend}, built on node:crypto. This entry point
  * is the one part of the core allowed to touch Node; the pure core only sees the interfaces.
+ *
+ * @packageDocumentation
+ * @module @eso-mtls/core/node
  */
 import { type KeyObject, createPrivateKey, createPublicKey, generateKeyPair, randomBytes, sign as signAsync, verify } from 'node:crypto';
 import { publicKeyOfPrivateKey } from './key-check.js';
@@ -16,6 +19,8 @@ import {
 } from '../index.js';
 
 export { cpuQuotaCores, defaultKeyGenerationConcurrency };
+// The interfaces this entry point implements, so its declarations name only what it exports.
+export type { CryptoBackend, GeneratedKey, KeyAlgorithm, RandomSource, SignatureVerifier, Signer } from '../index.js';
 
 /** Options of {@link createNodeCryptoBackend}. */
 export interface NodeCryptoBackendOptions {

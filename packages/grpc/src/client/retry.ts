@@ -55,8 +55,11 @@ export function backoffDelay(retry: number, policy: RetryPolicy, random: () => n
 
 /** Clock, sleep and randomness, injectable so retry timing is tested without waiting. */
 export interface RetryEnvironment {
+  /** The clock, in milliseconds. */
   readonly now: () => number;
+  /** Waits between attempts. */
   readonly sleep: (ms: number) => Promise<void>;
+  /** A number in [0, 1) for the jitter. */
   readonly random: () => number;
 }
 

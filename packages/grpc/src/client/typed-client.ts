@@ -55,13 +55,19 @@ export class ProviderCallError extends Error {
 export interface SecretStoreProviderClient {
   /** The secret's value. Throws {@link SecretNotFoundError} when the provider answers NOT_FOUND. */
   getSecret(request: m.MessageInit<m.GetSecretRequest>, options?: ProviderCallOptions): Promise<Buffer>;
+  /** The remote secret's keys and values. */
   getSecretMap(request: m.MessageInit<m.GetSecretMapRequest>, options?: ProviderCallOptions): Promise<Record<string, Buffer>>;
+  /** Writes secret data to the remote store; resolves when the provider has written it. */
   pushSecret(request: m.MessageInit<m.PushSecretRequest>, options?: ProviderCallOptions): Promise<void>;
+  /** Deletes a pushed remote secret. */
   deleteSecret(request: m.MessageInit<m.DeleteSecretRequest>, options?: ProviderCallOptions): Promise<void>;
   /** Whether the remote secret exists; a NOT_FOUND answer counts as false. */
   secretExists(request: m.MessageInit<m.SecretExistsRequest>, options?: ProviderCallOptions): Promise<boolean>;
+  /** Every remote secret the request's `find` selects, by name. */
   getAllSecrets(request: m.MessageInit<m.GetAllSecretsRequest>, options?: ProviderCallOptions): Promise<Record<string, Buffer>>;
+  /** The provider's verdict on the store's configuration. */
   validate(request: m.MessageInit<m.ValidateRequest>, options?: ProviderCallOptions): Promise<m.ValidateResponse>;
+  /** What the store can do: READ_ONLY, WRITE_ONLY or READ_WRITE. */
   capabilities(request: m.MessageInit<m.CapabilitiesRequest>, options?: ProviderCallOptions): Promise<m.SecretStoreCapabilities>;
   /** Any method, returning the decoded response message as is. */
   call<M extends ProviderMethodName>(method: M, request: m.MessageInit<RequestOf<M>>, options?: ProviderCallOptions): Promise<ResponseOf<M>>;

@@ -12,6 +12,8 @@ export interface ServedCertificateSource {
   servedCertificate(): { readonly notAfter: number; readonly serialNumber?: string } | undefined;
   /** Listeners for every swapped-in pair and every rejected attempt (metrics). */
   onReload(listener: () => void): void;
+  /** Listeners for every rejected reload (metrics, logs). */
   onReloadFailure(listener: (error: unknown) => void): void;
+  /** Stops watching the certificate files. */
   close(): void;
 }

@@ -13,9 +13,13 @@ export interface ClientIdentityRequirement {
 
 /** What the verified client certificate says about the caller. */
 export interface PeerIdentity {
+  /** The certificate subject's commonName, if any. */
   readonly subjectCommonName: string | undefined;
+  /** Its subjectAltName URIs, such as the ESO client's SPIFFE ID. */
   readonly uris: readonly string[];
+  /** Its serial number, lower-case hex. */
   readonly serialNumber: string;
+  /** Its extendedKeyUsage purposes, as OIDs. */
   readonly extendedKeyUsage: readonly string[];
 }
 

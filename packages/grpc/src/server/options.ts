@@ -2,6 +2,7 @@ import { minutes, seconds, formatDuration } from '@eso-mtls/core';
 import type { ClientIdentityRequirement } from './identity.js';
 import type { CallObserver } from './handlers.js';
 import type { SecretStoreProvider } from './provider.js';
+import { stderrProviderLogger } from './log.js';
 
 /**
  * One structured log record of the provider server: a certificate reload or a refused one.
@@ -55,15 +56,18 @@ export interface ProviderServerOptions {
   readonly metrics?: { readonly namespace: string; readonly service: string };
   /** Told about every finished call (method, status, duration), e.g. to log it. */
   readonly onCall?: CallObserver;
-  /** Told once per certificate reload and once per refused reload, as one structured record each. */
-  readonly log?: ProviderLogger;
+  /**
+   * Told once per certificate reload and once per refused reload, as one structured record each.
+   * Default {@link stderrProviderLogger}: one JSON line on stderr. `false` silences them.
+   */
+  readonly log?: ProviderLogger | false;
   /** Aborts a start still waiting for its first good certificate (e.g. on SIGTERM). */
   readonly signal?: AbortSignal;
 }
 
 /** Options with every default applied. */
 export type ResolvedProviderServerOptions = Required<Omit<ProviderServerOptions, 'metrics' | 'onCall' | 'log' | 'signal'>> &
-  Pick<ProviderServerOptions, 'metrics' | 'onCall' | 'log' | 'signal'>;
+  Pick<ProviderServerOptions, 'metrics' | 'onCall' | 'signal'> & { readonly log: ProviderLogger | undefined };
 
 /** An unusable option; the message names it, its value and the rule. */
 export class ProviderServerOptionError extends Error {
@@ -85,16 +89,15 @@ export function resolveProviderServerOptions(options: ProviderServerOptions): Re
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? seconds(10),
     metrics: options.metrics,
     onCall: options.onCall,
-    log: options.log,
+    log: options.log === false ? undefined : (options.log ?? stderrProviderLogger),
     signal: options.signal,
   };
   const bad = (field: string, value: unknown, rule: string): never => {
     throw new ProviderServerOptionError(`startProviderServer: ${field}=${JSON.stringify(value)} ${rule}`);
   };
   const impl = r.implementation as Partial<SecretStoreProvider> | undefined;
-  if (typeof impl?.getSecret !== 'function' || typeof impl.getSecretMap !== 'function') {
-    bad('implementation', typeof impl, 'must be an object with at least getSecret and getSecretMap methods');
-  }
+  // getSecret is the one method every provider has; any other left out answers UNIMPLEMENTED.
+  if (typeof impl?.getSecret !== 'function') bad('implementation', typeof impl, 'must be an object with at least a getSecret method');
   for (const field of ['port', 'healthPort'] as const) {
     if (!Number.isInteger(r[field]) || r[field] < 0 || r[field] > 65535) bad(field, r[field], 'is not a TCP port (0-65535)');
   }

@@ -6,7 +6,9 @@ import type { TlsMaterial } from './material.js';
 export interface ProviderChannelPoolOptions {
   /** ESO's client material: a watcher over the mounted client Secret, or fixed material. */
   readonly material: ClientMaterialSource;
+  /** grpc-js options for every channel. */
   readonly channelOptions?: grpc.ChannelOptions;
+  /** How long a replaced channel may wait for its calls before it is closed anyway (see {@link ProviderChannelOptions}). */
   readonly drainTimeoutMs?: number;
 }
 

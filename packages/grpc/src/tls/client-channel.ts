@@ -10,7 +10,9 @@ export type ClientMaterialSource = TlsMaterial | CertificateWatcher;
 
 /** A Provider address split into the name its certificate must carry and the port. */
 export interface ProviderAddress {
+  /** A DNS name or an IP literal (without brackets). */
   readonly host: string;
+  /** The TCP port. */
   readonly port: number;
 }
 
@@ -28,6 +30,7 @@ export function parseProviderAddress(address: string): ProviderAddress {
 export interface ProviderChannelOptions {
   /** `<service>.<namespace>.svc:<port>`: where to call, and the name the server certificate must carry. */
   readonly address: string;
+  /** ESO's client certificate, key and CA bundle: a watcher or fixed material. */
   readonly material: ClientMaterialSource;
   /**
    * Dial this `host:port` instead of the address (tests on loopback, a port-forward). The server

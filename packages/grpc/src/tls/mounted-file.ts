@@ -21,7 +21,13 @@ export type MountedFileProblem =
 
 /** A refused mounted file: `reason` for labels, `code` the errno when there was one. */
 export class MountedFileError extends Error {
+  /** Always `MountedFileError`. */
   override readonly name = 'MountedFileError';
+  /**
+   * @param reason - Why the file was refused, for metric labels.
+   * @param code - The errno code, when there was one.
+   * @param message - What happened, in a sentence.
+   */
   constructor(
     readonly reason: MountedFileProblem,
     readonly code: string | undefined,

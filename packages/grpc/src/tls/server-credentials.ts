@@ -28,6 +28,7 @@ export class ReloadingServerCredentials extends grpc.ServerCredentials {
   private options: { material: TlsMaterial; context: SecureContextOptions } | undefined;
   private handedOut: TlsMaterial | undefined;
 
+  /** @param watcher - The watcher of the mounted certificate folder whose pairs are served. */
   constructor(readonly watcher: CertificateWatcher) {
     super({ requestCert: true, rejectUnauthorized: true, minVersion: MIN_TLS_VERSION });
     this.refresh(watcher.current);
@@ -40,6 +41,7 @@ export class ReloadingServerCredentials extends grpc.ServerCredentials {
     return this.options?.context ?? null;
   }
 
+  /** grpc-js's hook for a server that starts using these credentials. @internal */
   override _addWatcher(watcher: Parameters<grpc.ServerCredentials['_addWatcher']>[0]): void {
     super._addWatcher(watcher);
     this.unsubscribe ??= this.watcher.onMaterial((m) => this.refresh(m));
@@ -47,6 +49,7 @@ export class ReloadingServerCredentials extends grpc.ServerCredentials {
     if (this.options && this.options.material !== this.handedOut) watcher(this.options.context);
   }
 
+  /** grpc-js's hook for a server that stops using these credentials. @internal */
   override _removeWatcher(watcher: Parameters<grpc.ServerCredentials['_removeWatcher']>[0]): void {
     super._removeWatcher(watcher);
     if (this.getWatcherCount() === 0) {
@@ -55,6 +58,7 @@ export class ReloadingServerCredentials extends grpc.ServerCredentials {
     }
   }
 
+  /** grpc-js's identity check between credentials. @internal */
   override _equals(other: grpc.ServerCredentials): boolean {
     return other === this;
   }

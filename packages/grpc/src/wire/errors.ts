@@ -6,13 +6,20 @@ import { status, type StatusObject } from '@grpc/grpc-js';
  * secret" from a transport failure.
  */
 export class SecretNotFoundError extends Error {
+  /** Always `SecretNotFoundError`. */
   override readonly name = 'SecretNotFoundError';
+  /** The gRPC status the server answers with. */
   readonly code = status.NOT_FOUND;
 }
 
 /** A failure with an explicit gRPC status, e.g. `new ProviderError(status.INVALID_ARGUMENT, 'key is empty')`. */
 export class ProviderError extends Error {
+  /** Always `ProviderError`. */
   override readonly name = 'ProviderError';
+  /**
+   * @param code - The gRPC status the server answers with.
+   * @param message - The status details the caller sees.
+   */
   constructor(
     readonly code: status,
     message: string,

@@ -38,10 +38,15 @@ export const PROVIDER_METHOD_NAMES: readonly ProviderMethodName[] = [
 
 /** The serializers proto-loader built for one method: the exact bytes on the wire. */
 export interface MethodCodec<M extends ProviderMethodName> {
+  /** The method's gRPC path, `/provider.v1.SecretStoreProvider/<Method>`. */
   readonly path: string;
+  /** A request message as protobuf bytes. */
   encodeRequest(request: m.MessageInit<RequestOf<M>>): Buffer;
+  /** Protobuf bytes as a request message, decoded as a provider receives it. */
   decodeRequest(bytes: Uint8Array): RequestOf<M>;
+  /** A response message as protobuf bytes. */
   encodeResponse(response: m.MessageInit<ResponseOf<M>>): Buffer;
+  /** Protobuf bytes as a response message, decoded as the client receives it. */
   decodeResponse(bytes: Uint8Array): ResponseOf<M>;
 }
 

@@ -70,3 +70,89 @@ export function startGoServer(file: string, args: string[]): Promise<{ address: 
     });
   });
 }
+
+/**
+ * Builds the named commands of the Go module (`cmd/<name>`) into a fresh folder and returns each
+ * binary's path by name. Go's build cache keyed on the sources makes a repeat a link step.
+ */
+export async function buildGoCommands<Name extends string>(names: readonly Name[]): Promise<Record<Name, string>> {
+  try {
+    await run('go', ['version']);
+  } catch (e) {
+    throw new Error(
+      `Go is needed for the Go interop tests but \`go version\` failed (${(e as Error).message}); install Go 1.26+ (https://go.dev/dl) and put it on PATH`,
+      { cause: e },
+    );
+  }
+  const out = mkdtempSync(join(tmpdir(), 'go-interop-bin-'));
+  try {
+    // -mod=readonly: build exactly the committed go.sum; modules come from the Go proxy once.
+    await run('go', ['build', '-mod=readonly', '-o', `${out}/`, ...names.map((n) => `./cmd/${n}`)], { cwd: GO_INTEROP_DIR, maxBuffer: 16 << 20 });
+  } catch (e) {
+    throw new Error(`go build in ${GO_INTEROP_DIR} failed: ${(e as { stderr?: string }).stderr ?? (e as Error).message}`, { cause: e });
+  }
+  return Object.fromEntries(names.map((n) => [n, join(out, n)])) as Record<Name, string>;
+}
+
+/** A running Go program of this module that prints one line per event on stdout and stops when its stdin closes. */
+export interface GoProgram {
+  /** Every complete stdout line so far, in order. */
+  readonly lines: readonly string[];
+  /** Resolves with the first line at index `from` or later that `match` accepts; rejects when the program exits first or after `timeoutMs`. */
+  nextLine(match: (line: string) => boolean, from: number, timeoutMs?: number): Promise<{ line: string; index: number }>;
+  /** Closes stdin, the program's stop signal, and resolves with its exit code once it has exited. */
+  stop(): Promise<number | null>;
+}
+
+/** Starts `file` with `args`, collecting its stdout by line; stderr is kept for error messages. */
+export function spawnGoProgram(file: string, args: readonly string[]): GoProgram {
+  const child = spawn(file, [...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  let partial = '';
+  let stderr = '';
+  const waiters = new Set<() => void>();
+  const wake = () => waiters.forEach((w) => w());
+  child.stdout.on('data', (d: Buffer) => {
+    const parts = (partial + d.toString()).split('\n');
+    partial = parts.pop()!;
+    lines.push(...parts);
+    wake();
+  });
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  // 'close', not 'exit': by then stdout and stderr are read to the end, so a message is complete.
+  let closed = false;
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('close', (code) => {
+      closed = true;
+      wake();
+      resolve(code);
+    }),
+  );
+  return {
+    lines,
+    nextLine: (match, from, timeoutMs = 10_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          for (let i = from; i < lines.length; i++) {
+            if (match(lines[i]!)) return done(() => resolve({ line: lines[i]!, index: i }));
+          }
+          if (closed) done(() => reject(new Error(`${file} exited with ${child.exitCode}: ${stderr}`)));
+        };
+        const timer = setTimeout(
+          () => done(() => reject(new Error(`${file} printed no expected line within ${timeoutMs} ms; lines from ${from}: ${lines.slice(from).join(' | ')}`))),
+          timeoutMs,
+        );
+        const done = (settle: () => void) => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          settle();
+        };
+        waiters.add(check);
+        check();
+      }),
+    stop: () => {
+      if (!closed) child.stdin.end();
+      return exited;
+    },
+  };
+}

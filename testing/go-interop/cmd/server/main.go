@@ -22,7 +22,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
@@ -110,22 +109,6 @@ func (s *store) Capabilities(context.Context, *pb.CapabilitiesRequest) (*pb.Capa
 	return &pb.CapabilitiesResponse{Capabilities: pb.SecretStoreCapabilities_READ_WRITE}, nil
 }
 
-// requireESOClient rejects calls whose verified client certificate is not ESO core's.
-func requireESOClient(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-	p, ok := peer.FromContext(ctx)
-	if !ok {
-		return nil, status.Error(codes.Unauthenticated, "no peer")
-	}
-	info, ok := p.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(info.State.VerifiedChains) == 0 {
-		return nil, status.Error(codes.Unauthenticated, "no verified client certificate")
-	}
-	if cn := info.State.VerifiedChains[0][0].Subject.CommonName; cn != "external-secrets-core" {
-		return nil, status.Errorf(codes.PermissionDenied, "client CN %q is not external-secrets-core", cn)
-	}
-	return next(ctx, req)
-}
-
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	caFile := flag.String("ca", "", "CA bundle that client certificates must chain to")
@@ -148,7 +131,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
 	}
-	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(cfg)), grpc.UnaryInterceptor(requireESOClient))
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(cfg)), grpc.UnaryInterceptor(gointerop.RequireESOClient))
 	pb.RegisterSecretStoreProviderServer(srv, &store{secrets: map[string][]byte{"db/password": []byte("hunter2"), "db/user": []byte("admin"), "web/token": {0, 255}}})
 	hs := health.NewServer()
 	hs.SetServingStatus("provider.v1.SecretStoreProvider", healthpb.HealthCheckResponse_SERVING)

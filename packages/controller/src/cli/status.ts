@@ -1,0 +1,91 @@
+import { CertificateCache } from '@eso-mtls/core';
+import { createNodeCryptoBackend } from '@eso-mtls/core/node';
+import { ClusterUnreachableError, readClusterState } from '../status/cluster-state.js';
+import { connectAsUser } from '../status/connect.js';
+import { evaluateStatus } from '../status/evaluate.js';
+import { StatusExit } from '../status/exit-codes.js';
+import { STATUS_FLAGS, commandUsage, readCliOptions } from '../status/options.js';
+import { OUTPUT_FORMATS, type OutputFormat, renderJson, renderYaml } from '../status/render-data.js';
+import { paletteFor, renderText } from '../status/render-text.js';
+import type { CliStreams } from './controller.js';
+
+const COMMAND = 'eso-mtls status';
+
+/** The text `eso-mtls status --help` prints. */
+export function statusUsage(): string {
+  return commandUsage(
+    `${COMMAND} [flags]`,
+    [
+      'Shows the CA, the client certificate and each provider namespace as the controller sees them, and',
+      'what is wrong. Reads with your own kubeconfig credentials; see docs/cli.md for the RBAC each check',
+      'needs (ClusterRole eso-mtls-status). Private keys are read only to check them, never printed.',
+      'Exit codes: 0 healthy, 1 needs attention, 2 usage error, 3 cannot reach or read the cluster,',
+      '4 healthy as far as it could see, but some Secrets could not be read.',
+    ].join('\n'),
+    STATUS_FLAGS,
+  );
+}
+
+/** A stream status writes its report to, with the terminal flag colour depends on. */
+export interface StatusStreams extends CliStreams {
+  readonly stdout: CliStreams['stdout'] & { readonly isTTY?: boolean };
+}
+
+/**
+ * `eso-mtls status [flags]`: reads the cluster with the user's credentials, judges it with the
+ * core's own observe and plan code under the controller's policy, prints the report and resolves
+ * with its exit code ({@link StatusExit}).
+ */
+export async function runStatusCommand(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  streams: StatusStreams = { stdout: process.stdout, stderr: process.stderr },
+  now: () => number = Date.now,
+): Promise<number> {
+  const read = readCliOptions(COMMAND, STATUS_FLAGS, argv, env);
+  if (read.kind === 'help') {
+    streams.stdout.write(statusUsage());
+    return StatusExit.healthy;
+  }
+  if (read.kind === 'error') {
+    streams.stderr.write(`${COMMAND}: ${read.message}\n`);
+    return StatusExit.usage;
+  }
+  const { values, assumed, kubeconfig } = read.options;
+  const output = (values.get('output') ?? 'text') as OutputFormat;
+  if (!OUTPUT_FORMATS.includes(output)) {
+    streams.stderr.write(`${COMMAND}: -o ${JSON.stringify(output)} is not an output format: use text, json or yaml\n`);
+    return StatusExit.usage;
+  }
+  const namespace = values.get('namespace');
+  let api;
+  try {
+    api = (await connectAsUser(kubeconfig, env)).api;
+  } catch (e) {
+    streams.stderr.write(`${COMMAND}: ${(e as Error).message}\n`);
+    return StatusExit.usage;
+  }
+  let state;
+  try {
+    state = await readClusterState(api, {
+      esoNamespace: assumed.policy.esoNamespace,
+      caSecretName: assumed.caSecretName,
+      clientSecretName: assumed.clientSecretName,
+      ...(namespace !== undefined ? { namespace } : {}),
+    });
+  } catch (e) {
+    const why = e instanceof ClusterUnreachableError ? e.message : `cannot read the cluster at ${api.connection.server}: ${(e as Error).message}`;
+    streams.stderr.write(`${COMMAND}: ${why}\n`);
+    return StatusExit.unreachable;
+  }
+  const report = evaluateStatus(state, assumed, now(), new CertificateCache(createNodeCryptoBackend().verifier), namespace);
+  try {
+    if (output === 'json') streams.stdout.write(renderJson(report));
+    else if (output === 'yaml') streams.stdout.write(renderYaml(report));
+    else streams.stdout.write(renderText(report, paletteFor(streams.stdout.isTTY, env)));
+  } catch (e) {
+    streams.stderr.write(`${COMMAND}: ${(e as Error).message}\n`);
+    return StatusExit.usage;
+  }
+  return report.summary.exitCode;
+}

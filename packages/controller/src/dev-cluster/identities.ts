@@ -1,0 +1,67 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CoreV1Api, KubeConfig, type KubernetesObject, KubernetesObjectApi, PatchStrategy, loadAllYaml } from '@kubernetes/client-node';
+import type { Clone } from './clone.js';
+import type { DevControlPlane } from './control-plane.js';
+
+/** The controller's ServiceAccount as deploy/base ships it. */
+export interface ServiceAccountRef {
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/** How long the controller's token is valid; dev-cluster mints a new one each time it starts. */
+export const TOKEN_LIFETIME_SECONDS = 24 * 3600;
+
+/** A kubeconfig (JSON, which is YAML) for `user` with a bearer token, trusting the apiserver's CA. */
+export function kubeconfigFor(plane: Pick<DevControlPlane, 'url' | 'caPem'>, user: string, token: string, namespace: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'eso-mtls-dev', server: plane.url, caData: Buffer.from(plane.caPem).toString('base64'), skipTLSVerify: false }],
+    users: [{ name: user, token }],
+    contexts: [{ name: user, cluster: 'eso-mtls-dev', user, namespace }],
+    currentContext: user,
+  });
+  return kc;
+}
+
+/** Writes `kc` to `path`, readable by its owner only (it holds a token). */
+export function writeKubeconfig(path: string, kc: KubeConfig): void {
+  writeFileSync(path, `${kc.exportConfig()}\n`, { mode: 0o600 });
+}
+
+/**
+ * Creates (server-side apply, so a later `kubectl apply --server-side -k deploy` shares the
+ * fields) the controller's Namespace and ServiceAccount from deploy/base, which must exist before
+ * a token can be requested for it. The RBAC that gives the account its rights is applied by the
+ * user with the rest of deploy/, so the controller runs under exactly the shipped rules.
+ */
+export async function createControllerServiceAccount(admin: KubeConfig, clone: Clone): Promise<ServiceAccountRef> {
+  const objects = ['namespace.yaml', 'serviceaccount.yaml'].flatMap((f) => loadAllYaml(readFileSync(join(clone.deployBase, f), 'utf8')) as KubernetesObject[]);
+  const api = KubernetesObjectApi.makeApiClient(admin);
+  for (const object of objects) {
+    try {
+      await api.patch(object, undefined, undefined, 'eso-mtls-dev-cluster', true, PatchStrategy.ServerSideApply);
+    } catch (e) {
+      throw new Error(`creating ${object.kind} ${object.metadata?.name} from ${clone.deployBase}: ${(e as Error).message}`, { cause: e });
+    }
+  }
+  const account = objects.find((o) => o.kind === 'ServiceAccount');
+  if (account?.metadata?.name === undefined || account.metadata.namespace === undefined) {
+    throw new Error(`${join(clone.deployBase, 'serviceaccount.yaml')} holds no ServiceAccount with a name and a namespace`);
+  }
+  return { namespace: account.metadata.namespace, name: account.metadata.name };
+}
+
+/** A real token of the ServiceAccount from the TokenRequest API, so requests are made as it, under its RBAC. */
+export async function serviceAccountToken(admin: KubeConfig, account: ServiceAccountRef): Promise<string> {
+  const core = admin.makeApiClient(CoreV1Api);
+  const request = await core.createNamespacedServiceAccountToken({
+    name: account.name,
+    namespace: account.namespace,
+    body: { spec: { audiences: [], expirationSeconds: TOKEN_LIFETIME_SECONDS } },
+  });
+  const token = request.status?.token;
+  if (!token) throw new Error(`the TokenRequest for ServiceAccount ${account.namespace}/${account.name} returned no token`);
+  return token;
+}

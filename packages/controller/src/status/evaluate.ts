@@ -1,0 +1,276 @@
+import {
+  type CertificateCache,
+  type CertificateView,
+  type Instant,
+  IssuanceLedger,
+  type Plan,
+  PROVIDER_LABEL,
+  PROVIDER_SECRET_NAME,
+  type SecretState,
+  type SecretTarget,
+  describeTarget,
+  formatDuration,
+  observeCaSecret,
+  observeLeafSecret,
+  planRotation,
+  renewalTime,
+} from '@eso-mtls/core';
+import { SnapshotBuilder, type SnapshotSource, installationId } from '@eso-mtls/kubernetes';
+import type { ClusterState, SecretRead } from './cluster-state.js';
+import { statusExitCode } from './exit-codes.js';
+import type { AssumedPolicy } from './options.js';
+import type {
+  CaCertificateReport,
+  CaReport,
+  CertificateFacts,
+  ClientReport,
+  LeafReport,
+  NamespaceReport,
+  PolicyReport,
+  Problem,
+  StatusReport,
+} from './report.js';
+
+const DAY = 86_400_000;
+const iso = (t: Instant): string => new Date(t).toISOString();
+
+/** The public facts of a certificate; nothing else of it leaves this function. */
+function facts(c: CertificateView, now: Instant): CertificateFacts {
+  return {
+    subject: c.subject,
+    issuer: c.issuer,
+    serialNumber: c.serialNumber,
+    notBefore: iso(c.notBefore),
+    notAfter: iso(c.notAfter),
+    daysLeft: Math.floor((c.notAfter - now) / DAY),
+  };
+}
+
+/** The cluster as read, in the shape the controller's SnapshotBuilder reads its informer caches. */
+function snapshotSource(state: ClusterState, assumed: AssumedPolicy): SnapshotSource {
+  const esoSecret = (name: string, read: SecretRead) => ({
+    get: (namespace: string, n: string) => (namespace === assumed.policy.esoNamespace && n === name && read.kind === 'read' ? read.secret : undefined),
+  });
+  return {
+    services: { list: () => state.services },
+    providerSecrets: { list: () => state.providerSecrets },
+    caSecret: esoSecret(assumed.caSecretName, state.caSecret),
+    clientSecret: esoSecret(assumed.clientSecretName, state.clientSecret),
+  };
+}
+
+/** What a CA that status could not read leaves unknown: signature checks against it are not made. */
+const CA_REASONS = new Set(['ca_mismatch', 'ca_rotated']);
+
+/** Everything one leaf evaluation needs besides the Secret. */
+interface LeafContext {
+  readonly now: Instant;
+  readonly assumed: AssumedPolicy;
+  readonly plan: Plan;
+  readonly cache: CertificateCache;
+  /** The CA that signs now; undefined when there is none usable. */
+  readonly activeCa?: CertificateView;
+  /** The CA Secret could not be read. */
+  readonly caUnknown: boolean;
+}
+
+const sameTarget = (a: SecretTarget, b: SecretTarget): boolean => describeTarget(a) === describeTarget(b);
+
+/**
+ * The facts and problems of one leaf Secret, from the core's own observation of it and the plan's
+ * verdict on it. The observed private key is used by observeLeafSecret to check it matches; it is
+ * not copied into the report.
+ */
+function evaluateLeaf(target: SecretTarget, label: string, secret: SecretState | undefined, ctx: LeafContext): Omit<LeafReport, 'secret' | 'checked'> {
+  const { now, plan, cache } = ctx;
+  const problems: Problem[] = [];
+  const result: { -readonly [K in keyof LeafReport]?: LeafReport[K] } = {};
+  const conflicts = plan.conflicts.filter((c) => sameTarget(c.target, target));
+  if (secret === undefined) problems.push({ kind: 'missing', message: `${label}: the Secret does not exist; the controller issues it` });
+  else if (secret.ownership === 'placeholder')
+    problems.push({ kind: 'missing', message: `${label}: the Secret is an empty placeholder the controller has not adopted yet` });
+  else if (secret.ownership === 'foreign') {
+    const message = conflicts.shift()?.message ?? `${label}: the Secret was not written by this installation; it is left alone`;
+    problems.push({ kind: 'foreign', message });
+  } else {
+    const observed = observeLeafSecret(secret.data, cache);
+    if (!observed.leaf.ok) problems.push({ kind: 'invalid', message: `${label}: ${observed.leaf.problem}: ${observed.leaf.detail}` });
+    if (!observed.bundle.ok) problems.push({ kind: 'invalid', message: `${label}: ca.crt: ${observed.bundle.problem}: ${observed.bundle.detail}` });
+    if (observed.leaf.ok) {
+      const leaf = observed.leaf.value.certificate;
+      result.certificate = facts(leaf, now);
+      if (leaf.notAfter <= now) problems.push({ kind: 'expired', message: `${label}: the certificate expired at ${iso(leaf.notAfter)}` });
+      result.signedByActiveCa = ctx.caUnknown ? null : ctx.activeCa !== undefined && cache.isSignedBy(leaf, ctx.activeCa);
+      result.chainsToBundle = observed.bundle.ok && observed.bundle.value.some((ca) => cache.isSignedBy(leaf, ca));
+      result.bundleCurrent = ctx.caUnknown || plan.bundle === undefined ? null : observed.bundleText === plan.bundle;
+      result.nextRotation = { at: iso(renewalTime(leaf, ctx.assumed.policy)), reason: 'expiring' };
+    }
+    if (!ctx.caUnknown && plan.bundles.some((b) => sameTarget(b.target, target))) {
+      problems.push({ kind: 'pending', message: `${label}: its ca.crt is not the bundle of the CA Secret yet; the controller rewrites it` });
+    }
+  }
+  for (const c of conflicts) problems.push({ kind: 'conflict', message: c.message });
+  const issuance = plan.leaves.find((l) => sameTarget(l.target, target));
+  const waiting = plan.waiting.find((w) => sameTarget(w.target, target));
+  const due = issuance ?? waiting;
+  if (due && !(ctx.caUnknown && CA_REASONS.has(due.reason))) {
+    result.nextRotation = { ...(issuance ? { at: iso(now) } : waiting?.until ? { at: iso(waiting.until) } : {}), reason: due.reason, message: due.message };
+    if (due.reason === 'ca_mismatch') problems.push({ kind: 'untrusted', message: due.message });
+    else if (!['invalid', 'secret_missing', 'initial'].includes(due.reason))
+      problems.push({ kind: 'pending', message: `${due.message} (reason ${due.reason}): due now, the controller has not made this write yet` });
+  }
+  return { ...result, problems };
+}
+
+/** The CA Secret: its certificates, what is wrong with it, and the CA write due now. */
+function evaluateCa(
+  secretName: string,
+  read: SecretRead,
+  state: SecretState | undefined,
+  ctx: Omit<LeafContext, 'activeCa' | 'caUnknown'>,
+): CaReport & { activeCa?: CertificateView } {
+  const { now, plan, cache } = ctx;
+  if (read.kind === 'unreadable') return { secret: secretName, checked: false, unchecked: read.why, certificates: [], problems: [] };
+  const problems: Problem[] = [];
+  const certificates: CaCertificateReport[] = [];
+  let activeCa: CertificateView | undefined;
+  if (state === undefined) problems.push({ kind: 'missing', message: `the CA Secret ${secretName} does not exist; the controller creates it` });
+  else if (state.ownership === 'placeholder')
+    problems.push({ kind: 'missing', message: `the CA Secret ${secretName} is an empty placeholder not adopted yet` });
+  else if (state.ownership === 'foreign') {
+    const conflict = plan.conflicts.find((c) => c.target === 'ca');
+    problems.push({ kind: 'foreign', message: `${secretName}: ${conflict?.message ?? 'not written by this installation'}` });
+  } else {
+    const observed = observeCaSecret(state.data, cache);
+    if (observed.active === undefined) problems.push({ kind: 'invalid', message: `the CA Secret ${secretName} holds no active CA (ca.crt, ca.key)` });
+    for (const [slot, pair] of [
+      ['active', observed.active],
+      ['next', observed.next],
+    ] as const) {
+      if (pair === undefined) continue;
+      if (!pair.ok) {
+        problems.push({ kind: 'invalid', message: `the CA Secret ${secretName}, ${slot} CA: ${pair.problem}: ${pair.detail}` });
+        continue;
+      }
+      const c = pair.value.certificate;
+      certificates.push({ slot, ...facts(c, now) });
+      if (slot === 'active') activeCa = c;
+      if (c.notAfter <= now) problems.push({ kind: 'expired', message: `the ${slot} CA (${c.subject}) expired at ${iso(c.notAfter)}` });
+    }
+    if (observed.retired?.ok) for (const c of observed.retired.value) certificates.push({ slot: 'retired', ...facts(c, now) });
+    else if (observed.retired)
+      problems.push({ kind: 'invalid', message: `the CA Secret ${secretName}, retired.crt: ${observed.retired.problem}: ${observed.retired.detail}` });
+  }
+  const due = plan.ca && { phases: plan.ca.phases, ...(plan.ca.reason ? { reason: plan.ca.reason } : {}), message: plan.ca.message };
+  if (due && problems.length === 0) {
+    problems.push({
+      kind: 'pending',
+      message: `a CA write is due now (${due.phases.join(', ') || 'acknowledge'}): ${due.message}; the controller has not made it yet`,
+    });
+  }
+  return {
+    secret: secretName,
+    checked: true,
+    certificates,
+    ...(due ? { due } : {}),
+    ...(plan.status.signingPausedUntil ? { signingPausedUntil: iso(plan.status.signingPausedUntil) } : {}),
+    problems,
+    activeCa,
+  };
+}
+
+function policyReport(assumed: AssumedPolicy): PolicyReport {
+  const p = assumed.policy;
+  return {
+    esoNamespace: p.esoNamespace,
+    clusterDomain: p.clusterDomain,
+    serviceAccount: p.serviceAccount,
+    caSecretName: assumed.caSecretName,
+    clientSecretName: assumed.clientSecretName,
+    keyAlgorithm: p.keyAlgorithm,
+    reconcileInterval: formatDuration(p.reconcileInterval),
+    leafValidity: formatDuration(p.leafValidity),
+    leafLookahead: formatDuration(p.leafLookahead),
+    leafJitter: formatDuration(p.leafJitter),
+    caValidity: formatDuration(p.caValidity),
+    caLookahead: formatDuration(p.caLookahead),
+    sources: Object.fromEntries(assumed.sources),
+  };
+}
+
+/**
+ * Judges the cluster as the controller would: the snapshot is built by the controller's own
+ * SnapshotBuilder, planned by the core's planRotation with the same policy, and every Secret is
+ * read with the core's observe functions. Pure apart from the cache's memo tables.
+ */
+export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now: Instant, cache: CertificateCache, namespaceFilter?: string): StatusReport {
+  const { policy, caSecretName, clientSecretName } = assumed;
+  const esoNamespace = policy.esoNamespace;
+  const builder = new SnapshotBuilder(
+    snapshotSource(state, assumed),
+    new IssuanceLedger(),
+    installationId(esoNamespace, caSecretName),
+    esoNamespace,
+    caSecretName,
+    clientSecretName,
+  );
+  const { snapshot } = builder.build();
+  const plan = planRotation(snapshot, { now, policy, cache });
+  const { activeCa, ...ca } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache });
+  const ctx: LeafContext = { now, assumed, plan, cache, activeCa, caUnknown: !ca.checked };
+
+  const clientName = `${esoNamespace}/${clientSecretName}`;
+  let client: ClientReport;
+  if (state.clientSecret.kind === 'unreadable') client = { secret: clientName, checked: false, unchecked: state.clientSecret.why, uris: [], problems: [] };
+  else {
+    const leaf = evaluateLeaf('client', 'the client certificate', snapshot.clientSecret, ctx);
+    const observed = snapshot.clientSecret?.ownership === 'managed' ? observeLeafSecret(snapshot.clientSecret.data, cache).leaf : undefined;
+    const cert = observed?.ok ? observed.value.certificate : undefined;
+    client = { secret: clientName, checked: true, uris: cert?.uris ?? [], ...(cert?.subjectCommonName ? { commonName: cert.subjectCommonName } : {}), ...leaf };
+  }
+
+  const namespaces: NamespaceReport[] = [];
+  for (const ns of snapshot.namespaces) {
+    const unreadable = state.unreadableNamespaces.get(ns.namespace);
+    if (ns.services.length === 0 && unreadable === undefined) continue; // a Secret left behind: the controller leaves it alone
+    const base = { namespace: ns.namespace, secret: `${ns.namespace}/${PROVIDER_SECRET_NAME}`, services: ns.services.map((s) => s.name) };
+    if (unreadable !== undefined) {
+      namespaces.push({ ...base, checked: false, unchecked: unreadable, dnsNames: [], problems: [] });
+      continue;
+    }
+    const leaf = evaluateLeaf({ namespace: ns.namespace }, `namespace ${ns.namespace}`, ns.secret, ctx);
+    const observed = ns.secret?.ownership === 'managed' ? observeLeafSecret(ns.secret.data, cache).leaf : undefined;
+    const refused = plan.refused.filter((r) => r.namespace === ns.namespace).map((r): Problem => ({ kind: 'refused', message: r.message }));
+    namespaces.push({
+      ...base,
+      checked: true,
+      dnsNames: observed?.ok ? observed.value.certificate.dnsNames : [],
+      ...leaf,
+      problems: [...leaf.problems, ...refused],
+    });
+  }
+  if (namespaceFilter !== undefined && !namespaces.some((n) => n.namespace === namespaceFilter)) {
+    namespaces.push({
+      namespace: namespaceFilter,
+      secret: `${namespaceFilter}/${PROVIDER_SECRET_NAME}`,
+      services: [],
+      dnsNames: [],
+      checked: true,
+      problems: [{ kind: 'missing', message: `namespace ${namespaceFilter} has no Service labelled ${PROVIDER_LABEL}=true: nothing is issued there` }],
+    });
+  }
+
+  const all = [ca, client, ...namespaces];
+  const problems = all.reduce((n, r) => n + r.problems.length, 0);
+  const unchecked = all.filter((r) => !r.checked).length;
+  const exitCode = statusExitCode({ problems, unchecked });
+  return {
+    now: iso(now),
+    policy: policyReport(assumed),
+    ...(namespaceFilter !== undefined ? { namespaceFilter } : {}),
+    ca,
+    client,
+    namespaces,
+    summary: { healthy: problems === 0 && unchecked === 0, problems, unchecked, exitCode },
+  };
+}

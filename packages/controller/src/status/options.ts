@@ -1,0 +1,159 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { type Policy, isDnsLabel } from '@eso-mtls/core';
+import { type FlagSyntax, readArgv } from '../cli/args.js';
+import { parseControllerConfig } from '../config.js';
+import { CONTROLLER_FLAGS, type FlagSpec, envVarOf } from '../flags.js';
+
+/**
+ * The controller's flags that decide what status expects, read from the same environment
+ * variables: status and the controller cannot disagree silently. The controller's `--namespace`
+ * (ESO's namespace) is `--eso-namespace` here, because `--namespace` names a provider namespace
+ * as in kubectl; its variable is still ESO_MTLS_NAMESPACE.
+ */
+const POLICY_FLAG_NAMES = ['cluster-domain', 'ca-secret-name', 'client-secret-name', 'service-account', 'reconcile-interval', 'key-algorithm'] as const;
+const ESO_NAMESPACE: FlagSpec = { ...CONTROLLER_FLAGS.find((f) => f.name === 'namespace')!, name: 'eso-namespace' };
+const POLICY_FLAGS: readonly FlagSpec[] = [ESO_NAMESPACE, ...POLICY_FLAG_NAMES.map((n) => CONTROLLER_FLAGS.find((f) => f.name === n)!)];
+const CONNECTION_FLAGS: readonly FlagSpec[] = [
+  ESO_NAMESPACE,
+  ...(['ca-secret-name', 'client-secret-name'] as const).map((n) => CONTROLLER_FLAGS.find((f) => f.name === n)!),
+];
+
+/** A flag of status or renew: syntax, help, and, for the controller's, its environment variable. */
+export interface CliFlag extends FlagSyntax {
+  readonly help: string;
+  /** Set for the flags shared with the controller. */
+  readonly env?: string;
+  /** A one-letter alias (`-n`, `-o`). */
+  readonly short?: string;
+}
+
+const KUBECONFIG: CliFlag = {
+  name: 'kubeconfig',
+  kind: 'string',
+  accepts: 'a path to a kubeconfig file',
+  help: 'kubeconfig with your own credentials (default $KUBECONFIG, then ~/.kube/config, then in-cluster)',
+};
+const shared = (f: FlagSpec): CliFlag => ({
+  name: f.name,
+  kind: f.kind,
+  accepts: f.accepts,
+  help: `${f.help.replace(/--namespace\b/g, '--eso-namespace')}${f.default === undefined ? '' : ` (default ${f.default})`}`,
+  env: f.name === 'eso-namespace' ? envVarOf('namespace') : envVarOf(f.name),
+});
+
+/** The flags of `eso-mtls status`. */
+export const STATUS_FLAGS: readonly CliFlag[] = [
+  KUBECONFIG,
+  { name: 'namespace', short: 'n', kind: 'string', accepts: 'a namespace name', help: 'show this provider namespace only (default: every one)' },
+  { name: 'output', short: 'o', kind: 'string', accepts: 'text, json or yaml', help: 'output format (default text)' },
+  ...POLICY_FLAGS.map(shared),
+];
+
+/** The flags of `eso-mtls renew`. */
+export const RENEW_FLAGS: readonly CliFlag[] = [
+  KUBECONFIG,
+  { name: 'namespace', short: 'n', kind: 'string', accepts: 'a namespace name', help: "renew this provider namespace's server certificate" },
+  { name: 'client', kind: 'bool', accepts: 'true or false', help: "renew ESO's client certificate" },
+  { name: 'ca', kind: 'bool', accepts: 'true or false', help: 'start an overlap CA rotation (no call fails)' },
+  {
+    name: 'emergency',
+    kind: 'bool',
+    accepts: 'true or false',
+    help: 'with --ca: a hard cut-over, for a suspected key compromise (calls fail until peers reload)',
+  },
+  ...CONNECTION_FLAGS.map(shared),
+];
+
+/** Help text of a command: usage line, description, and aligned flag columns. */
+export function commandUsage(usage: string, description: string, flags: readonly CliFlag[]): string {
+  const names = flags.map((f) => `${f.short ? `-${f.short}, ` : '    '}--${f.name}${f.kind === 'bool' ? '' : ' <value>'}`);
+  const width = Math.max(...names.map((n) => n.length));
+  const lines = [`Usage: ${usage}`, '', description, '', 'Flags:'];
+  flags.forEach((f, i) => {
+    lines.push(`  ${names[i]!.padEnd(width)}  ${f.help}`);
+    if (f.env) lines.push(`  ${''.padEnd(width)}  env ${f.env}, as for the controller`);
+  });
+  lines.push(`  ${'    --help'.padEnd(width)}  print this text`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Where each policy value came from, for the line that says which policy status assumed. */
+export type ValueSource = 'flag' | 'env' | 'default';
+
+/** The policy and Secret names status and renew assume, as the controller would read them. */
+export interface AssumedPolicy {
+  readonly policy: Policy;
+  readonly caSecretName: string;
+  readonly clientSecretName: string;
+  /** Flag name (as typed for this command) → where its value came from. */
+  readonly sources: ReadonlyMap<string, ValueSource>;
+}
+
+/** What argv and the environment asked of status or renew. */
+export interface CliOptions {
+  readonly values: ReadonlyMap<string, string>;
+  readonly assumed: AssumedPolicy;
+  /** The kubeconfig file to use, or undefined for in-cluster credentials. */
+  readonly kubeconfig: string | undefined;
+}
+
+/** The outcome of reading status's or renew's command line. */
+export type CliOptionsResult =
+  { readonly kind: 'options'; readonly options: CliOptions } | { readonly kind: 'help' } | { readonly kind: 'error'; readonly message: string };
+
+/**
+ * Reads `argv` with the one flag parser, then the policy through the controller's own
+ * configuration reader (flags translated, environment limited to the shared variables), so every
+ * value is validated exactly as the controller validates it.
+ */
+export function readCliOptions(
+  command: string,
+  flags: readonly CliFlag[],
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): CliOptionsResult {
+  const syntax = flags.flatMap((f): FlagSyntax[] => [f, ...(f.short ? [{ ...f, name: f.short }] : [])]);
+  const args = readArgv(argv, { command, flags: syntax });
+  if (args.kind !== 'flags') return args;
+  const values = new Map<string, string>();
+  for (const [name, value] of args.values) values.set(flags.find((f) => f.name === name || f.short === name)!.name, value);
+  const namespace = values.get('namespace');
+  if (namespace !== undefined && !isDnsLabel(namespace)) {
+    return { kind: 'error', message: `--namespace ${JSON.stringify(namespace)} is not a namespace name (a DNS-1123 label such as team-a)` };
+  }
+  const policyFlags = flags.filter((f) => f.env !== undefined);
+  const controllerArgv: string[] = [];
+  const controllerEnv: Record<string, string | undefined> = {};
+  const sources = new Map<string, ValueSource>();
+  for (const f of policyFlags) {
+    const controllerName = f.name === 'eso-namespace' ? 'namespace' : f.name;
+    const value = values.get(f.name);
+    if (value !== undefined) controllerArgv.push(`--${controllerName}=${value}`);
+    controllerEnv[f.env!] = env[f.env!];
+    sources.set(f.name, value !== undefined ? 'flag' : env[f.env!] ? 'env' : 'default');
+  }
+  const parsed = parseControllerConfig(controllerArgv, controllerEnv);
+  if (parsed.kind === 'error') return { kind: 'error', message: parsed.error.message.replace(/--namespace\b/g, '--eso-namespace') };
+  if (parsed.kind === 'help') return { kind: 'help' };
+  const { policy, caSecretName, clientSecretName } = parsed.config;
+  return {
+    kind: 'options',
+    options: { values, assumed: { policy, caSecretName, clientSecretName, sources }, kubeconfig: kubeconfigPath(values.get('kubeconfig'), env) },
+  };
+}
+
+/**
+ * kubectl's choice of kubeconfig: the flag, else the first existing file of $KUBECONFIG, else
+ * ~/.kube/config if it exists, else undefined (in-cluster). The controller's ESO_MTLS_KUBECONFIG is
+ * not read: status acts with the user's credentials, not the controller's.
+ */
+export function kubeconfigPath(flag: string | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
+  if (flag !== undefined) return flag;
+  const listed = (env.KUBECONFIG ?? '').split(process.platform === 'win32' ? ';' : ':').filter((p) => p !== '');
+  if (listed.length > 0) return listed.find((p) => existsSync(p)) ?? listed[0];
+  const home = env.HOME ?? homedir();
+  const fallback = join(home, '.kube', 'config');
+  return existsSync(fallback) ? fallback : undefined;
+}

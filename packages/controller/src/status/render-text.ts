@@ -1,0 +1,110 @@
+import type { CertificateFacts, Checked, LeafReport, Problem, StatusReport } from './report.js';
+
+/** SGR colours, or none: plain text when piped, under NO_COLOR, or on a dumb terminal. */
+export interface Palette {
+  readonly ok: (s: string) => string;
+  readonly bad: (s: string) => string;
+  readonly warn: (s: string) => string;
+  readonly dim: (s: string) => string;
+  readonly bold: (s: string) => string;
+}
+
+const sgr =
+  (code: string) =>
+  (s: string): string =>
+    `\u001b[${code}m${s}\u001b[0m`;
+const plain = (s: string): string => s;
+
+/** Colours on a terminal; plain text when `isTTY` is false, NO_COLOR is set (no-color.org), or TERM is dumb. */
+export function paletteFor(isTTY: boolean | undefined, env: Readonly<Record<string, string | undefined>>): Palette {
+  const colour = isTTY === true && (env.NO_COLOR ?? '') === '' && env.TERM !== 'dumb';
+  return colour
+    ? { ok: sgr('32'), bad: sgr('31'), warn: sgr('33'), dim: sgr('2'), bold: sgr('1') }
+    : { ok: plain, bad: plain, warn: plain, dim: plain, bold: plain };
+}
+
+const yesNo = (v: boolean | null | undefined, p: Palette): string => (v === null || v === undefined ? p.warn('unknown') : v ? p.ok('yes') : p.bad('no'));
+
+function days(c: CertificateFacts, p: Palette): string {
+  const text = c.daysLeft < 0 ? `expired ${-c.daysLeft} days ago` : `${c.daysLeft} days left`;
+  return c.daysLeft < 0 ? p.bad(text) : text;
+}
+
+function verdict(r: Checked, p: Palette): string {
+  if (!r.checked) return p.warn('NOT CHECKED');
+  return r.problems.length === 0 ? p.ok('OK') : p.bad(`${r.problems.length} PROBLEM${r.problems.length === 1 ? '' : 'S'}`);
+}
+
+function problems(list: readonly Problem[], p: Palette): string[] {
+  return list.map((x) => `  ${p.bad(`problem (${x.kind}):`)} ${x.message}`);
+}
+
+function leafLines(r: LeafReport, p: Palette): string[] {
+  const lines: string[] = [];
+  if (r.certificate) {
+    lines.push(`  notAfter         ${r.certificate.notAfter} (${days(r.certificate, p)}), serial ${r.certificate.serialNumber}`);
+    lines.push(
+      `  signed by the active CA: ${yesNo(r.signedByActiveCa, p)}; chains to its ca.crt: ${yesNo(r.chainsToBundle, p)}; ca.crt current: ${yesNo(r.bundleCurrent, p)}`,
+    );
+  }
+  if (r.nextRotation) {
+    const at = r.nextRotation.at ?? 'when a CA signs again';
+    lines.push(`  next rotation    ${at} (${r.nextRotation.reason})`);
+  }
+  return lines;
+}
+
+/** The report as text for a person: one block per Secret, problems named, a closing summary. */
+export function renderText(report: StatusReport, p: Palette): string {
+  const out: string[] = [];
+  const pol = report.policy;
+  const src = (flag: string): string => p.dim(`(${pol.sources[flag] ?? 'default'})`);
+  out.push(p.bold('Policy assumed') + p.dim(" (the controller's flags and ESO_MTLS_* environment; pass the same ones the controller runs with)"));
+  out.push(
+    `  ESO namespace ${pol.esoNamespace} ${src('eso-namespace')}, cluster domain ${pol.clusterDomain} ${src('cluster-domain')}, service account ${pol.serviceAccount} ${src('service-account')}`,
+  );
+  out.push(
+    `  CA Secret ${pol.caSecretName} ${src('ca-secret-name')}, client Secret ${pol.clientSecretName} ${src('client-secret-name')}, key algorithm ${pol.keyAlgorithm} ${src('key-algorithm')}, reconcile interval ${pol.reconcileInterval} ${src('reconcile-interval')}`,
+  );
+  out.push(
+    `  leaves: valid ${pol.leafValidity}, renewed ${pol.leafLookahead} before notAfter (up to ${pol.leafJitter} earlier); CA: valid ${pol.caValidity}, rotated ${pol.caLookahead} before notAfter`,
+  );
+  if (report.namespaceFilter) out.push(p.dim(`  only namespace ${report.namespaceFilter} was read: the CA schedule below sees its bundle only`));
+  out.push('');
+
+  const ca = report.ca;
+  out.push(`${p.bold('CA')} ${ca.secret}  ${verdict(ca, p)}`);
+  if (!ca.checked)
+    out.push(
+      `  ${p.warn(ca.unchecked ?? '')}`,
+      `  ${p.dim('without it, whether leaves are signed by the active CA and whether bundles are current is unknown')}`,
+    );
+  for (const c of ca.certificates) out.push(`  ${c.slot.padEnd(8)} ${c.subject}, serial ${c.serialNumber}, notAfter ${c.notAfter} (${days(c, p)})`);
+  if (ca.checked && !ca.certificates.some((c) => c.slot === 'next')) out.push(`  ${'next'.padEnd(8)} ${p.dim('none')}`);
+  if (ca.checked && !ca.certificates.some((c) => c.slot === 'retired')) out.push(`  ${'retired'.padEnd(8)} ${p.dim('none')}`);
+  if (ca.due) out.push(`  due now: ${ca.due.phases.join(', ')}${ca.due.reason ? ` (${ca.due.reason})` : ''}`);
+  if (ca.signingPausedUntil) out.push(`  no CA signs until ${ca.signingPausedUntil}`);
+  out.push(...problems(ca.problems, p), '');
+
+  const cl = report.client;
+  out.push(`${p.bold('Client certificate')} ${cl.secret}  ${verdict(cl, p)}`);
+  if (!cl.checked) out.push(`  ${p.warn(cl.unchecked ?? '')}`);
+  if (cl.certificate) out.push(`  identity         ${cl.commonName ? `CN=${cl.commonName} ` : ''}URI ${cl.uris.join(', ') || p.dim('none')}`);
+  out.push(...leafLines(cl, p), ...problems(cl.problems, p), '');
+
+  if (report.namespaces.length === 0) out.push(p.dim(`No Service is labelled external-secrets.io/provider=true: no provider namespace to show.`), '');
+  for (const ns of report.namespaces) {
+    out.push(`${p.bold('Namespace')} ${ns.namespace}  ${verdict(ns, p)}`);
+    out.push(`  Services         ${ns.services.join(', ') || p.dim('none')}`);
+    if (!ns.checked) out.push(`  ${p.warn(ns.unchecked ?? '')}`);
+    if (ns.dnsNames.length > 0) out.push(`  SANs             ${ns.dnsNames.join(', ')}`);
+    out.push(...leafLines(ns, p), ...problems(ns.problems, p), '');
+  }
+
+  const s = report.summary;
+  const parts = [s.problems === 0 ? p.ok('no problem') : p.bad(`${s.problems} problem${s.problems === 1 ? '' : 's'} need attention`)];
+  if (s.unchecked > 0) parts.push(p.warn(`${s.unchecked} Secret${s.unchecked === 1 ? '' : 's'} not checked for lack of rights`));
+  out.push(`${p.bold('Summary')}: ${parts.join('; ')} (exit code ${s.exitCode})`);
+  out.push(p.dim('Private keys were read only to check that each matches its certificate; none is printed, logged or written.'));
+  return `${out.join('\n')}\n`;
+}

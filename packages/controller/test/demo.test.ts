@@ -1,0 +1,143 @@
+import { describe, expect, it } from '@jest/globals';
+import { METRIC_NAMES } from '@eso-mtls/metrics';
+import { parseControllerConfig } from '../src/config.js';
+import { parseDemoArgs, runDemoCommand } from '../src/cli/demo.js';
+import { runDemo } from '../src/demo/run-demo.js';
+import { minDemoDuration } from '../src/demo/scenario.js';
+import { type DemoSummary, demoExitCode } from '../src/demo/summary.js';
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** Captures what a command writes; on the start line, scrapes the metrics it names while the run goes on. */
+function captureWithScrape(): { out: { write(t: string): boolean; isTTY: false }; text: () => string; scrapes: Promise<string[]>[] } {
+  let text = '';
+  const scrapes: Promise<string[]>[] = [];
+  return {
+    text: () => text,
+    scrapes,
+    out: {
+      isTTY: false,
+      write(t: string) {
+        text += t;
+        for (const line of t.split('\n')) {
+          if (!line.includes('"event":"start"')) continue;
+          const start = JSON.parse(line) as { metricsUrl: string; providers: { metricsUrl: string }[] };
+          const urls = [start.metricsUrl, start.providers[0]!.metricsUrl];
+          // A second in, every provider has a certificate and the controller has planned.
+          scrapes.push(new Promise((r) => setTimeout(r, 1000)).then(() => Promise.all(urls.map(async (u) => (await fetch(u)).text()))));
+        }
+        return true;
+      },
+    },
+  };
+}
+
+describe('eso-mtls demo', () => {
+  it(
+    'a shortest run shows every step with real mTLS calls, none failed, as JSON lines with ISO timestamps, and serves /metrics',
+    async () => {
+      const duration = minDemoDuration(3);
+      const capture = captureWithScrape();
+      let err = '';
+      const code = await runDemoCommand(['--duration', `${duration / 1000}s`, '--json', '--metrics-bind-address', '127.0.0.1:0'], {
+        stdout: capture.out,
+        stderr: { write: (t: string) => (err += t) },
+      });
+      const lines = capture
+        .text()
+        .split('\n')
+        .filter((l) => l !== '');
+      const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+      for (const r of records) {
+        expect(r.time).toMatch(ISO);
+        expect(new Date(r.time as string).toISOString()).toBe(r.time);
+      }
+      expect(records[0]!.event).toBe('start');
+      const summary = records.at(-1) as unknown as DemoSummary & { event: string };
+      expect(summary.event).toBe('summary');
+      expect(err).toBe('');
+      expect(summary.calls.failed).toBe(0);
+      expect(summary.calls.made).toBeGreaterThan(0);
+      expect(summary.handshakes).toBeGreaterThan(0);
+      expect(summary.rotations).toMatchObject({ initial: 4, ca_rotated: 4, secret_missing: 1, dns_changed: 2 });
+      expect(summary.rotations.forced).toBeGreaterThanOrEqual(3 * 3 + 1);
+      expect(summary.caPhases).toMatchObject({ create: 1, prepare: 1, activate: 1, retire: 1 });
+      expect(Object.values(summary.serverRotations).every((n) => n >= 3)).toBe(true);
+      expect(summary.reloads).toBeGreaterThan(0);
+      expect(summary.refusedReloads).toBeGreaterThanOrEqual(1);
+      expect(summary.checks.filter((c) => !c.ok)).toEqual([]);
+      expect(code).toBe(0);
+      // Every event line says who did what and how many calls went by since the line before.
+      const events = records.slice(1, -1);
+      expect(events.length).toBeGreaterThan(20);
+      for (const e of events)
+        expect(e).toEqual(expect.objectContaining({ source: expect.any(String), event: expect.any(String), callsOk: expect.any(Number), callsFailed: 0 }));
+      expect(events.some((e) => e.source === 'provider' && e.reason === 'garbage_pem')).toBe(true);
+
+      const [controllerMetrics, providerMetrics] = await capture.scrapes[0]!;
+      expect(controllerMetrics).toContain(`${METRIC_NAMES.providerCertificateExpiry}{namespace="provider-aws",service="provider-aws"}`);
+      expect(controllerMetrics).toContain(`${METRIC_NAMES.providerCertificateRotations}{namespace="provider-aws",service="provider-aws",reason="initial"} 1`);
+      expect(providerMetrics).toContain(`${METRIC_NAMES.providerHotReloads}{namespace="provider-aws",service="provider-aws"}`);
+    },
+    minDemoDuration(3) + 60_000,
+  );
+
+  it('a failed call fails the run: the failure is printed, counted, and the exit code is 1', async () => {
+    let text = '';
+    const summary = await runDemo({
+      durationMs: 6000,
+      providers: 2,
+      seed: 7,
+      json: false,
+      metricsAddress: null,
+      out: { write: (t: string) => (text += t) },
+      // The fault: a provider goes away while ESO still calls it (no retries).
+      onRunning: ({ providers }) => void setTimeout(() => void providers[1]!.close(), 1500),
+    });
+    expect(summary.calls.made).toBeGreaterThan(0);
+    expect(summary.calls.failed).toBeGreaterThan(0);
+    expect(demoExitCode(summary)).toBe(1);
+    expect(text).toMatch(/provider-vault\.provider-vault\.svc:\d+: GetSecret FAILED: provider\.v1 GetSecret failed with UNAVAILABLE/);
+    expect(text).toMatch(/calls failed +[1-9]/);
+    expect(text).toContain('FAILED: ');
+  }, 60_000);
+
+  it.each([
+    [['--duration', '20s'], /--duration: "20s" is too short to play every step with 3 providers; use at least 44s/],
+    [['--duration', 'soon'], /--duration: "soon" is not a duration such as 2m or 90s/],
+    [['--providers', '9'], /--providers: "9" is not a whole number from 2 to 5/],
+    [['--seed', '-1'], /--seed: "-1" is not a whole number/],
+    [['--metrics-bind-address', 'here'], /--metrics-bind-address: "here" is not host:port/],
+    [['--json=maybe'], /--json: "maybe" is not true or false/],
+    [['--frobnicate'], /unknown flag --frobnicate/],
+  ])('refuses %j with exit code 2, naming the flag', async (argv, message) => {
+    let err = '';
+    let out = '';
+    const code = await runDemoCommand(argv, { stdout: { write: (t: string) => (out += t) }, stderr: { write: (t: string) => (err += t) } });
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(err).toMatch(message);
+  });
+
+  it('defaults: 2 minutes, 3 providers, seed 1, text, /metrics on a free loopback port; a bare :port stays on loopback', () => {
+    expect(parseDemoArgs([])).toEqual({ durationMs: 120_000, providers: 3, seed: 1, json: false, metricsAddress: { host: '127.0.0.1', port: 0 } });
+    expect(parseDemoArgs(['--metrics-bind-address', ':9099', '--providers=2'])).toMatchObject({
+      providers: 2,
+      metricsAddress: { host: '127.0.0.1', port: 9099 },
+    });
+    expect(parseDemoArgs(['--metrics-bind-address', '0'])).toMatchObject({ metricsAddress: null });
+  });
+
+  it('--help names every flag', async () => {
+    let out = '';
+    expect(await runDemoCommand(['--help'], { stdout: { write: (t: string) => (out += t) }, stderr: { write: () => true } })).toBe(0);
+    for (const f of ['--duration', '--providers', '--seed', '--json', '--metrics-bind-address']) expect(out).toContain(f);
+  });
+
+  it('the controller accepts no compressed schedule: --demo-schedule is an unknown flag to it, and it has no propagation or connection-age flag', () => {
+    const parsed = parseControllerConfig(['--demo-schedule'], {});
+    expect(parsed.kind).toBe('error');
+    expect(parsed.kind === 'error' && parsed.error.message).toMatch(/unknown flag --demo-schedule/);
+    for (const flag of ['--propagation-delay=3s', '--max-connection-age=8s']) expect(parseControllerConfig([flag], {}).kind).toBe('error');
+  });
+});

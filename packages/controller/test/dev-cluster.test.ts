@@ -1,0 +1,131 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseDevClusterArgs, readyText, shellPath } from '../src/cli/dev-cluster.js';
+import { findClone, locateBinaries } from '../src/dev-cluster/clone.js';
+import { prepareDataDir } from '../src/dev-cluster/control-plane.js';
+import { repoRoot } from './support/manifests.js';
+
+// `eso-mtls dev-cluster` without its servers: flags, what it prints, the folder it may use, and
+// what an installed package (no clone around it) says. The real start, the printed commands and
+// Ctrl-C run end to end in testing/getting-started/getting-started.test.ts.
+
+const temp = mkdtempSync(join(tmpdir(), 'eso-mtls-dev-cluster-test-'));
+afterAll(() => rmSync(temp, { recursive: true, force: true }));
+
+describe('eso-mtls dev-cluster', () => {
+  it('reads --dir (resolved against the working folder, default .eso-mtls-dev) and --keep, and words flag errors plainly', () => {
+    expect(parseDevClusterArgs([], '/home/me/clone')).toEqual({ dir: '/home/me/clone/.eso-mtls-dev', keep: false });
+    expect(parseDevClusterArgs(['--dir', 'x/y', '--keep'], '/w')).toEqual({ dir: '/w/x/y', keep: true });
+    expect(parseDevClusterArgs(['--dir=/abs', '--keep=false'], '/w')).toEqual({ dir: '/abs', keep: false });
+    expect(parseDevClusterArgs(['-h'])).toBe('help');
+    expect(parseDevClusterArgs(['--kep'])).toEqual({ error: 'unknown flag --kep (did you mean --keep?); see eso-mtls dev-cluster --help' });
+    expect(parseDevClusterArgs(['--dir'])).toEqual({ error: 'flag --dir needs a value: a folder path' });
+    expect(parseDevClusterArgs(['--dir='])).toEqual({ error: 'flag --dir needs a folder path, not an empty one' });
+    expect(parseDevClusterArgs(['--keep=yes'])).toEqual({ error: '--keep: "yes" is not true or false' });
+  });
+
+  it('spells paths in the printed commands relative to where the reader is, quoted when the shell needs it', () => {
+    expect(shellPath('/w/.eso-mtls-dev/admin.kubeconfig', '/w')).toBe('.eso-mtls-dev/admin.kubeconfig');
+    expect(shellPath('/elsewhere/k', '/w')).toBe('/elsewhere/k');
+    expect(shellPath("/my dir/it's", '/w')).toBe(`'/my dir/it'\\''s'`);
+  });
+
+  it('prints where things are, says no kubelet runs, and the commands of the next steps', () => {
+    const text = readyText(
+      { url: 'https://127.0.0.1:40000' },
+      { namespace: 'external-secrets-system', name: 'eso-mtls-controller' },
+      {
+        dir: '/c/.eso-mtls-dev',
+        adminKubeconfig: '/c/.eso-mtls-dev/admin.kubeconfig',
+        controllerKubeconfig: '/c/.eso-mtls-dev/controller.kubeconfig',
+        repositoryRoot: '/c',
+        cwd: '/c',
+      },
+      false,
+    );
+    expect(text).toContain('No kubelet runs here: Pods');
+    expect(text).toContain('the controller runs out of the cluster');
+    expect(text).toContain('  export KUBECONFIG=.eso-mtls-dev/admin.kubeconfig\n  kubectl apply --server-side -k deploy\n');
+    expect(text).toContain('kubectl label service vault -n team-a external-secrets.io/provider=true');
+    expect(text).toContain('npx eso-mtls controller --kubeconfig .eso-mtls-dev/controller.kubeconfig');
+    expect(text).toContain('npx eso-mtls status --kubeconfig .eso-mtls-dev/admin.kubeconfig');
+    expect(text).toContain('Press Ctrl-C to stop etcd and kube-apiserver.');
+    expect(text).not.toMatch(/^ {2}cd /m); // already in the clone's root
+    const elsewhere = readyText(
+      { url: 'https://127.0.0.1:40000' },
+      { namespace: 'n', name: 'sa' },
+      { dir: '/t/d', adminKubeconfig: '/t/d/admin.kubeconfig', controllerKubeconfig: '/t/d/controller.kubeconfig', repositoryRoot: '/c', cwd: '/t' },
+      true,
+    );
+    expect(elsewhere).toContain('  cd /c\n  export KUBECONFIG=/t/d/admin.kubeconfig\n');
+    expect(elsewhere).toContain('kept on Ctrl-C (--keep)');
+  });
+
+  it('uses a new or empty folder, reuses one it kept, and refuses a folder of something else', () => {
+    const fresh = join(temp, 'fresh');
+    expect(prepareDataDir(fresh)).toEqual({ reused: false });
+    expect(readdirSync(fresh)).toEqual(['.eso-mtls-dev-cluster']);
+    expect(prepareDataDir(fresh)).toEqual({ reused: true });
+    const empty = join(temp, 'empty');
+    mkdirSync(empty);
+    expect(prepareDataDir(empty)).toEqual({ reused: false });
+    const foreign = join(temp, 'foreign');
+    mkdirSync(foreign);
+    writeFileSync(join(foreign, 'thesis.tex'), '');
+    expect(() => prepareDataDir(foreign)).toThrow(
+      `--dir ${foreign} exists and is not a dev-cluster folder (no .eso-mtls-dev-cluster in it): choose another --dir`,
+    );
+    expect(readdirSync(foreign)).toEqual(['thesis.tex']);
+  });
+
+  it('finds the clone it runs from, and none from an installed package', () => {
+    expect(findClone()?.root).toBe(repoRoot);
+    expect(findClone(join(temp, 'node_modules', '@eso-mtls', 'controller', 'dist', 'dev-cluster'))).toBeUndefined();
+  });
+
+  it("passes the build script's progress on line by line, and explains its failure with what to do", async () => {
+    const bin = join(temp, 'bin');
+    mkdirSync(bin);
+    for (const name of ['kube-apiserver', 'etcd']) {
+      writeFileSync(join(bin, name), '#!/bin/sh\n');
+      chmodSync(join(bin, name), 0o755);
+    }
+    const script = join(temp, 'build.sh');
+    writeFileSync(script, `echo 'build-testbin: building etcd v3' >&2\nprintf 'build-testbin: building kube-apiserver' >&2\necho ${bin}\n`);
+    const progress: string[] = [];
+    const clone = { root: temp, buildScript: script, deployBase: temp };
+    expect(await locateBinaries(clone, (l) => progress.push(l))).toEqual({ kubeApiServer: join(bin, 'kube-apiserver'), etcd: join(bin, 'etcd') });
+    expect(progress).toEqual(['build-testbin: building etcd v3', 'build-testbin: building kube-apiserver']);
+
+    writeFileSync(script, `echo "build-testbin: error: 'go' not found" >&2\nexit 1\n`);
+    await expect(locateBinaries(clone, () => undefined)).rejects.toThrow(
+      `${script} could not provide kube-apiserver and etcd (exit code 1).\nbuild-testbin: error: 'go' not found\nIt needs Go (https://go.dev/dl); or set KUBEBUILDER_ASSETS`,
+    );
+  });
+
+  it('run from an installed package, says it needs a clone and where to run it, exit code 1', async () => {
+    // The compiled package outside any clone: <project>/pkg/{dist,package.json}, its dependencies
+    // resolved through <project>/node_modules.
+    const dist = join(repoRoot, 'packages', 'controller', 'dist');
+    if (!existsSync(join(dist, 'bin', 'eso-mtls.js'))) throw new Error(`${dist} is missing: run \`npm run build\` first`);
+    const project = join(temp, 'project');
+    mkdirSync(join(project, 'pkg'), { recursive: true });
+    cpSync(dist, join(project, 'pkg', 'dist'), { recursive: true });
+    cpSync(join(repoRoot, 'packages', 'controller', 'package.json'), join(project, 'pkg', 'package.json'));
+    symlinkSync(join(repoRoot, 'node_modules'), join(project, 'node_modules'));
+    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolveRun) =>
+      execFile(process.execPath, [join(project, 'pkg', 'dist', 'bin', 'eso-mtls.js'), 'dev-cluster'], { cwd: project, timeout: 60_000 }, (e, stdout, stderr) =>
+        resolveRun({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, stdout, stderr }),
+      ),
+    );
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(
+      /^eso-mtls dev-cluster: dev-cluster runs from a clone of the eso-mtls repository: .*testing\/envtest.*deploy\/.*Clone the repository, run `npm ci` in it/,
+    );
+    expect(existsSync(join(project, '.eso-mtls-dev'))).toBe(false);
+  }, 90_000);
+});

@@ -1,0 +1,113 @@
+import { describe, expect, it } from '@jest/globals';
+import { CertificateCache, type Issued, bundlePem, issueCa, issueServerLeaf, namespaceDnsNames, resolvePolicy } from '@eso-mtls/core';
+import { createNodeCryptoBackend } from '@eso-mtls/core/node';
+import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, installationId } from '@eso-mtls/kubernetes';
+import type { V1Secret, V1Service } from '@kubernetes/client-node';
+import type { ClusterState } from '../src/status/cluster-state.js';
+import { evaluateStatus } from '../src/status/evaluate.js';
+import { StatusExit, statusExitCode } from '../src/status/exit-codes.js';
+import { STATUS_FLAGS, commandUsage, readCliOptions } from '../src/status/options.js';
+import { paletteFor, renderText } from '../src/status/render-text.js';
+
+// The parts of status that need no apiserver: what it concludes when some Secrets cannot be read,
+// how it reads flags and environment, and how it colours.
+const crypto = createNodeCryptoBackend();
+const policy = resolvePolicy();
+const NOW = Date.now();
+const ESO = policy.esoNamespace;
+const assumed = { policy, caSecretName: 'eso-provider-ca-internal', clientSecretName: 'eso-provider-client-tls', sources: new Map() };
+const b64 = (s: string): string => Buffer.from(s).toString('base64');
+
+function providerSecret(namespace: string, leaf: Issued, bundle: string): V1Secret {
+  const meta = {
+    labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [COMPONENT_LABEL]: 'provider-tls' },
+    annotations: { [INSTALLATION_ANNOTATION]: installationId(ESO, assumed.caSecretName) },
+  };
+  return {
+    type: 'kubernetes.io/tls',
+    metadata: { name: 'external-secrets-provider-tls', namespace, resourceVersion: '1', ...meta },
+    data: { 'tls.crt': b64(leaf.certificate.pem), 'tls.key': b64(leaf.privateKeyPem), 'ca.crt': b64(bundle) },
+  };
+}
+const service = (namespace: string, name: string): V1Service => ({ metadata: { namespace, name, labels: { 'external-secrets.io/provider': 'true' } } });
+
+describe('evaluateStatus with Secrets it may not read', () => {
+  it('does not judge leaves against a CA it could not read: signature unknown, no problem, renewal by expiry', async () => {
+    const ctx = { crypto, policy, now: NOW };
+    const ca = await issueCa(ctx);
+    const leaf = await issueServerLeaf(ctx, ca, namespaceDnsNames([{ namespace: 'team-a', name: 'vault' }], policy.clusterDomain));
+    const state: ClusterState = {
+      services: [service('team-a', 'vault'), service('team-b', 'aws')],
+      providerSecrets: [providerSecret('team-a', leaf, bundlePem([ca.certificate]))],
+      unreadableNamespaces: new Map([['team-b', 'Secret team-b/external-secrets-provider-tls not checked: HTTP 403 Forbidden']]),
+      caSecret: { kind: 'unreadable', why: 'Secret external-secrets-system/eso-provider-ca-internal not checked: HTTP 403 Forbidden' },
+      clientSecret: { kind: 'unreadable', why: 'no' },
+    };
+    const report = evaluateStatus(state, assumed, NOW, new CertificateCache(crypto.verifier));
+    const [a, b] = report.namespaces;
+    expect(a).toMatchObject({ namespace: 'team-a', checked: true, signedByActiveCa: null, chainsToBundle: true, bundleCurrent: null, problems: [] });
+    expect(a!.nextRotation!.reason).toBe('expiring');
+    expect(b).toMatchObject({ namespace: 'team-b', checked: false, services: ['aws'] });
+    expect(report.summary).toEqual({ healthy: false, problems: 0, unchecked: 3, exitCode: StatusExit.incomplete });
+    const text = renderText(report, paletteFor(false, {}));
+    expect(text).toContain('signed by the active CA: unknown; chains to its ca.crt: yes');
+    expect(text).not.toContain('PRIVATE KEY');
+    expect(JSON.stringify(report)).not.toContain(leaf.privateKeyPem.split('\n')[1]!);
+  });
+
+  it('exit codes: a problem wins over what could not be checked', () => {
+    expect(statusExitCode({ problems: 0, unchecked: 0 })).toBe(0);
+    expect(statusExitCode({ problems: 2, unchecked: 1 })).toBe(1);
+    expect(statusExitCode({ problems: 0, unchecked: 1 })).toBe(4);
+  });
+});
+
+describe('status flags and environment', () => {
+  const read = (argv: string[], env: Record<string, string> = {}) => readCliOptions('eso-mtls status', STATUS_FLAGS, argv, { HOME: '/nonexistent', ...env });
+
+  it('reads the controller policy variables, names their source, and ignores the controller-only ones', () => {
+    const r = read(['-n', 'team-a', '-o=json', '--cluster-domain', 'corp.example'], {
+      ESO_MTLS_NAMESPACE: 'eso',
+      ESO_MTLS_METRICS_BIND_ADDRESS: 'not an address',
+      ESO_MTLS_KUBECONFIG: '/controller/kubeconfig',
+    });
+    if (r.kind !== 'options') throw new Error(JSON.stringify(r));
+    expect(r.options.values.get('namespace')).toBe('team-a');
+    expect(r.options.values.get('output')).toBe('json');
+    expect(r.options.assumed.policy).toMatchObject({ esoNamespace: 'eso', clusterDomain: 'corp.example' });
+    expect(Object.fromEntries(r.options.assumed.sources)).toMatchObject({ 'eso-namespace': 'env', 'cluster-domain': 'flag', 'key-algorithm': 'default' });
+    // The user's credentials, never the controller's.
+    expect(r.options.kubeconfig).toBeUndefined();
+    expect(read([], { KUBECONFIG: '/a/missing:/b/missing' })).toMatchObject({ kind: 'options', options: { kubeconfig: '/a/missing' } });
+  });
+
+  it('words errors with the flag as status names it', () => {
+    expect(read(['--reconcile-interval', 'soon'])).toEqual({
+      kind: 'error',
+      message:
+        'invalid value "soon" for --reconcile-interval (env ESO_MTLS_RECONCILE_INTERVAL): accepts a duration such as 500ms, 15s, 10m or 1h30m, at least 1s',
+    });
+    expect(read([], { ESO_MTLS_NAMESPACE: 'Bad' })).toMatchObject({
+      kind: 'error',
+      message: expect.stringContaining('ESO_MTLS_NAMESPACE (flag --eso-namespace)'),
+    });
+    expect(read(['--namespace', 'a/b'])).toMatchObject({ kind: 'error', message: expect.stringContaining('--namespace "a/b" is not a namespace name') });
+    expect(read(['--leader-elect'])).toMatchObject({ kind: 'error', message: expect.stringContaining('unknown flag --leader-elect') });
+  });
+
+  it('aligns its help columns', () => {
+    const rows = commandUsage('eso-mtls status [flags]', 'x', STATUS_FLAGS)
+      .split('\n')
+      .map((l) => /^ {2}(?:-[a-z], | {4})--[a-z-]+(?: <value>)? +/.exec(l)?.[0].length)
+      .filter((n) => n !== undefined);
+    expect(rows.length).toBe(STATUS_FLAGS.length + 1);
+    expect(new Set(rows).size).toBe(1);
+  });
+
+  it('colours on a terminal only, and never under NO_COLOR or TERM=dumb', () => {
+    expect(paletteFor(true, {}).ok('x')).toBe('\u001b[32mx\u001b[0m');
+    expect(paletteFor(false, {}).ok('x')).toBe('x');
+    expect(paletteFor(true, { NO_COLOR: '1' }).ok('x')).toBe('x');
+    expect(paletteFor(true, { TERM: 'dumb' }).ok('x')).toBe('x');
+  });
+});

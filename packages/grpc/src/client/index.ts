@@ -1,2 +1,0 @@
-export * from './retry.js';
-export * from './typed-client.js';

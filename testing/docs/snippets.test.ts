@@ -1,0 +1,70 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type CodeBlock, codeBlocks } from './markdown-blocks.js';
+import { type SnippetDiagnostic, typeCheckSnippets } from './type-check-snippets.js';
+
+// Every snippet in the docs and READMEs either compiles here or says what it is: a language tag
+// that is not TypeScript (sh, yaml, go, console, text...) or, for a deliberately partial piece of
+// TypeScript such as a signature summary, ```ts fragment. Fragments are counted in a test's name.
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const TYPESCRIPT = new Set(['ts', 'typescript']);
+const FRAGMENT = 'fragment';
+
+/** docs/*.md, README.md, and the READMEs of packages/* and examples/*. */
+function markdownFiles(): string[] {
+  const inFolder = (dir: string): string[] =>
+    existsSync(join(root, dir))
+      ? readdirSync(join(root, dir))
+          .filter((f) => f.endsWith('.md'))
+          .map((f) => `${dir}/${f}`)
+      : [];
+  const readmes = (dir: string): string[] =>
+    readdirSync(join(root, dir))
+      .map((p) => `${dir}/${p}/README.md`)
+      .filter((f) => existsSync(join(root, f)));
+  return ['README.md', ...inFolder('docs'), ...readmes('packages'), ...readmes('examples')].sort();
+}
+
+const files = markdownFiles();
+const blocks: CodeBlock[] = files.flatMap((f) => codeBlocks(readFileSync(join(root, f), 'utf8'), f));
+const typescript = blocks.filter((b) => TYPESCRIPT.has(b.language));
+const fragments = typescript.filter((b) => b.flags.includes(FRAGMENT));
+const compiled = typescript.filter((b) => !b.flags.includes(FRAGMENT));
+const where = (b: CodeBlock): string => `${b.file}:${b.line}`;
+
+describe(`code blocks of ${files.length} Markdown files (docs/, README.md, packages/*/README.md, examples/*/README.md)`, () => {
+  let results: Map<CodeBlock, SnippetDiagnostic[]>;
+
+  beforeAll(() => {
+    results = typeCheckSnippets(root, compiled);
+  }, 180_000);
+
+  it('every fenced block names its language (ts, sh, yaml, console, text...)', () => {
+    expect(blocks.filter((b) => b.language === '').map(where)).toEqual([]);
+  });
+
+  it(`TypeScript blocks carry no flag but "${FRAGMENT}" (${fragments.length} fragments, shown and not compiled: ${fragments.map(where).join(', ') || 'none'})`, () => {
+    expect(typescript.filter((b) => b.flags.some((f) => f !== FRAGMENT)).map((b) => `${where(b)}: ${b.flags.join(' ')}`)).toEqual([]);
+  });
+
+  it('finds the snippets of the package READMEs and the embedding guide (the extraction is not silently empty)', () => {
+    const withCode = new Set(compiled.map((b) => b.file));
+    for (const f of [
+      'packages/grpc/README.md',
+      'packages/kubernetes/README.md',
+      'packages/metrics/README.md',
+      'packages/core/README.md',
+      'docs/embedding.md',
+    ]) {
+      expect([f, withCode.has(f)]).toEqual([f, true]);
+    }
+  });
+
+  it.each(compiled.map((b) => [where(b), b] as const))('%s compiles', (_, block) => {
+    const diagnostics = results.get(block)!.map((d) => d.text);
+    if (diagnostics.length > 0) throw new Error(diagnostics.join('\n'));
+  });
+});

@@ -1,0 +1,106 @@
+// Command reloading-client calls a provider as ESO core would, for as long as stdin stays open:
+// GetSecret back to back on one grpc.ClientConn, presenting the newest good client certificate
+// of the mounted Secret -cert-dir and verifying the provider against its newest ca.crt and the
+// host of -addr. Each load, reload and refusal of -cert-dir is one JSON line on stdout, then
+// "READY"; each of the first 5 failed calls as {"event":"call_failed","error":..}; when stdin
+// closes, one summary line: {"event":"summary","calls":..,"failed":..}.
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	gointerop "eso-mtls/testing/go-interop"
+	pb "eso-mtls/testing/go-interop/gen/providerv1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+)
+
+func main() {
+	addr := flag.String("addr", "", "provider address as ESO is given it, <service>.<namespace>.svc:<port>")
+	connectTo := flag.String("connect-to", "", "dial this host:port instead, still verifying the host of -addr (tests, port-forwards)")
+	certDir := flag.String("cert-dir", "/etc/eso/client-certs", "the mounted client Secret eso-provider-client-tls")
+	key := flag.String("key", "db/password", "remoteRef.key to read")
+	poll := flag.Duration("poll", 10*time.Second, "re-read period, in case a folder event is lost")
+	flag.Parse()
+	if err := run(*addr, *connectTo, *certDir, *key, *poll); err != nil {
+		fmt.Fprintln(os.Stderr, "reloading-client:", err)
+		os.Exit(1)
+	}
+}
+
+type summary struct {
+	Event    string   `json:"event"`
+	Calls    int      `json:"calls"`
+	Failed   int      `json:"failed"`
+	Failures []string `json:"failures"` // the first few
+}
+
+func run(addr, connectTo, certDir, key string, poll time.Duration) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out sync.Mutex // event lines come from the watcher's goroutine
+	emit := func(v any) {
+		out.Lock()
+		defer out.Unlock()
+		_ = json.NewEncoder(os.Stdout).Encode(v)
+	}
+	// doc:begin client-main
+	watcher := gointerop.NewCertificateWatcher(certDir, x509.ExtKeyUsageClientAuth, func(e gointerop.Event) { emit(e) })
+	go func() { _ = watcher.Run(ctx, poll) }()
+	<-watcher.Ready()
+
+	serverName, err := gointerop.ServerNameOf(addr) // e.g. file-provider.provider-system.svc
+	if err != nil {
+		return err
+	}
+	target := addr
+	if connectTo != "" {
+		target = connectTo // the certificate is still verified against serverName
+	}
+	// One ClientConn for the provider's lifetime: rotations need no new one. Each new connection
+	// (after the provider's GOAWAY at its maximum age, say) handshakes with the newest material.
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(credentials.NewTLS(gointerop.ClientTLSConfig(watcher, serverName))))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	provider := pb.NewSecretStoreProviderClient(conn)
+	// doc:end client-main
+	out.Lock()
+	fmt.Println("READY")
+	out.Unlock()
+
+	stopped := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(stopped)
+	}()
+	s := summary{Event: "summary", Failures: []string{}}
+	for {
+		select {
+		case <-stopped:
+			emit(s)
+			return nil
+		default:
+		}
+		callCtx, done := context.WithTimeout(ctx, 10*time.Second)
+		_, err := provider.GetSecret(callCtx, &pb.GetSecretRequest{RemoteRef: &pb.ExternalSecretDataRemoteRef{Key: key}})
+		done()
+		s.Calls++
+		if err != nil {
+			s.Failed++
+			if len(s.Failures) < 5 {
+				s.Failures = append(s.Failures, err.Error())
+				emit(map[string]string{"event": "call_failed", "error": err.Error()})
+			}
+		}
+	}
+}
