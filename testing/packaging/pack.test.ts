@@ -27,10 +27,12 @@ function promisedFiles(manifest: Manifest & { main?: string; types?: string }): 
 /**
  * Why `file` should not ship in the package at `dir`, or undefined if it belongs: the manifest and
  * README, the compiled output of a source file that still exists (a leftover of a deleted source
- * means a stale dist/: rebuild from clean), and the grpc package's .proto files.
+ * means a stale dist/: rebuild from clean), the grpc package's .proto files, and a committed
+ * launcher the manifest's "bin" names (the controller's bin/eso-mtls.js).
  */
-function unintended(dir: string, file: string): string | undefined {
+function unintended(dir: string, file: string, bins: readonly string[]): string | undefined {
   if (file === 'package.json' || file === 'README.md' || file === 'LICENSE') return undefined;
+  if (/^bin\/[^/]+\.js$/.test(file) && bins.includes(file)) return undefined;
   if (/^proto\/.+\.proto$/.test(file)) return undefined;
   const built = /^dist\/(.+)\.(js|d\.ts|js\.map|d\.ts\.map)$/.exec(file);
   if (!built) return 'not build output, a README or a .proto file';
@@ -44,7 +46,11 @@ describe('published packages', () => {
       const [packed] = JSON.parse(run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], dir)) as { files: { path: string }[] }[];
       const files = packed!.files.map((f) => f.path);
       const wrong = files.flatMap((f) => {
-        const why = unintended(dir, f);
+        const why = unintended(
+          dir,
+          f,
+          Object.values(manifest.bin ?? {}).map((b) => b.replace(/^\.\//, '')),
+        );
         return why ? [`${manifest.name}: ${f}: ${why}`] : [];
       });
       expect(wrong).toEqual([]);
