@@ -233,6 +233,43 @@ describe('eso-mtls Helm chart, rendered by helm', () => {
     for (const [k, v] of Object.entries(serviceMonitor.spec.selector.matchLabels)) expect(service.metadata!.labels![k]).toBe(v);
   });
 
+  it('renders the Grafana dashboard of deploy/grafana/eso-mtls.json as a ConfigMap with the sidecar label, only when enabled', () => {
+    const dashboard = readFileSync(resolve(repoRoot, 'deploy/grafana/eso-mtls.json'), 'utf8');
+    const configMaps = (ms: Manifest[]) => ms.filter((m) => m.kind === 'ConfigMap' && m.metadata!.labels?.['app.kubernetes.io/component'] === 'dashboard');
+    expect(configMaps(helm.template(chartDir, 'platform', RELEASE_NS, OTHER_VALUES))).toEqual([]);
+
+    const defaults = find<V1ConfigMap>(
+      helm.template(chartDir, 'eso-mtls', RELEASE_NS, { grafanaDashboard: { enabled: true } }),
+      'ConfigMap',
+      'eso-mtls-controller-dashboard',
+    );
+    expect(defaults.metadata!.namespace).toBe(RELEASE_NS);
+    expect(defaults.metadata!.labels!.grafana_dashboard).toBe('1');
+    // Byte for byte the file: the chart reads it through the files/eso-mtls.json link.
+    expect(defaults.data).toEqual({ 'eso-mtls.json': dashboard });
+    expect((JSON.parse(defaults.data!['eso-mtls.json']!) as { uid: string }).uid).toBe('eso-mtls');
+
+    const other = find<V1ConfigMap>(
+      helm.template(chartDir, 'platform', RELEASE_NS, {
+        ...OTHER_VALUES,
+        grafanaDashboard: {
+          enabled: true,
+          label: 'grafana.example/dashboard',
+          labelValue: 'eso',
+          namespace: 'monitoring',
+          annotations: { grafana_folder: 'Security' },
+        },
+      }),
+      'ConfigMap',
+      'platform-eso-mtls-dashboard',
+    );
+    expect(other.metadata!.namespace).toBe('monitoring');
+    expect(other.metadata!.labels!['grafana.example/dashboard']).toBe('eso');
+    expect(other.metadata!.labels!.grafana_dashboard).toBeUndefined();
+    expect(other.metadata!.annotations).toEqual({ grafana_folder: 'Security' });
+    expect(other.data).toEqual({ 'eso-mtls.json': dashboard });
+  });
+
   it('rejects bad values, naming the value and what is wrong', () => {
     const refusals: [Values, string][] = [
       [{ keyAlgorithm: 'DSA' }, "at '/keyAlgorithm': value must be one of 'ECDSA-P256', 'RSA-2048', 'RSA-3072'"],
@@ -243,6 +280,7 @@ describe('eso-mtls Helm chart, rendered by helm', () => {
       [{ reconcileInterval: 'soon' }, "at '/reconcileInterval': 'soon' does not match pattern"],
       [{ replicas: 2 }, "additional properties 'replicas' not allowed"],
       [{ namespaceOverride: 'Platform' }, "at '/namespaceOverride': 'Platform' does not match pattern"],
+      [{ grafanaDashboard: { label: 'Grafana Dashboard' } }, "at '/grafanaDashboard/label': 'Grafana Dashboard' does not match pattern"],
       [{ extraArgs: ['verbose'] }, "at '/extraArgs/0': 'verbose' does not match pattern"],
       [{ leaderElection: { enabled: false } }, 'replicaCount is 2 but leaderElection.enabled is false: every replica would write certificates'],
       [

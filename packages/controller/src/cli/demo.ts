@@ -1,7 +1,11 @@
+import { type SecretWrite, describeTarget } from '@eso-mtls/core';
 import { parseBindAddress } from '../bind-address.js';
+import { CHART_FILE_ACCEPTS, isChartFileName, writeTimelineChart } from '../chart/chart-file.js';
+import type { ChartRecord } from '../chart/timeline-data.js';
 import { parseDuration } from '../duration.js';
 import { runDemo } from '../demo/run-demo.js';
 import { MAX_PROVIDERS, MIN_PROVIDERS, minDemoDuration } from '../demo/scenario.js';
+import { demoPolicy } from '../demo/schedule.js';
 import { demoExitCode } from '../demo/summary.js';
 import type { TimelineOutput } from '../demo/timeline.js';
 import { type FlagSyntax, goFlagWords, helpTable, readArgv } from './args.js';
@@ -16,6 +20,7 @@ const DEMO_FLAGS: readonly FlagSyntax[] = [
   { name: 'seed', kind: 'string', accepts: 'a whole number' },
   { name: 'json', kind: 'bool' },
   { name: 'metrics-bind-address', kind: 'string', accepts: 'host:port such as 127.0.0.1:9090 or :0, or 0 to serve none' },
+  { name: 'chart', kind: 'string', accepts: CHART_FILE_ACCEPTS },
 ];
 
 const USAGE = `Usage: ${COMMAND} [flags]
@@ -41,6 +46,7 @@ ${helpTable([
     '--metrics-bind-address <addr>',
     ["where the controller's /metrics listens (default 127.0.0.1:0,", 'a free port; a bare :port stays on 127.0.0.1); 0 serves none'],
   ],
+  ['--chart <file>', 'also draw the rotation timeline of the run into this .svg or .html file'],
   ['--help', 'print this text'],
 ])}
 `;
@@ -52,6 +58,8 @@ export interface DemoArgs {
   readonly seed: number;
   readonly json: boolean;
   readonly metricsAddress: { readonly host: string; readonly port: number } | null;
+  /** Where to draw the rotation timeline (.svg or .html), if asked. */
+  readonly chart?: string;
 }
 
 /** A flag value the demo cannot use; the message names the flag, the value and what it accepts. */
@@ -88,6 +96,8 @@ export function parseDemoArgs(argv: readonly string[]): DemoArgs | 'help' {
   const addressText = v.get('metrics-bind-address') ?? '127.0.0.1:0';
   const address = parseBindAddress(addressText);
   if (address === undefined) throw flagError(flag('metrics-bind-address'), addressText);
+  const chart = v.get('chart');
+  if (chart !== undefined && !isChartFileName(chart)) throw flagError(flag('chart'), chart);
   return {
     durationMs,
     providers,
@@ -95,6 +105,7 @@ export function parseDemoArgs(argv: readonly string[]): DemoArgs | 'help' {
     json: json === 'true',
     // A demo serves on loopback unless told otherwise.
     metricsAddress: address === null ? null : { host: address.host ?? '127.0.0.1', port: address.port },
+    ...(chart === undefined ? {} : { chart }),
   };
 }
 
@@ -120,8 +131,22 @@ export async function runDemoCommand(
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  const records: ChartRecord[] = [];
+  const start = Date.now();
   try {
-    const summary = await runDemo({ ...args, out: streams.stdout, signal: stop.signal });
+    const { chart, ...options } = args;
+    const onWritten =
+      chart === undefined
+        ? undefined
+        : (w: SecretWrite, at: number) =>
+            // Only what the chart draws: the write's data holds private keys.
+            void records.push({ at, kind: w.kind, target: describeTarget(w.target), reason: w.reason, phases: w.phases });
+    const summary = await runDemo({ ...options, out: streams.stdout, signal: stop.signal, ...(onWritten ? { onWritten } : {}) });
+    if (chart !== undefined) {
+      const title = `eso-mtls demo: ${args.providers} providers, seed ${args.seed}, ${Math.round(summary.durationMs / 1000)}s`;
+      await writeTimelineChart(chart, { title, start, end: Date.now(), policy: demoPolicy(), records });
+      streams.stderr.write(`rotation timeline drawn in ${chart}\n`);
+    }
     return demoExitCode(summary);
   } catch (e) {
     streams.stderr.write(`${COMMAND}: ${(e as Error).message}\n`);

@@ -16,6 +16,7 @@ import {
   simulate,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
+import { CHART_FILE_ACCEPTS, isChartFileName, writeTimelineChart } from '../chart/chart-file.js';
 import { formatFlagDuration, parseDuration } from '../duration.js';
 import { type FlagSyntax, type HelpRow, helpTable, readArgv } from './args.js';
 import type { CliStreams } from './controller.js';
@@ -51,6 +52,7 @@ ${helpTable([
   ['--emergency-at <duration>', 'request an emergency CA rotation this long after the start'],
   ['--timeline', 'print every issuance, not only the first ones and the CA phases'],
   ['--json', 'print the summary and timeline as JSON (instants as ISO 8601)'],
+  ['--chart <file>', 'also draw the rotation timeline into this .svg or .html file'],
   ...Object.values(POLICY_FLAGS).map((f): HelpRow => [`--${f} <duration>`, 'policy override']),
   ['--key-algorithm <name>', KEY_ALGORITHMS.join(', ')],
   ['--cluster-domain <name>', 'cluster DNS domain (default cluster.local)'],
@@ -65,6 +67,7 @@ const SIMULATE_FLAGS: readonly FlagSyntax[] = [
   ...['delete-ca-at', 'emergency-at', ...Object.values(POLICY_FLAGS)].map((name) => ({ name, kind: 'string' as const, accepts: DURATION })),
   { name: 'key-algorithm', kind: 'string', accepts: KEY_ALGORITHMS.join(', ') },
   { name: 'cluster-domain', kind: 'string', accepts: 'a DNS name such as cluster.local' },
+  { name: 'chart', kind: 'string', accepts: CHART_FILE_ACCEPTS },
   { name: 'timeline', kind: 'bool' },
   { name: 'json', kind: 'bool' },
 ];
@@ -95,6 +98,8 @@ export interface SimulateArgs {
   readonly events: readonly SimulationEvent[];
   readonly timeline: boolean;
   readonly json: boolean;
+  /** Where to draw the rotation timeline (.svg or .html), if asked. */
+  readonly chart?: string;
   /** The text typed for each policy duration given on the command line, to print it back as typed. */
   readonly typed: Readonly<Partial<Record<keyof Policy, string>>>;
 }
@@ -138,7 +143,20 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs | 'help
   const emergencyAt = str('emergency-at');
   if (emergencyAt !== undefined)
     events.push({ at: SIMULATION_EPOCH + parseSimDuration('emergency-at', emergencyAt), kind: 'requestCaRotation', token: 'emergency' });
-  return { policy, years, services, namespaces, seed, events, timeline: switchOf(read.values, 'timeline'), json: switchOf(read.values, 'json'), typed };
+  const chart = str('chart');
+  if (chart !== undefined && !isChartFileName(chart)) throw new FlagError(`--chart: ${JSON.stringify(chart)} is not ${CHART_FILE_ACCEPTS}`);
+  return {
+    policy,
+    years,
+    services,
+    namespaces,
+    seed,
+    events,
+    timeline: switchOf(read.values, 'timeline'),
+    json: switchOf(read.values, 'json'),
+    typed,
+    ...(chart === undefined ? {} : { chart }),
+  };
 }
 
 /** A bool flag's value: absent or `false` is off, bare or `true` is on. */
@@ -255,6 +273,26 @@ export async function runSimulateCommand(argv: readonly string[], streams: CliSt
   const result = await simulate({ policy: args.policy, crypto, services, duration, events: args.events, onProgress });
   if (onProgress !== undefined) streams.stderr.write(CLEAR_LINE);
   streams.stdout.write(args.json ? `${simulationJson(result)}\n` : formatSimulation(args, result));
+  if (args.chart !== undefined) {
+    const { summary } = result;
+    const title = `eso-mtls simulate: ${args.years} year(s), ${args.services} Services in ${args.namespaces} namespaces, seed ${args.seed}`;
+    // The report may be JSON on stdout: say where the chart went, or why not, on stderr.
+    try {
+      await writeTimelineChart(args.chart, {
+        title,
+        start: summary.start,
+        end: summary.end,
+        policy: args.policy,
+        records: result.timeline,
+        minRemainingValidity: summary.minRemainingValidity,
+        violations: summary.violations,
+      });
+      streams.stderr.write(`rotation timeline drawn in ${args.chart}\n`);
+    } catch (e) {
+      streams.stderr.write(`eso-mtls simulate: ${(e as Error).message}\n`);
+      return 1;
+    }
+  }
   return result.summary.violations.length === 0 ? 0 : 1;
 }
 

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CertificateCache, MemoryStore, type SecretTarget, clientSpiffeId, seededRandom } from '@eso-mtls/core';
+import { CertificateCache, type Instant, MemoryStore, type SecretTarget, type SecretWrite, clientSpiffeId, seededRandom } from '@eso-mtls/core';
 import { createNodeCryptoBackend, createNodeVerifier } from '@eso-mtls/core/node';
 import type { ProviderLogRecord } from '@eso-mtls/grpc';
 import { isTerminal } from '../cli/terminal.js';
@@ -34,6 +34,8 @@ export interface DemoOptions {
   readonly signal?: AbortSignal;
   /** Told once everything runs, with the providers (a test stops one to see a failed call fail the run). */
   readonly onRunning?: (running: { readonly providers: readonly DemoProvider[] }) => void;
+  /** Told every Secret write with its instant (`--chart` draws them). */
+  readonly onWritten?: (write: SecretWrite, at: Instant) => void;
 }
 
 /** Provider names; the namespace and Service are `provider-<name>`. */
@@ -128,7 +130,9 @@ async function runIn(root: string, options: DemoOptions): Promise<DemoSummary> {
     onPlan: (plan) => status.update(plan),
     onError: (e) => record({ source: 'controller', subject: 'reconcile', message: `failed, retrying in 1s: ${e.message}` }),
     onReconcile: (outcome) => {
+      const at = Date.now();
       for (const w of outcome.written) {
+        options.onWritten?.(w, at);
         status.recordWrite(w);
         book.written(w);
         if (w.kind === 'serverLeaf' && typeof w.target === 'object' && w.reason) metrics.controller.recordRotation(w.target.namespace, w.services, w.reason);
