@@ -13,7 +13,7 @@ FROM node:24-trixie-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json tsconfig.base.json ./
 COPY packages/ packages/
-RUN npm ci --no-audit --no-fund \
+RUN npm ci --no-audit --no-fund --ignore-scripts \
  && npm run build --workspaces --if-present \
  && npm prune --omit=dev --no-audit --no-fund \
  && rm -rf packages/*/src packages/*/test
@@ -40,4 +40,4 @@ COPY --from=build /src/node_modules/ node_modules/
 COPY --from=build /src/packages/ packages/
 USER 65532
 ENV NODE_ENV=production
-ENTRYPOINT ["/nodejs/bin/node", "/app/packages/controller/dist/bin/eso-mtls.js"]
+ENTRYPOINT ["/nodejs/bin/node", "/app/packages/controller/bin/eso-mtls.js"]

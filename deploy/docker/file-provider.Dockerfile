@@ -13,7 +13,7 @@ COPY package.json package-lock.json tsconfig.base.json ./
 COPY packages/ packages/
 COPY examples/file-provider/src/ examples/file-provider/src/
 COPY deploy/docker/file-provider.tsconfig.json deploy/docker/
-RUN npm ci --no-audit --no-fund \
+RUN npm ci --no-audit --no-fund --ignore-scripts \
  && npm run build --workspaces --if-present \
  && npx tsc -p deploy/docker/file-provider.tsconfig.json \
  && npm prune --omit=dev --no-audit --no-fund \
