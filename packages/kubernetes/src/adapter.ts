@@ -1,6 +1,6 @@
 import { CertificateCache, ConcurrencyLimit, type CryptoBackend, IssuanceLedger, type Instant, type Policy, resolvePolicy } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { CertificateStatusView } from './certificate-status.js';
+import { CertificateStatusView, informerServices } from './certificate-status.js';
 import type { Timers } from './clock.js';
 import { ClusterInformers } from './cluster-informers.js';
 import { type ClusterConnection, type KubeConfigLike, connectionFromKubeConfig } from './connection.js';
@@ -113,7 +113,7 @@ export class ProviderCertificateAdapter {
     const ledger = new IssuanceLedger();
     this.certificateCache = new CertificateCache(crypto.verifier);
     this.events = new EventRecorder(api, { now, logger, writesAllowed: eventsAllowed, instance: options.eventInstance });
-    this.status = new CertificateStatusView(this.informers.services, options.isLeader ?? writesAllowed);
+    this.status = new CertificateStatusView(() => informerServices(this.informers.services), options.isLeader ?? writesAllowed);
     const round = new ReconcileRound({
       informers: this.informers,
       builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName),

@@ -3,9 +3,24 @@ import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertifica
 import type { V1Service } from '@kubernetes/client-node';
 import type { Informer } from './informer.js';
 
+/** A labelled Service, as the expiry gauges name it. */
+export interface LabelledService {
+  readonly namespace: string;
+  readonly service: string;
+}
+
+/** The labelled Services in an informer's cache now (so a deleted Service's series disappears at once). */
+export function* informerServices(services: Informer<V1Service>): Iterable<LabelledService> {
+  for (const svc of services.list()) {
+    const namespace = svc.metadata?.namespace;
+    const service = svc.metadata?.name;
+    if (namespace && service) yield { namespace, service };
+  }
+}
+
 /**
  * The read-only view the controller's metrics are computed from at scrape time: one entry per
- * labelled Service now in the cache (so a deleted Service's series disappears at once), with its
+ * labelled Service `services` lists (the adapter's informer cache, or the demo's in-memory cluster), with its
  * namespace's certificate notAfter from the latest plan, or from a leaf written since; the client
  * certificate; every CA by state; the Services refused and the pause of signing, from the latest plan.
  */
@@ -17,7 +32,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
   private pausedUntil: Instant | undefined;
 
   constructor(
-    private readonly services: Informer<V1Service>,
+    private readonly services: () => Iterable<LabelledService>,
     private readonly leader: () => boolean,
   ) {}
 
@@ -51,14 +66,9 @@ export class CertificateStatusView implements ControllerCertificateSource {
     return this.leader();
   }
 
-  /** One entry per labelled Service in the cache, with its namespace's certificate notAfter. */
+  /** One entry per labelled Service, with its namespace's certificate notAfter. */
   *providerCertificates(): Iterable<ProviderCertificateEntry> {
-    for (const svc of this.services.list()) {
-      const namespace = svc.metadata?.namespace;
-      const service = svc.metadata?.name;
-      if (!namespace || !service) continue;
-      yield { namespace, service, notAfter: this.notAfterByNamespace.get(namespace) };
-    }
+    for (const { namespace, service } of this.services()) yield { namespace, service, notAfter: this.notAfterByNamespace.get(namespace) };
   }
 
   /** notAfter of the ESO client certificate, if one is in use. */

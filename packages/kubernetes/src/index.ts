@@ -7,7 +7,7 @@
  */
 export { type AdapterOptions, ProviderCertificateAdapter } from './adapter.js';
 export { type BackoffOptions } from './backoff.js';
-export { type CertificateStatusView } from './certificate-status.js';
+export { CertificateStatusView, type LabelledService } from './certificate-status.js';
 export { type MonotonicClock, type ScheduledTimer, sleep, systemTimers, type Timers, type TimerScheduler } from './clock.js';
 export { type ClusterInformers, type InformerScope, type InformerTuning, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService } from './cluster-informers.js';
 export { type ClusterConnection, connectionFromKubeConfig, type ConnectionTls, type KubeConfigConnectionOptions, type KubeConfigLike } from './connection.js';

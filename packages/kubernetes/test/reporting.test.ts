@@ -173,7 +173,10 @@ describe('StateReporter', () => {
 
 describe('the refused gauge and the signing pause, from the status view', () => {
   it('exports 1 per refused Service while refused, and the pause as a Unix time, both gone when they end', async () => {
-    const view = new CertificateStatusView({ list: () => [] } as never, () => true);
+    const view = new CertificateStatusView(
+      () => [],
+      () => true,
+    );
     const metrics = new ControllerMetrics({ now: () => T0, source: view });
     const status = { ca: { retired: [] }, namespaces: [], signingPausedUntil: T0 + minutes(5) };
     view.update({ status, refused: [{ namespace: 'ns', service: 'ticket', reason: 'rotate_request_too_large', message: 'm' }] });

@@ -5,7 +5,7 @@ import { CertificateCache, type Instant, MemoryStore, type SecretTarget, type Se
 import { createNodeCryptoBackend, createNodeVerifier } from '@eso-mtls/core/node';
 import type { ProviderLogRecord } from '@eso-mtls/grpc';
 import { isTerminal } from '../cli/terminal.js';
-import { DemoCertificateStatus } from './certificate-status.js';
+import { demoCertificateStatus } from './certificate-status.js';
 import { RunBook } from './run-book.js';
 import { describeReconcile } from './describe-writes.js';
 import { EsoCaller } from './eso-caller.js';
@@ -60,7 +60,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
 async function runIn(root: string, options: DemoOptions): Promise<DemoSummary> {
   const policy = demoPolicy();
   const store = new MemoryStore();
-  const status = new DemoCertificateStatus(store);
+  const status = demoCertificateStatus(store);
   const crypto = { ...createNodeCryptoBackend(), random: seededRandom(options.seed) };
   const delays = seededRandom(options.seed ^ 0x6b75_6265);
   const { min, max } = DEMO_SCHEDULE.deliveryDelayMs;
