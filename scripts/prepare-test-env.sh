@@ -24,4 +24,5 @@ step "kubectl at" scripts/ensure-kubectl.sh
 step "zlint at" scripts/ensure-zlint.sh
 step "promtool at" scripts/ensure-promtool.sh
 step "prometheus at" scripts/ensure-prometheus.sh
+step "libfaketime at" scripts/ensure-faketime.sh
 step "chromium at" scripts/ensure-chromium.sh

@@ -7,7 +7,7 @@
  * @module @eso-mtls/controller
  */
 export { type BindAddress, formatBindAddress, parseBindAddress } from './bind-address.js';
-export { type CliStreams, EXIT_USAGE, runControllerCommand } from './cli/controller.js';
+export { type CliStreams, type ControllerCommandOptions, EXIT_USAGE, runControllerCommand } from './cli/controller.js';
 export { type Clock, systemClock } from './clock.js';
 export { ConfigError, type ConfigResult, type ControllerConfig, type LeaderElectionTimings, type LogLevel, parseControllerConfig } from './config.js';
 export { type ControllerDependencies, type RunningController, startController } from './controller.js';

@@ -45,6 +45,11 @@ export interface ControlPlane {
   startApiServer(): Promise<void>;
   /** stopApiServer() then startApiServer(). */
   restartApiServer(options?: { readonly crash?: boolean }): Promise<void>;
+  /**
+   * Stops etcd (SIGTERM, then SIGKILL; `{ crash: true }`: SIGKILL at once) and starts it again on
+   * the same ports and data; kube-apiserver keeps running. Resolves once the apiserver is ready again.
+   */
+  restartEtcd(options?: { readonly crash?: boolean }): Promise<void>;
   /** Process-group ids of etcd and kube-apiserver (for leak checks). */
   processGroupIds(): number[];
   /** Stops everything and removes the temp dir. Safe to call twice. */
@@ -61,6 +66,8 @@ export interface AuditEvent {
   readonly user: { readonly username: string; readonly groups?: string[] };
   readonly objectRef?: { readonly resource?: string; readonly namespace?: string; readonly name?: string };
   readonly responseStatus?: { readonly code?: number };
+  /** The object written, where the audit policy's level is RequestResponse. */
+  readonly responseObject?: unknown;
   readonly requestReceivedTimestamp: string;
   readonly stageTimestamp: string;
 }
@@ -123,21 +130,23 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
   }
 
   const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
-  const etcd = ProcessGroup.start(
-    'etcd',
-    binaries.etcd,
-    [
-      `--data-dir=${join(dir, 'etcd')}`,
-      '--unsafe-no-fsync',
-      `--listen-client-urls=${etcdUrl}`,
-      `--advertise-client-urls=${etcdUrl}`,
-      `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-      `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`,
-      '--log-level=warn',
-    ],
-    join(dir, 'etcd.log'),
-  );
+  const startEtcd = (): ProcessGroup =>
+    ProcessGroup.start(
+      'etcd',
+      binaries.etcd,
+      [
+        `--data-dir=${join(dir, 'etcd')}`,
+        '--unsafe-no-fsync',
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+        `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`,
+        '--log-level=warn',
+      ],
+      join(dir, 'etcd.log'),
+    );
+  let etcd = startEtcd();
 
   const apiArgs = [
     `--etcd-servers=${etcdUrl}`,
@@ -223,6 +232,12 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
     restartApiServer: async (opts) => {
       await apiServer?.stop(opts?.crash ? 0 : undefined);
       await startApi();
+    },
+    restartEtcd: async (opts) => {
+      await etcd.stop(opts?.crash ? 0 : undefined);
+      etcd = startEtcd();
+      // The apiserver keeps running and reconnects; ready again once etcd answers it.
+      if (apiServer) await waitReady(url, adminToken, apiServer, etcd, timeoutMs);
     },
     processGroupIds: () => [etcd.pgid, ...(apiServer ? [apiServer.pgid] : [])],
     stop: async () => {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Instant } from '@eso-mtls/core';
 import { hostname } from 'node:os';
 import { parseControllerConfig } from '../config.js';
 import { type RunningController, startController } from '../controller.js';
@@ -9,6 +10,14 @@ import { type MaybeTerminal, plainFatalLine } from './terminal.js';
 export interface CliStreams {
   readonly stdout: { write(text: string): unknown } & MaybeTerminal;
   readonly stderr: { write(text: string): unknown } & MaybeTerminal;
+}
+
+/** What an embedder or a test may give {@link runControllerCommand} besides flags and environment. */
+export interface ControllerCommandOptions {
+  /** The certificate clock (default Date.now); leader election and timers keep the real clocks. */
+  readonly now?: () => Instant;
+  /** Told once the controller has started (before its caches sync), e.g. to ask it for a reconcile. */
+  readonly onStarted?: (controller: RunningController) => void;
 }
 
 /** Exit code of a configuration error, as for a usage error. */
@@ -22,6 +31,7 @@ export async function runControllerCommand(
   argv: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
   streams: CliStreams = { stdout: process.stdout, stderr: process.stderr },
+  options: ControllerCommandOptions = {},
 ): Promise<number> {
   const parsed = parseControllerConfig(argv, env);
   if (parsed.kind === 'help') {
@@ -62,7 +72,7 @@ export async function runControllerCommand(
   });
 
   try {
-    controller = await startController(config, { logger, identity, env });
+    controller = await startController(config, { logger, identity, env, ...(options.now ? { now: options.now } : {}) });
   } catch (e) {
     const message = (e as Error).message;
     logger.fatal({ error: message }, 'could not start');
@@ -71,6 +81,7 @@ export async function runControllerCommand(
     if (plain !== undefined) streams.stderr.write(plain);
     return 1;
   }
+  options.onStarted?.(controller);
   if (signalled) logger.info({ signal: signalled }, 'signal arrived during start-up');
   const signal = await stopRequested;
   logger.info({ signal }, 'shutting down: stopping informers, finishing the write in flight, releasing the lease');

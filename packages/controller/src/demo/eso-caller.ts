@@ -55,6 +55,9 @@ export class EsoCaller {
   private readonly loops = new Map<string, Loop>();
   private readonly counts = { made: 0, failed: 0 };
   private readonly perTarget = new Map<string, { made: number; failed: number }>();
+  /** While set, every loop waits for it before its next call. */
+  private paused: { readonly resumed: Promise<void>; readonly resume: () => void } | undefined;
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly options: EsoCallerOptions) {
     this.watcher = new CertificateWatcher({ directory: options.directory, purpose: 'clientAuth', pollIntervalMs: 1000 });
@@ -110,8 +113,25 @@ export class EsoCaller {
     await this.pool?.release(address, { connectTo: loop.target.connectTo });
   }
 
+  /** Holds every loop before its next call, and resolves once no call is in flight (remove() waits for resume()). */
+  async pause(): Promise<void> {
+    if (this.paused === undefined) {
+      let resume!: () => void;
+      const resumed = new Promise<void>((r) => (resume = r));
+      this.paused = { resumed, resume };
+    }
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Lets the loops call again. */
+  resume(): void {
+    this.paused?.resume();
+    this.paused = undefined;
+  }
+
   /** Stops every loop, waits for calls in flight, closes the channels and the watcher. */
   async stop(): Promise<void> {
+    this.resume();
     await Promise.all([...this.loops.keys()].map((a) => this.remove(a)));
     await this.pool?.close();
     this.watcher.close();
@@ -121,8 +141,14 @@ export class EsoCaller {
     const counts = this.perTarget.get(loop.target.address) ?? { made: 0, failed: 0 };
     this.perTarget.set(loop.target.address, counts);
     while (loop.running) {
+      if (this.paused !== undefined) {
+        await this.paused.resumed;
+        if (!loop.running) break;
+      }
+      const call = loop.client.getSecret({ remoteRef: { key: DEMO_SECRET_KEY } });
+      this.inFlight.add(call);
       try {
-        await loop.client.getSecret({ remoteRef: { key: DEMO_SECRET_KEY } });
+        await call;
         this.counts.made++;
         counts.made++;
       } catch (e) {
@@ -131,6 +157,8 @@ export class EsoCaller {
         counts.made++;
         counts.failed++;
         this.options.onFailure({ target: loop.target, message: (e as ProviderCallError).message ?? String(e) });
+      } finally {
+        this.inFlight.delete(call);
       }
       if (loop.running) await new Promise((resolve) => setTimeout(resolve, DEMO_SCHEDULE.callIntervalMs));
     }

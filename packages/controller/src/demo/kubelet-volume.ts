@@ -81,6 +81,11 @@ export class KubeletVolume {
     return this.desired;
   }
 
+  /** True when the folder holds what the Secret holds, with no delivery pending or in progress. */
+  get settled(): boolean {
+    return this.pending === undefined && this.desired !== undefined && samePayload(this.desired, this.onDisk);
+  }
+
   /** Drops a pending delivery and waits for a write in progress. */
   async close(): Promise<void> {
     this.closed = true;
@@ -105,7 +110,8 @@ export class KubeletVolume {
   }
 }
 
-function samePayload(a: VolumePayload, b: VolumePayload | undefined): boolean {
+/** Whether two versions of a mounted Secret hold the same files with the same content. */
+export function samePayload(a: VolumePayload, b: VolumePayload | undefined): boolean {
   if (b === undefined) return false;
   const keys = Object.keys(a);
   return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);

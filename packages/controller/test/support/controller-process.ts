@@ -30,16 +30,14 @@ export class ControllerProcess {
     env: NodeJS.ProcessEnv = {},
     /** A checkout to run the controller of (another version's sources: testing/helm/support/previous-release.ts). */
     root: string = repoRoot,
+    /** The script that runs the controller, with its arguments before the flags (default: the bin's `controller`). */
+    entry: readonly string[] = [resolve(root, 'packages/controller/src/bin/eso-mtls.ts'), 'controller'],
   ) {
-    this.child = spawn(
-      process.execPath,
-      ['--import', resolve(root, 'scripts/register-ts.mjs'), resolve(root, 'packages/controller/src/bin/eso-mtls.ts'), 'controller', ...args],
-      {
-        cwd: root,
-        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    this.child = spawn(process.execPath, ['--import', resolve(root, 'scripts/register-ts.mjs'), ...entry, ...args], {
+      cwd: root,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     running.add(this);
     this.child.stdout!.setEncoding('utf8');
     this.child.stderr!.setEncoding('utf8');
