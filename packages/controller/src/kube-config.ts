@@ -58,7 +58,15 @@ export async function loadConnection(
     throw new Error(`--kubeconfig ${kubeconfigPath}: cannot read it as a kubeconfig: ${(cause as Error).message}`, { cause });
   }
   if (!kc.getCurrentCluster()) throw new Error(`--kubeconfig ${kubeconfigPath}: its current context names no cluster; set current-context`);
-  const connection = await connectionFromKubeConfig(kc, { env });
+  let connection: ClusterConnection;
+  try {
+    connection = await connectionFromKubeConfig(kc, { env });
+  } catch (cause) {
+    // client-node reads the files and runs the exec plugin only here, and words its errors without
+    // the kubeconfig (some are TypeErrors about a field of the wrong type): name it.
+    const why = cause instanceof Error ? cause.message : String(cause);
+    throw new Error(`--kubeconfig ${kubeconfigPath}: ${why} (read with client-node, for its ${unsupported.feature})`, { cause });
+  }
   return { connection, source: { kind: 'file', path: kubeconfigPath, reader: 'client-node', feature: unsupported.feature, ...proxyOf(connection) } };
 }
 

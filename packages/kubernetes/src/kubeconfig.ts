@@ -97,7 +97,7 @@ export function loadKubeconfigFile(path: string, options: KubeconfigOptions = {}
   // A `<key>-data` (base64) or a `<key>` file path, resolved against the kubeconfig's directory.
   const material = (entry: Entry, key: string, owner: string): Buffer | undefined => {
     const data = str(entry[`${key}-data`]);
-    if (data) return Buffer.from(data, 'base64');
+    if (data) return base64Data(data) ?? fail(`${owner} ${key}-data is not base64 (standard alphabet, padded, as kubectl writes it)`);
     const file = str(entry[key]);
     if (!file) return undefined;
     const full = isAbsolute(file) ? file : resolve(base, file);
@@ -213,6 +213,16 @@ function cachedFile(path: string, read: (p: string) => Buffer, now: () => number
     }
     return value;
   };
+}
+
+// Go's base64.StdEncoding, which client-go decodes `-data` fields with: padded, and line breaks
+// ignored. Buffer.from(text, 'base64') would instead skip what it cannot read and return the rest.
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** The bytes of a kubeconfig `-data` field, or undefined when it is not base64 as client-go reads it. */
+function base64Data(text: string): Buffer | undefined {
+  const compact = text.replace(/[\r\n]/g, '');
+  return BASE64.test(compact) ? Buffer.from(compact, 'base64') : undefined;
 }
 
 function isEntry(v: unknown): v is Entry {
