@@ -4,6 +4,7 @@ import type { CertificateView } from './certificate.js';
 import { type KeyedCertificate, type Observed, type ObservedCaSecret, SecretKeys, observeCaSecret } from './observe.js';
 import { textOf } from './pem.js';
 import { type RotationReason, issuedNoLaterThan } from './rules.js';
+import { shown } from './shown.js';
 import { isEmergencyRequest, secretRotationRequest } from './snapshot.js';
 import { type Instant, truncateToSecond } from './time.js';
 
@@ -92,7 +93,7 @@ export function emergencyPhase({ input, request }: CaReading): CaStep | undefine
     slots: { active: GENERATE, retired: [] },
     phase: 'emergency',
     reason: 'forced',
-    message: `emergency CA rotation requested (${request}): new CA, every older one leaves every bundle`,
+    message: `emergency CA rotation requested (${shown(request!, 64)}): new CA, every older one leaves every bundle`,
     dueAt: [truncateToSecond(input.now + input.policy.caValidity) - input.policy.caLookahead],
   };
 }
@@ -108,7 +109,7 @@ export const restorePhase: CaPhaseRule = ({ restored }, slots) =>
         message: restored
           .map(
             (r) =>
-              `${r.keys}: ${r.detail}; the key is good, so its certificate ${r.keyed.certificate.subject} (serial ${r.keyed.certificate.serialNumber}) is restored from the client Secret's ca.crt and nothing is re-issued`,
+              `${r.keys}: ${r.detail}; the key is good, so its certificate ${shown(r.keyed.certificate.subject)} (serial ${shown(r.keyed.certificate.serialNumber, 64)}) is restored from the client Secret's ca.crt and nothing is re-issued`,
           )
           .join('; '),
       };
@@ -219,7 +220,7 @@ export const activatePhase: CaPhaseRule = ({ input }, slots) => {
       slots: { active: slots.next, next: undefined, retired: dedupe([...(activeCert ? [activeCert] : []), ...slots.retired]) },
       phase: 'activate',
       dueAt: [],
-      message: `activating the next CA ${nextCert.subject}${ready ? '' : ' (deadline reached before every bundle held it)'}`,
+      message: `activating the next CA ${shown(nextCert.subject)}${ready ? '' : ' (deadline reached before every bundle held it)'}`,
     };
   }
   // Bundles short of next are written this round: they count from a second after now.
@@ -249,7 +250,7 @@ export const preparePhase: CaPhaseRule = (reading, slots) => {
   if (reason === undefined) return { slots, dueAt: signing && !slots.next ? [prepareAt] : [] };
   const why =
     reason === 'forced'
-      ? `rotation requested: ${request}`
+      ? `rotation requested: ${shown(request!, 64)}`
       : reason === 'invalid'
         ? 'next.crt/next.key unreadable'
         : `active CA notAfter ${new Date(signing!.notAfter).toISOString()}`;

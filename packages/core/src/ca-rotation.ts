@@ -4,7 +4,7 @@ import type { CertificateView } from './certificate.js';
 import type { KeyedCertificate } from './observe.js';
 import type { Policy } from './policy.js';
 import type { RotationReason } from './rules.js';
-import { ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState } from './snapshot.js';
+import { ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, secretAcknowledgement } from './snapshot.js';
 import type { Instant } from './time.js';
 
 /**
@@ -146,7 +146,7 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
     retired: reading.retired.map((c) => c.notAfter),
   };
   const { request } = reading;
-  const annotations: Record<string, string> = request === undefined ? {} : { [ROTATE_ACKNOWLEDGED_ANNOTATION]: request };
+  const annotations: Record<string, string> = request === undefined ? {} : { [ROTATE_ACKNOWLEDGED_ANNOTATION]: secretAcknowledgement(request) };
   // How the CA write addresses the Secret: create, or update from the version read; any request is acknowledged.
   const secretWrite = { create: caSecret === undefined, base: caSecret?.version, annotations };
 

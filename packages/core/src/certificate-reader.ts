@@ -7,9 +7,10 @@
  * CertificateParseError.
  */
 import type { CertificateView } from './certificate.js';
-import { type DerElement, Tag, children, contentsOf, encodingOf, oidToString, readElement } from './der.js';
+import { type DerElement, Tag, children, contentsOf, encodingOf, equalBytes, oidToString, readElement } from './der.js';
 import { decodeString, readName } from './distinguished-name.js';
 import { toHex } from './hex.js';
+import { shown } from './shown.js';
 
 const EXT = {
   basicConstraints: '2.5.29.19',
@@ -34,21 +35,22 @@ function single(value: Uint8Array, what: string): DerElement {
 
 /** UTCTime (YYMMDDHHMMSSZ) or GeneralizedTime (YYYYMMDDHHMMSSZ), as RFC 5280 4.1.2.5 restricts them. */
 function readTime(der: Uint8Array, e: DerElement | undefined, what: string): number {
-  const s = e ? String.fromCharCode(...contentsOf(der, e)) : '';
+  // A time is 15 characters: the first 41 are enough to reject and show a long value, never spread whole.
+  const s = e ? String.fromCharCode(...contentsOf(der, e).subarray(0, 41)) : '';
   const m =
     e?.tag === Tag.UTC_TIME
       ? /^(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)Z$/.exec(s)
       : e?.tag === Tag.GENERALIZED_TIME
         ? /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)Z$/.exec(s)
         : null;
-  if (!m) throw new Error(`${what} ${JSON.stringify(s)} is not an RFC 5280 time`);
+  if (!m) throw new Error(`${what} ${JSON.stringify(shown(s, 40))} is not an RFC 5280 time`);
   let year = Number(m[1]);
   if (e!.tag === Tag.UTC_TIME) year += year < 50 ? 2000 : 1900;
   const [month, day, hour, minute, second] = m.slice(2).map(Number) as [number, number, number, number, number];
   const t = Date.UTC(year, month - 1, day, hour, minute, second);
   const d = new Date(t);
   if (d.getUTCMonth() !== month - 1 || d.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) {
-    throw new Error(`${what} ${JSON.stringify(s)} is not a valid date`);
+    throw new Error(`${what} ${JSON.stringify(shown(s, 40))} is not a valid date`);
   }
   return t;
 }
@@ -119,7 +121,11 @@ export function readCertificate(der: Uint8Array): Omit<CertificateView, 'pem'> {
   const fields = children(der, tbs);
   let i = fields[0]?.tag === 0xa0 ? 1 : 0;
   const serial = contentsOf(der, want(fields[i++], Tag.INTEGER, 'serialNumber'));
-  want(fields[i++], Tag.SEQUENCE, 'signature');
+  // RFC 5280 4.1.1.2: the same AlgorithmIdentifier inside and outside the signed part; OpenSSL
+  // refuses to verify a certificate whose two differ, so we must not call it signed either.
+  if (!equalBytes(encodingOf(der, want(fields[i++], Tag.SEQUENCE, 'signature')), encodingOf(der, sigAlg!))) {
+    throw new Error('signatureAlgorithm differs from the signature field of tbsCertificate');
+  }
   const issuer = readName(der, want(fields[i++], Tag.SEQUENCE, 'issuer'));
   const validity = children(der, want(fields[i++], Tag.SEQUENCE, 'validity'));
   const subject = readName(der, want(fields[i++], Tag.SEQUENCE, 'subject'));

@@ -97,18 +97,33 @@ export function oid(dotted: string): Uint8Array {
   return tlv(Tag.OID, Uint8Array.from(bytes));
 }
 
-/** Dotted form of the OBJECT IDENTIFIER whose contents octets are `body`. */
+/**
+ * Dotted form of the OBJECT IDENTIFIER whose contents octets are `body`, exact for arcs of any
+ * size. Throws DerError unless they are DER (X.690 8.19.2): a subidentifier must not start with a
+ * 0x80 octet nor be cut short, so no two encodings read as the same identifier.
+ */
 export function oidToString(body: Uint8Array): string {
-  const arcs: number[] = [];
+  if (body.length === 0) throw new DerError('an OBJECT IDENTIFIER is empty');
+  const arcs: string[] = [];
+  // Numbers stay exact below 2^53; an arc that grows past 2^45 continues as a bigint.
   let value = 0;
+  let big: bigint | undefined;
+  let first = true;
   for (const b of body) {
-    value = value * 128 + (b & 0x7f);
-    if ((b & 0x80) === 0) {
-      if (arcs.length === 0) arcs.push(value < 80 ? Math.floor(value / 40) : 2, value < 80 ? value % 40 : value - 80);
-      else arcs.push(value);
-      value = 0;
-    }
+    if (first && b === 0x80) throw new DerError('an OBJECT IDENTIFIER has a subidentifier that starts with 0x80 (not DER)');
+    first = false;
+    if (big === undefined && value >= 2 ** 45) big = BigInt(value);
+    if (big === undefined) value = value * 128 + (b & 0x7f);
+    else big = big * 128n + BigInt(b & 0x7f);
+    if ((b & 0x80) !== 0) continue;
+    if (arcs.length > 0) arcs.push(big === undefined ? String(value) : big.toString());
+    else if (big !== undefined) arcs.push('2', (big - 80n).toString());
+    else arcs.push(value < 80 ? String(Math.floor(value / 40)) : '2', String(value < 80 ? value % 40 : value - 80));
+    value = 0;
+    big = undefined;
+    first = true;
   }
+  if (!first) throw new DerError('an OBJECT IDENTIFIER ends inside a subidentifier');
   return arcs.join('.');
 }
 

@@ -26,7 +26,12 @@ function escapeValue(value: string): string {
 }
 
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
-const latin1 = (b: Uint8Array): string => String.fromCharCode(...b);
+/** Latin-1 text of `b`, in chunks: spreading a long value as arguments overflows the stack. */
+function latin1(b: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < b.length; i += 8192) s += String.fromCharCode(...b.subarray(i, i + 8192));
+  return s;
+}
 
 /** The text of a DirectoryString-like value, or undefined when it is not a string type. */
 export function decodeString(tag: number, body: Uint8Array): string | undefined {

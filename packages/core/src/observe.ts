@@ -1,6 +1,7 @@
 import type { CertificateCache } from './cache.js';
 import type { CertificateView } from './certificate.js';
 import { textOf } from './pem.js';
+import { shown } from './shown.js';
 
 /** The data of a Kubernetes Secret: raw bytes, or text (e.g. from stringData), per key. */
 export type SecretData = Readonly<Record<string, Uint8Array | string | undefined>>;
@@ -63,10 +64,13 @@ export interface ObservedCaSecret {
   readonly retired: Observed<readonly CertificateView[]> | undefined;
 }
 
+/** The longest detail: a Secret's values are the tenant's, and a detail ends up in Events, logs and status. */
+const MAX_DETAIL = 1024;
+
 const problem = (p: DataProblem, detail: string): { readonly ok: false; readonly problem: DataProblem; readonly detail: string } => ({
   ok: false,
   problem: p,
-  detail,
+  detail: shown(detail, MAX_DETAIL),
 });
 
 /** Text of one value; throws for values of any other type (bad input from an adapter). */
@@ -108,6 +112,7 @@ function observePair(data: SecretData, certKey: string, keyKey: string, cache: C
     if (expectCa && !certificate.isCa) {
       return problem('not_a_ca', `${certKey} holds ${certificate.subject}, which is not a CA (no basicConstraints cA)`);
     }
+    if (expectCa && !cache.isSignedBy(certificate, certificate)) return problem('garbage_pem', notSelfSigned(certKey, certificate));
     if (isBlank(keyText)) return problem('missing_key', `${certKey} is present but ${keyKey} is absent or empty`);
     switch (cache.checkKey(certificate, keyText)) {
       case 'unreadable':
@@ -123,8 +128,16 @@ function observePair(data: SecretData, certKey: string, keyKey: string, cache: C
   });
 }
 
-/** A bundle of one or more CA certificates stored under `key`. */
-function observeBundle(data: SecretData, key: string, cache: CertificateCache): Observed<readonly CertificateView[]> {
+/**
+ * Every CA of the CA Secret is a self-signed root issued by the core: one whose signature no
+ * longer verifies was damaged after it was signed, and may be unreadable to OpenSSL, so its
+ * bundles and leaves would fail every handshake.
+ */
+const notSelfSigned = (where: string, c: CertificateView): string =>
+  `${where} holds ${c.subject} (serial ${c.serialNumber}), whose self-signature does not verify: it was altered after it was signed`;
+
+/** A bundle of one or more CA certificates stored under `key`; `selfSigned`: each must be a verifying root. */
+function observeBundle(data: SecretData, key: string, cache: CertificateCache, selfSigned: boolean): Observed<readonly CertificateView[]> {
   return guarded(key, () => {
     const text = read(data, key);
     if (isBlank(text)) return problem('empty', `${key} is absent or empty`);
@@ -138,6 +151,8 @@ function observeBundle(data: SecretData, key: string, cache: CertificateCache): 
     if (leaf >= 0) {
       return problem('not_a_ca', `certificate ${leaf + 1} of ${key} (${certificates[leaf]!.subject}) is not a CA (no basicConstraints cA)`);
     }
+    const damaged = selfSigned ? certificates.findIndex((c) => !cache.isSignedBy(c, c)) : -1;
+    if (damaged >= 0) return problem('garbage_pem', notSelfSigned(`certificate ${damaged + 1} of ${key}`, certificates[damaged]!));
     return { ok: true, value: certificates };
   });
 }
@@ -163,14 +178,15 @@ export function observeLeafSecret(data: SecretData, cache: CertificateCache): Ob
   }
   return {
     leaf: observePair(data, SecretKeys.certificate, SecretKeys.privateKey, cache, false),
-    bundle: observeBundle(data, SecretKeys.caCertificate, cache),
+    bundle: observeBundle(data, SecretKeys.caCertificate, cache, false),
     bundleText,
   };
 }
 
 /**
  * Classifies the CA Secret's data: ca.crt/ca.key (active CA, exactly one CA certificate),
- * next.crt/next.key (next CA), retired.crt (earlier CA certificates). Never throws.
+ * next.crt/next.key (next CA), retired.crt (earlier CA certificates). Each CA must be a root
+ * whose self-signature verifies; an altered one is `garbage_pem`. Never throws.
  */
 export function observeCaSecret(data: SecretData, cache: CertificateCache): ObservedCaSecret {
   const present = (...keys: string[]): boolean => keys.some((k) => !isBlank(guardedText(data, k)));
@@ -178,7 +194,7 @@ export function observeCaSecret(data: SecretData, cache: CertificateCache): Obse
   return {
     active: present(K.caCertificate, K.caPrivateKey) ? observePair(data, K.caCertificate, K.caPrivateKey, cache, true) : undefined,
     next: present(K.nextCertificate, K.nextPrivateKey) ? observePair(data, K.nextCertificate, K.nextPrivateKey, cache, true) : undefined,
-    retired: present(K.retiredCertificates) ? observeBundle(data, K.retiredCertificates, cache) : undefined,
+    retired: present(K.retiredCertificates) ? observeBundle(data, K.retiredCertificates, cache, true) : undefined,
   };
 }
 

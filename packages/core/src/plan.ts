@@ -7,6 +7,7 @@ import { MAX_DNS_NAME_BYTES, fitServiceNames } from './name-budget.js';
 import { type ObservedLeafSecret, type SecretData, observeLeafSecret } from './observe.js';
 import type { Policy } from './policy.js';
 import { type LeafIdentity, type LeafRuleContext, type LeafTrust, type RotationReason, evaluateLeafRules, renewalTime } from './rules.js';
+import { shown } from './shown.js';
 import {
   BUNDLE_WRITTEN_AT_ANNOTATION,
   type ProviderService,
@@ -16,6 +17,7 @@ import {
   namespaceRotationRequest,
   pendingRotationRequests,
   rotateRequestProblem,
+  secretAcknowledgement,
   secretRotationRequest,
 } from './snapshot.js';
 import { type Instant, truncateToSecond } from './time.js';
@@ -201,8 +203,8 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
       previouslyIssued: snapshot.clientPreviouslyIssued ?? false,
       observed: client?.ownership === 'managed' ? observeLeafSecret(client.data, cache) : undefined,
       identity: { kind: 'client', uri: clientSpiffeId(policy.clusterDomain, policy.esoNamespace, policy.serviceAccount), commonName: CLIENT_COMMON_NAME },
-      request,
-      forcedBy: request === undefined ? undefined : `the client Secret's annotation eso-mtls.io/rotate (${request})`,
+      request: request === undefined ? undefined : secretAcknowledgement(request),
+      forcedBy: request === undefined ? undefined : `the client Secret's annotation eso-mtls.io/rotate (${shown(request, 64)})`,
     });
   }
   for (const ns of snapshot.namespaces) {

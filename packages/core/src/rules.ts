@@ -1,6 +1,7 @@
 import type { CertificateView } from './certificate.js';
 import type { KeyedCertificate, Observed } from './observe.js';
 import type { Policy } from './policy.js';
+import { shown, shownList } from './shown.js';
 import { type Duration, type Instant, truncateToSecond } from './time.js';
 
 /**
@@ -53,7 +54,7 @@ export type LeafRule = (ctx: LeafRuleContext) => Trigger | undefined;
 
 const usableLeaf = (ctx: LeafRuleContext): CertificateView | undefined => (ctx.presence === 'present' && ctx.leaf?.ok ? ctx.leaf.value.certificate : undefined);
 
-const describe = (c: CertificateView): string => `${c.subject} (serial ${c.serialNumber})`;
+const describe = (c: CertificateView): string => `${shown(c.subject)} (serial ${shown(c.serialNumber, 64)})`;
 const iso = (t: Instant): string => new Date(t).toISOString();
 
 /** Our Secret holds data that cannot be served: garbage, a missing or mismatched key, several certificates. */
@@ -86,7 +87,7 @@ export const caMismatchRule: LeafRule = (ctx) => {
   if (!leaf) return undefined;
   if (ctx.trust.active && ctx.isSignedBy(leaf, ctx.trust.active)) return undefined;
   if (ctx.trust.retired.some((ca) => ctx.isSignedBy(leaf, ca))) return undefined;
-  return { reason: 'ca_mismatch', message: `${ctx.subject}: ${describe(leaf)} is signed by ${leaf.issuer}, which is not our signing CA` };
+  return { reason: 'ca_mismatch', message: `${ctx.subject}: ${describe(leaf)} is signed by ${shown(leaf.issuer)}, which is not our signing CA` };
 };
 
 /** The names (or the client identity) no longer match what the Services (or the policy) ask for. */
@@ -97,13 +98,13 @@ export const dnsChangedRule: LeafRule = (ctx) => {
     const have = [...new Set(leaf.dnsNames)].sort();
     const want = ctx.identity.dnsNames;
     if (have.length === want.length && have.every((n, i) => n === want[i])) return undefined;
-    return { reason: 'dns_changed', message: `${ctx.subject}: DNS names [${have.join(', ')}] differ from [${want.join(', ')}]` };
+    return { reason: 'dns_changed', message: `${ctx.subject}: DNS names [${shownList(have)}] differ from [${want.join(', ')}]` };
   }
   const { uri, commonName } = ctx.identity;
   if (leaf.subjectCommonName === commonName && leaf.uris.length === 1 && leaf.uris[0] === uri) return undefined;
   return {
     reason: 'dns_changed',
-    message: `${ctx.subject}: identity CN=${leaf.subjectCommonName ?? ''} URI=[${leaf.uris.join(', ')}] differs from CN=${commonName} URI=${uri}`,
+    message: `${ctx.subject}: identity CN=${shown(leaf.subjectCommonName ?? '')} URI=[${shownList(leaf.uris)}] differs from CN=${commonName} URI=${uri}`,
   };
 };
 

@@ -179,9 +179,22 @@ function parseAcknowledgement(text: string): Record<string, string> {
   }
 }
 
-/** A Secret-level request (CA or client Secret): pending when set and different from the acknowledged value. */
+/**
+ * A Secret-level request (CA or client Secret): pending when set and not acknowledged, as the token
+ * itself (what versions before 0.2 always wrote) or as its {@link secretAcknowledgement}.
+ */
 export function secretRotationRequest(secret: SecretState | undefined): string | undefined {
   const request = secret?.annotations[ROTATE_ANNOTATION];
-  if (request === undefined || request === '' || secret?.annotations[ROTATE_ACKNOWLEDGED_ANNOTATION] === request) return undefined;
-  return request;
+  if (request === undefined || request === '') return undefined;
+  const acknowledged = secret?.annotations[ROTATE_ACKNOWLEDGED_ANNOTATION];
+  return acknowledged === request || acknowledged === secretAcknowledgement(request) ? undefined : request;
+}
+
+/**
+ * The acknowledgement recorded for a Secret-level request: the token itself, or its digest when it
+ * is longer than MAX_ROTATE_REQUEST_BYTES, so that acknowledging a large token never doubles it
+ * past the apiserver's 256 KiB cap on an object's annotations (the write would fail every time).
+ */
+export function secretAcknowledgement(request: string): string {
+  return rotateRequestProblem(request) === undefined ? request : acknowledgementOf(request);
 }

@@ -9,7 +9,7 @@
  * the plain OpenSSL path.
  */
 import { createECDH, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
-import { Tag, children, contentsOf, encodingOf, equalBytes, oid, readElement } from '../der.js';
+import { type DerElement, Tag, bitString, children, contentsOf, encodingOf, equalBytes, oid, readElement, sequence } from '../der.js';
 import { decodePemBlocks } from '../pem.js';
 
 const EC_PUBLIC_KEY = oid('1.2.840.10045.2.1');
@@ -18,28 +18,75 @@ const P256 = oid('1.2.840.10045.3.1.7');
 const P256_SPKI_PREFIX = Buffer.from('3059301306072a8648ce3d020106082a8648ce3d030107034200', 'hex');
 const PROBE = Buffer.from('eso-mtls key consistency probe');
 
-/** The private scalar of a P-256 key in PKCS#8 or SEC1 DER, or undefined for any other key. */
-function p256Scalar(label: string, der: Uint8Array): Uint8Array | undefined {
+/** The SEQUENCE filling `der` exactly: trailing bytes make a key OpenSSL refuses to load. */
+function whole(der: Uint8Array): DerElement | undefined {
+  const e = readElement(der, 0);
+  return e.tag === Tag.SEQUENCE && e.end === der.length ? e : undefined;
+}
+
+/** True when `e` is an INTEGER holding exactly `value` (a small version number). */
+const isVersion = (der: Uint8Array, e: DerElement | undefined, ...values: number[]): boolean =>
+  e?.tag === Tag.INTEGER && e.end - e.contentStart === 1 && values.includes(der[e.contentStart]!);
+
+/** True when the tags of `optional` are some of `allowed`, in that order, each at most once. */
+function optionalFields(optional: readonly DerElement[], allowed: readonly number[]): boolean {
+  let next = 0;
+  for (const f of optional) {
+    const at = allowed.indexOf(f.tag, next);
+    if (at < 0) return false;
+    next = at + 1;
+  }
+  return true;
+}
+
+/** What a P-256 key in PKCS#8 or SEC1 DER holds: its scalar and, if stored, its public point. */
+interface P256Key {
+  readonly scalar: Uint8Array;
+  readonly storedPoint: Uint8Array | undefined;
+}
+
+/**
+ * The P-256 key in `der` (PEM label `label`), or undefined for any other key and for one whose
+ * structure RFC 5208/5958 (PKCS#8) or RFC 5915 (ECPrivateKey) does not allow: OpenSSL would not
+ * load it, so it must not pass for a key that works.
+ */
+function p256Key(label: string, der: Uint8Array): P256Key | undefined {
   let ecPrivateKey: Uint8Array = der;
   if (label === 'PRIVATE KEY') {
-    const [, algorithm, privateKey] = children(der, readElement(der, 0));
-    if (algorithm?.tag !== Tag.SEQUENCE || privateKey?.tag !== Tag.OCTET_STRING) return undefined;
-    const [id, curve] = children(der, algorithm);
-    if (!id || !curve || !equalBytes(encodingOf(der, id), EC_PUBLIC_KEY) || !equalBytes(encodingOf(der, curve), P256)) return undefined;
+    const outer = whole(der);
+    if (!outer) return undefined;
+    const [version, algorithm, privateKey, ...optional] = children(der, outer);
+    if (!isVersion(der, version, 0, 1) || algorithm?.tag !== Tag.SEQUENCE || privateKey?.tag !== Tag.OCTET_STRING) return undefined;
+    if (!optionalFields(optional, [0xa0, 0x81])) return undefined;
+    const [id, curve, extra] = children(der, algorithm);
+    if (!id || !curve || extra || !equalBytes(encodingOf(der, id), EC_PUBLIC_KEY) || !equalBytes(encodingOf(der, curve), P256)) return undefined;
     ecPrivateKey = contentsOf(der, privateKey);
   } else if (label !== 'EC PRIVATE KEY') {
     return undefined;
   }
-  const fields = children(ecPrivateKey, readElement(ecPrivateKey, 0));
-  const scalar = fields[1];
-  if (scalar?.tag !== Tag.OCTET_STRING) return undefined;
-  // A SEC1 key names its curve in [0]; a PKCS#8 one names it in the AlgorithmIdentifier instead.
-  const parameters = fields.find((f) => f.tag === 0xa0);
-  if (label === 'EC PRIVATE KEY') {
-    const named = parameters ? children(ecPrivateKey, parameters)[0] : undefined;
-    if (!named || !equalBytes(encodingOf(ecPrivateKey, named), P256)) return undefined;
+  const inner = whole(ecPrivateKey);
+  if (!inner) return undefined;
+  const [version, scalar, ...optional] = children(ecPrivateKey, inner);
+  if (!isVersion(ecPrivateKey, version, 1) || scalar?.tag !== Tag.OCTET_STRING || !optionalFields(optional, [0xa0, 0xa1])) return undefined;
+  // A SEC1 key names its curve in [0]; a PKCS#8 one in the AlgorithmIdentifier, and may repeat it here.
+  const parameters = optional.find((f) => f.tag === 0xa0);
+  const named = parameters ? children(ecPrivateKey, parameters) : [];
+  if ((label === 'EC PRIVATE KEY' || parameters) && (named.length !== 1 || !equalBytes(encodingOf(ecPrivateKey, named[0]!), P256))) return undefined;
+  // [1] publicKey: a BIT STRING without unused bits around the point.
+  const publicKey = optional.find((f) => f.tag === 0xa1);
+  const [bits, extra] = publicKey ? children(ecPrivateKey, publicKey) : [];
+  if (publicKey && (bits?.tag !== Tag.BIT_STRING || extra || ecPrivateKey[bits.contentStart] !== 0)) return undefined;
+  return { scalar: contentsOf(ecPrivateKey, scalar), storedPoint: bits && contentsOf(ecPrivateKey, bits).subarray(1) };
+}
+
+/** True when OpenSSL reads `point` as a P-256 public key (well encoded, on the curve). */
+function isP256Point(point: Uint8Array): boolean {
+  try {
+    createPublicKey({ key: Buffer.from(sequence(sequence(EC_PUBLIC_KEY, P256), bitString(point))), format: 'der', type: 'spki' });
+    return true;
+  } catch {
+    return false;
   }
-  return contentsOf(ecPrivateKey, scalar);
 }
 
 /** DER SubjectPublicKeyInfo of the public half of `privateKeyPem`, or undefined if it is unreadable or inconsistent. */
@@ -48,11 +95,15 @@ export function publicKeyOfPrivateKey(privateKeyPem: string): Uint8Array | undef
     const blocks = decodePemBlocks(privateKeyPem);
     if (blocks.length !== 1) return undefined;
     const { label, der } = blocks[0]!;
-    const scalar = p256Scalar(label, der);
-    if (scalar) {
+    const p256 = p256Key(label, der);
+    if (p256) {
       const ecdh = createECDH('prime256v1');
-      ecdh.setPrivateKey(Buffer.from(scalar));
-      return new Uint8Array(Buffer.concat([P256_SPKI_PREFIX, ecdh.getPublicKey()]));
+      ecdh.setPrivateKey(Buffer.from(p256.scalar));
+      const point = ecdh.getPublicKey();
+      // OpenSSL refuses to load a key whose stored point it cannot read. A readable point other
+      // than the scalar's is left to the derived point (a corrupted scalar then mismatches).
+      if (p256.storedPoint && !equalBytes(p256.storedPoint, point) && !isP256Point(p256.storedPoint)) return undefined;
+      return new Uint8Array(Buffer.concat([P256_SPKI_PREFIX, point]));
     }
     if (!label.endsWith('PRIVATE KEY')) return undefined;
     const privateKey = createPrivateKey(privateKeyPem);
