@@ -10,6 +10,7 @@ import { formatKubernetesBenchmark, runKubernetesBenchmark } from './kubernetes.
 import { formatGrpcBenchmark, runGrpcBenchmark } from './grpc.bench.js';
 import { formatKeygenBenchmark, runKeygenBenchmark } from './keygen.bench.js';
 import { formatTenantAnnotationsBenchmark, runTenantAnnotationsBenchmark } from './tenant-annotations.bench.js';
+import { certManagerBenchmarkTable } from './cert-manager.bench.js';
 
 const benchmarks: Record<string, () => Promise<string>> = {
   issue: async () => formatIssueBenchmark(await runIssueBenchmark()),
@@ -18,6 +19,8 @@ const benchmarks: Record<string, () => Promise<string>> = {
   grpc: async () => formatGrpcBenchmark(await runGrpcBenchmark()),
   keygen: async () => formatKeygenBenchmark(await runKeygenBenchmark()),
   tenant: async () => formatTenantAnnotationsBenchmark(await runTenantAnnotationsBenchmark()),
+  'ca-rotation': async () => import('./ca-rotation.bench.js').then(async (m) => m.formatCaRotationBenchmark(await m.runCaRotationBenchmark())),
+  'cert-manager': async () => certManagerBenchmarkTable(),
 };
 
 const wanted = process.argv.slice(2);

@@ -15,7 +15,7 @@ import { ControllerProcess } from '../../packages/controller/test/support/contro
 import { applyAll, kustomizeBuild } from '../../packages/controller/test/support/manifests.js';
 import type { CallTarget } from '../../packages/controller/src/demo/eso-caller.js';
 import type { Delivery } from '../../packages/controller/src/demo/kubelet-volume.js';
-import { KubeletStandIn, type VolumeMount, secretPayload } from './kubelet.js';
+import { KubeletStandIn, type VolumeMount } from './kubelet.js';
 import { ProviderProcess, type ProviderSpec, sum } from './provider-fleet.js';
 import { SOAK_AUDIT_POLICY } from './history.js';
 import type { SeededRandom } from './random.js';
@@ -56,7 +56,9 @@ interface ReplicaCounts {
  */
 export class SoakWorld {
   readonly dir = mkdtempSync(join(tmpdir(), 'eso-mtls-soak-'));
+  /** The offset the providers and the client see (libfaketime), and the one the controllers see. */
   readonly offset = new SharedTimeOffset(join(this.dir, 'offset'));
+  private readonly controllerOffset = new SharedTimeOffset(join(this.dir, 'controller-offset'));
   readonly failures: FailedCall[] = [];
   readonly deliveries: {
     readonly mount: VolumeMount;
@@ -96,7 +98,6 @@ export class SoakWorld {
 
   /** Starts the control plane, applies deploy/, creates `services`, and starts both replicas. */
   async start(services: readonly SoakService[], planted: readonly V1Secret[]): Promise<void> {
-    this.offset.set(0);
     this.plane = await startControlPlane({ audit: { policyYaml: SOAK_AUDIT_POLICY }, identities: REPLICAS.map((name) => ({ name })) });
     this.admin = this.plane.adminKubeConfig;
     this.core = this.admin.makeApiClient(CoreV1Api);
@@ -152,7 +153,7 @@ export class SoakWorld {
         '--health-probe-bind-address=127.0.0.1:0',
         '--metrics-bind-address=127.0.0.1:0',
       ],
-      { ESO_MTLS_SOAK_OFFSET_FILE: this.offset.file },
+      { ESO_MTLS_SOAK_OFFSET_FILE: this.controllerOffset.file },
       ROOT,
       [join(ROOT, 'testing/soak/controller-entry.ts')],
     );
@@ -315,7 +316,9 @@ export class SoakWorld {
   /**
    * Moves simulated time by `ms` with no call in flight: grpc-js deadlines are wall-clock instants,
    * so a call that spans a jump of days would fail as an artifact of the test, not of rotation.
-   * Calls resume once the faked clocks show the new time (libfaketime re-reads within ~1 s).
+   * The controllers see the jump only once every faked clock shows it (libfaketime re-reads its
+   * file once a second): a certificate issued at the new time must not reach a provider whose clock
+   * is still days behind it, which no real cluster's clocks would do.
    */
   async jump(ms: number): Promise<void> {
     const id = ++this.replyId;
@@ -324,8 +327,10 @@ export class SoakWorld {
       this.tellClient({ pause: id });
     });
     this.pauses.delete(id);
-    this.offset.set(this.offset.get() + ms);
+    const next = this.offset.get() + ms;
+    this.offset.set(next);
     await new Promise((r) => setTimeout(r, FAKETIME_REFRESH_MS));
+    this.controllerOffset.set(next);
     this.tellClient({ resume: true });
   }
 

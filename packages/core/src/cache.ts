@@ -28,38 +28,56 @@ export interface CertificateCacheStats {
 /** Default bound: room for the leaves, bundles and keys of several thousand namespaces. */
 export const DEFAULT_CACHE_ENTRIES = 50_000;
 
+/** The entries under one first key: a single one (the usual case), or a Map once there are several. */
+type Inner<V> = { readonly b: string; readonly value: V } | Map<string, V>;
+
 /**
  * A bounded memo table keyed by one or two strings. Map iteration follows insertion order, so the
  * first key is the oldest entry; dropping it is enough to stay bounded.
  */
 class Memo<V> {
-  private readonly table = new Map<string, V | Map<string, V>>();
+  private readonly table = new Map<string, V | Inner<V>>();
   private size = 0;
   constructor(
-    private readonly max: number,
+    private max: number,
     private readonly onEvict: (n: number) => void,
   ) {}
 
+  /** Raises the bound to `max` when that is higher; never lowers it. */
+  raise(max: number): void {
+    if (max > this.max) this.max = max;
+  }
+
   get(a: string, b?: string): V | undefined {
     const hit = this.table.get(a);
-    return b === undefined ? (hit as V | undefined) : (hit as Map<string, V> | undefined)?.get(b);
+    if (b === undefined) return hit as V | undefined;
+    const inner = hit as Inner<V> | undefined;
+    return inner instanceof Map ? inner.get(b) : inner?.b === b ? inner.value : undefined;
   }
 
   set(a: string, value: V, b?: string): void {
     if (b === undefined) {
       this.table.set(a, value);
-      this.size++;
     } else {
-      // Nested maps reuse each PEM string's cached hash instead of hashing a concatenated key.
-      let inner = this.table.get(a) as Map<string, V> | undefined;
-      if (!inner) this.table.set(a, (inner = new Map()));
-      inner.set(b, value);
-      this.size++;
+      // Nested entries reuse each PEM string's cached hash instead of hashing a concatenated key.
+      // A leaf meets one key and one CA: a Map per leaf (some 300 bytes) only when it meets more.
+      const inner = this.table.get(a) as Inner<V> | undefined;
+      if (inner instanceof Map) inner.set(b, value);
+      else if (inner === undefined || inner.b === b) this.table.set(a, { b, value });
+      else
+        this.table.set(
+          a,
+          new Map([
+            [inner.b, inner.value],
+            [b, value],
+          ]),
+        );
     }
+    this.size++;
     while (this.size > this.max) {
-      const [oldest, entry] = this.table.entries().next().value as [string, V | Map<string, V>];
+      const [oldest, entry] = this.table.entries().next().value as [string, V | Inner<V>];
       this.table.delete(oldest);
-      const dropped = b === undefined ? 1 : (entry as Map<string, V>).size;
+      const dropped = b === undefined || !(entry instanceof Map) ? 1 : entry.size;
       this.size -= dropped;
       this.onEvict(dropped);
     }
@@ -93,6 +111,17 @@ export class CertificateCache {
     this.bundles = new Memo(max, onEvict);
     this.signatures = new Memo(max, onEvict);
     this.keys = new Memo(max, onEvict);
+  }
+
+  /**
+   * Raises every table's bound to at least `entries`, never lowering it. A resync visits its
+   * entries in the same order each time, so a bound below the live set drops each entry just
+   * before its next use and every plan re-parses and re-verifies everything; the planner reserves
+   * room for the namespaces it plans.
+   */
+  reserve(entries: number): void {
+    if (!Number.isSafeInteger(entries) || entries < 1) return;
+    for (const table of [this.parsed, this.bundles, this.signatures, this.keys]) table.raise(entries);
   }
 
   /** {@link parseCertificate}, memoised by exact input text (errors too). Throws CertificateParseError. */

@@ -14,23 +14,33 @@ export class PemError extends Error {
   override readonly name = 'PemError';
 }
 
-/** Standard base64 with padding. */
+const ALPHABET_CODES = Uint8Array.from(ALPHABET, (c) => c.charCodeAt(0));
+const ascii = new TextDecoder('utf-8');
+
+/**
+ * Standard base64 with padding. Built as bytes and decoded once: a string grown by `+=` is a tree
+ * of thousands of cons-strings, which a cache holding certificates by their PEM keeps alive.
+ */
 export function encodeBase64(bytes: Uint8Array): string {
-  let out = '';
+  const out = new Uint8Array(Math.ceil(bytes.length / 3) * 4);
+  let o = 0;
   let i = 0;
   for (; i + 2 < bytes.length; i += 3) {
     const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
-    out += ALPHABET[n >> 18]! + ALPHABET[(n >> 12) & 63]! + ALPHABET[(n >> 6) & 63]! + ALPHABET[n & 63]!;
+    out[o++] = ALPHABET_CODES[n >> 18]!;
+    out[o++] = ALPHABET_CODES[(n >> 12) & 63]!;
+    out[o++] = ALPHABET_CODES[(n >> 6) & 63]!;
+    out[o++] = ALPHABET_CODES[n & 63]!;
   }
   const rest = bytes.length - i;
-  if (rest === 1) {
-    const n = bytes[i]! << 16;
-    out += ALPHABET[n >> 18]! + ALPHABET[(n >> 12) & 63]! + '==';
-  } else if (rest === 2) {
-    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8);
-    out += ALPHABET[n >> 18]! + ALPHABET[(n >> 12) & 63]! + ALPHABET[(n >> 6) & 63]! + '=';
+  if (rest > 0) {
+    const n = (bytes[i]! << 16) | (rest === 2 ? bytes[i + 1]! << 8 : 0);
+    out[o++] = ALPHABET_CODES[n >> 18]!;
+    out[o++] = ALPHABET_CODES[(n >> 12) & 63]!;
+    out[o++] = rest === 2 ? ALPHABET_CODES[(n >> 6) & 63]! : 61; /* = */
+    out[o] = 61;
   }
-  return out;
+  return ascii.decode(out);
 }
 
 /** Strict standard base64: length a multiple of 4, padding only at the end, no stray characters. */
@@ -62,9 +72,11 @@ export function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
 /** Base64 wrapped at 64 columns between BEGIN/END lines, with a trailing newline. */
 export function encodePem(label: string, der: Uint8Array): string {
   const b64 = encodeBase64(der);
-  let body = '';
-  for (let i = 0; i < b64.length; i += 64) body += b64.slice(i, i + 64) + '\n';
-  return `-----BEGIN ${label}-----\n${body}-----END ${label}-----\n`;
+  // join() returns one flat string, not a tree of slices and concatenations (see encodeBase64).
+  const lines = [`-----BEGIN ${label}-----`];
+  for (let i = 0; i < b64.length; i += 64) lines.push(b64.slice(i, i + 64));
+  lines.push(`-----END ${label}-----`, '');
+  return lines.join('\n');
 }
 
 /** One PEM block: its label (e.g. CERTIFICATE) and decoded contents. */

@@ -180,11 +180,22 @@ interface LeafSubject {
 }
 
 /**
+ * Cache entries a plan keeps live per table: each namespace's leaf, and during a CA rotation its
+ * next leaf and bundle too, plus the ESO namespace's Secrets. Room for all of them keeps a resync
+ * from evicting what it is about to use again.
+ */
+const CACHE_ENTRIES_PER_NAMESPACE = 3;
+function cacheEntriesFor(snapshot: Snapshot): number {
+  return CACHE_ENTRIES_PER_NAMESPACE * (snapshot.namespaces.length + 2);
+}
+
+/**
  * Plans what to write: `snapshot + now + policy → plan`. Deterministic and side-effect free; bad
  * Secrets and bad Service names become rotations or conflicts, never exceptions.
  */
 export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   const { now, policy, cache } = ctx;
+  cache.reserve(cacheEntriesFor(snapshot));
   const conflicts: Conflict[] = [];
   const refused: RefusedService[] = [];
   const subjects: LeafSubject[] = [];

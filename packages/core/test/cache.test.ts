@@ -1,5 +1,15 @@
 import { beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { CertificateCache, CertificateParseError, type Issued, type SignatureVerifier, issueCa, issueServerLeaf, resolvePolicy } from '@eso-mtls/core';
+import {
+  CertificateCache,
+  CertificateParseError,
+  type Issued,
+  type SignatureVerifier,
+  issueCa,
+  issueServerLeaf,
+  planRotation,
+  resolvePolicy,
+} from '@eso-mtls/core';
+import { T0, convergedCluster } from './support/planner.js';
 import { NOW, nodeBackend } from './support/fixtures.js';
 
 const crypto = nodeBackend();
@@ -165,5 +175,28 @@ describe('CertificateCache bounds', () => {
     a.isSignedBy(leaf.certificate, ca.certificate);
     b.isSignedBy(leaf.certificate, ca.certificate);
     expect([a.stats.verifications, b.stats.verifications]).toEqual([1, 1]);
+  });
+});
+
+describe('CertificateCache room for a plan', () => {
+  it('a resync over more namespaces than the bound re-parses and re-verifies nothing (the planner reserves room)', async () => {
+    const services = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`ns-${i}`, [{ name: 'p' }]]));
+    const { pki, store } = await convergedCluster(services);
+    // Below the live set: without the planner's reservation, each entry would be dropped just before its next use.
+    const cache = new CertificateCache(pki.crypto.verifier, { maxEntries: 5 });
+    const plan = (): void => void planRotation(store.snapshot(), { now: T0 + 1000, policy: pki.policy, cache });
+    plan();
+    const first = { ...cache.stats };
+    plan();
+    expect(cache.stats).toEqual(first);
+    expect(first.evictions).toBe(0);
+  });
+
+  it('reserve never lowers the bound and ignores nonsense', () => {
+    const cache = new CertificateCache(crypto.verifier, { maxEntries: 2 });
+    cache.reserve(1);
+    cache.reserve(Number.NaN);
+    for (const pem of [leaf, ca, otherCa].map((i) => i.certificate.pem)) cache.parse(pem);
+    expect(cache.stats.evictions).toBe(1);
   });
 });

@@ -4,6 +4,7 @@ import type { BackoffOptions } from './backoff.js';
 import type { Timers } from './clock.js';
 import { Informer, type InformerEvent, type InformerStats, type ListPage } from './informer.js';
 import { type KubeRestClient, corePath } from './rest-client.js';
+import { BUNDLE_KEY, SharedValues } from './shared-values.js';
 
 /** Where the adapter looks. */
 export interface InformerScope {
@@ -74,6 +75,13 @@ export function trimSecret(s: V1Secret): V1Secret {
   };
 }
 
+/** The Secret with its trust bundle text replaced by the equal one `bundles` already holds, if any. */
+function shareBundle(s: V1Secret, bundles: SharedValues<string>): V1Secret {
+  const bundle = s.data?.[BUNDLE_KEY];
+  if (bundle === undefined) return s;
+  return { ...s, data: { ...s.data, [BUNDLE_KEY]: bundles.get(bundle, () => bundle) } };
+}
+
 /** Label selector of the provider Services. */
 export const PROVIDER_SERVICE_SELECTOR = `${PROVIDER_LABEL}=true`;
 
@@ -90,6 +98,7 @@ export class ClusterInformers {
 
   constructor(api: KubeRestClient, scope: InformerScope, tuning: InformerTuning = {}) {
     const options = { watch: api, counter: api.counter, ...tuning };
+    const bundles = new SharedValues<string>();
     const byName = (name: string): string => `metadata.name=${name}`;
     const lister =
       <T>(path: string, selector: { labelSelector?: string; fieldSelector?: string }) =>
@@ -113,7 +122,7 @@ export class ClusterInformers {
         list: lister(corePath('secrets'), { fieldSelector: byName(PROVIDER_SECRET_NAME) }),
         watchPath: corePath('secrets'),
         fieldSelector: byName(PROVIDER_SECRET_NAME),
-        transform: trimSecret,
+        transform: (s) => shareBundle(trimSecret(s), bundles),
       },
       options,
     );

@@ -9,6 +9,7 @@ import {
 } from '@eso-mtls/core';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import { type SecretComponent, classifyOwnership } from './ownership.js';
+import { BUNDLE_KEY, SharedValues } from './shared-values.js';
 
 /**
  * What the builder reads: the adapter's four informer caches, or any source with the same views
@@ -36,6 +37,8 @@ export interface BuiltSnapshot {
  */
 export class SnapshotBuilder {
   private readonly decoded = new WeakMap<V1Secret, SecretState>();
+  /** Decoded trust bundles by their base64 text: every provider Secret holds the same one. */
+  private readonly bundles = new SharedValues<Uint8Array>();
 
   constructor(
     private readonly informers: SnapshotSource,
@@ -85,7 +88,9 @@ export class SnapshotBuilder {
     let state = this.decoded.get(secret);
     if (!state) {
       const data: Record<string, Uint8Array> = {};
-      for (const [key, value] of Object.entries(secret.data ?? {})) data[key] = Buffer.from(value ?? '', 'base64');
+      for (const [key, value = ''] of Object.entries(secret.data ?? {})) {
+        data[key] = key === BUNDLE_KEY ? this.bundles.get(value, () => decode(value)) : decode(value);
+      }
       state = {
         data,
         ownership: classifyOwnership(secret, component, this.installation),
@@ -97,6 +102,9 @@ export class SnapshotBuilder {
     return state;
   }
 }
+
+/** The bytes of a base64 value, in a buffer of their own: a slice of Node's shared 8 KB pool would keep the whole slab alive. */
+const decode = (base64: string): Uint8Array => new Uint8Array(Buffer.from(base64, 'base64'));
 
 function append<T>(map: Map<string, T[]>, key: string, value: T): void {
   let list = map.get(key);
