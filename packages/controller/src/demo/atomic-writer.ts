@@ -24,13 +24,22 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
+/** What one {@link writeAtomically} did, for tests that time or inspect the swap. */
+export interface AtomicWrite {
+  /** The new timestamped folder's name, e.g. `..2026_11_22_06_40_13.123456789`. */
+  readonly timestampedDir: string;
+  /** performance.now() right after the `..data` rename: the instant the new content became visible. */
+  readonly swappedAt: number;
+}
+
 /**
- * Replaces the content of `targetDir` with `payload` the kubelet's way: a new `..<timestamp>`
- * folder with the payload, a `..data_tmp` symlink to it renamed over `..data` (the one atomic
- * step), top-level symlinks `name -> ..data/name` for new names, names no longer in the payload
- * removed, the old folder removed. A reader that resolves `..data` once sees one version whole.
+ * Replaces the content of `targetDir` with `payload` (file name -> content) the kubelet's way: a
+ * new `..<timestamp>` folder with the payload, a `..data_tmp` symlink to it renamed over `..data`
+ * (the one atomic step), top-level symlinks `name -> ..data/name` for new names, names no longer in
+ * the payload removed, the old folder removed. A reader that resolves `..data` once sees one
+ * version whole.
  */
-export async function writeAtomically(targetDir: string, payload: VolumePayload, now: Date = new Date()): Promise<void> {
+export async function writeAtomically(targetDir: string, payload: Readonly<Record<string, string | Buffer>>, now: Date = new Date()): Promise<AtomicWrite> {
   const dataLink = join(targetDir, DATA_DIR);
   const oldTimestampedDir = (await exists(dataLink)) ? await readlink(dataLink) : undefined;
   const oldNames = oldTimestampedDir === undefined ? [] : await readdir(join(targetDir, oldTimestampedDir));
@@ -43,10 +52,12 @@ export async function writeAtomically(targetDir: string, payload: VolumePayload,
   await rm(tmpLink, { force: true });
   await symlink(timestampedDir, tmpLink);
   await rename(tmpLink, dataLink);
+  const swappedAt = performance.now();
 
   for (const name of Object.keys(payload)) {
     if (!(await exists(join(targetDir, name)))) await symlink(join(DATA_DIR, name), join(targetDir, name));
   }
   for (const name of oldNames) if (!(name in payload)) await rm(join(targetDir, name), { force: true });
   if (oldTimestampedDir !== undefined) await rm(join(targetDir, oldTimestampedDir), { recursive: true, force: true });
+  return { timestampedDir, swappedAt };
 }
