@@ -7,7 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { locateTestBinaries, type TestBinaries } from './binaries.js';
 import { type Identity, type IdentitySpec, provisionIdentities, writeKubeconfig, writeTokenFile } from './identities.js';
 import { freePorts } from './ports.js';
-import { ProcessGroup } from './process-group.js';
+import { LOG_TAIL_BYTES, type ProcessGroup, STOP_GRACE_MS, startProcessGroup } from './process-group.js';
 
 /** What a suite asks of its control plane. */
 export interface ControlPlaneOptions {
@@ -131,7 +131,7 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
 
   const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
   const startEtcd = (): ProcessGroup =>
-    ProcessGroup.start(
+    startProcessGroup(
       'etcd',
       binaries.etcd,
       [
@@ -167,13 +167,13 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
   const adminToken = identities.get('admin')!.token;
   let apiServer: ProcessGroup | undefined;
   const startApi = async (): Promise<void> => {
-    apiServer = ProcessGroup.start('kube-apiserver', binaries.kubeApiServer, apiArgs, join(dir, 'kube-apiserver.log'));
+    apiServer = startProcessGroup('kube-apiserver', binaries.kubeApiServer, apiArgs, join(dir, 'kube-apiserver.log'));
     await waitReady(url, adminToken, apiServer, etcd, timeoutMs);
   };
 
   const stopAll = async (): Promise<void> => {
-    await apiServer?.stop();
-    await etcd.stop();
+    await apiServer?.stop(STOP_GRACE_MS);
+    await etcd.stop(STOP_GRACE_MS);
   };
 
   try {
@@ -223,18 +223,18 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
         .map((l) => JSON.parse(l) as AuditEvent);
     },
     stopApiServer: async (opts) => {
-      await apiServer?.stop(opts?.crash ? 0 : undefined);
+      await apiServer?.stop(opts?.crash ? 0 : STOP_GRACE_MS);
     },
     startApiServer: async () => {
       if (apiServer?.running) throw new Error('kube-apiserver is already running; call stopApiServer() first');
       await startApi();
     },
     restartApiServer: async (opts) => {
-      await apiServer?.stop(opts?.crash ? 0 : undefined);
+      await apiServer?.stop(opts?.crash ? 0 : STOP_GRACE_MS);
       await startApi();
     },
     restartEtcd: async (opts) => {
-      await etcd.stop(opts?.crash ? 0 : undefined);
+      await etcd.stop(opts?.crash ? 0 : STOP_GRACE_MS);
       etcd = startEtcd();
       // The apiserver keeps running and reconnects; ready again once etcd answers it.
       if (apiServer) await waitReady(url, adminToken, apiServer, etcd, timeoutMs);
@@ -258,7 +258,7 @@ async function waitReady(url: string, token: string, apiServer: ProcessGroup, et
   while (Date.now() < deadline) {
     for (const p of [etcd, apiServer]) {
       if (!p.running) {
-        const log = p.logTail();
+        const log = p.logTail(LOG_TAIL_BYTES);
         const message = `${p.name} exited during start-up; last log lines:\n${log}`;
         throw /address already in use/.test(log) ? new PortInUseError(message) : new Error(message);
       }
@@ -267,7 +267,7 @@ async function waitReady(url: string, token: string, apiServer: ProcessGroup, et
     if (last === '200') return;
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`kube-apiserver at ${url} not ready after ${timeoutMs / 1000}s (last /readyz: ${last}); log tail:\n${apiServer.logTail()}`);
+  throw new Error(`kube-apiserver at ${url} not ready after ${timeoutMs / 1000}s (last /readyz: ${last}); log tail:\n${apiServer.logTail(LOG_TAIL_BYTES)}`);
 }
 
 function probe(url: string, token: string): Promise<string> {

@@ -2,10 +2,10 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 
 /**
- * etcd or kube-apiserver run in its own process group under a small bash watchdog, as the test
- * harness runs them (testing/envtest/src/process-group.ts, which is TypeScript the published CLI
- * cannot import): if `eso-mtls dev-cluster` dies without cleaning up (SIGKILL, a closed terminal),
- * the watchdog notices within a second and stops the server, so nothing outlives it.
+ * etcd or kube-apiserver run in its own process group under a small bash watchdog: if
+ * `eso-mtls dev-cluster` (or a test run; testing/envtest starts its servers with this too) dies
+ * without cleaning up (SIGKILL, a closed terminal, a crashed jest worker), the watchdog notices
+ * within a second and stops the server, so nothing outlives it.
  */
 export class ServerProcess {
   private exitCode: number | null | undefined;
@@ -55,10 +55,10 @@ export class ServerProcess {
     }
   }
 
-  /** SIGTERM to the whole group, SIGKILL after `graceMs` if anything is left. */
+  /** SIGTERM to the whole group; SIGKILL after `graceMs` if anything is left (at once with 0: a crash). */
   async stop(graceMs = 10_000): Promise<void> {
     if (!this.running) return;
-    signalGroup(this.pgid, 'SIGTERM');
+    signalGroup(this.pgid, graceMs === 0 ? 'SIGKILL' : 'SIGTERM');
     const timedOut = await Promise.race([this.exited.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
     if (timedOut) signalGroup(this.pgid, 'SIGKILL');
     await this.exited;
@@ -66,7 +66,8 @@ export class ServerProcess {
   }
 }
 
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+/** Sends `signal` to every process of the group; a group already gone is not an error. */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pgid, signal);
   } catch {
