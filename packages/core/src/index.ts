@@ -37,6 +37,20 @@ export {
   serviceDnsNames,
   type ServiceRef,
 } from './names.js';
+export { issuePodCertificate, type PodCertificate, type PodIssueResult } from './pod-issue.js';
+export { POD_KEY_TYPES, type PodKeyType } from './pod-key.js';
+export {
+  decidePodRequest,
+  POD_DENY_REASONS,
+  type PodDenyReason,
+  type PodMetadataView,
+  type PodRequestDecision,
+  type PodRequestInput,
+  type PodRequestView,
+  type PodSignerRole,
+  type SelectingService,
+} from './pod-request.js';
+export { MAX_POD_LIFETIME, MIN_POD_LIFETIME, type PodValidity } from './pod-validity.js';
 export {
   type DataProblem,
   type KeyedCertificate,

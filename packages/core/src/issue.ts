@@ -16,6 +16,7 @@ import {
   encodeCertificate,
   encodeTbsCertificate,
   extendedKeyUsageExtension,
+  type KeyFamily,
   keyFamilyOf,
   keyIdentifier,
   keyUsageExtension,
@@ -86,7 +87,8 @@ export async function issueCa(ctx: IssueContext, options: { readonly commonName?
   const day = new Date(truncateToSecond(ctx.now)).toISOString().slice(0, 10).replaceAll('-', '');
   const commonName = options.commonName ?? `eso-provider-ca-${day}-${toHex(serialNumber).slice(0, 8)}`;
   const profile: Profile = { commonName, isCa: true, dnsNames: [], uris: [], purpose: undefined };
-  return sign(ctx, key, serialNumber, profile, truncateToSecond(ctx.now + ctx.policy.caValidity), undefined);
+  const validity = { notBefore: backdated(ctx), notAfter: truncateToSecond(ctx.now + ctx.policy.caValidity) };
+  return withKey(await sign(ctx, key.subjectPublicKeyInfo, serialNumber, profile, validity, { self: key.privateKeyPem }), key);
 }
 
 /**
@@ -95,6 +97,11 @@ export async function issueCa(ctx: IssueContext, options: { readonly commonName?
  * CN the first of them that fits in a commonName (64 characters). Its notAfter is clamped to the CA's.
  */
 export async function issueServerLeaf(ctx: IssueContext, issuer: KeyedCertificate, dnsNames: readonly string[]): Promise<Issued> {
+  return issueLeaf(ctx, issuer, serverProfile(dnsNames));
+}
+
+/** The profile of a server leaf for `dnsNames`; throws {@link IssueError} for names that cannot be issued. */
+function serverProfile(dnsNames: readonly string[]): Profile {
   if (dnsNames.length === 0) throw new IssueError('a server certificate needs at least one DNS name');
   const bad = dnsNames.find((n) => !isDnsName(n));
   if (bad !== undefined) throw new IssueError(`${JSON.stringify(bad)} is not a DNS name (RFC 1123 labels, at most 253 characters)`);
@@ -106,7 +113,7 @@ export async function issueServerLeaf(ctx: IssueContext, issuer: KeyedCertificat
   }
   const commonName = dnsNames.find((n) => n.length <= MAX_COMMON_NAME);
   if (commonName === undefined) throw new IssueError(`none of the DNS names ${dnsNames.join(', ')} fits in a ${MAX_COMMON_NAME}-character commonName`);
-  return issueLeaf(ctx, issuer, { commonName, isCa: false, dnsNames, uris: [], purpose: 'serverAuth' });
+  return { commonName, isCa: false, dnsNames, uris: [], purpose: 'serverAuth' };
 }
 
 /**
@@ -115,9 +122,12 @@ export async function issueServerLeaf(ctx: IssueContext, issuer: KeyedCertificat
  * `spiffe://<clusterDomain>/ns/<esoNamespace>/sa/<serviceAccount>` from the policy.
  */
 export async function issueClientLeaf(ctx: IssueContext, issuer: KeyedCertificate): Promise<Issued> {
-  const { clusterDomain, esoNamespace, serviceAccount } = ctx.policy;
+  return issueLeaf(ctx, issuer, clientProfile(ctx.policy));
+}
+
+function clientProfile({ clusterDomain, esoNamespace, serviceAccount }: Policy): Profile {
   const uri = clientSpiffeId(clusterDomain, esoNamespace, serviceAccount);
-  return issueLeaf(ctx, issuer, { commonName: CLIENT_COMMON_NAME, isCa: false, dnsNames: [], uris: [uri], purpose: 'clientAuth' });
+  return { commonName: CLIENT_COMMON_NAME, isCa: false, dnsNames: [], uris: [uri], purpose: 'clientAuth' };
 }
 
 async function issueLeaf(ctx: IssueContext, issuer: KeyedCertificate, profile: Profile): Promise<Issued> {
@@ -128,24 +138,69 @@ async function issueLeaf(ctx: IssueContext, issuer: KeyedCertificate, profile: P
     throw new IssueError(`issuer ${ca.subject} expired at ${new Date(ca.notAfter).toISOString()}; rotate the CA before issuing leaves`);
   }
   const key = await ctx.crypto.signer.generateKey(ctx.policy.keyAlgorithm);
-  return sign(ctx, key, randomSerialNumber(ctx.crypto.random), profile, notAfter, issuer);
+  const validity = { notBefore: backdated(ctx), notAfter };
+  return withKey(await sign(ctx, key.subjectPublicKeyInfo, randomSerialNumber(ctx.crypto.random), profile, validity, issuer), key);
 }
 
-/** Builds the TBSCertificate for `key` and has the issuer's key (or `key` itself, for a CA) sign it. */
+/** What a pod certificate certifies: the kubelet's key and, for a server, its DNS names. */
+export interface PodLeafRequest {
+  /** Server (EKU serverAuth, `dnsNames`) or ESO's client (EKU clientAuth, the SPIFFE ID of the policy). */
+  readonly role: 'server' | 'client';
+  /** The kubelet's public key, from the stub PKCS#10 request. */
+  readonly subjectPublicKeyInfo: Uint8Array;
+  /** The server's DNS names (ignored for the client). */
+  readonly dnsNames: readonly string[];
+  /** Its serial number (see {@link randomSerialNumber}), drawn first because the refresh time derives from it. */
+  readonly serialNumber: Uint8Array;
+  /** Its times, whole seconds, inside the issuer's validity (see podValidity). */
+  readonly notBefore: Instant;
+  readonly notAfter: Instant;
+}
+
+/**
+ * A pod certificate for a key the signer never sees the private half of. The profile is the
+ * Secret mode's: a server leaf as {@link issueServerLeaf}, a client leaf as
+ * {@link issueClientLeaf}; the times are the caller's, checked against the issuer.
+ */
+export async function issuePodLeaf(ctx: IssueContext, issuer: KeyedCertificate, request: PodLeafRequest): Promise<CertificateView> {
+  const ca = issuer.certificate;
+  if (!ca.isCa) throw new IssueError(`issuer ${ca.subject} (serial ${ca.serialNumber}) is not a CA certificate`);
+  if (request.notBefore < ca.notBefore || request.notAfter > ca.notAfter || request.notAfter <= request.notBefore) {
+    throw new IssueError(
+      `validity ${new Date(request.notBefore).toISOString()} to ${new Date(request.notAfter).toISOString()} is not inside issuer ${ca.subject}'s`,
+    );
+  }
+  const profile = request.role === 'server' ? serverProfile(request.dnsNames) : clientProfile(ctx.policy);
+  return sign(ctx, request.subjectPublicKeyInfo, request.serialNumber, profile, request, issuer);
+}
+
+/** notBefore of a Secret-mode certificate: now less the policy's backdate, truncated to the second. */
+function backdated(ctx: IssueContext): Instant {
+  return truncateToSecond(ctx.now - ctx.policy.notBeforeBackdate);
+}
+
+function withKey(certificate: CertificateView, key: GeneratedKey): Issued {
+  return { certificate, privateKeyPem: key.privateKeyPem, keyAlgorithm: key.algorithm };
+}
+
+/**
+ * Builds the TBSCertificate for the public key `subjectPublicKeyInfo` and has the issuer's key
+ * sign it, or, for a self-signed CA, the key's own private half.
+ */
 async function sign(
   ctx: IssueContext,
-  key: GeneratedKey,
+  subjectPublicKeyInfo: Uint8Array,
   serialNumber: Uint8Array,
   profile: Profile,
-  notAfter: Instant,
-  issuer: KeyedCertificate | undefined,
-): Promise<Issued> {
-  const notBefore = truncateToSecond(ctx.now - ctx.policy.notBeforeBackdate);
+  { notBefore, notAfter }: { readonly notBefore: Instant; readonly notAfter: Instant },
+  issuer: KeyedCertificate | { readonly self: string },
+): Promise<CertificateView> {
   const subject = encodeCommonNameDn(profile.commonName);
-  const ski = keyIdentifier(key.subjectPublicKeyInfo);
+  const ski = keyIdentifier(subjectPublicKeyInfo);
+  const parent = 'self' in issuer ? undefined : issuer;
   // AKI must equal the CA's SKI byte for byte; a CA lacking one (not ours) gets the derived identifier.
-  const aki = issuer ? akiFor(issuer.certificate) : ski;
-  const signerSpki = issuer ? issuer.certificate.subjectPublicKeyInfo : key.subjectPublicKeyInfo;
+  const aki = parent ? akiFor(parent.certificate) : ski;
+  const signerSpki = parent ? parent.certificate.subjectPublicKeyInfo : subjectPublicKeyInfo;
   const algorithm = signatureAlgorithmFor(signerSpki);
 
   const extensions =
@@ -153,7 +208,7 @@ async function sign(
       ? [basicConstraintsExtension({ pathLen: 0 }), keyUsageExtension([KeyUsage.keyCertSign, KeyUsage.cRLSign])]
       : [
           basicConstraintsExtension(undefined),
-          keyUsageExtension(leafKeyUsage(profile.purpose, keyFamilyOf(key.subjectPublicKeyInfo))),
+          keyUsageExtension(leafKeyUsage(profile.purpose, keyFamilyOf(subjectPublicKeyInfo))),
           extendedKeyUsageExtension([profile.purpose]),
         ];
   extensions.push(subjectKeyIdentifierExtension(ski), authorityKeyIdentifierExtension(aki));
@@ -162,14 +217,14 @@ async function sign(
   const tbsCertificate = encodeTbsCertificate({
     serialNumber,
     signatureAlgorithm: algorithm.der,
-    issuer: issuer ? subjectNameOf(issuer.certificate) : subject,
+    issuer: parent ? subjectNameOf(parent.certificate) : subject,
     notBefore,
     notAfter,
     subject,
-    subjectPublicKeyInfo: key.subjectPublicKeyInfo,
+    subjectPublicKeyInfo,
     extensions,
   });
-  const signatureValue = await ctx.crypto.signer.sign(issuer ? issuer.privateKeyPem : key.privateKeyPem, tbsCertificate);
+  const signatureValue = await ctx.crypto.signer.sign(parent ? parent.privateKeyPem : (issuer as { readonly self: string }).self, tbsCertificate);
   const der = encodeCertificate(tbsCertificate, algorithm.der, signatureValue);
   const subjectString = formatCommonNameDn(profile.commonName);
   // The view is assembled from what was just encoded; a test checks it equals parseCertificate(pem).
@@ -178,7 +233,7 @@ async function sign(
     der,
     serialNumber: serialHex(serialNumber),
     subject: subjectString,
-    issuer: issuer ? issuer.certificate.subject : subjectString,
+    issuer: parent ? parent.certificate.subject : subjectString,
     subjectCommonName: profile.commonName,
     notBefore,
     notAfter,
@@ -189,12 +244,12 @@ async function sign(
     extendedKeyUsage: profile.purpose ? [profile.purpose] : [],
     subjectKeyIdentifier: toHex(ski),
     authorityKeyIdentifier: toHex(aki),
-    subjectPublicKeyInfo: key.subjectPublicKeyInfo,
+    subjectPublicKeyInfo,
     tbsCertificate,
     signatureAlgorithm: algorithm.oid,
     signatureValue,
   });
-  return { certificate, privateKeyPem: key.privateKeyPem, keyAlgorithm: key.algorithm };
+  return certificate;
 }
 
 /**
@@ -203,7 +258,7 @@ async function sign(
  * consistent with clientAuth, and zlint errors on keyEncipherment. An ECDSA key cannot encrypt at
  * all (RFC 8813 section 3).
  */
-function leafKeyUsage(purpose: 'serverAuth' | 'clientAuth', family: 'ec' | 'rsa'): number[] {
+function leafKeyUsage(purpose: 'serverAuth' | 'clientAuth', family: KeyFamily): number[] {
   return purpose === 'serverAuth' && family === 'rsa' ? [KeyUsage.digitalSignature, KeyUsage.keyEncipherment] : [KeyUsage.digitalSignature];
 }
 

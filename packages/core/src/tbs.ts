@@ -28,6 +28,7 @@ export const OID_ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
 export const OID_SHA256_WITH_RSA = '1.2.840.113549.1.1.11';
 const EC_PUBLIC_KEY = oid('1.2.840.10045.2.1');
 const RSA_ENCRYPTION = oid('1.2.840.113549.1.1.1');
+const ED25519 = oid('1.3.101.112');
 
 // AlgorithmIdentifiers: ECDSA omits parameters (RFC 5758 3.2); RSA carries NULL (RFC 4055 5).
 const ECDSA_SHA256 = sequence(oid(OID_ECDSA_WITH_SHA256));
@@ -47,20 +48,26 @@ const PURPOSES = { serverAuth: oid('1.3.6.1.5.5.7.3.1'), clientAuth: oid('1.3.6.
 /** keyUsage bit numbers (RFC 5280 4.2.1.3). */
 export const KeyUsage = { digitalSignature: 0, keyEncipherment: 2, keyCertSign: 5, cRLSign: 6 } as const;
 
-/** The public-key family of a DER SubjectPublicKeyInfo, which decides how it signs. */
-export function keyFamilyOf(subjectPublicKeyInfo: Uint8Array): 'ec' | 'rsa' {
+/** The public-key families of certified keys: ECDSA on any curve, RSA, and (pod certificates only) Ed25519. */
+export type KeyFamily = 'ec' | 'rsa' | 'ed25519';
+
+/** The public-key family of a DER SubjectPublicKeyInfo, which decides its keyUsage and how it signs. */
+export function keyFamilyOf(subjectPublicKeyInfo: Uint8Array): KeyFamily {
   const spki = readElement(subjectPublicKeyInfo, 0);
   const [algorithm] = children(subjectPublicKeyInfo, spki);
   const [algorithmOid] = algorithm ? children(subjectPublicKeyInfo, algorithm) : [];
   const encoded = algorithmOid ? encodingOf(subjectPublicKeyInfo, algorithmOid) : undefined;
   if (encoded && equalBytes(encoded, EC_PUBLIC_KEY)) return 'ec';
   if (encoded && equalBytes(encoded, RSA_ENCRYPTION)) return 'rsa';
-  throw new Error('unsupported public key algorithm: only ECDSA and RSA keys can sign certificates here');
+  if (encoded && equalBytes(encoded, ED25519)) return 'ed25519';
+  throw new Error('unsupported public key algorithm: only ECDSA, RSA and Ed25519 keys are certified here');
 }
 
 /** The SHA-256 signature algorithm a key of this SubjectPublicKeyInfo signs with: OID and DER AlgorithmIdentifier. */
 export function signatureAlgorithmFor(subjectPublicKeyInfo: Uint8Array): { readonly oid: string; readonly der: Uint8Array } {
-  return keyFamilyOf(subjectPublicKeyInfo) === 'ec' ? { oid: OID_ECDSA_WITH_SHA256, der: ECDSA_SHA256 } : { oid: OID_SHA256_WITH_RSA, der: RSA_SHA256 };
+  const family = keyFamilyOf(subjectPublicKeyInfo);
+  if (family === 'ed25519') throw new Error('a CA key is ECDSA or RSA: an Ed25519 key does not sign certificates here');
+  return family === 'ec' ? { oid: OID_ECDSA_WITH_SHA256, der: ECDSA_SHA256 } : { oid: OID_SHA256_WITH_RSA, der: RSA_SHA256 };
 }
 
 /**

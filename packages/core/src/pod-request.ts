@@ -1,0 +1,159 @@
+import { type FittedServices, fitServiceNames } from './name-budget.js';
+import { InvalidNameError, isDnsLabel } from './names.js';
+import { type PodKeyType, podKeyTypeOf } from './pod-key.js';
+import type { Policy } from './policy.js';
+import { shown } from './shown.js';
+import { StubRequestError, stubRequestPublicKey } from './stub-request.js';
+
+/** Which of the two signers a request names: provider servers, or ESO core's client. */
+export type PodSignerRole = 'server' | 'client';
+
+/** What the signer reads of a PodCertificateRequest. Every field comes from the request's spec. */
+export interface PodRequestView {
+  /** The request's namespace: the pod's. */
+  readonly namespace: string;
+  /** The signer it names. */
+  readonly role: PodSignerRole;
+  readonly podName: string;
+  readonly podUid: string;
+  readonly serviceAccountName: string;
+  /** `spec.stubPKCS10Request`, DER. */
+  readonly stubPkcs10Request: Uint8Array;
+  readonly maxExpirationSeconds?: number;
+}
+
+/** The pod as read with a metadata-only GET: its UID and labels; undefined when it does not exist. */
+export interface PodMetadataView {
+  readonly uid: string;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** A labelled Service of the pod's namespace, with its selector (undefined or empty: selects no pod). */
+export interface SelectingService {
+  readonly name: string;
+  readonly selector?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Why a request is Denied: the condition's `reason`, which the apiserver requires to match
+ * `[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?`, and the label of the Denied counter.
+ */
+export type PodDenyReason =
+  'NoProviderService' | 'UnsupportedKeyType' | 'PodNotFound' | 'PodMismatch' | 'UnauthorizedServiceAccount' | 'InvalidStubRequest' | 'InvalidServiceName';
+
+/** Every {@link PodDenyReason}, for metrics that list each one. */
+export const POD_DENY_REASONS: readonly PodDenyReason[] = [
+  'NoProviderService',
+  'UnsupportedKeyType',
+  'PodNotFound',
+  'PodMismatch',
+  'UnauthorizedServiceAccount',
+  'InvalidStubRequest',
+  'InvalidServiceName',
+];
+
+/** What the signer does with a request. */
+export type PodRequestDecision =
+  | {
+      readonly kind: 'issue';
+      readonly role: PodSignerRole;
+      /** The key to certify, taken from the stub request. */
+      readonly subjectPublicKeyInfo: Uint8Array;
+      readonly keyType: PodKeyType;
+      /** A server certificate's DNS names: the design's four for every selecting Service (empty for the client). */
+      readonly dnsNames: readonly string[];
+      /** The selecting Services whose names the certificate carries, sorted (empty for the client). */
+      readonly services: readonly string[];
+      /** Selecting Services left out because their names would make the certificate too large. */
+      readonly refused: readonly string[];
+    }
+  | { readonly kind: 'deny'; readonly reason: PodDenyReason; readonly message: string };
+
+/** Everything {@link decidePodRequest} reads. */
+export interface PodRequestInput {
+  readonly request: PodRequestView;
+  /** The pod, from a metadata-only read; undefined when it is gone. */
+  readonly pod: PodMetadataView | undefined;
+  /** The labelled Services of the request's namespace (ignored for the client signer). */
+  readonly services: readonly SelectingService[];
+  /** ESO's namespace and ServiceAccount, and the cluster domain. */
+  readonly policy: Policy;
+}
+
+/**
+ * Decides one request, as a chain of small rules in order: the pod must exist with the request's
+ * UID; the key must be of a type we issue for; then the role's own rule. A server certificate
+ * needs at least one labelled Service of the namespace selecting the pod's labels (matched against
+ * the labels, not EndpointSlices: a pod is not Ready before it has its certificate). A client
+ * certificate goes only to ESO's ServiceAccount in ESO's namespace.
+ */
+export function decidePodRequest(input: PodRequestInput): PodRequestDecision {
+  const { request, pod } = input;
+  const who = `pod ${request.namespace}/${shown(request.podName, 253)}`;
+  if (pod === undefined) return deny('PodNotFound', `${who} does not exist (any more)`);
+  if (pod.uid !== request.podUid) return deny('PodMismatch', `${who} has UID ${shown(pod.uid, 64)}, not the request's ${shown(request.podUid, 64)}`);
+  let subjectPublicKeyInfo: Uint8Array;
+  try {
+    subjectPublicKeyInfo = stubRequestPublicKey(request.stubPkcs10Request);
+  } catch (e) {
+    if (!(e instanceof StubRequestError)) throw e;
+    return deny('InvalidStubRequest', `the stub PKCS#10 request of ${who} is unreadable: ${e.message}`);
+  }
+  const keyType = podKeyTypeOf(subjectPublicKeyInfo);
+  if (!keyType.ok) return deny('UnsupportedKeyType', `${who} asks for ${keyType.detail}`);
+  const key = { subjectPublicKeyInfo, keyType: keyType.type };
+  return request.role === 'client' ? decideClient(input, key) : decideServer(input, key);
+}
+
+type Key = { readonly subjectPublicKeyInfo: Uint8Array; readonly keyType: PodKeyType };
+
+function decideClient({ request, policy }: PodRequestInput, key: Key): PodRequestDecision {
+  if (request.namespace !== policy.esoNamespace || request.serviceAccountName !== policy.serviceAccount) {
+    return deny(
+      'UnauthorizedServiceAccount',
+      `the client signer issues only to ServiceAccount ${policy.esoNamespace}/${policy.serviceAccount}; pod ${request.namespace}/${shown(request.podName, 253)} runs as ${request.namespace}/${shown(request.serviceAccountName, 253)}`,
+    );
+  }
+  return { kind: 'issue', role: 'client', ...key, dnsNames: [], services: [], refused: [] };
+}
+
+function decideServer({ request, pod, services, policy }: PodRequestInput, key: Key): PodRequestDecision {
+  const selecting = services.filter((s) => selects(s.selector, pod!.labels));
+  if (selecting.length === 0) {
+    return deny(
+      'NoProviderService',
+      `no Service labelled external-secrets.io/provider=true in namespace ${request.namespace} selects pod ${shown(request.podName, 253)}; label one whose selector matches the pod, and the next request is issued`,
+    );
+  }
+  const bad = selecting.find((s) => !isDnsLabel(s.name));
+  if (bad !== undefined) return deny('InvalidServiceName', `Service ${request.namespace}/${shown(bad.name, 253)} is not a DNS-1123 label`);
+  let fitted: FittedServices<{ namespace: string; name: string }>;
+  try {
+    const refs = selecting.map((s) => ({ namespace: request.namespace, name: s.name })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    fitted = fitServiceNames(refs, undefined, policy.clusterDomain);
+  } catch (e) {
+    if (!(e instanceof InvalidNameError)) throw e;
+    return deny('InvalidServiceName', e.message);
+  }
+  return {
+    kind: 'issue',
+    role: 'server',
+    ...key,
+    dnsNames: fitted.dnsNames,
+    services: fitted.fitted.map((s) => s.name),
+    refused: fitted.refused.map((r) => r.service.name),
+  };
+}
+
+/**
+ * A Service selector selects a pod when it is non-empty and every one of its pairs is among the
+ * pod's labels: a Service without a selector (or with an empty one) selects no pod, as Kubernetes has it.
+ */
+export function selects(selector: Readonly<Record<string, string>> | undefined, labels: Readonly<Record<string, string>>): boolean {
+  const pairs = Object.entries(selector ?? {});
+  return pairs.length > 0 && pairs.every(([k, v]) => Object.hasOwn(labels, k) && labels[k] === v);
+}
+
+function deny(reason: PodDenyReason, message: string): PodRequestDecision {
+  return { kind: 'deny', reason, message };
+}
