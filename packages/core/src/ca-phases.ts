@@ -5,8 +5,8 @@ import { type KeyedCertificate, type Observed, type ObservedCaSecret, SecretKeys
 import { textOf } from './pem.js';
 import { type RotationReason, issuedNoLaterThan } from './rules.js';
 import { shown } from './shown.js';
-import { isEmergencyRequest, secretRotationRequest } from './snapshot.js';
-import { type Instant, truncateToSecond } from './time.js';
+import { ACTIVE_SINCE_ANNOTATION, isEmergencyRequest, secretRotationRequest } from './snapshot.js';
+import { type Instant, parseInstant, truncateToSecond } from './time.js';
 
 /*
  * The phases of a CA plan, one small pure function each, in the order planCaRotation decides
@@ -30,6 +30,8 @@ export interface CaReading {
   readonly restored: readonly { readonly keys: string; readonly keyed: KeyedCertificate; readonly detail: string }[];
   /** retired.crt as read (empty when unreadable). */
   readonly retired: readonly CertificateView[];
+  /** Since when the active CA as read has signed, from the CA Secret's annotation; undefined when unknown or none is active. */
+  readonly activeSince?: Instant;
 }
 
 /** What one phase decided: the slots after it, and, when it acts, what goes into the CA write. */
@@ -73,6 +75,7 @@ export function readCaSecret(input: CaRotationInput): CaReading {
     next: next.keyed,
     restored: [active.restored, next.restored].filter((r) => r !== undefined),
     retired: observed.retired?.ok ? observed.retired.value : [],
+    activeSince: active.keyed && managed ? parseInstant(caSecret.annotations[ACTIVE_SINCE_ANNOTATION]) : undefined,
   };
 }
 
@@ -133,10 +136,12 @@ export const salvagePhase: CaPhaseRule = (reading, slots) => {
 
 /**
  * Retire: a retired CA leaves once nothing in use is signed by it and every replacement has had
- * propagationDelay + maxConnectionAge to reach its peers, or at once when it has expired.
+ * propagationDelay + maxConnectionAge to reach its peers, or at once when it has expired. In
+ * pod-certificate mode it also waits for {@link podCertificatesEnd}.
  */
 export const retirePhase: CaPhaseRule = (reading, slots) => {
   const { now, policy, cache, leavesInUse } = reading.input;
+  const podEnd = podCertificatesEnd(reading);
   // The last replacement is bounded by the newest leaf in use (whatever signed it: during a
   // recovery no CA is active, yet replaced leaves may still be served).
   let lastReplacement = -Infinity;
@@ -148,14 +153,29 @@ export const retirePhase: CaPhaseRule = (reading, slots) => {
     const inUse = leavesInUse.some((l) => cache.isSignedBy(l, ca));
     if (inUse) dueAt.push(now + 1000 + policy.propagationDelay + policy.maxConnectionAge);
     else if (now < retireAfter) dueAt.push(retireAfter);
+    if (now < podEnd && Number.isFinite(podEnd)) dueAt.push(podEnd);
     dueAt.push(ca.notAfter);
-    return inUse || now < retireAfter;
+    return inUse || now < retireAfter || now < podEnd;
   });
   // Only certificates retired.crt held count: salvaged ones nothing needs were never published as retired.
   const dropped = reading.retired.filter((c) => !kept.includes(c)).length;
   const step = { slots: { ...slots, retired: kept }, dueAt };
   return dropped === 0 ? step : { ...step, phase: 'retire', message: `retiring ${dropped} CA certificate(s) nothing in use depends on` };
 };
+
+/**
+ * Until when a pod certificate signed by a retired CA can still be in use, plus the time for its
+ * replacement to reach peers: the active CA's activation (every retired CA stopped signing by then)
+ * plus the longest pod certificate, propagationDelay and maxConnectionAge. Without pod certificates,
+ * -Infinity; with an unknown activation (no active CA, or no annotation), Infinity: the CA stays
+ * until it expires.
+ */
+function podCertificatesEnd({ input, activeSince }: CaReading): Instant {
+  const { podCertificateMaxValidity, policy } = input;
+  if (podCertificateMaxValidity === undefined) return -Infinity;
+  if (activeSince === undefined) return Infinity;
+  return activeSince + podCertificateMaxValidity + policy.propagationDelay + policy.maxConnectionAge;
+}
 
 /**
  * Recover or create: no CA signs and none is waiting. With a retired CA still valid, a new CA is

@@ -4,8 +4,8 @@ import type { CertificateView } from './certificate.js';
 import type { KeyedCertificate } from './observe.js';
 import type { Policy } from './policy.js';
 import type { RotationReason } from './rules.js';
-import { ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, secretAcknowledgement } from './snapshot.js';
-import type { Instant } from './time.js';
+import { ACTIVE_SINCE_ANNOTATION, ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, secretAcknowledgement } from './snapshot.js';
+import { type Duration, type Instant, truncateToSecond } from './time.js';
 
 /**
  * What a CA write does; one write may do several (retire an old CA and prepare the next).
@@ -85,6 +85,11 @@ export interface CaRotationInput {
   readonly leavesInUse: readonly CertificateView[];
   /** The bundles of those managed Secrets, which must hold `next` for propagationDelay before it signs. */
   readonly bundles: readonly ObservedBundle[];
+  /**
+   * Set in pod-certificate mode: the longest pod certificate the signer issues. Pod certificates
+   * are not observable, so a retired CA stays until the last one it can have signed has expired.
+   */
+  readonly podCertificateMaxValidity?: Duration;
 }
 
 /** The CA side of a plan. */
@@ -150,10 +155,18 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
   // How the CA write addresses the Secret: create, or update from the version read; any request is acknowledged.
   const secretWrite = { create: caSecret === undefined, base: caSecret?.version, annotations };
 
+  const activeSince = { [ACTIVE_SINCE_ANNOTATION]: new Date(truncateToSecond(now)).toISOString() };
   const emergency = phase.emergencyPhase(reading);
   if (emergency) {
     return {
-      change: { ...secretWrite, phases: ['emergency'], reason: emergency.reason, message: emergency.message!, layout: emergency.slots },
+      change: {
+        ...secretWrite,
+        annotations: { ...annotations, ...activeSince },
+        phases: ['emergency'],
+        reason: emergency.reason,
+        message: emergency.message!,
+        layout: emergency.slots,
+      },
       layout: emergency.slots,
       emergency: true,
       status,
@@ -171,10 +184,12 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
 
   const acted = steps.filter((s) => s.phase !== undefined);
   const resumesAt = steps.findLast((s) => s.resumesAt !== undefined)?.resumesAt;
+  const activates = acted.some((s) => s.phase === 'create' || s.phase === 'activate');
   const change =
     acted.length > 0 || request !== undefined
       ? {
           ...secretWrite,
+          annotations: activates ? { ...annotations, ...activeSince } : annotations,
           phases: acted.map((s) => s.phase!),
           reason: acted.find((s) => s.reason !== undefined)?.reason,
           message: acted.map((s) => s.message).join('; ') || `rotation request ${request} acknowledged`,

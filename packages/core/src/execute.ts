@@ -130,7 +130,7 @@ export async function materializeLeaf(plan: Plan, issuance: LeafIssuance, ca: Ma
  * certificate it holds. A write that keeps or drops certificates keeps the old stamp, so routine
  * renewals never postpone a CA activation.
  */
-function bundleStamp(current: readonly CertificateView[] | undefined, ca: MaterializedCa, now: Instant): Record<string, string> {
+export function bundleStamp(current: readonly CertificateView[] | undefined, ca: MaterializedCa, now: Instant): Record<string, string> {
   const held = new Set(current?.map((c) => c.pem));
   const after = [ca.active, ca.next].flatMap((k) => (k ? [k.certificate] : [])).concat(ca.retired);
   const adds = current === undefined || after.some((c) => !held.has(c.pem));

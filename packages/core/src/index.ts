@@ -50,6 +50,7 @@ export {
   type PodSignerRole,
   type SelectingService,
 } from './pod-request.js';
+export { observePublishedBundle, type PublishedBundle, publishedBundleWrite } from './published-bundle.js';
 export { MAX_POD_LIFETIME, MIN_POD_LIFETIME, type PodValidity } from './pod-validity.js';
 export {
   type DataProblem,

@@ -20,7 +20,7 @@ import {
   secretAcknowledgement,
   secretRotationRequest,
 } from './snapshot.js';
-import { type Instant, truncateToSecond } from './time.js';
+import { type Duration, type Instant, parseInstant, truncateToSecond } from './time.js';
 
 /** A Secret the plan writes: the CA Secret, the client Secret, or a provider namespace's Secret. */
 export type SecretTarget = 'ca' | 'client' | { readonly namespace: string };
@@ -157,6 +157,11 @@ export interface PlanContext {
   readonly policy: Policy;
   /** Caller-owned: a steady-state resync re-parses and re-verifies nothing. */
   readonly cache: CertificateCache;
+  /**
+   * Set when pod certificates are issued (pod-certificate mode): the longest one the signer issues.
+   * A retired CA then stays trusted until every pod certificate it can have signed has expired.
+   */
+  readonly podCertificateMaxValidity?: Duration;
 }
 
 /** True when the plan writes nothing. */
@@ -259,10 +264,14 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     caSecret: snapshot.caSecret,
     clientBundle: clientSubject?.observed?.bundle.ok ? clientSubject.observed.bundle.value : [],
     leavesInUse: managed.flatMap((s) => (s.observed!.leaf.ok ? [s.observed!.leaf.value.certificate] : [])),
-    bundles: managed.map((s) => ({
-      certificates: s.observed!.bundle.ok ? s.observed!.bundle.value : undefined,
-      writtenAt: parseInstant(s.secret!.annotations[BUNDLE_WRITTEN_AT_ANNOTATION]),
-    })),
+    bundles: [
+      ...managed.map((s) => ({
+        certificates: s.observed!.bundle.ok ? s.observed!.bundle.value : undefined,
+        writtenAt: parseInstant(s.secret!.annotations[BUNDLE_WRITTEN_AT_ANNOTATION]),
+      })),
+      ...(snapshot.trustBundles ?? []),
+    ],
+    ...(ctx.podCertificateMaxValidity === undefined ? {} : { podCertificateMaxValidity: ctx.podCertificateMaxValidity }),
   });
   const status: PlanStatus = {
     ca: ca.status,
@@ -357,12 +366,6 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     status,
     nextDueAt: future.length > 0 ? future.reduce((a, b) => Math.min(a, b)) : undefined,
   };
-}
-
-/** An RFC 3339 instant, or undefined when absent or unreadable. */
-function parseInstant(text: string | undefined): Instant | undefined {
-  const t = text === undefined ? NaN : Date.parse(text);
-  return Number.isFinite(t) ? t : undefined;
 }
 
 function currentBundleOf(s: LeafSubject): readonly CertificateView[] | undefined {

@@ -18,6 +18,14 @@ const CURVES: Readonly<Record<string, PodKeyType>> = {
   '1.3.132.0.35': 'ECDSAP521',
 };
 const CURVE_NAMES: Readonly<Record<string, string>> = { '1.3.132.0.33': 'P-224', '1.3.132.0.10': 'secp256k1' };
+// Other key algorithms a Denied message names rather than showing their OID alone.
+const ALGORITHM_NAMES: Readonly<Record<string, string>> = {
+  '1.3.101.110': 'X25519',
+  '1.3.101.111': 'X448',
+  '1.3.101.113': 'Ed448',
+  '1.2.840.113549.1.1.10': 'RSASSA-PSS',
+  '1.2.840.10040.4.1': 'DSA',
+};
 
 /** A public key's type, or why it is not one the signer issues for (in words, for a Denied message). */
 export type PodKeyTypeResult = { readonly ok: true; readonly type: PodKeyType } | { readonly ok: false; readonly detail: string };
@@ -30,6 +38,7 @@ export type PodKeyTypeResult = { readonly ok: true; readonly type: PodKeyType } 
 export function podKeyTypeOf(subjectPublicKeyInfo: Uint8Array): PodKeyTypeResult {
   try {
     const spki = readElement(subjectPublicKeyInfo, 0);
+    if (spki.tag !== Tag.SEQUENCE || spki.end !== subjectPublicKeyInfo.length) return refused('not one DER SubjectPublicKeyInfo');
     const [algorithm, key] = children(subjectPublicKeyInfo, spki);
     if (algorithm?.tag !== Tag.SEQUENCE || key?.tag !== Tag.BIT_STRING) return refused('not a SubjectPublicKeyInfo');
     const [algorithmOid, parameters] = children(subjectPublicKeyInfo, algorithm);
@@ -48,7 +57,8 @@ export function podKeyTypeOf(subjectPublicKeyInfo: Uint8Array): PodKeyTypeResult
       if (bits === 4096) return { ok: true, type: 'RSA4096' };
       return refused(`an RSA key of ${bits} bits`);
     }
-    return refused(`a key of algorithm ${oid}`);
+    const name = ALGORITHM_NAMES[oid];
+    return refused(name === undefined ? `a key of algorithm ${oid}` : `a key of type ${name} (algorithm ${oid})`);
   } catch {
     return refused('an unreadable public key');
   }

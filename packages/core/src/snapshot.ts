@@ -1,3 +1,4 @@
+import type { ObservedBundle } from './ca-rotation.js';
 import { toHex } from './hex.js';
 import type { IssuanceLedger } from './ledger.js';
 import type { SecretData } from './observe.js';
@@ -57,6 +58,11 @@ export interface Snapshot {
   readonly clientPreviouslyIssued?: boolean;
   /** Every namespace with labelled Services or a provider Secret, sorted by name. */
   readonly namespaces: readonly ProviderNamespace[];
+  /**
+   * The trust bundles published outside Secrets (pod-certificate mode: our ClusterTrustBundles),
+   * which, like every managed Secret's ca.crt, must hold the next CA for propagationDelay before it signs.
+   */
+  readonly trustBundles?: readonly ObservedBundle[];
 }
 
 /** What an adapter (or the memory store) observes, before it becomes a {@link Snapshot}. */
@@ -103,6 +109,12 @@ export const ROTATE_ACKNOWLEDGED_ANNOTATION = 'eso-mtls.io/rotate-acknowledged';
  * held it for propagationDelay since that instant.
  */
 export const BUNDLE_WRITTEN_AT_ANNOTATION = 'eso-mtls.io/bundle-written-at';
+/**
+ * Annotation on the CA Secret: since when its active CA has signed (RFC 3339), set by each write
+ * that makes a CA active. In pod-certificate mode a retired CA stays trusted until every pod
+ * certificate it signed has expired: at most this instant plus the longest pod certificate.
+ */
+export const ACTIVE_SINCE_ANNOTATION = 'eso-mtls.io/active-since';
 /** `eso-mtls.io/rotate` value on the CA Secret that asks for a hard cut-over (suspected key compromise). */
 export const EMERGENCY_ROTATION = 'emergency';
 

@@ -24,6 +24,12 @@ export const days = (n: number): Duration => n * 86_400 * SECOND;
  */
 export const truncateToSecond = (t: Instant): Instant => Math.floor(t / SECOND) * SECOND;
 
+/** An RFC 3339 instant, or undefined when absent or unreadable. */
+export function parseInstant(text: string | undefined): Instant | undefined {
+  const t = text === undefined ? NaN : Date.parse(text);
+  return Number.isFinite(t) ? t : undefined;
+}
+
 /** Human-readable duration for error messages, e.g. `35d`, `10m`, `90s`, `-5m`; `Infinity` and `NaN` as such. */
 export function formatDuration(d: Duration): string {
   if (!Number.isFinite(d)) return String(d);
