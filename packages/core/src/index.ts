@@ -39,6 +39,7 @@ export {
 } from './names.js';
 export { issuePodCertificate, type PodCertificate, type PodIssueResult } from './pod-issue.js';
 export { POD_KEY_TYPES, type PodKeyType } from './pod-key.js';
+export { MAX_STUB_REQUEST_BYTES } from './stub-request.js';
 export {
   decidePodRequest,
   POD_DENY_REASONS,
@@ -49,6 +50,7 @@ export {
   type PodRequestView,
   type PodSignerRole,
   type SelectingService,
+  serverNames,
 } from './pod-request.js';
 export { observePublishedBundle, type PublishedBundle, publishedBundleWrite } from './published-bundle.js';
 export { MAX_POD_LIFETIME, MIN_POD_LIFETIME, type PodValidity } from './pod-validity.js';

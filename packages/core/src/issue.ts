@@ -165,6 +165,12 @@ export interface PodLeafRequest {
 export async function issuePodLeaf(ctx: IssueContext, issuer: KeyedCertificate, request: PodLeafRequest): Promise<CertificateView> {
   const ca = issuer.certificate;
   if (!ca.isCa) throw new IssueError(`issuer ${ca.subject} (serial ${ca.serialNumber}) is not a CA certificate`);
+  // The returned view and the request's status carry these times exactly; X.509 keeps whole seconds.
+  if (request.notBefore % 1000 !== 0 || request.notAfter % 1000 !== 0) {
+    throw new IssueError(
+      `validity ${new Date(request.notBefore).toISOString()} to ${new Date(request.notAfter).toISOString()} is not in whole seconds, which a certificate cannot carry`,
+    );
+  }
   if (request.notBefore < ca.notBefore || request.notAfter > ca.notAfter || request.notAfter <= request.notBefore) {
     throw new IssueError(
       `validity ${new Date(request.notBefore).toISOString()} to ${new Date(request.notAfter).toISOString()} is not inside issuer ${ca.subject}'s`,

@@ -118,27 +118,48 @@ function decideClient({ request, policy }: PodRequestInput, key: Key): PodReques
 }
 
 function decideServer({ request, pod, services, policy }: PodRequestInput, key: Key): PodRequestDecision {
-  const selecting = services.filter((s) => selects(s.selector, pod!.labels));
+  const names = serverNames(request.namespace, request.podName, pod!.labels, services, policy.clusterDomain);
+  if (names.kind === 'deny') return names;
+  const { dnsNames, services: served, refused } = names;
+  return { kind: 'issue', role: 'server', ...key, dnsNames, services: served, refused };
+}
+
+/**
+ * The DNS names a server certificate for a pod with `labels` carries now: the design's four for
+ * every labelled Service of the namespace selecting it, within the certificate size budget; or
+ * why none can be issued. The stale-names gauge compares what pods serve with this.
+ */
+export function serverNames(
+  namespace: string,
+  podName: string,
+  labels: Readonly<Record<string, string>>,
+  services: readonly SelectingService[],
+  clusterDomain: string,
+):
+  | { readonly kind: 'names'; readonly dnsNames: readonly string[]; readonly services: readonly string[]; readonly refused: readonly string[] }
+  | Extract<PodRequestDecision, { kind: 'deny' }> {
+  const request = { namespace, podName };
+  const selecting = services.filter((s) => selects(s.selector, labels));
   if (selecting.length === 0) {
-    return deny(
-      'NoProviderService',
-      `no Service labelled external-secrets.io/provider=true in namespace ${request.namespace} selects pod ${shown(request.podName, 253)}; label one whose selector matches the pod, and the next request is issued`,
-    );
+    return {
+      kind: 'deny',
+      reason: 'NoProviderService',
+      message: `no Service labelled external-secrets.io/provider=true in namespace ${request.namespace} selects pod ${shown(request.podName, 253)}; label one whose selector matches the pod, and the next request is issued`,
+    };
   }
   const bad = selecting.find((s) => !isDnsLabel(s.name));
-  if (bad !== undefined) return deny('InvalidServiceName', `Service ${request.namespace}/${shown(bad.name, 253)} is not a DNS-1123 label`);
+  if (bad !== undefined)
+    return { kind: 'deny', reason: 'InvalidServiceName', message: `Service ${request.namespace}/${shown(bad.name, 253)} is not a DNS-1123 label` };
   let fitted: FittedServices<{ namespace: string; name: string }>;
   try {
     const refs = selecting.map((s) => ({ namespace: request.namespace, name: s.name })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    fitted = fitServiceNames(refs, undefined, policy.clusterDomain);
+    fitted = fitServiceNames(refs, undefined, clusterDomain);
   } catch (e) {
     if (!(e instanceof InvalidNameError)) throw e;
-    return deny('InvalidServiceName', e.message);
+    return { kind: 'deny', reason: 'InvalidServiceName', message: e.message };
   }
   return {
-    kind: 'issue',
-    role: 'server',
-    ...key,
+    kind: 'names',
     dnsNames: fitted.dnsNames,
     services: fitted.fitted.map((s) => s.name),
     refused: fitted.refused.map((r) => r.service.name),

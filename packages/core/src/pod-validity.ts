@@ -46,16 +46,30 @@ export interface PodValidityInput {
 /** The times of a pod certificate, or why none fits (the CA is too close to its end). */
 export type PodValidityResult = ({ readonly ok: true } & PodValidity) | { readonly ok: false; readonly detail: string };
 
+/** The first whole second at or after `t`. */
+const ceilToSecond = (t: Instant): Instant => Math.ceil(t / 1000) * 1000;
+
 /**
- * notBefore = now − min(backdate, 2 min); notAfter = notBefore + min(maxExpirationSeconds,
+ * notBefore = now − min(backdate, 2 min), to a whole second within that; notAfter = notBefore + min(maxExpirationSeconds,
  * maxValidity), clamped to the CA's notAfter; beginRefreshAt by {@link podRefreshTime}. Fails
- * when the clamp leaves less than the apiserver's minimum lifetime of an hour.
+ * when the clamp leaves less than the apiserver's minimum lifetime of an hour, or the request's
+ * maxExpirationSeconds is one the apiserver never lets through.
  */
 export function podValidity(input: PodValidityInput): PodValidityResult {
   const { now, policy } = input;
-  const notBefore = truncateToSecond(now - Math.min(policy.notBeforeBackdate, MAX_POD_BACKDATE));
-  const requested = seconds(input.maxExpirationSeconds ?? DEFAULT_MAX_EXPIRATION_SECONDS);
-  const lifetime = Math.min(requested, input.maxValidity, MAX_POD_LIFETIME);
+  // Truncating now − 2 min would backdate up to 999 ms more; the later whole second keeps within 2 min.
+  const notBefore = Math.max(truncateToSecond(now - policy.notBeforeBackdate), ceilToSecond(now - MAX_POD_BACKDATE));
+  const requested = input.maxExpirationSeconds ?? DEFAULT_MAX_EXPIRATION_SECONDS;
+  if (!Number.isInteger(requested) || seconds(requested) < MIN_POD_LIFETIME || seconds(requested) > MAX_POD_LIFETIME) {
+    return { ok: false, detail: `maxExpirationSeconds ${requested} is outside [3600, 7862400], the range the apiserver accepts` };
+  }
+  const lifetime = Math.min(seconds(requested), input.maxValidity);
+  if (lifetime < MIN_POD_LIFETIME) {
+    return {
+      ok: false,
+      detail: `the maximum validity ${formatDuration(input.maxValidity)} is below the ${formatDuration(MIN_POD_LIFETIME)} a pod certificate must last`,
+    };
+  }
   const notAfter = truncateToSecond(Math.min(notBefore + lifetime, input.caNotAfter));
   if (notAfter - notBefore < MIN_POD_LIFETIME) {
     return {
@@ -69,8 +83,9 @@ export function podValidity(input: PodValidityInput): PodValidityResult {
 /**
  * When the kubelet should refresh: notAfter − min(leafLookahead, lifetime/3), less a jitter of up
  * to min(leafJitter, lifetime/12) derived from the serial, clamped to [notBefore + 10 min,
- * notAfter − 10 min] and truncated to the second. For the Secret mode's 90-day leaves this is the
- * design's 35 days early plus up to 3 days; for a 24-hour leaf, 8 hours early plus up to 2.
+ * notAfter − 10 min] and truncated to the second (issue 15's rule). With the default policy a
+ * 24-hour leaf refreshes 8 hours early plus up to 2, a 90-day leaf 30 days early (its third is
+ * under the 35-day lookahead) plus up to 3.
  */
 export function podRefreshTime(notBefore: Instant, notAfter: Instant, serialNumber: string, policy: Policy): Instant {
   const lifetime = notAfter - notBefore;

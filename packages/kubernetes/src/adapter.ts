@@ -15,6 +15,9 @@ import type { RequestCounter } from './request-counter.js';
 import { KubeRestClient } from './rest-client.js';
 import { SecretWriter } from './secret-writer.js';
 import { SnapshotBuilder } from './snapshot-builder.js';
+import { type PodCertificateOptions, PodCertificateSigner } from './pod-signer.js';
+import { TrustBundles } from './trust-bundles.js';
+import type { Informer, ObjectWithMeta } from './informer.js';
 
 /** Options of {@link ProviderCertificateAdapter}. */
 export interface AdapterOptions {
@@ -58,6 +61,14 @@ export interface AdapterOptions {
   readonly pageSize?: number;
   /** `reportingInstance` of our Events, e.g. the pod name. */
   readonly eventInstance?: string;
+  /**
+   * The Secret mode: provider Secrets in every namespace with a labelled Service (default true).
+   * False with {@link podCertificates} set: pod certificates only, and no Secret is read or written
+   * outside the ESO namespace.
+   */
+  readonly secretMode?: boolean;
+  /** The pod-certificate mode: sign PodCertificateRequests for these signer names, and publish their ClusterTrustBundles. */
+  readonly podCertificates?: PodCertificateOptions;
 }
 
 /** The Secret and Event fences, defaults applied. */
@@ -86,6 +97,9 @@ export class ProviderCertificateAdapter {
   readonly certificateCache: CertificateCache;
   private readonly reconciler: Reconciler;
   private readonly events: EventRecorder;
+  /** Pod-certificate mode: the signer (its request informers and the stale-names count); undefined otherwise. */
+  readonly podSigner: PodCertificateSigner | undefined;
+  private readonly podInformers: readonly Informer<ObjectWithMeta>[];
   private unsubscribe: (() => void) | undefined;
 
   // Only create() calls this, with the options validated and the fences resolved.
@@ -103,20 +117,56 @@ export class ProviderCertificateAdapter {
     const logger = options.logger ?? silentLogger;
     const { writesAllowed, eventsAllowed } = fences;
     const crypto = options.crypto ?? createNodeCryptoBackend();
-    const scope = { esoNamespace: this.policy.esoNamespace, caSecretName: this.caSecretName, clientSecretName: this.clientSecretName };
-    this.informers = new ClusterInformers(api, scope, {
+    const secretMode = options.secretMode ?? true;
+    const scope = {
+      esoNamespace: this.policy.esoNamespace,
+      caSecretName: this.caSecretName,
+      clientSecretName: this.clientSecretName,
+      providerSecrets: secretMode,
+    };
+    const tuning = {
       pageSize: options.pageSize,
       watchTimeoutSeconds: options.watchTimeoutSeconds,
-      onError: (e) => logger.warn({ error: e.message }, 'list/watch failed; retrying with backoff'),
+      onError: (e: Error) => logger.warn({ error: e.message }, 'list/watch failed; retrying with backoff'),
       timers: options.timers,
-    });
+    };
+    this.informers = new ClusterInformers(api, scope, tuning);
     const ledger = new IssuanceLedger();
     this.certificateCache = new CertificateCache(crypto.verifier);
     this.events = new EventRecorder(api, { now, logger, writesAllowed: eventsAllowed, instance: options.eventInstance });
     this.status = new CertificateStatusView(() => informerServices(this.informers.services), options.isLeader ?? writesAllowed);
+    const writeLimiter = new ConcurrencyLimit(options.writeConcurrency ?? 16);
+    const informerOptions = { watch: api, counter: api.counter, ...tuning };
+    const pods = options.podCertificates && {
+      signer: new PodCertificateSigner(
+        {
+          api,
+          policy: this.policy,
+          crypto,
+          cache: this.certificateCache,
+          events: this.events,
+          logger,
+          limiter: writeLimiter,
+          services: () => this.informers.services.list(),
+          onRequest: options.hooks?.onPodCertificateRequest?.bind(options.hooks),
+          informerOptions,
+        },
+        options.podCertificates,
+      ),
+      trustBundles: new TrustBundles(
+        api,
+        [options.podCertificates.serverSignerName, options.podCertificates.clientSignerName],
+        this.installation,
+        this.certificateCache,
+        informerOptions,
+      ),
+      caEventTarget: { namespace: this.policy.esoNamespace, name: this.caSecretName },
+    };
+    this.podSigner = pods?.signer;
+    this.podInformers = pods ? ([...pods.signer.requests.values(), pods.trustBundles.informer] as Informer<ObjectWithMeta>[]) : [];
     const round = new ReconcileRound({
       informers: this.informers,
-      builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName),
+      builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName, secretMode),
       writer: new SecretWriter(api, { ...scope, installation: this.installation, writesAllowed }),
       events: this.events,
       ledger,
@@ -125,9 +175,10 @@ export class ProviderCertificateAdapter {
       crypto,
       logger,
       hooks: options.hooks ?? {},
-      writeLimiter: new ConcurrencyLimit(options.writeConcurrency ?? 16),
+      writeLimiter,
       writesAllowed,
       status: this.status,
+      ...(pods ? { pods } : {}),
     });
     this.reconciler = new Reconciler(round, {
       now,
@@ -155,8 +206,12 @@ export class ProviderCertificateAdapter {
 
   /** Lists and watches; resolves once every cache has synced, with the first reconcile under way. */
   async start(): Promise<void> {
-    this.unsubscribe ??= this.informers.onChange(() => this.reconciler.trigger());
-    await this.informers.start();
+    if (!this.unsubscribe) {
+      const off = [this.informers.onChange(() => this.reconciler.trigger()), ...this.podInformers.map((i) => i.onChange(() => this.reconciler.trigger()))];
+      this.unsubscribe = () => off.forEach((f) => f());
+    }
+    for (const i of this.podInformers) i.start();
+    await Promise.all([this.informers.start(), ...this.podInformers.map((i) => i.synced)]);
     this.reconciler.start();
   }
 
@@ -165,14 +220,14 @@ export class ProviderCertificateAdapter {
     await this.reconciler.stop();
     this.unsubscribe?.();
     this.unsubscribe = undefined;
-    await this.informers.stop();
+    await Promise.all([this.informers.stop(), ...this.podInformers.map((i) => i.stop())]);
     await this.events.flush();
     this.api.close();
   }
 
   /** True once every cache has listed once (for a readiness probe). */
   get hasSynced(): boolean {
-    return this.informers.hasSynced;
+    return this.informers.hasSynced && this.podInformers.every((i) => i.hasSynced);
   }
 
   /** Asks for a reconcile soon, e.g. after this replica became the leader. */

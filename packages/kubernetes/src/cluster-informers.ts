@@ -11,6 +11,11 @@ export interface InformerScope {
   readonly esoNamespace: string;
   readonly caSecretName: string;
   readonly clientSecretName: string;
+  /**
+   * False in pod-certificate-only mode: provider Secrets are neither listed nor watched (the
+   * controller then has no Secret permission outside the ESO namespace). Default true.
+   */
+  readonly providerSecrets?: boolean;
 }
 
 /** Tuning shared by the four informers. */
@@ -35,6 +40,7 @@ export function trimService(s: V1Service): V1Service {
   const m = s.metadata ?? {};
   const label = m.labels?.[PROVIDER_LABEL];
   const rotate = m.annotations?.[ROTATE_ANNOTATION];
+  const selector = boundedSelector(s.spec?.selector);
   return {
     metadata: {
       name: m.name,
@@ -44,7 +50,21 @@ export function trimService(s: V1Service): V1Service {
       ...(label === undefined ? {} : { labels: { [PROVIDER_LABEL]: label } }),
       ...(rotate === undefined ? {} : { annotations: { [ROTATE_ANNOTATION]: boundedCopy(rotate, MAX_ROTATE_REQUEST_BYTES + 1) } }),
     },
+    ...(selector === undefined ? {} : { spec: { selector } }),
   };
+}
+
+/**
+ * The most selector pairs kept of a Service (pod-certificate mode matches them against pod labels).
+ * The apiserver bounds each key and value; a Service with more pairs keeps none, so it selects no
+ * pod: dropping some pairs would make it select more pods than it asks for.
+ */
+export const MAX_SELECTOR_PAIRS = 64;
+
+function boundedSelector(selector: Readonly<Record<string, string>> | undefined): Record<string, string> | undefined {
+  if (selector === undefined) return undefined;
+  const pairs = Object.entries(selector);
+  return pairs.length === 0 || pairs.length > MAX_SELECTOR_PAIRS ? undefined : Object.fromEntries(pairs);
 }
 
 /** At most `max` characters of `text`, copied so that a long original is not kept alive by a slice. */
@@ -96,7 +116,10 @@ export class ClusterInformers {
   readonly caSecret: Informer<V1Secret>;
   readonly clientSecret: Informer<V1Secret>;
 
+  private readonly watchesProviderSecrets: boolean;
+
   constructor(api: KubeRestClient, scope: InformerScope, tuning: InformerTuning = {}) {
+    this.watchesProviderSecrets = scope.providerSecrets ?? true;
     const options = { watch: api, counter: api.counter, ...tuning };
     const bundles = new SharedValues<string>();
     const byName = (name: string): string => `metadata.name=${name}`;
@@ -143,7 +166,8 @@ export class ClusterInformers {
   }
 
   private get all(): Informer<V1Service | V1Secret>[] {
-    return [this.services, this.providerSecrets, this.caSecret, this.clientSecret] as Informer<V1Service | V1Secret>[];
+    const secrets = this.watchesProviderSecrets ? [this.providerSecrets] : [];
+    return [this.services, ...secrets, this.caSecret, this.clientSecret] as Informer<V1Service | V1Secret>[];
   }
 
   /** Starts all four and resolves once each has listed once. */
@@ -166,7 +190,9 @@ export class ClusterInformers {
   onChange(listener: (source: 'services' | 'secrets', event: InformerEvent<V1Service | V1Secret>) => void): () => void {
     const off = [
       this.services.onChange((e) => listener('services', e)),
-      ...[this.providerSecrets, this.caSecret, this.clientSecret].map((i) => i.onChange((e) => listener('secrets', e))),
+      ...[...(this.watchesProviderSecrets ? [this.providerSecrets] : []), this.caSecret, this.clientSecret].map((i) =>
+        i.onChange((e) => listener('secrets', e)),
+      ),
     ];
     return () => off.forEach((f) => f());
   }

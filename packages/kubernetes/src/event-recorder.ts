@@ -5,15 +5,25 @@ import { type Logger, silentLogger } from './logger.js';
 import { type KubeRestClient, WriteFencedError, corePath } from './rest-client.js';
 
 /** Event reasons we emit, in the style of cert-manager. */
-export type EventReason = 'Issued' | 'Rotated' | 'Failed' | 'Conflict' | 'WaitingForCA' | 'RotateRequestRefused' | 'NamesRefused';
+export type EventReason =
+  | 'Issued'
+  | 'Rotated'
+  | 'Failed'
+  | 'Conflict'
+  | 'WaitingForCA'
+  | 'RotateRequestRefused'
+  | 'NamesRefused'
+  | 'PodCertificateIssued'
+  | 'PodCertificateDenied'
+  | 'PodCertificateFailed';
 
 /**
- * The object an Event is about: a labelled Service, or (for the CA's failures, which concern no
- * Service) the CA Secret in ESO's namespace.
+ * The object an Event is about: a labelled Service, the CA Secret in ESO's namespace (for the CA's
+ * failures, which concern no Service), or a pod whose certificate request was decided.
  */
 export interface ServiceReference {
   /** Default `Service`. */
-  readonly kind?: 'Service' | 'Secret';
+  readonly kind?: 'Service' | 'Secret' | 'Pod';
   /** The object's namespace. */
   readonly namespace: string;
   /** The object's name. */
@@ -177,7 +187,7 @@ export class EventRecorder {
   private fail(service: ServiceReference, reason: EventReason, e: unknown): void {
     if (e instanceof WriteFencedError) return; // leadership lost: the new leader reports from now on
     this.stats.failed++;
-    const about = service.kind === 'Secret' ? { secret: service.name } : { service: service.name };
+    const about = service.kind === 'Secret' ? { secret: service.name } : service.kind === 'Pod' ? { pod: service.name } : { service: service.name };
     this.logger.warn({ namespace: service.namespace, ...about, reason, error: apiErrorOf(e).message }, 'could not record Event');
   }
 }

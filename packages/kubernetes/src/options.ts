@@ -1,4 +1,4 @@
-import { PROVIDER_SECRET_NAME, isDnsName } from '@eso-mtls/core';
+import { MAX_POD_LIFETIME, MIN_POD_LIFETIME, PROVIDER_SECRET_NAME, isDnsName } from '@eso-mtls/core';
 import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME } from './ownership.js';
 
 /** An adapter option that makes no sense; the message names the option, its value and what is accepted. */
@@ -28,6 +28,20 @@ interface CheckedOptions {
   readonly debounceMs?: number;
   readonly watchTimeoutSeconds?: number;
   readonly pageSize?: number;
+  readonly secretMode?: boolean;
+  readonly podCertificates?: { readonly serverSignerName: string; readonly clientSignerName: string; readonly maxValidity: number };
+}
+
+/**
+ * A signer name as Kubernetes accepts it for PodCertificateRequests and ClusterTrustBundles: a
+ * DNS domain the project owns, a slash, and a path of DNS labels (`eso-mtls.io/provider-server`).
+ */
+export function isSignerName(s: string): boolean {
+  const slash = s.indexOf('/');
+  if (slash <= 0 || s.length > 253) return false;
+  const domain = s.slice(0, slash);
+  const path = s.slice(slash + 1);
+  return isDnsName(domain) && domain.includes('.') && path.length > 0 && path.split('/').every((p) => /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(p));
 }
 
 const intIn = (v: number, min: number, max: number): boolean => Number.isInteger(v) && v >= min && v <= max;
@@ -46,6 +60,22 @@ export function validateAdapterOptions(options: CheckedOptions): void {
     if (v === undefined) continue;
     if (typeof v !== 'string' || !isDnsName(v)) throw new AdapterOptionsError(option, v, 'must be a Secret name (DNS-1123 subdomain)');
     if (v === PROVIDER_SECRET_NAME) throw new AdapterOptionsError(option, v, `must differ from ${PROVIDER_SECRET_NAME}, the provider Secret name`);
+  }
+  const pods = options.podCertificates;
+  if (options.secretMode === false && pods === undefined) {
+    throw new AdapterOptionsError('secretMode', false, 'without the Secret mode give podCertificates, or the adapter has nothing to do');
+  }
+  if (pods !== undefined) {
+    for (const option of ['serverSignerName', 'clientSignerName'] as const) {
+      if (!isSignerName(pods[option]))
+        throw new AdapterOptionsError(`podCertificates.${option}`, pods[option], 'must be a signer name such as eso-mtls.io/provider-server');
+    }
+    if (pods.serverSignerName === pods.clientSignerName) {
+      throw new AdapterOptionsError('podCertificates.clientSignerName', pods.clientSignerName, 'must differ from serverSignerName');
+    }
+    if (!intIn(pods.maxValidity, MIN_POD_LIFETIME, MAX_POD_LIFETIME)) {
+      throw new AdapterOptionsError('podCertificates.maxValidity', pods.maxValidity, 'must be whole milliseconds from 1 hour to 91 days (7862400 s)');
+    }
   }
   const ca = options.caSecretName ?? DEFAULT_CA_SECRET_NAME;
   const client = options.clientSecretName ?? DEFAULT_CLIENT_SECRET_NAME;

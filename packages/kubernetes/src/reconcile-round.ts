@@ -4,22 +4,26 @@ import {
   type IssuanceLedger,
   type CryptoBackend,
   type Instant,
+  type MaterializedCa,
   type Plan,
   type Policy,
   type RotationReason,
   type SecretWrite,
   isPlanEmpty,
+  materializeCaChange,
   planRotation,
 } from '@eso-mtls/core';
 import type { CertificateStatusView } from './certificate-status.js';
 import type { ClusterInformers } from './cluster-informers.js';
 import type { EventRecorder } from './event-recorder.js';
 import type { Logger } from './logger.js';
+import type { PodCertificateSigner } from './pod-signer.js';
 import { RoundWrites } from './round-writes.js';
 import type { SecretWriter } from './secret-writer.js';
 import { ServiceDirectory } from './service-directory.js';
 import type { SnapshotBuilder } from './snapshot-builder.js';
 import { StandingReports } from './standing-reports.js';
+import type { TrustBundles } from './trust-bundles.js';
 
 /** Callbacks for metrics and tests; each must be cheap and must not throw. */
 export interface AdapterHooks {
@@ -30,8 +34,10 @@ export interface AdapterHooks {
    * trust bundle could not be written, or its Secret is in conflict.
    */
   onRotationFailure?(namespace: string, services: readonly string[]): void;
-  /** A CA could not be generated or signed, or the CA Secret could not be written. */
+  /** A CA could not be generated or signed, the CA Secret could not be written, or a ClusterTrustBundle could not. */
   onCaRotationFailure?(): void;
+  /** A PodCertificateRequest was decided (pod-certificate mode), or its status could not be written (`failed`, `StatusWriteFailed`). */
+  onPodCertificateRequest?(signer: 'server' | 'client', result: 'issued' | 'denied' | 'failed', reason: string, namespace: string): void;
   /** Every Secret write that succeeded: CA, client, server leaves and bundle updates. */
   onWrite?(write: SecretWrite): void;
 }
@@ -66,6 +72,8 @@ export interface RoundDependencies {
   readonly writesAllowed: () => boolean;
   /** The metrics view: given each plan as it is made, then the CA and each leaf as its write lands. */
   readonly status?: CertificateStatusView;
+  /** Pod-certificate mode: the signer of both signer names, and their ClusterTrustBundles. */
+  readonly pods?: { readonly signer: PodCertificateSigner; readonly trustBundles: TrustBundles; readonly caEventTarget: { namespace: string; name: string } };
 }
 
 /**
@@ -83,14 +91,40 @@ export class ReconcileRound {
 
   /** Plans at `clock()` and writes; each write is issued and stamped at the clock's time of writing. */
   async run(clock: () => Instant): Promise<RoundResult> {
-    const { builder, policy, cache } = this.deps;
+    const { builder, policy, cache, pods } = this.deps;
     const built = builder.build();
     const now = clock();
-    const plan = planRotation(built.snapshot, { now, policy, cache });
+    const snapshot = pods ? { ...built.snapshot, trustBundles: pods.trustBundles.observed() } : built.snapshot;
+    const plan = planRotation(snapshot, { now, policy, cache, ...(pods ? { podCertificateMaxValidity: pods.signer.options.maxValidity } : {}) });
     this.deps.status?.update(plan);
     const services = new ServiceDirectory(built.services);
     this.reports.report(plan, now, services);
-    if (isPlanEmpty(plan)) return { plan, written: 0, stale: 0, failed: 0, fenced: 0 };
-    return new RoundWrites(this.deps, built, plan, services, clock).run();
+    if (isPlanEmpty(plan)) {
+      const result = { plan, written: 0, stale: 0, failed: 0, fenced: 0 };
+      return pods ? this.signPods(result, await materializeCaChange(plan, { crypto: this.deps.crypto, now }), clock) : result;
+    }
+    const writes = new RoundWrites(this.deps, built, plan, services, clock);
+    const result = await writes.run();
+    // Pods are signed only by a CA that is stored: after the CA write landed, or when there was none.
+    return pods && writes.signing ? this.signPods(result, writes.signing, clock) : result;
+  }
+
+  /** Pod-certificate mode, after the Secret writes: the trust bundles follow the CA, then pending requests are decided. */
+  private async signPods(result: RoundResult, ca: MaterializedCa, clock: () => Instant): Promise<RoundResult> {
+    const { pods, logger, hooks, events, writesAllowed } = this.deps;
+    if (!pods || !writesAllowed()) return result;
+    const published = await pods.trustBundles.publish(ca, clock());
+    for (const f of published.failed) {
+      logger.warn({ trustBundle: f.name, error: f.message }, 'publishing a trust bundle failed; retrying');
+      events.record({ kind: 'Secret', ...pods.caEventTarget }, 'Warning', 'Failed', f.message);
+      hooks.onCaRotationFailure?.();
+    }
+    const signed = await pods.signer.signPending(ca, clock, writesAllowed);
+    await pods.signer.refreshStaleNames(clock());
+    return {
+      ...result,
+      written: result.written + published.written + signed.issued + signed.denied + signed.failed,
+      failed: result.failed + published.failed.length + signed.errors,
+    };
   }
 }

@@ -131,9 +131,9 @@ export class KubeRestClient {
   }
 
   /** One request; resolves with the parsed JSON body of a 2xx answer, rejects with {@link KubeApiError} otherwise. */
-  async request<T>(method: string, path: string, init: { query?: Query; body?: unknown; contentType?: string } = {}): Promise<T> {
+  async request<T>(method: string, path: string, init: { query?: Query; body?: unknown; contentType?: string; accept?: string } = {}): Promise<T> {
     const url = this.url(path, init.query);
-    const headers: Record<string, string> = { Accept: 'application/json' };
+    const headers: Record<string, string> = { Accept: init.accept ?? 'application/json' };
     await this.connection.authorize(headers);
     const body = init.body === undefined ? undefined : JSON.stringify(init.body);
     if (body !== undefined) {
@@ -266,6 +266,11 @@ function readAll(res: IncomingMessage, method: string, url: URL): Promise<Buffer
       else resolve(Buffer.concat(chunks));
     });
   });
+}
+
+/** `/apis/certificates.k8s.io/v1/[namespaces/<ns>/]<resource>[/<name>]`: pod certificate requests and trust bundles. */
+export function certificatesPath(resource: 'podcertificaterequests' | 'clustertrustbundles', namespace?: string, name?: string): string {
+  return corePath(resource, namespace, name).replace(/^\/api\/v1/, '/apis/certificates.k8s.io/v1');
 }
 
 /** `/api/v1/namespaces/<ns>/<resource>[/<name>]`, or the cluster-wide collection without a namespace. */

@@ -29,6 +29,8 @@ export class RoundWrites {
   private readonly counts: Counts = { written: 0, stale: 0, failed: 0, fenced: 0 };
   // Set by the first fenced write or closed fence: nothing more is generated or sent this round.
   private halted = false;
+  /** The CAs after the plan, once the CA write (if any) has landed: what signs pod certificates. */
+  signing: MaterializedCa | undefined;
 
   constructor(
     private readonly deps: RoundDependencies,
@@ -46,6 +48,7 @@ export class RoundWrites {
       return this.result();
     }
     if (ca.write) this.deps.status?.recordCa(ca);
+    this.signing = ca;
     const limiter = this.deps.writeLimiter;
     const tasks = [
       ...this.plan.leaves.map((issuance) => limiter.run(() => this.issue(issuance, ca))),

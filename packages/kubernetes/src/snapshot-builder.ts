@@ -47,6 +47,8 @@ export class SnapshotBuilder {
     private readonly esoNamespace: string,
     private readonly caSecretName: string,
     private readonly clientSecretName: string,
+    /** False in pod-certificate-only mode: labelled Services get no provider Secret planned. */
+    private readonly secretMode: boolean = true,
   ) {}
 
   /** The snapshot of the caches as they are now (see assembleSnapshot); records managed Secrets in the ledger. */
@@ -59,7 +61,7 @@ export class SnapshotBuilder {
       const name = svc.metadata?.name;
       if (!ns || !name) continue;
       append(services, ns, svc);
-      append(providerServices, ns, { name, rotateRequest: svc.metadata?.annotations?.[ROTATE_ANNOTATION] });
+      if (this.secretMode) append(providerServices, ns, { name, rotateRequest: svc.metadata?.annotations?.[ROTATE_ANNOTATION] });
     }
     const providerSecrets = new Map<string, SecretState>();
     for (const s of this.informers.providerSecrets.list()) {

@@ -1,0 +1,122 @@
+import { type CertificateCache, type Instant, type MaterializedCa, type ObservedBundle, observePublishedBundle, publishedBundleWrite } from '@eso-mtls/core';
+import { Informer, type InformerOptions, type ListPage } from './informer.js';
+import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL } from './ownership.js';
+import { type KubeRestClient, certificatesPath } from './rest-client.js';
+
+/** The label on our ClusterTrustBundles, which every shipped `clusterTrustBundle` projection selects. */
+export const TRUST_BUNDLE_LABEL = 'eso-mtls.io/trust-bundle';
+/** Label selector of our ClusterTrustBundles. */
+export const TRUST_BUNDLE_SELECTOR = `${TRUST_BUNDLE_LABEL}=true`;
+/** `app.kubernetes.io/component` of our ClusterTrustBundles. */
+const COMPONENT = 'trust-bundle';
+
+/** A ClusterTrustBundle (certificates.k8s.io/v1), as much of it as we read. */
+export interface ClusterTrustBundle {
+  readonly metadata?: {
+    readonly name?: string;
+    readonly namespace?: string;
+    readonly resourceVersion?: string;
+    readonly labels?: Readonly<Record<string, string>>;
+    readonly annotations?: Readonly<Record<string, string>>;
+  };
+  readonly spec?: { readonly signerName?: string; readonly trustBundle?: string };
+}
+
+/**
+ * The name of a signer's ClusterTrustBundle: the apiserver requires `<signer name with / replaced
+ * by :>:<suffix>`; ours is `ca`.
+ */
+export function trustBundleName(signerName: string): string {
+  return `${signerName.replaceAll('/', ':')}:ca`;
+}
+
+/** How one publish went, for the round's counts. */
+export interface PublishResult {
+  readonly written: number;
+  readonly failed: readonly { readonly name: string; readonly message: string }[];
+}
+
+/**
+ * The ClusterTrustBundles of our signer names: watched (by our label), observed for the CA
+ * activation, and brought to the CA layout's bundle after each CA write. A bundle of our name that
+ * another party wrote is never touched.
+ */
+export class TrustBundles {
+  readonly informer: Informer<ClusterTrustBundle>;
+
+  constructor(
+    private readonly api: KubeRestClient,
+    private readonly signerNames: readonly string[],
+    private readonly installation: string,
+    private readonly cache: CertificateCache,
+    options: InformerOptions,
+  ) {
+    const path = certificatesPath('clustertrustbundles');
+    this.informer = new Informer<ClusterTrustBundle>(
+      {
+        description: `ClusterTrustBundles labelled ${TRUST_BUNDLE_SELECTOR}`,
+        resource: 'clustertrustbundles',
+        list: (page) => api.get<ListPage<ClusterTrustBundle>>(path, { labelSelector: TRUST_BUNDLE_SELECTOR, ...page }),
+        watchPath: path,
+        labelSelector: TRUST_BUNDLE_SELECTOR,
+      },
+      options,
+    );
+  }
+
+  /** Each signer's bundle as the CA activation reads it; one not ours (or absent) holds nothing. */
+  observed(): ObservedBundle[] {
+    return this.signerNames.map((signer) => observePublishedBundle(this.ours(signer), this.cache));
+  }
+
+  /** Writes each signer's bundle that differs from `ca.bundle`; failures are returned, not thrown. */
+  async publish(ca: MaterializedCa, now: Instant): Promise<PublishResult> {
+    let written = 0;
+    const failed: { name: string; message: string }[] = [];
+    for (const signer of this.signerNames) {
+      const name = trustBundleName(signer);
+      const existing = this.informer.get('', name);
+      if (existing !== undefined && !this.isOurs(existing)) {
+        failed.push({ name, message: `ClusterTrustBundle ${name} exists but was not written by this installation; it is left alone` });
+        continue;
+      }
+      const current = this.ours(signer);
+      const write = publishedBundleWrite(current, ca, this.cache, now);
+      if (write === undefined) continue;
+      const body = {
+        apiVersion: 'certificates.k8s.io/v1',
+        kind: 'ClusterTrustBundle',
+        metadata: {
+          name,
+          labels: { ...(existing?.metadata?.labels ?? {}), [TRUST_BUNDLE_LABEL]: 'true', [MANAGED_BY_LABEL]: MANAGED_BY, [COMPONENT_LABEL]: COMPONENT },
+          annotations: { ...(existing?.metadata?.annotations ?? {}), ...write.annotations, [INSTALLATION_ANNOTATION]: this.installation },
+          ...(existing?.metadata?.resourceVersion ? { resourceVersion: existing.metadata.resourceVersion } : {}),
+        },
+        spec: { signerName: signer, trustBundle: write.text },
+      };
+      try {
+        const stored = existing
+          ? await this.api.replace<ClusterTrustBundle>(certificatesPath('clustertrustbundles', undefined, name), body)
+          : await this.api.create<ClusterTrustBundle>(certificatesPath('clustertrustbundles'), body);
+        this.informer.cacheAhead(stored);
+        written++;
+      } catch (e) {
+        failed.push({ name, message: `writing ClusterTrustBundle ${name} failed: ${(e as Error).message}` });
+      }
+    }
+    return { written, failed };
+  }
+
+  private ours(signer: string): { text: string; annotations: Readonly<Record<string, string>> } | undefined {
+    const bundle = this.informer.get('', trustBundleName(signer));
+    if (bundle === undefined || !this.isOurs(bundle) || bundle.spec?.signerName !== signer) return undefined;
+    return { text: bundle.spec.trustBundle ?? '', annotations: bundle.metadata?.annotations ?? {} };
+  }
+
+  private isOurs(bundle: ClusterTrustBundle): boolean {
+    const m = bundle.metadata ?? {};
+    return (
+      m.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && m.labels?.[COMPONENT_LABEL] === COMPONENT && m.annotations?.[INSTALLATION_ANNOTATION] === this.installation
+    );
+  }
+}
