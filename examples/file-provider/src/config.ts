@@ -1,9 +1,12 @@
 import { parseArgs } from 'node:util';
+import { CERTIFICATE_LAYOUTS, type CertificateLayout } from '@eso-mtls/grpc';
 
 /** Everything the file provider's main reads from flags and the environment. */
 export interface FileProviderConfig {
   readonly dataFile: string;
   readonly certDir: string;
+  /** What certDir holds: a mounted Secret (`secret`) or a pod-certificate projection (`pod-certificate`). */
+  readonly certLayout: CertificateLayout;
   readonly host: string;
   readonly port: number;
   readonly healthPort: number;
@@ -21,6 +24,8 @@ export const USAGE = `file-provider: serves secrets from a JSON or YAML file to 
 
   --data-file PATH     data file (DATA_FILE), required; .json is JSON, anything else YAML
   --cert-dir DIR       ca.crt, tls.crt, tls.key (CERT_DIR), default /etc/provider/certs
+  --cert-layout L      what --cert-dir holds (CERT_LAYOUT): secret (default; ca.crt, tls.crt,
+                       tls.key) or pod-certificate (credentials.pem and ca.crt, projected by the kubelet)
   --port N             gRPC mTLS port (PORT), default 8080
   --health-port N      /healthz /readyz /metrics port (HEALTH_PORT), default 8081
   --host ADDR          listen address (HOST), default 0.0.0.0
@@ -34,6 +39,12 @@ function port(name: string, raw: string): number {
   return n;
 }
 
+function certLayout(raw: string): CertificateLayout {
+  const layout = CERTIFICATE_LAYOUTS.find((l) => l === raw);
+  if (layout === undefined) throw new FileProviderConfigError(`cert-layout=${JSON.stringify(raw)} is not one of ${CERTIFICATE_LAYOUTS.join(', ')}`);
+  return layout;
+}
+
 /** Flags win over the environment, which wins over defaults. */
 export function parseFileProviderConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): FileProviderConfig {
   let values: Record<string, string | undefined>;
@@ -41,7 +52,7 @@ export function parseFileProviderConfig(argv: readonly string[], env: Readonly<R
     ({ values } = parseArgs({
       args: [...argv],
       options: Object.fromEntries(
-        ['data-file', 'cert-dir', 'port', 'health-port', 'host', 'namespace', 'service'].map((o) => [o, { type: 'string' as const }]),
+        ['data-file', 'cert-dir', 'cert-layout', 'port', 'health-port', 'host', 'namespace', 'service'].map((o) => [o, { type: 'string' as const }]),
       ),
       strict: true,
     }) as { values: Record<string, string | undefined> });
@@ -61,6 +72,7 @@ export function parseFileProviderConfig(argv: readonly string[], env: Readonly<R
   return {
     dataFile,
     certDir: pick('cert-dir', 'CERT_DIR') ?? '/etc/provider/certs',
+    certLayout: certLayout(pick('cert-layout', 'CERT_LAYOUT') ?? 'secret'),
     host: pick('host', 'HOST') ?? '0.0.0.0',
     port: port('port', pick('port', 'PORT') ?? '8080'),
     healthPort: port('health-port', pick('health-port', 'HEALTH_PORT') ?? '8081'),

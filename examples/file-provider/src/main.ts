@@ -26,6 +26,7 @@ export async function runFileProvider(config: FileProviderConfig): Promise<Runni
     const server = await startProviderServer({
       implementation: createFileProvider(store),
       certDir: config.certDir,
+      certLayout: config.certLayout,
       host: config.host,
       port: config.port,
       healthPort: config.healthPort,

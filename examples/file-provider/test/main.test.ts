@@ -21,6 +21,7 @@ describe('configuration', () => {
     ).toEqual({
       dataFile: '/d.yaml',
       certDir: '/etc/provider/certs',
+      certLayout: 'secret',
       host: '0.0.0.0',
       port: 9000,
       healthPort: 7001,

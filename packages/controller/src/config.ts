@@ -3,6 +3,8 @@ import {
   type KeyAlgorithm,
   type Policy,
   KEY_ALGORITHMS,
+  MAX_POD_LIFETIME,
+  MIN_POD_LIFETIME,
   PROVIDER_SECRET_NAME,
   PolicyError,
   isDnsLabel,
@@ -10,6 +12,7 @@ import {
   resolvePolicy,
 } from '@eso-mtls/core';
 import { type BindAddress, parseBindAddress } from './bind-address.js';
+import { type PodCertificateOptions, isSignerName } from '@eso-mtls/kubernetes';
 import { readArgv } from './cli/args.js';
 import { parseDuration } from './duration.js';
 import { CONTROLLER_FLAGS, type FlagSpec, controllerUsage, envVarOf } from './flags.js';
@@ -55,6 +58,10 @@ export interface ControllerConfig {
   readonly healthProbeBindAddress: BindAddress | null;
   /** The least severe level logged. */
   readonly logLevel: LogLevel;
+  /** The Secret mode: provider Secrets in provider namespaces. */
+  readonly secretMode: boolean;
+  /** The pod-certificate mode's signers and limit; undefined when the mode is off. */
+  readonly podCertificates: PodCertificateOptions | undefined;
 }
 
 /** A flag or environment variable with a value the controller cannot use. */
@@ -163,7 +170,33 @@ function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, s
     metricsBindAddress: read('metrics-bind-address', parseBindAddress),
     healthProbeBindAddress: read('health-probe-bind-address', parseBindAddress),
     logLevel: read('log-level', (s) => LOG_LEVELS.find((l) => l === s)),
+    ...modesFrom(read),
   };
+}
+
+/** The modes and, with pod certificates, their signer names and limit. */
+function modesFrom(read: <T>(name: string, convert: (s: string) => T | undefined) => T): Pick<ControllerConfig, 'secretMode' | 'podCertificates'> {
+  const modes = read('modes', parseModes);
+  const serverSignerName = read('server-signer-name', (s) => (isSignerName(s) ? s : undefined));
+  const clientSignerName = read('client-signer-name', (s) => (isSignerName(s) ? s : undefined));
+  if (serverSignerName === clientSignerName) {
+    throw new ConfigError(`--server-signer-name and --client-signer-name are both ${JSON.stringify(serverSignerName)}: the two signers need different names`);
+  }
+  const maxValidity = read('pod-certificate-max-validity', (s) => {
+    const d = parseDuration(s);
+    return d !== undefined && d >= MIN_POD_LIFETIME && d <= MAX_POD_LIFETIME && d % 1000 === 0 ? d : undefined;
+  });
+  return {
+    secretMode: modes.has('secret'),
+    podCertificates: modes.has('pod-certificate') ? { serverSignerName, clientSignerName, maxValidity } : undefined,
+  };
+}
+
+/** `secret`, `pod-certificate` or both, comma-separated, each once. */
+function parseModes(s: string): Set<string> | undefined {
+  const modes = s.split(',').map((m) => m.trim());
+  const set = new Set(modes);
+  return modes.length > 0 && set.size === modes.length && modes.every((m) => m === 'secret' || m === 'pod-certificate') ? set : undefined;
 }
 
 const POLICY_FLAGS: Partial<Record<keyof Policy, string>> = {

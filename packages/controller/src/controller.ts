@@ -94,6 +94,7 @@ export async function startController(config: ControllerConfig, deps: Controller
       caCertificates: () => adapter.status.caCertificates(),
       refusedServices: () => adapter.status.refusedServices(),
       signingPausedUntil: () => adapter.status.signingPausedUntil(),
+      podCertificatesStaleNames: () => adapter.podSigner?.staleNamesByNamespace() ?? new Map(),
     },
     onInvalidEntry: (e) => logger.warn({ error: e.message }, 'metrics entry skipped'),
   });
@@ -102,6 +103,8 @@ export async function startController(config: ControllerConfig, deps: Controller
     policy: config.policy,
     caSecretName: config.caSecretName,
     clientSecretName: config.clientSecretName,
+    secretMode: config.secretMode,
+    ...(config.podCertificates ? { podCertificates: config.podCertificates } : {}),
     now,
     logger,
     writesAllowed,
@@ -113,6 +116,7 @@ export async function startController(config: ControllerConfig, deps: Controller
       onRotation: (namespace, services, reason) => guard(logger, () => metrics.recordRotation(namespace, services, reason)),
       onRotationFailure: (namespace, services) => guard(logger, () => metrics.recordRotationFailure(namespace, services)),
       onCaRotationFailure: () => guard(logger, () => metrics.recordCaRotationFailure()),
+      onPodCertificateRequest: (signer, result, reason) => guard(logger, () => metrics.recordPodCertificateRequest(signer, result, reason)),
     },
   });
 

@@ -49,6 +49,7 @@ export {
   type TlsMaterialPems,
   type TlsMaterialProblem,
 } from './tls/material.js';
+export { CERTIFICATE_LAYOUTS, type CertificateFileNames, type CertificateLayout } from './tls/layout.js';
 export { MAX_MOUNTED_FILE_BYTES, MountedFileError, type MountedFileProblem, readMountedFile } from './tls/mounted-file.js';
 export { reloadingCertificateSource, ReloadingServerCredentials } from './tls/server-credentials.js';
 export {

@@ -25,7 +25,9 @@ export {
 export { type InClusterOptions, type KubeconfigOptions, loadInClusterConnection, loadKubeconfigFile, UnsupportedKubeconfigError } from './kubeconfig.js';
 export { Limiter } from './limiter.js';
 export { type Logger, silentLogger } from './logger.js';
-export { AdapterOptionsError, validateAdapterOptions } from './options.js';
+export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './options.js';
+export { type PodCertificateOptions, type PodCertificateSigner, type PodSigningResult } from './pod-signer.js';
+export { TRUST_BUNDLE_LABEL, trustBundleName } from './trust-bundles.js';
 export {
   COMPONENT_LABEL,
   DEFAULT_CA_SECRET_NAME,

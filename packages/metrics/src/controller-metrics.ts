@@ -1,4 +1,4 @@
-import { type Instant, ROTATION_REASONS, type RefusalReason, type RotationReason } from '@eso-mtls/core';
+import { type Instant, POD_DENY_REASONS, ROTATION_REASONS, type RefusalReason, type RotationReason } from '@eso-mtls/core';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { isInstant, secondsUntil } from './expiry.js';
 import { MetricLabelError, type ServiceLabels, serviceKey, serviceLabels } from './labels.js';
@@ -58,7 +58,14 @@ export interface ControllerCertificateSource {
   refusedServices(): Iterable<RefusedServiceEntry>;
   /** While no CA signs (a recovery waits for its new CA's propagation): when one is expected to sign again. */
   signingPausedUntil(): Instant | undefined;
+  /** Pod-certificate mode: per namespace, pods serving names their Services no longer give them. */
+  podCertificatesStaleNames?(): ReadonlyMap<string, number>;
 }
+
+/** The `result` label of the pod certificate request counter. */
+export type PodRequestResult = 'issued' | 'denied' | 'failed';
+/** Every `reason` the pod certificate request counter takes: the core's Denied reasons and the signer's own. */
+export const POD_REQUEST_REASONS: readonly string[] = Object.freeze([...POD_DENY_REASONS, 'Issued', 'CAUnavailable', 'StatusWriteFailed']);
 
 /** Options of {@link ControllerMetrics}. */
 export interface ControllerMetricsOptions {
@@ -84,6 +91,7 @@ export class ControllerMetrics {
   private readonly rotations: Counter<'namespace' | 'service' | 'reason'>;
   private readonly rotationFailures: Counter<'namespace' | 'service'>;
   private readonly caRotationFailures: Counter;
+  private readonly podRequests: Counter<'signer' | 'result' | 'reason'>;
   // Series each counter holds, so a departed Service's series can be removed.
   private readonly rotationSeries = new Map<string, ServiceLabels>();
   private readonly failureSeries = new Map<string, ServiceLabels>();
@@ -164,6 +172,25 @@ export class ControllerMetrics {
       value: (until) => until / 1000,
     });
 
+    new Gauge({
+      name: METRIC_NAMES.podCertificatesStaleNames,
+      help: "Pod-certificate mode: pods whose certificate carries DNS names that their labelled Services no longer give them (renamed, unlabelled or reselected), per namespace; fixed at each pod's next refresh. Counted once per reconcile interval. Exported by the leading controller only.",
+      labelNames: ['namespace'] as const,
+      registers,
+      collect() {
+        this.reset();
+        if (!source.isLeader() || !source.podCertificatesStaleNames) return;
+        for (const [namespace, pods] of source.podCertificatesStaleNames()) if (pods > 0) this.set({ namespace }, pods);
+      },
+    });
+
+    this.podRequests = new Counter({
+      name: METRIC_NAMES.podCertificateRequests,
+      help: 'Pod-certificate mode: PodCertificateRequests decided, per signer (server, client), result (issued, denied, failed) and reason (Issued, a Denied reason, CAUnavailable, or StatusWriteFailed when the status could not be written).',
+      labelNames: ['signer', 'result', 'reason'] as const,
+      registers,
+    });
+
     this.caRotationFailures = new Counter({
       name: METRIC_NAMES.caCertificateRotationFailures,
       help: 'CA creations or rotations that failed: generating or signing a CA, or writing the CA Secret. Retried with backoff.',
@@ -230,6 +257,19 @@ export class ControllerMetrics {
       this.rotationFailures.inc({ ...labels });
       this.failureSeries.set(serviceKey(labels), labels);
     }
+  }
+
+  /**
+   * Counts one decided PodCertificateRequest. Throws {@link MetricLabelError} for a signer, result
+   * or reason outside the fixed sets, so a label never carries tenant text.
+   */
+  recordPodCertificateRequest(signer: 'server' | 'client', result: PodRequestResult, reason: string): void {
+    if (signer !== 'server' && signer !== 'client') throw new MetricLabelError(`pod certificate signer ${JSON.stringify(signer)} is not server or client`);
+    if (!['issued', 'denied', 'failed'].includes(result))
+      throw new MetricLabelError(`pod certificate result ${JSON.stringify(result)} is not issued, denied or failed`);
+    if (!POD_REQUEST_REASONS.includes(reason))
+      throw new MetricLabelError(`pod certificate reason ${JSON.stringify(reason)} is not one of ${POD_REQUEST_REASONS.join(', ')}`);
+    this.podRequests.inc({ signer, result, reason });
   }
 
   /** Counts one failed CA creation or rotation (a CA could not be generated or signed, or the CA Secret not written). */

@@ -12,6 +12,8 @@ export {
   type ControllerCertificateSource,
   ControllerMetrics,
   type ControllerMetricsOptions,
+  POD_REQUEST_REASONS,
+  type PodRequestResult,
   type ProviderCertificateEntry,
   REFUSAL_REASONS,
   type RefusedServiceEntry,

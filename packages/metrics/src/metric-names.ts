@@ -19,6 +19,10 @@ export const METRIC_NAMES = Object.freeze({
   providerServicesRefused: 'eso_provider_services_refused',
   /** Controller gauge: while no CA signs (a recovery waits for its new CA), when one is expected to sign again. */
   caSigningPausedUntil: 'eso_ca_signing_paused_until_timestamp_seconds',
+  /** Controller counter: PodCertificateRequests decided (pod-certificate mode), per signer, result and reason. */
+  podCertificateRequests: 'eso_pod_certificate_requests_total',
+  /** Controller gauge: pods serving certificate names their Services no longer give them, per namespace. */
+  podCertificatesStaleNames: 'eso_pod_certificates_stale_names',
   /** Provider counter: certificate pairs swapped in by the hot reload. */
   providerHotReloads: 'eso_provider_certificate_hot_reload_total',
   /** Provider counter: reload attempts that kept the last good pair. */

@@ -13,6 +13,12 @@ import { LOG_TAIL_BYTES, type ProcessGroup, STOP_GRACE_MS, startProcessGroup } f
 export interface ControlPlaneOptions {
   /** Users besides the admin, each with a static token and a kubeconfig. */
   readonly identities?: readonly IdentitySpec[];
+  /**
+   * Authorise as a cluster with kubelets does: `--authorization-mode=Node,RBAC` and the
+   * NodeRestriction admission plugin, so a {@link nodeIdentity} acts under the Node authorizer's
+   * and NodeRestriction's rules (default false: RBAC only, no NodeRestriction).
+   */
+  readonly nodeAuthorization?: boolean;
   /** Extra kube-apiserver flags, e.g. `--min-request-timeout=4`. */
   readonly apiServerFlags?: readonly string[];
   /** Write an audit log (JSON lines); `true` logs every request at Metadata level. */
@@ -82,7 +88,8 @@ rules:
 const stopOnExit = new Set<ControlPlane>();
 
 /**
- * Starts etcd and kube-apiserver on free loopback ports in a temp dir, with RBAC authorisation,
+ * Starts etcd and kube-apiserver on free loopback ports in a temp dir, with RBAC authorisation
+ * (Node and RBAC, plus NodeRestriction, with `nodeAuthorization`),
  * static-token identities (an admin in system:masters plus `options.identities`), service-account
  * signing keys (for TokenRequest), and a kubeconfig per identity. Resolves once /readyz is 200.
  * Retries with fresh ports if another process grabbed one first.
@@ -154,7 +161,7 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
     `--secure-port=${apiPort}`,
     '--bind-address=127.0.0.1',
     '--advertise-address=127.0.0.1',
-    '--authorization-mode=RBAC',
+    ...authorizationFlags(options.nodeAuthorization ?? false),
     '--service-cluster-ip-range=10.96.0.0/16',
     '--endpoint-reconciler-type=none',
     `--token-auth-file=${join(dir, 'tokens.csv')}`,
@@ -250,6 +257,11 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
   };
   stopOnExit.add(plane);
   return plane;
+}
+
+/** RBAC alone, or the Node authorizer before RBAC plus NodeRestriction (which v1.37 does not enable by default). */
+function authorizationFlags(nodeAuthorization: boolean): string[] {
+  return nodeAuthorization ? ['--authorization-mode=Node,RBAC', '--enable-admission-plugins=NodeRestriction'] : ['--authorization-mode=RBAC'];
 }
 
 async function waitReady(url: string, token: string, apiServer: ProcessGroup, etcd: ProcessGroup, timeoutMs: number): Promise<void> {

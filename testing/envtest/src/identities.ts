@@ -19,6 +19,16 @@ export interface Identity extends IdentitySpec {
 /** The admin every control plane has: group `system:masters` bypasses RBAC. */
 export const ADMIN: IdentitySpec = { name: 'admin', groups: ['system:masters'] };
 
+/**
+ * The identity a kubelet has on node `nodeName`: user `system:node:<nodeName>` in group
+ * `system:nodes`, which the Node authorizer and NodeRestriction recognise (with
+ * `startControlPlane({ nodeAuthorization: true })`). Pass it in `identities`; its kubeconfig is
+ * `plane.kubeconfigFor('system:node:<nodeName>')`.
+ */
+export function nodeIdentity(nodeName: string): IdentitySpec {
+  return { name: `system:node:${nodeName}`, groups: ['system:nodes'] };
+}
+
 const USER_NAME = /^[A-Za-z0-9:._@-]+$/;
 
 /** Validates the specs and gives each a random token; the admin comes first. */

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { type ControlPlane, startControlPlane } from '../src/index.js';
+import { type ControlPlane, nodeIdentity, startControlPlane } from '../src/index.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repoRoot = resolve(here, '..', '..', '..');
@@ -50,7 +50,7 @@ function runFixture(name: string, env: NodeJS.ProcessEnv): { child: ReturnType<t
 describe('envtest control plane', () => {
   let plane: ControlPlane;
   beforeAll(async () => {
-    plane = await startControlPlane({ identities: [{ name: 'reader', groups: ['team-a'] }], audit: true });
+    plane = await startControlPlane({ identities: [{ name: 'reader', groups: ['team-a'] }, nodeIdentity('n1')], audit: true });
   }, 120_000);
   afterAll(async () => {
     await plane?.stop();
@@ -109,6 +109,24 @@ describe('envtest control plane', () => {
     const ns = await admin.readNamespace({ name: 'survives-restart' });
     expect(ns.metadata?.name).toBe('survives-restart');
   }, 60_000);
+
+  it('authorises with RBAC alone by default, and with the Node authorizer and NodeRestriction on request', async () => {
+    // RBAC alone: nothing grants a node anything.
+    const byDefault = plane.kubeconfigFor('system:node:n1').makeApiClient(CoreV1Api);
+    await expect(byDefault.createNode({ body: { metadata: { name: 'n1' } } })).rejects.toMatchObject({ code: 403 });
+
+    const withNodes = await startControlPlane({ nodeAuthorization: true, identities: [nodeIdentity('n1')] });
+    try {
+      const node = withNodes.kubeconfigFor('system:node:n1').makeApiClient(CoreV1Api);
+      // The Node authorizer lets a kubelet register its Node; NodeRestriction stops it touching another's.
+      expect((await node.createNode({ body: { metadata: { name: 'n1' } } })).metadata?.name).toBe('n1');
+      const refused = (await node.createNode({ body: { metadata: { name: 'n2' } } }).catch((e: unknown) => e)) as { code?: number; body?: unknown };
+      expect(refused.code).toBe(403);
+      expect(String(refused.body)).toMatch(/is not allowed to modify node/);
+    } finally {
+      await withNodes.stop();
+    }
+  }, 120_000);
 
   it('stop() ends every process group and removes the temp dir', async () => {
     const other = await startControlPlane();

@@ -20,8 +20,8 @@ export interface ProviderProcess {
   lines(): LogLine[];
 }
 
-/** Starts examples/file-provider/src/main.ts on loopback, any free ports, as provider-system/file-provider. */
-export function startProviderProcess(dataFile: string, certDir: string): ProviderProcess {
+/** Starts examples/file-provider/src/main.ts on loopback, any free ports, as provider-system/file-provider, with `extraArgs` last. */
+export function startProviderProcess(dataFile: string, certDir: string, extraArgs: readonly string[] = []): ProviderProcess {
   const child = spawn(
     process.execPath,
     [
@@ -42,6 +42,7 @@ export function startProviderProcess(dataFile: string, certDir: string): Provide
       'provider-system',
       '--service',
       'file-provider',
+      ...extraArgs,
     ],
     { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] },
   );

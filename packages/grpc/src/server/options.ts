@@ -3,6 +3,7 @@ import type { ClientIdentityRequirement } from './identity.js';
 import type { CallObserver } from './handlers.js';
 import type { SecretStoreProvider } from './provider.js';
 import { stderrProviderLogger } from './log.js';
+import { CERTIFICATE_LAYOUTS, type CertificateLayout } from '../tls/layout.js';
 
 /**
  * One structured log record of the provider server: a certificate reload or a refused one.
@@ -30,8 +31,19 @@ export type ProviderLogger = (record: ProviderLogRecord) => void;
 export interface ProviderServerOptions {
   /** The provider's methods. */
   readonly implementation: SecretStoreProvider;
-  /** Folder holding ca.crt, tls.crt and tls.key: the mounted Secret external-secrets-provider-tls. Default `/etc/provider/certs`. */
+  /**
+   * Folder holding the server certificate, its key and the CA bundle that client certificates
+   * must chain to, laid out as `certLayout` says. Default `/etc/provider/certs`.
+   */
   readonly certDir?: string;
+  /**
+   * What `certDir` holds. `secret` (default): ca.crt, tls.crt and tls.key, the mounted Secret
+   * external-secrets-provider-tls. `pod-certificate`: credentials.pem, written by a
+   * `podCertificate` projection (`credentialBundlePath: credentials.pem`, key generated on the
+   * node), and ca.crt, written by a `clusterTrustBundle` projection of the client signer's
+   * bundles. Both are hot-reloaded and checked alike, and a refused reload keeps the last good pair.
+   */
+  readonly certLayout?: CertificateLayout;
   /** gRPC (mTLS) port; default 8080, 0 picks a free one. */
   readonly port?: number;
   /** Address both ports listen on; default `0.0.0.0`. */
@@ -79,6 +91,7 @@ export function resolveProviderServerOptions(options: ProviderServerOptions): Re
   const r: ResolvedProviderServerOptions = {
     implementation: options.implementation,
     certDir: options.certDir ?? '/etc/provider/certs',
+    certLayout: options.certLayout ?? 'secret',
     port: options.port ?? 8080,
     host: options.host ?? '0.0.0.0',
     healthPort: options.healthPort ?? 8081,
@@ -112,6 +125,9 @@ export function resolveProviderServerOptions(options: ProviderServerOptions): Re
       `must be at least longestCallDeadlineMs (${formatDuration(r.longestCallDeadlineMs)}), or a connection reaching its maximum age cuts calls still within their deadline`,
     );
   }
-  if (typeof r.certDir !== 'string' || r.certDir === '') bad('certDir', r.certDir, 'must name the folder holding ca.crt, tls.crt and tls.key');
+  if (!CERTIFICATE_LAYOUTS.includes(r.certLayout)) bad('certLayout', r.certLayout, `is not one of ${CERTIFICATE_LAYOUTS.join(', ')}`);
+  if (typeof r.certDir !== 'string' || r.certDir === '') {
+    bad('certDir', r.certDir, `must name the folder holding ${r.certLayout === 'secret' ? 'ca.crt, tls.crt and tls.key' : 'credentials.pem and ca.crt'}`);
+  }
   return r;
 }

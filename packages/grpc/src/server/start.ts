@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { ProviderMetrics } from '@eso-mtls/metrics';
 import { healthServiceDefinition, providerServiceDefinition } from '../wire/proto.js';
 import { PROVIDER_SERVICE_NAME } from '../wire/service.js';
+import type { CertificateLayout } from '../tls/layout.js';
 import { reloadingCertificateSource } from '../tls/server-credentials.js';
 import type { ServedCertificateSource } from './certificate-source.js';
 import { providerHandlers } from './handlers.js';
@@ -23,8 +24,11 @@ export interface ProviderServer {
   close(): Promise<void>;
 }
 
-/** How the server obtains its certificate; a seam for the hot-reloading source. @internal */
-export type CertificateSourceFactory = (certDir: string) => ServedCertificateSource;
+/**
+ * How the server obtains its certificate from `certDir`, whose files are laid out as `layout`
+ * says; a seam for the hot-reloading source. @internal
+ */
+export type CertificateSourceFactory = (certDir: string, options: { readonly layout: CertificateLayout }) => ServedCertificateSource;
 
 /**
  * Starts a provider: the user's {@link SecretStoreProvider} and `grpc.health.v1.Health` over
@@ -38,7 +42,7 @@ export async function startProviderServer(
   certificateSource: CertificateSourceFactory = reloadingCertificateSource,
 ): Promise<ProviderServer> {
   const o = resolveProviderServerOptions(options);
-  const source = certificateSource(o.certDir);
+  const source = certificateSource(o.certDir, { layout: o.certLayout });
   const metrics =
     o.metrics === undefined
       ? undefined

@@ -4,7 +4,7 @@ import type { TlsMaterial } from './material.js';
 
 /** Options of {@link ProviderChannelPool}. */
 export interface ProviderChannelPoolOptions {
-  /** ESO's client material: a watcher over the mounted client Secret, or fixed material. */
+  /** ESO's client material: a watcher over the mounted client Secret or pod-certificate folder, or fixed material. */
   readonly material: ClientMaterialSource;
   /** grpc-js options for every channel. */
   readonly channelOptions?: grpc.ChannelOptions;

@@ -5,7 +5,11 @@ import type { TlsMaterial } from './material.js';
 import { MIN_TLS_VERSION } from './server-credentials.js';
 import { CertificateWatcher } from './watcher.js';
 
-/** Fixed client material, or a watcher over the client Secret's folder. */
+/**
+ * Fixed client material, or a watcher over the folder of ESO's client certificate: the mounted
+ * client Secret, or with `layout: 'pod-certificate'` the pod's own certificate (credentials.pem)
+ * and the provider-server signer's trust bundle (ca.crt).
+ */
 export type ClientMaterialSource = TlsMaterial | CertificateWatcher;
 
 /** A Provider address split into the name its certificate must carry and the port. */

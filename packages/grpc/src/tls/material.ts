@@ -10,7 +10,7 @@ const PURPOSE_OID: Record<CertificatePurpose, string> = {
   clientAuth: '1.3.6.1.5.5.7.3.2',
 };
 
-/** The three PEM texts of a mounted `kubernetes.io/tls` Secret with a bundle. */
+/** The three PEM texts of a mounted `kubernetes.io/tls` Secret with a bundle, or of a pod-certificate credential bundle split in two plus its ca.crt. */
 export interface TlsMaterialPems {
   /** tls.crt: the leaf, optionally followed by intermediates. */
   readonly certificate: string;
@@ -171,9 +171,4 @@ export function checkTlsMaterial(pems: TlsMaterialPems, check: TlsMaterialCheck)
     notBefore,
     notAfter,
   };
-}
-
-/** True when `a` and `b` hold the same three texts. */
-export function sameTlsMaterial(a: TlsMaterialPems | undefined, b: TlsMaterialPems | undefined): boolean {
-  return a !== undefined && b !== undefined && a.certificate === b.certificate && a.privateKey === b.privateKey && a.caBundle === b.caBundle;
 }

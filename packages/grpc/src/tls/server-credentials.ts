@@ -73,8 +73,10 @@ export class ReloadingServerCredentials extends grpc.ServerCredentials {
 
 /**
  * The hot-reloading certificate source of `startProviderServer`: watches `certDir` (ca.crt,
- * tls.crt, tls.key, as the kubelet mounts the Secret) and serves its newest good pair. Reloads
- * and refused attempts are reported to the listeners (the provider's metrics).
+ * tls.crt, tls.key, as the kubelet mounts the Secret; or with `layout: 'pod-certificate'`,
+ * credentials.pem and ca.crt, as it projects a pod certificate and its trust bundle) and serves
+ * its newest good pair. Reloads and refused attempts are reported to the listeners (the
+ * provider's metrics).
  */
 export function reloadingCertificateSource(
   certDir: string,

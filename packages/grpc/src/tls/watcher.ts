@@ -1,28 +1,27 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { readlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  checkTlsMaterial,
-  sameTlsMaterial,
-  TlsMaterialError,
-  type CertificatePurpose,
-  type TlsMaterial,
-  type TlsMaterialPems,
-  type TlsMaterialProblem,
-} from './material.js';
+import { type CertificateFileNames, type CertificateLayout, folderLayout, type FolderLayout } from './layout.js';
+import { checkTlsMaterial, TlsMaterialError, type CertificatePurpose, type TlsMaterial, type TlsMaterialProblem } from './material.js';
 import { MAX_MOUNTED_FILE_BYTES, MountedFileError, readMountedFile } from './mounted-file.js';
 
-/** Where a provider mounts its Secret, per the design. */
+/** Where a provider mounts its certificate folder (the Secret, per the design), whatever its layout. */
 export const DEFAULT_CERT_DIR = '/etc/provider/certs';
 
 /** Options of {@link CertificateWatcher}. */
 export interface CertificateWatcherOptions {
-  /** The mounted Secret's folder; default {@link DEFAULT_CERT_DIR}. */
+  /** The mounted folder; default {@link DEFAULT_CERT_DIR}. */
   readonly directory?: string;
-  /** extendedKeyUsage the leaf must carry: serverAuth for a provider, clientAuth for ESO's client Secret. */
+  /** extendedKeyUsage the leaf must carry: serverAuth for a provider, clientAuth for ESO's client certificate. */
   readonly purpose: CertificatePurpose;
-  /** File names inside the folder; default tls.crt, tls.key, ca.crt. */
-  readonly fileNames?: { readonly certificate?: string; readonly privateKey?: string; readonly caBundle?: string };
+  /**
+   * Which files the folder holds: `secret` (default; tls.crt, tls.key, ca.crt) or `pod-certificate`
+   * (credentials.pem written by a `podCertificate` projection, ca.crt by a `clusterTrustBundle` one).
+   * Both are reloaded, checked and kept last-good alike.
+   */
+  readonly layout?: CertificateLayout;
+  /** File names inside the folder, each for its layout (a name of the other layout is refused); defaults as in {@link CertificateFileNames}. */
+  readonly fileNames?: CertificateFileNames;
   /** Fallback re-read period in case a folder event is missed; default 10 s. */
   readonly pollIntervalMs?: number;
   /** Wait after a folder event so a burst of them costs one read; default 2 ms. */
@@ -70,31 +69,41 @@ class UnreadableFilesError extends TlsMaterialError {
   }
 }
 
+/** The texts of one version of the folder's files, in the layout's file order. */
+type FolderTexts = readonly string[];
+
+/** True when `a` and `b` hold the same texts. */
+const sameTexts = (a: FolderTexts | undefined, b: FolderTexts | undefined): boolean =>
+  a !== undefined && b !== undefined && a.length === b.length && a.every((t, i) => t === b[i]);
+
 // What makes two refusals the same problem: a refused read by its files, reasons and errnos (never
 // by sizes or timestamped paths, which change on every poll); refused content by its bytes.
-function problemOf(e: unknown, pems: TlsMaterialPems | undefined): { key: string; pems: TlsMaterialPems | undefined } {
-  if (e instanceof UnreadableFilesError) return { key: e.problem, pems: undefined };
-  if (e instanceof TlsMaterialError) return { key: e.reason, pems };
-  return { key: `unreadable ${errorCode(e) ?? ''} ${(e as Error).message}`, pems: undefined };
+function problemOf(e: unknown, texts: FolderTexts | undefined): { key: string; texts: FolderTexts | undefined } {
+  if (e instanceof UnreadableFilesError) return { key: e.problem, texts: undefined };
+  if (e instanceof TlsMaterialError) return { key: e.reason, texts };
+  return { key: `unreadable ${errorCode(e) ?? ''} ${(e as Error).message}`, texts: undefined };
 }
 
 /**
- * Keeps the newest good certificate, key and bundle of one mounted Secret folder in memory.
+ * Keeps the newest good certificate, key and bundle of one mounted folder in memory: a Secret
+ * volume, or a pod-certificate projection (see {@link CertificateLayout}).
  *
- * The kubelet updates a mounted Secret by writing a new `..<timestamp>` folder and renaming a
- * `..data` symlink over the old one, so the folder is watched (a watch on the files would keep
- * watching the old inodes), and re-read every `pollIntervalMs` in case an event is lost. Each read
- * resolves `..data` once, so the three files come from one version, each read only if it is a
- * regular file within `maxFileBytes` ({@link readMountedFile}). New bytes are checked
- * ({@link checkTlsMaterial}) before they replace the current material; anything unusable is
- * counted as a failure and the last good material stays in use until the next change.
+ * The kubelet updates both by writing a new `..<timestamp>` folder and renaming a `..data`
+ * symlink over the old one, so the folder is watched (a watch on the files would keep watching the
+ * old inodes), and re-read every `pollIntervalMs` in case an event is lost. Each read resolves
+ * `..data` once, so the files come from one version, each read only if it is a regular file
+ * within `maxFileBytes` ({@link readMountedFile}). New bytes are checked ({@link checkTlsMaterial})
+ * before they replace the current material; anything unusable is counted as a failure and the last
+ * good material stays in use until the next change.
  */
 export class CertificateWatcher {
   readonly directory: string;
   private readonly options: CertificateWatcherOptions;
-  private readonly fileNames: { certificate: string; privateKey: string; caBundle: string };
+  private readonly layout: FolderLayout;
   private material: TlsMaterial | undefined;
-  private lastRejected: { key: string; pems: TlsMaterialPems | undefined } | undefined;
+  /** What {@link material} was read from. */
+  private materialTexts: FolderTexts | undefined;
+  private lastRejected: { key: string; texts: FolderTexts | undefined } | undefined;
   private readonly materialListeners = new Set<MaterialListener>();
   private readonly failureListeners = new Set<FailureListener>();
   private readonly counters = { loads: 0, reloads: 0, failures: 0 };
@@ -108,6 +117,7 @@ export class CertificateWatcher {
   private resolveFirst!: (m: TlsMaterial) => void;
   private rejectFirst!: (e: Error) => void;
 
+  /** Throws RangeError for a bad `maxFileBytes`, an unknown `layout`, or `fileNames` of the other layout. */
   constructor(options: CertificateWatcherOptions) {
     const maxFileBytes = options.maxFileBytes;
     if (maxFileBytes !== undefined && !(Number.isSafeInteger(maxFileBytes) && maxFileBytes > 0)) {
@@ -117,11 +127,11 @@ export class CertificateWatcher {
     }
     this.options = options;
     this.directory = options.directory ?? DEFAULT_CERT_DIR;
-    this.fileNames = {
-      certificate: options.fileNames?.certificate ?? 'tls.crt',
-      privateKey: options.fileNames?.privateKey ?? 'tls.key',
-      caBundle: options.fileNames?.caBundle ?? 'ca.crt',
-    };
+    try {
+      this.layout = folderLayout(options.layout, options.fileNames);
+    } catch (e) {
+      throw new RangeError(`CertificateWatcher: ${(e as Error).message}`, { cause: e });
+    }
     this.firstLoad = new Promise((resolve, reject) => {
       this.resolveFirst = resolve;
       this.rejectFirst = reject;
@@ -252,29 +262,29 @@ export class CertificateWatcher {
   }
 
   private async readAndSwap(): Promise<void> {
-    let pems: TlsMaterialPems | undefined;
+    let texts: FolderTexts | undefined;
     let next: TlsMaterial;
     try {
-      pems = await this.readConsistent();
-      if (sameTlsMaterial(pems, this.material)) {
+      texts = await this.readConsistent();
+      if (sameTexts(texts, this.materialTexts)) {
         this.lastRejected = undefined;
         return;
       }
-      next = checkTlsMaterial(pems, {
+      next = checkTlsMaterial(this.layout.pems(texts), {
         purpose: this.options.purpose,
         now: (this.options.now ?? Date.now)(),
         clockSkewToleranceMs: this.options.clockSkewToleranceMs,
         chainToBundle: this.options.chainToBundle,
-        fileNames: this.fileNames,
+        fileNames: this.layout.partNames,
       });
     } catch (e) {
       const reason: TlsMaterialProblem = e instanceof TlsMaterialError ? e.reason : 'unreadable';
       // The same problem (same files and errnos, or the same bytes refused for the same reason) is
       // one failure, however often it is re-read; a different one is a failure of its own.
-      const problem = problemOf(e, pems);
+      const problem = problemOf(e, texts);
       const last = this.lastRejected;
       const repeated =
-        last !== undefined && last.key === problem.key && (problem.pems === undefined ? last.pems === undefined : sameTlsMaterial(problem.pems, last.pems));
+        last !== undefined && last.key === problem.key && (problem.texts === undefined ? last.texts === undefined : sameTexts(problem.texts, last.texts));
       this.lastRejected = problem;
       if (!repeated) {
         this.counters.failures++;
@@ -286,6 +296,7 @@ export class CertificateWatcher {
     if (this.closed) return;
     const previous = this.material;
     this.material = next;
+    this.materialTexts = texts;
     this.lastRejected = undefined;
     this.counters.loads++;
     if (previous !== undefined) this.counters.reloads++;
@@ -294,10 +305,10 @@ export class CertificateWatcher {
   }
 
   /**
-   * Reads the three files from one version of the folder: through the resolved `..data` target
+   * Reads the layout's files from one version of the folder: through the resolved `..data` target
    * when there is one, and again if `..data` moved while reading. A plain folder is read as is.
    */
-  private async readConsistent(): Promise<TlsMaterialPems> {
+  private async readConsistent(): Promise<FolderTexts> {
     const linkPath = join(this.directory, DATA_LINK);
     const resolve = () =>
       readlink(linkPath).catch((e: unknown) => {
@@ -320,8 +331,8 @@ export class CertificateWatcher {
     }
   }
 
-  private async readFiles(dir: string): Promise<TlsMaterialPems> {
-    const names = [this.fileNames.certificate, this.fileNames.privateKey, this.fileNames.caBundle];
+  private async readFiles(dir: string): Promise<FolderTexts> {
+    const names = this.layout.files;
     const maxBytes = this.options.maxFileBytes ?? MAX_MOUNTED_FILE_BYTES;
     const results = await Promise.allSettled(names.map((name) => readMountedFile(join(dir, name), maxBytes)));
     // Reported in file order, so the message does not depend on which read finished first. Paths
@@ -337,12 +348,11 @@ export class CertificateWatcher {
       const also = others.length > 0 ? ` (nor ${others.map((o) => `${o.path}: ${o.error.reason}`).join(', ')})` : '';
       throw new UnreadableFilesError(
         first!.error.reason,
-        `cannot read ${first!.path}: ${first!.error.message}${also}; mount a Secret holding ${names.join(', ')} there`,
+        `cannot read ${first!.path}: ${first!.error.message}${also}; ${this.layout.mountHint}`,
         first!.error.code,
         failed.map((f) => `${f.path} ${f.error.reason} ${f.error.code ?? ''}`).join('; '),
       );
     }
-    const [certificate, privateKey, caBundle] = results.map((r) => (r as PromiseFulfilledResult<Buffer>).value.toString('utf8'));
-    return { certificate: certificate!, privateKey: privateKey!, caBundle: caBundle! };
+    return results.map((r) => (r as PromiseFulfilledResult<Buffer>).value.toString('utf8'));
   }
 }

@@ -3,8 +3,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { reloadingCertificateSource, startProviderServer, type CertificateWatcher, type ProviderServer, type ProviderServerOptions } from '@eso-mtls/grpc';
+import {
+  reloadingCertificateSource,
+  startProviderServer,
+  type CertificateLayout,
+  type CertificateWatcher,
+  type ProviderServer,
+  type ProviderServerOptions,
+} from '@eso-mtls/grpc';
 import { writeAtomically } from './atomic-writer.js';
+import { credentialsPem, podCertificateFiles } from './pod-certificates.js';
 import type { KeyPair } from './pki.js';
 
 /** A running provider, the folder it watches, and the watcher behind its credentials. */
@@ -13,15 +21,21 @@ export interface ReloadingProvider {
   readonly certDir: string;
   readonly port: number;
   readonly watcher: CertificateWatcher;
-  /** Writes a new version of the mounted Secret (kubelet-style) and resolves once the watcher judged it. */
+  /** Writes a new version of the mounted folder (kubelet-style) in its layout and resolves once the watcher judged it. */
   publish(ca: string, leaf: KeyPair): Promise<void>;
+  /** Writes `files` as the folder's new version (kubelet-style) and resolves once the watcher judged it. */
+  publishFiles(files: Readonly<Record<string, string>>): Promise<void>;
   stop(): Promise<void>;
 }
 
 /** The three keys of a provider's mounted Secret. */
 export const secretFiles = (ca: string, leaf: KeyPair) => ({ 'ca.crt': ca, 'tls.crt': leaf.cert, 'tls.key': leaf.key });
 
-/** Starts `options.implementation` on 127.0.0.1 serving `leaf` with `ca` as the client-certificate bundle. */
+/** The files of `leaf` and the client-certificate bundle `ca` in `layout`. */
+const filesOf = (layout: CertificateLayout | undefined, ca: string, leaf: KeyPair) =>
+  layout === 'pod-certificate' ? podCertificateFiles(credentialsPem(leaf), ca) : secretFiles(ca, leaf);
+
+/** Starts `options.implementation` on 127.0.0.1 serving `leaf` with `ca` as the client-certificate bundle, in `options.certLayout`. */
 export async function startReloadingProvider(
   ca: string,
   leaf: KeyPair,
@@ -29,7 +43,7 @@ export async function startReloadingProvider(
   sourceOptions: Parameters<typeof reloadingCertificateSource>[1] = {},
 ): Promise<ReloadingProvider> {
   const certDir = mkdtempSync(join(tmpdir(), 'provider-certs-'));
-  await writeAtomically(certDir, secretFiles(ca, leaf));
+  await writeAtomically(certDir, filesOf(options.certLayout, ca, leaf));
   const provider = await startProviderOn(certDir, options, sourceOptions);
   return {
     ...provider,
@@ -40,31 +54,33 @@ export async function startReloadingProvider(
   };
 }
 
-/** Starts `options.implementation` on 127.0.0.1 over the Secret folder `certDir`, already written. */
+/** Starts `options.implementation` on 127.0.0.1 over the folder `certDir`, already written in `options.certLayout`. */
 export async function startProviderOn(
   certDir: string,
   options: Omit<ProviderServerOptions, 'certDir'>,
   sourceOptions: Parameters<typeof reloadingCertificateSource>[1] = {},
 ): Promise<ReloadingProvider> {
   let watcher: CertificateWatcher | undefined;
-  const server = await startProviderServer({ host: '127.0.0.1', port: 0, healthPort: 0, ...options, certDir }, (dir) => {
-    const source = reloadingCertificateSource(dir, sourceOptions);
+  const server = await startProviderServer({ host: '127.0.0.1', port: 0, healthPort: 0, ...options, certDir }, (dir, { layout }) => {
+    const source = reloadingCertificateSource(dir, { ...sourceOptions, layout });
     watcher = source.watcher;
     return source;
   });
   const w = watcher!;
+  const publishFiles = async (files: Readonly<Record<string, string>>): Promise<void> => {
+    const judged = new Promise<void>((resolve) => {
+      const offs = [w.onMaterial(() => (offs.forEach((f) => f()), resolve())), w.onFailure(() => (offs.forEach((f) => f()), resolve()))];
+    });
+    await writeAtomically(certDir, files);
+    await judged;
+  };
   return {
     server,
     certDir,
     port: server.port,
     watcher: w,
-    publish: async (bundle, next) => {
-      const judged = new Promise<void>((resolve) => {
-        const offs = [w.onMaterial(() => (offs.forEach((f) => f()), resolve())), w.onFailure(() => (offs.forEach((f) => f()), resolve()))];
-      });
-      await writeAtomically(certDir, secretFiles(bundle, next));
-      await judged;
-    },
+    publish: (bundle, next) => publishFiles(filesOf(options.certLayout, bundle, next)),
+    publishFiles,
     stop: () => server.close(),
   };
 }
