@@ -9,6 +9,9 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# The Go modules to build: this folder (the version npm test runs on) or ESO_MTLS_TESTBIN_MODULES,
+# a folder with kube-apiserver/ and etcd/ of its own (testing/envtest/compat: the oldest version we claim).
+modules="${ESO_MTLS_TESTBIN_MODULES:-$here}"
 log() { printf 'build-testbin: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 have_bins() { [[ -x "$1/kube-apiserver" && -x "$1/etcd" ]]; }
@@ -24,8 +27,8 @@ fi
 
 # (b) Cache keyed by the versions pinned in the wrapper modules.
 modver() { awk -v m="$2" '($1 == m) || ($1 == "require" && $2 == m) { print ($1 == m ? $2 : $3); exit }' "$1"; }
-k8s_ver="$(modver "$here/kube-apiserver/go.mod" k8s.io/kubernetes)"
-etcd_ver="$(modver "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
+k8s_ver="$(modver "$modules/kube-apiserver/go.mod" k8s.io/kubernetes)"
+etcd_ver="$(modver "$modules/etcd/go.mod" go.etcd.io/etcd/server/v3)"
 [[ "$k8s_ver" =~ ^v1\.([0-9]+)\.[0-9]+$ ]] || die "cannot read k8s.io/kubernetes version from kube-apiserver/go.mod"
 k8s_minor="${BASH_REMATCH[1]}"
 [[ -n "$etcd_ver" ]] || die "cannot read go.etcd.io/etcd/server/v3 version from etcd/go.mod"
@@ -39,7 +42,7 @@ fi
 
 # (c) A Go toolchain is needed for the one-off build.
 go_cmd="${GO:-go}"
-req_go="$(awk '$1 == "go" { print $2 }' "$here/kube-apiserver/go.mod" "$here/etcd/go.mod" | sort -V | tail -n1)"
+req_go="$(awk '$1 == "go" { print $2 }' "$modules/kube-apiserver/go.mod" "$modules/etcd/go.mod" | sort -V | tail -n1)"
 command -v "$go_cmd" >/dev/null 2>&1 ||
   die "'go' not found. Building kube-apiserver/etcd needs Go >= ${req_go} (https://go.dev/dl, or Debian's golang package from a release that ships it). Or set KUBEBUILDER_ASSETS to a dir holding kube-apiserver and etcd."
 have_go="$("$go_cmd" env GOVERSION)"; have_go="${have_go#go}"
@@ -68,11 +71,11 @@ trap 'rm -rf "$tmp"' EXIT
 export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
 start=$SECONDS
 log "building etcd ${etcd_ver} (Go ${have_go})"
-(cd "$here/etcd" && "$go_cmd" build -trimpath -ldflags "-s -w" \
+(cd "$modules/etcd" && "$go_cmd" build -trimpath -ldflags "-s -w" \
   -o "$tmp/etcd" go.etcd.io/etcd/server/v3) >&2
 log "building kube-apiserver ${k8s_ver} (cold: 10-20+ minutes on 2 cores)"
 vpkg=k8s.io/component-base/version
-(cd "$here/kube-apiserver" && "$go_cmd" build -trimpath \
+(cd "$modules/kube-apiserver" && "$go_cmd" build -trimpath \
   -ldflags "-s -w -X $vpkg.gitVersion=${k8s_ver} -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=${k8s_minor} -X $vpkg.gitTreeState=clean" \
   -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver) >&2
 
