@@ -97,6 +97,7 @@ export async function startController(config: ControllerConfig, deps: Controller
       podCertificatesStaleNames: () => adapter.podSigner?.staleNamesByNamespace() ?? new Map(),
     },
     onInvalidEntry: (e) => logger.warn({ error: e.message }, 'metrics entry skipped'),
+    podCertificates: config.podCertificates !== undefined,
   });
   const adapter: ProviderCertificateAdapter = await ProviderCertificateAdapter.create({
     connection,

@@ -77,6 +77,11 @@ export interface ControllerMetricsOptions {
   readonly source: ControllerCertificateSource;
   /** Told about a source entry that was skipped because it cannot become a series. */
   readonly onInvalidEntry?: (error: MetricLabelError) => void;
+  /**
+   * The pod-certificate mode is on: every series of the request counter starts at 0, so the first
+   * Denied or Failed request is an increase() an alert sees (a series born at 1 shows none).
+   */
+  readonly podCertificates?: boolean;
 }
 
 const SERVICE_LABELS = ['namespace', 'service'] as const;
@@ -190,6 +195,11 @@ export class ControllerMetrics {
       labelNames: ['signer', 'result', 'reason'] as const,
       registers,
     });
+    if (options.podCertificates) {
+      for (const signer of ['server', 'client'] as const) {
+        for (const reason of POD_REQUEST_REASONS) this.podRequests.inc({ signer, result: podRequestResultOf(reason), reason }, 0);
+      }
+    }
 
     this.caRotationFailures = new Counter({
       name: METRIC_NAMES.caCertificateRotationFailures,
@@ -267,8 +277,10 @@ export class ControllerMetrics {
     if (signer !== 'server' && signer !== 'client') throw new MetricLabelError(`pod certificate signer ${JSON.stringify(signer)} is not server or client`);
     if (!['issued', 'denied', 'failed'].includes(result))
       throw new MetricLabelError(`pod certificate result ${JSON.stringify(result)} is not issued, denied or failed`);
-    if (!POD_REQUEST_REASONS.includes(reason))
-      throw new MetricLabelError(`pod certificate reason ${JSON.stringify(reason)} is not one of ${POD_REQUEST_REASONS.join(', ')}`);
+    if (!POD_REQUEST_REASONS.includes(reason) || podRequestResultOf(reason) !== result) {
+      const reasons = POD_REQUEST_REASONS.filter((r) => podRequestResultOf(r) === result);
+      throw new MetricLabelError(`pod certificate reason ${JSON.stringify(reason)} is not a ${result} reason (${reasons.join(', ')})`);
+    }
     this.podRequests.inc({ signer, result, reason });
   }
 
@@ -276,6 +288,12 @@ export class ControllerMetrics {
   recordCaRotationFailure(): void {
     this.caRotationFailures.inc();
   }
+}
+
+/** The one result each reason comes with. */
+function podRequestResultOf(reason: string): PodRequestResult {
+  if (reason === 'Issued') return 'issued';
+  return reason === 'CAUnavailable' || reason === 'StatusWriteFailed' ? 'failed' : 'denied';
 }
 
 function validServices(namespace: string, services: readonly string[]): ServiceLabels[] {

@@ -298,6 +298,37 @@ describe('ControllerMetrics refusals, signing pause and CA failures', () => {
   });
 });
 
+describe('ControllerMetrics pod certificates', () => {
+  it('start every request series at 0 in pod-certificate mode, count by signer, result and reason, and refuse other labels', async () => {
+    const clock = new ManualClock(T0);
+    const view = new ControllerView();
+    const metrics = new ControllerMetrics({ now: clock.now, source: view, podCertificates: true });
+    const scrape = await served.start(metrics.registry);
+    let s = (await scrape()).samples;
+    expect(valueOf(s, N.podCertificateRequests, { signer: 'server', result: 'denied', reason: 'NoProviderService' })).toBe(0);
+    expect(valueOf(s, N.podCertificateRequests, { signer: 'client', result: 'failed', reason: 'CAUnavailable' })).toBe(0);
+    metrics.recordPodCertificateRequest('server', 'denied', 'NoProviderService');
+    metrics.recordPodCertificateRequest('server', 'issued', 'Issued');
+    metrics.recordPodCertificateRequest('server', 'issued', 'Issued');
+    s = (await scrape()).samples;
+    expect(valueOf(s, N.podCertificateRequests, { signer: 'server', result: 'denied', reason: 'NoProviderService' })).toBe(1);
+    expect(valueOf(s, N.podCertificateRequests, { signer: 'server', result: 'issued', reason: 'Issued' })).toBe(2);
+    expect(() => metrics.recordPodCertificateRequest('server', 'issued', 'NoProviderService')).toThrow(MetricLabelError);
+    expect(() => metrics.recordPodCertificateRequest('server', 'denied', 'tenant text')).toThrow(/is not a denied reason/);
+  });
+
+  it('export stale names per namespace from the leader only, and nothing without pod certificates', async () => {
+    const { view, samples } = await setUp();
+    view.staleNames.set('team-a', 3).set('team-b', 0);
+    let s = await samples();
+    expect(series(s, N.podCertificatesStaleNames)).toEqual([{ name: N.podCertificatesStaleNames, labels: { namespace: 'team-a' }, value: 3 }]);
+    expect(series(s, N.podCertificateRequests)).toEqual([]);
+    view.leader = false;
+    s = await samples();
+    expect(series(s, N.podCertificatesStaleNames)).toEqual([]);
+  });
+});
+
 describe('ControllerMetrics instances', () => {
   it('never collide: two in one process keep their own registries and values', async () => {
     const one = await setUp();

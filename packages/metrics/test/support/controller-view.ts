@@ -8,6 +8,7 @@ export class ControllerView implements ControllerCertificateSource {
   cas: CaCertificateEntry[] = [];
   refused: RefusedServiceEntry[] = [];
   pausedUntil: number | undefined = undefined;
+  staleNames = new Map<string, number>();
 
   isLeader(): boolean {
     return this.leader;
@@ -26,6 +27,9 @@ export class ControllerView implements ControllerCertificateSource {
   }
   signingPausedUntil(): number | undefined {
     return this.pausedUntil;
+  }
+  podCertificatesStaleNames(): ReadonlyMap<string, number> {
+    return this.staleNames;
   }
 }
 
