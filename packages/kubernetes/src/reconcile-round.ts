@@ -84,6 +84,8 @@ export interface RoundDependencies {
  */
 export class ReconcileRound {
   private readonly reports: StandingReports;
+  // When each trust bundle's problem was last reported (pod-certificate mode).
+  private readonly bundleReports = new Map<string, Instant>();
 
   constructor(private readonly deps: RoundDependencies) {
     this.reports = new StandingReports(deps.logger, deps.events, deps.hooks, deps.policy.reconcileInterval);
@@ -113,11 +115,18 @@ export class ReconcileRound {
   private async signPods(result: RoundResult, ca: MaterializedCa, clock: () => Instant): Promise<RoundResult> {
     const { pods, logger, hooks, events, writesAllowed } = this.deps;
     if (!pods || !writesAllowed()) return result;
-    const published = await pods.trustBundles.publish(ca, clock());
-    for (const f of published.failed) {
+    const now = clock();
+    const published = await pods.trustBundles.publish(ca, now);
+    // Every failed write counts; a standing conflict once per reconcile interval, like the Secrets'.
+    // Either is logged and recorded at most once per interval and bundle, so nothing floods.
+    published.failed.forEach(() => hooks.onCaRotationFailure?.());
+    for (const f of [...published.failed, ...published.conflicts]) {
+      const last = this.bundleReports.get(f.name);
+      if (last !== undefined && now - last < this.deps.policy.reconcileInterval) continue;
+      this.bundleReports.set(f.name, now);
+      if (published.conflicts.includes(f)) hooks.onCaRotationFailure?.();
       logger.warn({ trustBundle: f.name, error: f.message }, 'publishing a trust bundle failed; retrying');
       events.record({ kind: 'Secret', ...pods.caEventTarget }, 'Warning', 'Failed', f.message);
-      hooks.onCaRotationFailure?.();
     }
     const signed = await pods.signer.signPending(ca, clock, writesAllowed);
     await pods.signer.refreshStaleNames(clock());

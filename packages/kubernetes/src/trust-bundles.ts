@@ -33,7 +33,10 @@ export function trustBundleName(signerName: string): string {
 /** How one publish went, for the round's counts. */
 export interface PublishResult {
   readonly written: number;
+  /** Writes that failed; retried with the reconciler's backoff. */
   readonly failed: readonly { readonly name: string; readonly message: string }[];
+  /** Bundles of our names that another party wrote: left alone, a standing problem rather than a failure to retry. */
+  readonly conflicts: readonly { readonly name: string; readonly message: string }[];
 }
 
 /**
@@ -73,11 +76,12 @@ export class TrustBundles {
   async publish(ca: MaterializedCa, now: Instant): Promise<PublishResult> {
     let written = 0;
     const failed: { name: string; message: string }[] = [];
+    const conflicts: { name: string; message: string }[] = [];
     for (const signer of this.signerNames) {
       const name = trustBundleName(signer);
       const existing = this.informer.get('', name);
       if (existing !== undefined && !this.isOurs(existing)) {
-        failed.push({ name, message: `ClusterTrustBundle ${name} exists but was not written by this installation; it is left alone` });
+        conflicts.push({ name, message: `ClusterTrustBundle ${name} exists but was not written by this installation; it is left alone` });
         continue;
       }
       const current = this.ours(signer);
@@ -104,7 +108,7 @@ export class TrustBundles {
         failed.push({ name, message: `writing ClusterTrustBundle ${name} failed: ${(e as Error).message}` });
       }
     }
-    return { written, failed };
+    return { written, failed, conflicts };
   }
 
   private ours(signer: string): { text: string; annotations: Readonly<Record<string, string>> } | undefined {
