@@ -73,6 +73,15 @@ async function podsSelected(core: CoreV1Api, namespace: string, selector: V1Labe
   return list.items.map((p) => p.metadata!.name!).sort();
 }
 
+/** The NetworkPolicy and Deployment named `name` in `manifests`, and its Service `service`: what a policy is read against. */
+function policyObjects(manifests: readonly Manifest[], name: string, service: string): [NetworkPolicy, V1Deployment, V1Service] {
+  return [
+    find<NetworkPolicy>(manifests, 'NetworkPolicy', name),
+    find<V1Deployment>(manifests, 'Deployment', name),
+    find<V1Service>(manifests, 'Service', service),
+  ];
+}
+
 /** What a controller NetworkPolicy allows, read against the controller's Deployment and metrics Service. */
 async function controllerFacts(core: CoreV1Api, np: NetworkPolicy, deployment: V1Deployment, metrics: V1Service) {
   const container = deployment.spec!.template.spec!.containers.find((c) => c.name === 'controller')!;
@@ -154,13 +163,8 @@ describe('shipped NetworkPolicies on a real apiserver (nothing enforces them: no
   });
 
   it("selects the controller's pods only, lets in only its metrics port, and lets out only to the placeholder apiserver address (no DNS)", async () => {
-    const np = find<NetworkPolicy>(kustomized, 'NetworkPolicy', 'eso-mtls-controller');
-    const facts = await controllerFacts(
-      core,
-      np,
-      find<V1Deployment>(kustomized, 'Deployment', 'eso-mtls-controller'),
-      find<V1Service>(kustomized, 'Service', 'eso-mtls-controller-metrics'),
-    );
+    const [np, deployment, metrics] = policyObjects(kustomized, 'eso-mtls-controller', 'eso-mtls-controller-metrics');
+    const facts = await controllerFacts(core, np, deployment, metrics);
     expect(facts).toEqual({
       policyTypes: ['Ingress', 'Egress'],
       selected: ['eso-mtls-controller-pod'],
@@ -200,13 +204,7 @@ describe('shipped NetworkPolicies on a real apiserver (nothing enforces them: no
   });
 
   it("selects the example provider's pods, lets only ESO core's pods reach the Service's gRPC target, Prometheus the health port, and nothing out", async () => {
-    const np = find<NetworkPolicy>(example, 'NetworkPolicy', 'file-provider');
-    const facts = await providerFacts(
-      core,
-      np,
-      find<V1Deployment>(example, 'Deployment', 'file-provider'),
-      find<V1Service>(example, 'Service', 'file-provider'),
-    );
+    const facts = await providerFacts(core, ...policyObjects(example, 'file-provider', 'file-provider'));
     expect(facts).toEqual({
       policyTypes: ['Ingress', 'Egress'],
       selected: ['file-provider-pod'],
@@ -273,15 +271,7 @@ describe('shipped NetworkPolicies on a real apiserver (nothing enforces them: no
         { code: 200, message: '' },
         { code: 200, message: '' },
       ]);
-      const controller = find<NetworkPolicy>(chart, 'NetworkPolicy', 'platform-eso-mtls');
-      expect(
-        await controllerFacts(
-          core,
-          controller,
-          find<V1Deployment>(chart, 'Deployment', 'platform-eso-mtls'),
-          find<V1Service>(chart, 'Service', 'platform-eso-mtls-metrics'),
-        ),
-      ).toEqual({
+      expect(await controllerFacts(core, ...policyObjects(chart, 'platform-eso-mtls', 'platform-eso-mtls-metrics'))).toEqual({
         policyTypes: ['Ingress', 'Egress'],
         selected: ['platform-eso-mtls-pod'],
         ingressPorts: ['metrics', 'health'],
@@ -291,14 +281,9 @@ describe('shipped NetworkPolicies on a real apiserver (nothing enforces them: no
         egressCidrs: ['10.0.0.10/32', '10.0.0.11/32'],
         egressPorts: [443],
       });
-      const provider = find<NetworkPolicy>(chart, 'NetworkPolicy', 'file-provider');
+      const [provider, deployment, service] = policyObjects(chart, 'file-provider', 'file-provider');
       expect(provider.metadata!.namespace).toBe('platform-provider');
-      const facts = await providerFacts(
-        core,
-        provider,
-        find<V1Deployment>(chart, 'Deployment', 'file-provider'),
-        find<V1Service>(chart, 'Service', 'file-provider'),
-      );
+      const facts = await providerFacts(core, provider, deployment, service);
       // ESO's namespace is the release's: ESO core there, not in external-secrets-system, may call it.
       expect(facts).toMatchObject({ selected: ['file-provider-pod'], grpcPorts: ['grpc'], serviceTargetPort: 'grpc', grpcPeerNamespaces: [RELEASE_NS] });
       const expected = structuredClone(find<NetworkPolicy>(example, 'NetworkPolicy', 'file-provider').spec!);

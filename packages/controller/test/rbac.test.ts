@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   AdmissionregistrationV1Api,
-  ApiException,
   CoordinationV1Api,
   CoreV1Api,
   type KubeConfig,
@@ -11,6 +10,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
+import { answer } from '../../../testing/policies/support/answers.js';
 import { applyAll, kustomizeBuild, serviceAccountKubeConfig } from './support/manifests.js';
 
 // The shipped RBAC and admission policy on a real apiserver, exercised with a real token of the
@@ -18,22 +18,6 @@ import { applyAll, kustomizeBuild, serviceAccountKubeConfig } from './support/ma
 const ESO_NS = 'external-secrets-system';
 const PROVIDER = 'external-secrets-provider-tls';
 const LABELS = { 'app.kubernetes.io/managed-by': 'eso-mtls', 'app.kubernetes.io/component': 'provider-tls' };
-
-async function status(call: Promise<unknown>): Promise<{ code: number; message: string }> {
-  try {
-    await call;
-    return { code: 200, message: '' };
-  } catch (e) {
-    if (!(e instanceof ApiException)) throw e;
-    let message = String(e.body);
-    try {
-      message = (JSON.parse(String(e.body)) as { message: string }).message;
-    } catch {
-      // not JSON: keep the raw body
-    }
-    return { code: e.code, message };
-  }
-}
 
 function secret(namespace: string, name: string, extra: Partial<V1Secret> = {}): V1Secret {
   return { metadata: { name, namespace, labels: LABELS }, type: 'kubernetes.io/tls', data: { 'tls.crt': '', 'tls.key': '' }, ...extra };
@@ -49,12 +33,12 @@ function lease(name: string, extra: Partial<V1Lease['spec']> = {}): V1Lease {
  */
 async function untilAnswer(what: string, attempt: () => Promise<unknown>, code: number, undo: () => Promise<unknown> = async () => undefined): Promise<void> {
   const deadline = Date.now() + 20_000;
-  let last = await status(attempt());
+  let last = await answer(attempt());
   while (last.code !== code) {
     if (Date.now() > deadline) throw new Error(`${what}: still ${last.code} ${last.message} after 20 s, expected ${code}`);
     if (last.code === 200) await undo().catch(() => undefined);
     await new Promise((r) => setTimeout(r, 250));
-    last = await status(attempt());
+    last = await answer(attempt());
   }
 }
 
@@ -93,25 +77,25 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
   });
 
   it('allows what the controller does: list/watch Services, and the provider Secret by name everywhere', async () => {
-    expect((await status(sa.listServiceForAllNamespaces({ labelSelector: 'external-secrets.io/provider=true' }))).code).toBe(200);
-    expect((await status(sa.listSecretForAllNamespaces({ fieldSelector: `metadata.name=${PROVIDER}` }))).code).toBe(200);
-    expect((await status(sa.readNamespacedSecret({ name: PROVIDER, namespace: 'team-a' }))).code).toBe(200);
-    expect((await status(sa.readNamespacedSecret({ name: PROVIDER, namespace: 'team-b' }))).code).toBe(404);
-    expect((await status(sa.listNamespacedSecret({ namespace: ESO_NS, fieldSelector: 'metadata.name=eso-provider-ca-internal' }))).code).toBe(200);
-    const created = await status(sa.createNamespacedSecret({ namespace: 'team-b', body: secret('team-b', PROVIDER) }));
+    expect((await answer(sa.listServiceForAllNamespaces({ labelSelector: 'external-secrets.io/provider=true' }))).code).toBe(200);
+    expect((await answer(sa.listSecretForAllNamespaces({ fieldSelector: `metadata.name=${PROVIDER}` }))).code).toBe(200);
+    expect((await answer(sa.readNamespacedSecret({ name: PROVIDER, namespace: 'team-a' }))).code).toBe(200);
+    expect((await answer(sa.readNamespacedSecret({ name: PROVIDER, namespace: 'team-b' }))).code).toBe(404);
+    expect((await answer(sa.listNamespacedSecret({ namespace: ESO_NS, fieldSelector: 'metadata.name=eso-provider-ca-internal' }))).code).toBe(200);
+    const created = await answer(sa.createNamespacedSecret({ namespace: 'team-b', body: secret('team-b', PROVIDER) }));
     expect(created.code).toBe(200);
     const current = await sa.readNamespacedSecret({ name: PROVIDER, namespace: 'team-b' });
     expect(
-      (await status(sa.replaceNamespacedSecret({ name: PROVIDER, namespace: 'team-b', body: { ...current, data: { 'tls.crt': 'eA==', 'tls.key': 'eA==' } } })))
+      (await answer(sa.replaceNamespacedSecret({ name: PROVIDER, namespace: 'team-b', body: { ...current, data: { 'tls.crt': 'eA==', 'tls.key': 'eA==' } } })))
         .code,
     ).toBe(200);
     const ca = {
       metadata: { name: 'eso-provider-ca-internal', namespace: ESO_NS, labels: { ...LABELS, 'app.kubernetes.io/component': 'ca' } },
       type: 'Opaque',
     };
-    expect((await status(sa.createNamespacedSecret({ namespace: ESO_NS, body: ca }))).code).toBe(200);
-    expect((await status(sa.readNamespacedSecret({ name: 'eso-provider-ca-internal', namespace: ESO_NS }))).code).toBe(200);
-    const events = await status(
+    expect((await answer(sa.createNamespacedSecret({ namespace: ESO_NS, body: ca }))).code).toBe(200);
+    expect((await answer(sa.readNamespacedSecret({ name: 'eso-provider-ca-internal', namespace: ESO_NS }))).code).toBe(200);
+    const events = await answer(
       sa.createNamespacedEvent({
         namespace: 'team-b',
         body: {
@@ -133,7 +117,7 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
       ['team-a', 'eso-provider-ca-internal'],
       ['team-b', 'no-such-secret'],
     ]) {
-      const r = await status(sa.readNamespacedSecret({ name: name!, namespace: namespace! }));
+      const r = await answer(sa.readNamespacedSecret({ name: name!, namespace: namespace! }));
       expect({ namespace, name, code: r.code }).toEqual({ namespace, name, code: 403 });
     }
   });
@@ -144,17 +128,17 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
       [ESO_NS, 'eso-provider-ca-internal'],
       ['team-a', 'database-password'],
     ]) {
-      expect((await status(sa.deleteNamespacedSecret({ name: name!, namespace: namespace! }))).code).toBe(403);
+      expect((await answer(sa.deleteNamespacedSecret({ name: name!, namespace: namespace! }))).code).toBe(403);
     }
-    expect((await status(sa.deleteCollectionNamespacedSecret({ namespace: 'team-a' }))).code).toBe(403);
+    expect((await answer(sa.deleteCollectionNamespacedSecret({ namespace: 'team-a' }))).code).toBe(403);
   });
 
   it('refuses list and watch of Secrets without the name field selector', async () => {
-    expect((await status(sa.listSecretForAllNamespaces())).code).toBe(403);
-    expect((await status(sa.listNamespacedSecret({ namespace: 'team-a' }))).code).toBe(403);
-    expect((await status(sa.listNamespacedSecret({ namespace: ESO_NS }))).code).toBe(403);
-    expect((await status(sa.listSecretForAllNamespaces({ fieldSelector: 'metadata.name=database-password' }))).code).toBe(403);
-    expect((await status(sa.listSecretForAllNamespaces({ labelSelector: 'app.kubernetes.io/managed-by=eso-mtls' }))).code).toBe(403);
+    expect((await answer(sa.listSecretForAllNamespaces())).code).toBe(403);
+    expect((await answer(sa.listNamespacedSecret({ namespace: 'team-a' }))).code).toBe(403);
+    expect((await answer(sa.listNamespacedSecret({ namespace: ESO_NS }))).code).toBe(403);
+    expect((await answer(sa.listSecretForAllNamespaces({ fieldSelector: 'metadata.name=database-password' }))).code).toBe(403);
+    expect((await answer(sa.listSecretForAllNamespaces({ labelSelector: 'app.kubernetes.io/managed-by=eso-mtls' }))).code).toBe(403);
     // client-node's Watch hands a non-200 answer to its done callback with the HTTP status attached.
     const codeOf = (e: unknown): number => (e as { statusCode?: number } | undefined)?.statusCode ?? -1;
     const watchCode = await new Promise<number>((resolve) => {
@@ -174,7 +158,7 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
   });
 
   it('denies, by admission policy, creating a Secret of another name', async () => {
-    const r = await status(sa.createNamespacedSecret({ namespace: 'team-a', body: secret('team-a', 'my-own-secret') }));
+    const r = await answer(sa.createNamespacedSecret({ namespace: 'team-a', body: secret('team-a', 'my-own-secret') }));
     expect(r.code).toBe(403);
     expect(r.message).toContain("ValidatingAdmissionPolicy 'eso-mtls-controller-secret-writes'");
     expect(r.message).toContain(
@@ -184,7 +168,7 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
 
   it('denies the service-account-token escalation: our name, type kubernetes.io/service-account-token', async () => {
     await admin.createNamespacedServiceAccount({ namespace: 'kube-system-like', body: { metadata: { name: 'powerful' } } });
-    const r = await status(
+    const r = await answer(
       sa.createNamespacedSecret({
         namespace: 'kube-system-like',
         body: {
@@ -195,14 +179,14 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     );
     expect(r.code).toBe(403);
     expect(r.message).toContain('may write Secrets of type kubernetes.io/tls or Opaque only, not kubernetes.io/service-account-token');
-    expect((await status(admin.readNamespacedSecret({ name: PROVIDER, namespace: 'kube-system-like' }))).code).toBe(404);
+    expect((await answer(admin.readNamespacedSecret({ name: PROVIDER, namespace: 'kube-system-like' }))).code).toBe(404);
   });
 
   it('denies our names without our labels, and the CA or client names outside the ESO namespace', async () => {
-    const unlabelled = await status(sa.createNamespacedSecret({ namespace: 'kube-system-like', body: { metadata: { name: PROVIDER }, type: 'Opaque' } }));
+    const unlabelled = await answer(sa.createNamespacedSecret({ namespace: 'kube-system-like', body: { metadata: { name: PROVIDER }, type: 'Opaque' } }));
     expect(unlabelled.code).toBe(403);
     expect(unlabelled.message).toContain('must label the Secrets it writes app.kubernetes.io/managed-by=eso-mtls and app.kubernetes.io/component=provider-tls');
-    const wrongComponent = await status(
+    const wrongComponent = await answer(
       sa.createNamespacedSecret({
         namespace: 'kube-system-like',
         body: secret('kube-system-like', PROVIDER, {
@@ -211,7 +195,7 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
       }),
     );
     expect(wrongComponent.code).toBe(403);
-    const caElsewhere = await status(
+    const caElsewhere = await answer(
       sa.createNamespacedSecret({
         namespace: 'team-a',
         body: secret('team-a', 'eso-provider-ca-internal', {
@@ -223,14 +207,14 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     expect(caElsewhere.message).toContain('may write eso-provider-ca-internal only in namespace external-secrets-system, not team-a');
     // An update that strips our labels is denied too; the Secret keeps them.
     const current = await sa.readNamespacedSecret({ name: PROVIDER, namespace: 'team-a' });
-    const stripped = await status(
+    const stripped = await answer(
       sa.replaceNamespacedSecret({ name: PROVIDER, namespace: 'team-a', body: { ...current, metadata: { ...current.metadata, labels: {} } } }),
     );
     expect(stripped.code).toBe(403);
   });
 
   it('applies the policy to the controller only: an admin may still create any Secret', async () => {
-    expect((await status(admin.createNamespacedSecret({ namespace: 'team-b', body: { metadata: { name: 'admins-own' }, stringData: { a: 'b' } } }))).code).toBe(
+    expect((await answer(admin.createNamespacedSecret({ namespace: 'team-b', body: { metadata: { name: 'admins-own' }, stringData: { a: 'b' } } }))).code).toBe(
       200,
     );
   });
@@ -238,30 +222,30 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
   it('allows leader election on the one Lease only', async () => {
     const coordination = saKc.makeApiClient(CoordinationV1Api);
     const lease = { metadata: { name: 'eso-mtls-controller', namespace: ESO_NS }, spec: { holderIdentity: 'x', leaseDurationSeconds: 15 } };
-    expect((await status(coordination.createNamespacedLease({ namespace: ESO_NS, body: lease }))).code).toBe(200);
+    expect((await answer(coordination.createNamespacedLease({ namespace: ESO_NS, body: lease }))).code).toBe(200);
     const read = await coordination.readNamespacedLease({ name: 'eso-mtls-controller', namespace: ESO_NS });
-    expect((await status(coordination.replaceNamespacedLease({ name: 'eso-mtls-controller', namespace: ESO_NS, body: read }))).code).toBe(200);
-    expect((await status(coordination.readNamespacedLease({ name: 'kube-controller-manager', namespace: ESO_NS }))).code).toBe(403);
-    expect((await status(coordination.createNamespacedLease({ namespace: 'team-a', body: { metadata: { name: 'eso-mtls-controller' } } }))).code).toBe(403);
-    expect((await status(coordination.deleteNamespacedLease({ name: 'eso-mtls-controller', namespace: ESO_NS }))).code).toBe(403);
+    expect((await answer(coordination.replaceNamespacedLease({ name: 'eso-mtls-controller', namespace: ESO_NS, body: read }))).code).toBe(200);
+    expect((await answer(coordination.readNamespacedLease({ name: 'kube-controller-manager', namespace: ESO_NS }))).code).toBe(403);
+    expect((await answer(coordination.createNamespacedLease({ namespace: 'team-a', body: { metadata: { name: 'eso-mtls-controller' } } }))).code).toBe(403);
+    expect((await answer(coordination.deleteNamespacedLease({ name: 'eso-mtls-controller', namespace: ESO_NS }))).code).toBe(403);
   });
 
   it("denies, by admission policy, creating any other Lease in the leader-election namespace, ESO's own included", async () => {
     const coordination = saKc.makeApiClient(CoordinationV1Api);
     // ESO's leader-election Lease, taken over for 68 years: without the policy the Role's create allows it.
     const hijack = lease('external-secrets-controller', { holderIdentity: 'eso-mtls-controller', leaseDurationSeconds: 2_147_483_647 });
-    const r = await status(coordination.createNamespacedLease({ namespace: ESO_NS, body: hijack }));
+    const r = await answer(coordination.createNamespacedLease({ namespace: ESO_NS, body: hijack }));
     expect(r.code).toBe(403);
     expect(r.message).toContain("ValidatingAdmissionPolicy 'eso-mtls-controller-lease-creates'");
     expect(r.message).toContain(
       'eso-mtls-controller may create only its own leader-election Lease eso-mtls-controller (--leader-election-id), not external-secrets-controller',
     );
     const adminLeases = plane.adminKubeConfig.makeApiClient(CoordinationV1Api);
-    expect((await status(adminLeases.readNamespacedLease({ name: 'external-secrets-controller', namespace: ESO_NS }))).code).toBe(404);
+    expect((await answer(adminLeases.readNamespacedLease({ name: 'external-secrets-controller', namespace: ESO_NS }))).code).toBe(404);
     // Elsewhere RBAC refuses first; the policy's namespace rule is exercised with other parameters below.
-    expect((await status(coordination.createNamespacedLease({ namespace: 'team-a', body: lease('eso-mtls-controller') }))).code).toBe(403);
+    expect((await answer(coordination.createNamespacedLease({ namespace: 'team-a', body: lease('eso-mtls-controller') }))).code).toBe(403);
     // Others are not judged: an admin creates ESO's Lease as before.
-    expect((await status(adminLeases.createNamespacedLease({ namespace: ESO_NS, body: lease('external-secrets-controller') }))).code).toBe(200);
+    expect((await answer(adminLeases.createNamespacedLease({ namespace: ESO_NS, body: lease('external-secrets-controller') }))).code).toBe(200);
   });
 
   it('takes the identity, namespaces and names from its parameters: a second binding with other ones holds another controller', async () => {
@@ -327,13 +311,13 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
       () => adminLeases.deleteNamespacedLease({ name: 'probe', namespace: ns }),
     );
 
-    expect((await status(leases.createNamespacedLease({ namespace: ns, body: lease('other-lease') }))).code).toBe(200);
-    const ours = await status(leases.createNamespacedLease({ namespace: ns, body: lease('eso-mtls-controller') }));
+    expect((await answer(leases.createNamespacedLease({ namespace: ns, body: lease('other-lease') }))).code).toBe(200);
+    const ours = await answer(leases.createNamespacedLease({ namespace: ns, body: lease('eso-mtls-controller') }));
     expect(ours).toEqual({
       code: 403,
       message: expect.stringContaining('may create only its own leader-election Lease other-lease (--leader-election-id), not eso-mtls-controller'),
     });
-    const elsewhere = await status(leases.createNamespacedLease({ namespace: ESO_NS, body: lease('other-lease') }));
+    const elsewhere = await answer(leases.createNamespacedLease({ namespace: ESO_NS, body: lease('other-lease') }));
     expect(elsewhere).toEqual({
       code: 403,
       message: expect.stringContaining(`may create Leases only in namespace ${ns} (--leader-election-namespace), not ${ESO_NS}`),
@@ -342,17 +326,17 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     const secrets = other.makeApiClient(CoreV1Api);
     const caLabels = { ...LABELS, 'app.kubernetes.io/component': 'ca' };
     const ca = (name: string): V1Secret => ({ metadata: { name, labels: caLabels }, type: 'Opaque' });
-    expect((await status(secrets.createNamespacedSecret({ namespace: ns, body: ca('other-ca') }))).code).toBe(200);
-    const shippedName = await status(secrets.createNamespacedSecret({ namespace: ns, body: ca('eso-provider-ca-internal') }));
+    expect((await answer(secrets.createNamespacedSecret({ namespace: ns, body: ca('other-ca') }))).code).toBe(200);
+    const shippedName = await answer(secrets.createNamespacedSecret({ namespace: ns, body: ca('eso-provider-ca-internal') }));
     expect(shippedName).toEqual({
       code: 403,
       message: expect.stringContaining(`may write only the Secrets ${PROVIDER}, other-ca and other-client, not eso-provider-ca-internal`),
     });
-    const caElsewhere = await status(secrets.createNamespacedSecret({ namespace: ESO_NS, body: ca('other-ca') }));
+    const caElsewhere = await answer(secrets.createNamespacedSecret({ namespace: ESO_NS, body: ca('other-ca') }));
     expect(caElsewhere).toEqual({ code: 403, message: expect.stringContaining(`may write other-ca only in namespace ${ns}, not ${ESO_NS}`) });
 
     // The shipped parameters still hold our controller, whose identity the other binding does not match.
-    expect((await status(saKc.makeApiClient(CoordinationV1Api).createNamespacedLease({ namespace: ESO_NS, body: lease('other-lease') }))).code).toBe(403);
+    expect((await answer(saKc.makeApiClient(CoordinationV1Api).createNamespacedLease({ namespace: ESO_NS, body: lease('other-lease') }))).code).toBe(403);
 
     // Without its parameters a binding stands aside (parameterNotFoundAction: Allow): the cluster's
     // other Secret writes never depend on one ConfigMap, and RBAC alone judges the controller again.
@@ -364,7 +348,7 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
         200,
       );
       expect(
-        (await status(admin.createNamespacedSecret({ namespace: 'team-b', body: { metadata: { name: 'while-params-missing' }, stringData: { a: 'b' } } })))
+        (await answer(admin.createNamespacedSecret({ namespace: 'team-b', body: { metadata: { name: 'while-params-missing' }, stringData: { a: 'b' } } })))
           .code,
       ).toBe(200);
     } finally {

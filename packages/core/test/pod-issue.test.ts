@@ -1,8 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { type KeyObject, X509Certificate, generateKeyPairSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import {
   type CryptoBackend,
@@ -26,6 +23,8 @@ import {
 import { issuePodLeaf, randomSerialNumber } from '../src/issue.js';
 import { MAX_SERVER_CERTIFICATE_BYTES } from '../src/name-budget.js';
 import { nodeBackend, openssl, tempDir } from './support/fixtures.js';
+import { type KeyPair, POD_KEYS, spkiOf, stubRequest } from './support/pod-keys.js';
+import { failures, lintPem, zlintPath } from './support/zlint.js';
 
 // Pod certificates end to end in the core: a kubelet's key (node:crypto) in a stub request made by
 // OpenSSL, decided by decidePodRequest, issued by issuePodCertificate under a real CA, then read
@@ -37,26 +36,6 @@ afterAll(() => tmp.remove());
 const crypto = nodeBackend();
 const policy = resolvePolicy({ esoNamespace: 'eso', serviceAccount: 'eso-core' });
 const LIMITS = { maxExpirationSeconds: undefined, maxValidity: hours(24) };
-
-type KeyPair = { publicKey: KeyObject; privateKey: KeyObject };
-const spkiOf = (pair: KeyPair): Uint8Array => new Uint8Array(pair.publicKey.export({ type: 'spki', format: 'der' }));
-const KEYS: Readonly<Record<PodKeyType, () => KeyPair>> = {
-  RSA3072: () => generateKeyPairSync('rsa', { modulusLength: 3072 }),
-  RSA4096: () => generateKeyPairSync('rsa', { modulusLength: 4096 }),
-  ECDSAP256: () => generateKeyPairSync('ec', { namedCurve: 'P-256' }),
-  ECDSAP384: () => generateKeyPairSync('ec', { namedCurve: 'P-384' }),
-  ECDSAP521: () => generateKeyPairSync('ec', { namedCurve: 'P-521' }),
-  ED25519: () => generateKeyPairSync('ed25519'),
-};
-
-/** `openssl req -new -key K -subj <subject> -outform DER`, then `extra`. */
-function stubRequest(name: string, pair: KeyPair, subject = '/', ...extra: string[]): Uint8Array {
-  const key = tmp.write(`${name}.key`, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string);
-  const out = `${tmp.dir}/${name}.der`;
-  const r = openssl(['req', '-new', '-key', key, '-subj', subject, ...extra, '-outform', 'DER', '-out', out]);
-  if (r.status !== 0) throw new Error(`openssl req failed: ${r.output}`);
-  return new Uint8Array(readFileSync(out));
-}
 
 const PROVIDER: SelectingService = { name: 'provider', selector: { app: 'provider' } };
 const POD = { uid: 'c0ffee00-0000-4000-8000-000000000001', labels: { app: 'provider' } };
@@ -100,8 +79,8 @@ beforeAll(async () => {
   cas['ECDSA-P256 CA'] = await issueCa({ crypto, policy, now });
   cas['RSA-3072 CA'] = await issueCa({ crypto, policy: resolvePolicy({ keyAlgorithm: 'RSA-3072' }), now });
   for (const type of POD_KEY_TYPES) {
-    pairs[type] = KEYS[type]();
-    stubs[type] = stubRequest(type, pairs[type]);
+    pairs[type] = POD_KEYS[type]();
+    stubs[type] = stubRequest(tmp, type, pairs[type]);
   }
   for (const caKind of CA_KINDS) {
     for (const type of POD_KEY_TYPES) {
@@ -181,8 +160,9 @@ describe('issuePodCertificate', () => {
   const ctx = () => ({ crypto, policy, now: Date.now() });
 
   it('takes only the key from a stub request with a subject, SANs and EKUs of its own', async () => {
-    const pair = KEYS.ECDSAP256();
+    const pair = POD_KEYS.ECDSAP256();
     const stub = stubRequest(
+      tmp,
       'evil',
       pair,
       '/CN=evil',
@@ -309,23 +289,10 @@ describe('issuePodLeaf refuses a validity the CA does not cover', () => {
 
 // zlint, as packages/core/test/zlint.test.ts runs it: every lint but the web-PKI sources of
 // testing/zlint/exclusions.json; no warning, error or fatal accepted.
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const exclusions = JSON.parse(readFileSync(`${repoRoot}testing/zlint/exclusions.json`, 'utf8')) as {
-  readonly sources: readonly { readonly source: string }[];
-  readonly lints: readonly { readonly name: string }[];
-};
-
-/** The zlint binary scripts/ensure-zlint.sh provides (a missing zlint fails the test, never skips it). */
-function zlintPath(): string {
-  const out = execFileSync('bash', ['scripts/ensure-zlint.sh'], { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  return out.trim().split('\n').pop()!;
-}
-
 describe('zlint', () => {
-  let zlint: string;
   // A cold zlint build took 90 s on a loaded 2-core machine: a build's bound, not a speed check.
   beforeAll(() => {
-    zlint = zlintPath();
+    zlintPath();
   }, 20 * 60_000);
 
   const linted = cases
@@ -333,13 +300,8 @@ describe('zlint', () => {
     .concat(cases.filter(([caKind, type]) => caKind === 'RSA-3072 CA' && type === 'ED25519'));
   it.each(linted)('%s, %s key, %s certificate: no zlint warning, error or fatal', (caKind, type, role) => {
     const file = tmp.write(`zlint-${caKind.replace(' ', '-')}-${type}-${role}.pem`, leaves.get(leafKey(caKind, type, role))!.certificate.pem);
-    const args = ['-excludeSources', exclusions.sources.map((s) => s.source).join(',')];
-    if (exclusions.lints.length > 0) args.push('-excludeNames', exclusions.lints.map((l) => l.name).join(','));
-    const r = spawnSync(zlint, [...args, file], { encoding: 'utf8', maxBuffer: 16 << 20, timeout: 120_000 });
-    expect(r.status).toBe(0);
-    const results = JSON.parse(r.stdout) as Record<string, { result: string; details?: string }>;
-    const failing = Object.entries(results).filter(([, v]) => ['warn', 'error', 'fatal'].includes(v.result));
-    expect(Object.fromEntries(failing.map(([name, v]) => [name, `${v.result}: ${v.details ?? ''}`]))).toEqual({});
+    const results = lintPem(file);
+    expect(failures(results)).toEqual({});
     // The RFC 5280 lints did run on it.
     expect(Object.keys(results).filter((name) => results[name]!.result === 'pass').length).toBeGreaterThan(50);
   });

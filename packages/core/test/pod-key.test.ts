@@ -1,30 +1,18 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { type KeyObject, generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
-import { POD_KEY_TYPES, type PodKeyType } from '@eso-mtls/core';
+import { POD_KEY_TYPES } from '@eso-mtls/core';
 import { podKeyTypeOf } from '../src/pod-key.js';
+import { type KeyPair, POD_KEYS, spkiOf } from './support/pod-keys.js';
 
 // podKeyTypeOf on public keys node:crypto (OpenSSL) makes, as a kubelet's Go crypto would: the six
 // types a kubelet can ask for are recognised, every other key is refused with a message that
 // names its type and lists the accepted ones.
 
-/** DER SubjectPublicKeyInfo of a key pair's public half. */
-const spkiOf = (pair: { publicKey: KeyObject }): Uint8Array => new Uint8Array(pair.publicKey.export({ type: 'spki', format: 'der' }));
-
 const ACCEPTED_LIST = 'RSA3072, RSA4096, ECDSAP256, ECDSAP384, ECDSAP521, ED25519';
 
-/** The six kubelet key types, generated once: RSA-4096 takes a while on a loaded machine. */
-const accepted: Record<PodKeyType, () => { publicKey: KeyObject }> = {
-  RSA3072: () => generateKeyPairSync('rsa', { modulusLength: 3072 }),
-  RSA4096: () => generateKeyPairSync('rsa', { modulusLength: 4096 }),
-  ECDSAP256: () => generateKeyPairSync('ec', { namedCurve: 'P-256' }),
-  ECDSAP384: () => generateKeyPairSync('ec', { namedCurve: 'P-384' }),
-  ECDSAP521: () => generateKeyPairSync('ec', { namedCurve: 'P-521' }),
-  ED25519: () => generateKeyPairSync('ed25519'),
-};
-
 /** Keys no kubelet sends, with what the refusal must call them. */
-const refusedKeys: readonly (readonly [string, () => { publicKey: KeyObject }, RegExp])[] = [
+const refusedKeys: readonly (readonly [string, () => KeyPair, RegExp])[] = [
   ['RSA-2048', () => generateKeyPairSync('rsa', { modulusLength: 2048 }), /^an RSA key of 2048 bits; /],
   ['RSA-3080', () => generateKeyPairSync('rsa', { modulusLength: 3080 }), /^an RSA key of 3080 bits; /],
   ['ECDSA P-224', () => generateKeyPairSync('ec', { namedCurve: 'secp224r1' }), /^an ECDSA key on curve P-224; /],
@@ -36,9 +24,10 @@ const refusedKeys: readonly (readonly [string, () => { publicKey: KeyObject }, R
   ['RSASSA-PSS 3072', () => generateKeyPairSync('rsa-pss', { modulusLength: 3072 }), /^a key of type RSASSA-PSS \(algorithm 1\.2\.840\.113549\.1\.1\.10\); /],
 ];
 
+/** Each key made once: RSA-4096 takes a while on a loaded machine. */
 const spkis = new Map<string, Uint8Array>();
 beforeAll(() => {
-  for (const [type, make] of Object.entries(accepted)) spkis.set(type, spkiOf(make()));
+  for (const [type, make] of Object.entries(POD_KEYS)) spkis.set(type, spkiOf(make()));
   for (const [name, make] of refusedKeys) spkis.set(name, spkiOf(make()));
 });
 

@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { type KeyObject, generateKeyPairSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
 import {
   POD_DENY_REASONS,
   POD_KEY_TYPES,
-  type PodKeyType,
   type PodMetadataView,
   type PodRequestDecision,
   type PodRequestView,
@@ -14,7 +12,8 @@ import {
 } from '@eso-mtls/core';
 import { MAX_DNS_NAME_BYTES, dnsNamesBytes } from '../src/name-budget.js';
 import { selects } from '../src/pod-request.js';
-import { openssl, tempDir } from './support/fixtures.js';
+import { tempDir } from './support/fixtures.js';
+import { type KeyPair, POD_KEYS, spkiOf, stubRequest } from './support/pod-keys.js';
 
 // decidePodRequest on requests carrying real stub PKCS#10 requests made by OpenSSL: each rule in
 // its order (pod, UID, stub request, key type, then the signer's own rule), with the exact Deny
@@ -23,26 +22,6 @@ import { openssl, tempDir } from './support/fixtures.js';
 const tmp = tempDir('pod-request');
 afterAll(() => tmp.remove());
 
-type KeyPair = { publicKey: KeyObject; privateKey: KeyObject };
-const spkiOf = (pair: KeyPair): Uint8Array => new Uint8Array(pair.publicKey.export({ type: 'spki', format: 'der' }));
-
-/** `openssl req -new -key K -subj / -outform DER`, as the facts document made stub requests. */
-function stubRequest(name: string, pair: KeyPair): Uint8Array {
-  const key = tmp.write(`${name}.key`, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string);
-  const out = `${tmp.dir}/${name}.der`;
-  const r = openssl(['req', '-new', '-key', key, '-subj', '/', '-outform', 'DER', '-out', out]);
-  if (r.status !== 0) throw new Error(`openssl req failed: ${r.output}`);
-  return new Uint8Array(readFileSync(out));
-}
-
-const KEYS: Readonly<Record<PodKeyType, () => KeyPair>> = {
-  RSA3072: () => generateKeyPairSync('rsa', { modulusLength: 3072 }),
-  RSA4096: () => generateKeyPairSync('rsa', { modulusLength: 4096 }),
-  ECDSAP256: () => generateKeyPairSync('ec', { namedCurve: 'P-256' }),
-  ECDSAP384: () => generateKeyPairSync('ec', { namedCurve: 'P-384' }),
-  ECDSAP521: () => generateKeyPairSync('ec', { namedCurve: 'P-521' }),
-  ED25519: () => generateKeyPairSync('ed25519'),
-};
 const UNSUPPORTED: readonly (readonly [string, () => KeyPair, string])[] = [
   ['RSA-2048', () => generateKeyPairSync('rsa', { modulusLength: 2048 }), 'an RSA key of 2048 bits'],
   ['P-224', () => generateKeyPairSync('ec', { namedCurve: 'secp224r1' }), 'an ECDSA key on curve P-224'],
@@ -53,10 +32,10 @@ const UNSUPPORTED: readonly (readonly [string, () => KeyPair, string])[] = [
 const pairs = new Map<string, KeyPair>();
 const stubs = new Map<string, Uint8Array>();
 beforeAll(() => {
-  for (const [name, make] of [...Object.entries(KEYS), ...UNSUPPORTED.map(([n, m]) => [n, m] as const)]) {
+  for (const [name, make] of [...Object.entries(POD_KEYS), ...UNSUPPORTED.map(([n, m]) => [n, m] as const)]) {
     const pair = make();
     pairs.set(name, pair);
-    stubs.set(name, stubRequest(name, pair));
+    stubs.set(name, stubRequest(tmp, name, pair));
   }
 });
 

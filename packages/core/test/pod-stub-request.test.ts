@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { type KeyObject, generateKeyPairSync } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
 import { MAX_STUB_REQUEST_BYTES, StubRequestError, stubRequestPublicKey } from '../src/stub-request.js';
 import { openssl, tempDir } from './support/fixtures.js';
+import { type KeyPair, POD_KEYS, spkiOf, stubRequest } from './support/pod-keys.js';
 
 // stubRequestPublicKey on stub PKCS#10 requests made by OpenSSL exactly as the facts document made
 // them for kube-apiserver (`openssl req -new -key K -subj / -outform DER`): the key taken is the
@@ -13,25 +13,8 @@ import { openssl, tempDir } from './support/fixtures.js';
 const tmp = tempDir('pod-stub-request');
 afterAll(() => tmp.remove());
 
-type KeyPair = { publicKey: KeyObject; privateKey: KeyObject };
-const spkiOf = (pair: KeyPair): Uint8Array => new Uint8Array(pair.publicKey.export({ type: 'spki', format: 'der' }));
-
-/** A DER PKCS#10 request for `pair`'s key, made by `openssl req -new` with `subject` and `extra` arguments. */
-function opensslRequest(name: string, pair: KeyPair, subject = '/', ...extra: string[]): Uint8Array {
-  const key = tmp.write(`${name}.key`, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string);
-  const out = `${tmp.dir}/${name}.der`;
-  const r = openssl(['req', '-new', '-key', key, '-subj', subject, ...extra, '-outform', 'DER', '-out', out]);
-  if (r.status !== 0) throw new Error(`openssl req failed: ${r.output}`);
-  return new Uint8Array(readFileSync(out));
-}
-
 const KEYS: Readonly<Record<string, () => KeyPair>> = {
-  RSA3072: () => generateKeyPairSync('rsa', { modulusLength: 3072 }),
-  RSA4096: () => generateKeyPairSync('rsa', { modulusLength: 4096 }),
-  ECDSAP256: () => generateKeyPairSync('ec', { namedCurve: 'P-256' }),
-  ECDSAP384: () => generateKeyPairSync('ec', { namedCurve: 'P-384' }),
-  ECDSAP521: () => generateKeyPairSync('ec', { namedCurve: 'P-521' }),
-  ED25519: () => generateKeyPairSync('ed25519'),
+  ...POD_KEYS,
   // Types podKeyTypeOf refuses: the request is still read, the key type decided later.
   'RSA-2048': () => generateKeyPairSync('rsa', { modulusLength: 2048 }),
   'P-224': () => generateKeyPairSync('ec', { namedCurve: 'secp224r1' }),
@@ -43,7 +26,7 @@ const made = new Map<string, { readonly pair: KeyPair; readonly request: Uint8Ar
 beforeAll(() => {
   for (const [name, make] of Object.entries(KEYS)) {
     const pair = make();
-    made.set(name, { pair, request: opensslRequest(name, pair) });
+    made.set(name, { pair, request: stubRequest(tmp, name, pair) });
   }
 });
 
@@ -83,7 +66,8 @@ describe('stubRequestPublicKey on OpenSSL-made stub requests', () => {
 
   it('takes only the key from a request with a subject, a SAN and an EKU', () => {
     const pair = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const request = opensslRequest(
+    const request = stubRequest(
+      tmp,
       'evil',
       pair,
       '/CN=evil/O=attackers',
@@ -138,7 +122,7 @@ describe('stubRequestPublicKey refuses what is not one DER CertificationRequest'
   it(`anything over ${MAX_STUB_REQUEST_BYTES} bytes, before reading it, even a well-formed request`, () => {
     const pair = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const sans = Array.from({ length: 700 }, (_, i) => `DNS:name-${i}.a-rather-long-domain.example`).join(',');
-    const big = opensslRequest('big', pair, '/', '-addext', `subjectAltName=${sans}`);
+    const big = stubRequest(tmp, 'big', pair, '/', '-addext', `subjectAltName=${sans}`);
     expect(big.length).toBeGreaterThan(MAX_STUB_REQUEST_BYTES);
     expect(stubError(() => stubRequestPublicKey(big)).message).toBe(`the stub request is ${big.length} bytes, over the limit of ${MAX_STUB_REQUEST_BYTES}`);
     const huge = new Uint8Array(64 * 1024 * 1024);

@@ -1,72 +1,27 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type Issued, KEY_ALGORITHMS, type KeyAlgorithm, issueCa, issueClientLeaf, issueServerLeaf, resolvePolicy } from '@eso-mtls/core';
 import { nodeBackend, tempDir } from './support/fixtures.js';
+import { exclusions, failures, lintPem, runZlint, zlintPath } from './support/zlint.js';
 
 // zlint, a linter we did not write, runs every lint of every source except the web-PKI ones,
 // which testing/zlint/exclusions.json lists with their reasons. No error, warning or fatal result
 // is accepted. zlint is found (and built once, cached by version) by scripts/ensure-zlint.sh,
-// which `npm test` runs through scripts/prepare-test-env.sh; a missing zlint fails, never skips.
+// which `npm test` runs through scripts/prepare-test-env.sh; a missing zlint fails, never skips
+// (support/zlint.ts).
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const crypto = nodeBackend();
 const tmp = tempDir('zlint');
 afterAll(() => tmp.remove());
 
-interface Exclusions {
-  readonly sources: readonly { readonly source: string; readonly reason: string }[];
-  readonly lints: readonly { readonly name: string; readonly reason: string }[];
-}
-const exclusions = JSON.parse(readFileSync(`${repoRoot}testing/zlint/exclusions.json`, 'utf8')) as Exclusions;
-
 /** Sources that must run whatever the exclusions file says: the RFCs and zlint's community lints. */
 const REQUIRED_SOURCES = ['RFC5280', 'RFC5480', 'RFC8813', 'RFC5891', 'Community'];
-/** Results zlint may report; anything from warn up fails the test. */
-const FAILING = new Set(['warn', 'error', 'fatal']);
 /** Cluster domains: the default, and a custom multi-label one that reaches the SANs and the SPIFFE ID. */
 const CLUSTER_DOMAINS = ['cluster.local', 'k8s.eu-west-1.corp.example'];
 
-let zlintBinary: string | undefined;
-
-/** The zlint binary from scripts/ensure-zlint.sh; throws what the script said if it could not provide one. */
-function zlintPath(): string {
-  if (zlintBinary !== undefined) return zlintBinary;
-  try {
-    const out = execFileSync('bash', ['scripts/ensure-zlint.sh'], { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    zlintBinary = out.trim().split('\n').pop()!;
-  } catch (e) {
-    const err = e as { stderr?: string; message: string };
-    throw new Error(
-      `zlint is required for the X.509 lint tests and scripts/ensure-zlint.sh could not provide it (run it by hand, or set ZLINT to a zlint binary): ${err.stderr || err.message}`,
-      { cause: e },
-    );
-  }
-  return zlintBinary;
-}
-
-function runZlint(args: readonly string[]): string {
-  const r = spawnSync(zlintPath(), args, { encoding: 'utf8', maxBuffer: 16 << 20, timeout: 120_000 });
-  if (r.error) throw r.error;
-  if (r.status !== 0) throw new Error(`zlint ${args.join(' ')} exited with ${r.status}: ${r.stderr}`);
-  return r.stdout;
-}
-
-/** zlint's verdicts on one PEM certificate, all lints but the excluded ones: lint name → result. */
-function lint(name: string, issued: Issued): Record<string, { result: string; details?: string }> {
-  const file = tmp.write(`${name}.pem`, issued.certificate.pem);
-  const args = ['-excludeSources', exclusions.sources.map((s) => s.source).join(',')];
-  if (exclusions.lints.length > 0) args.push('-excludeNames', exclusions.lints.map((l) => l.name).join(','));
-  return JSON.parse(runZlint([...args, file])) as Record<string, { result: string; details?: string }>;
-}
-
-/** The results that fail: warnings, errors and fatals, with zlint's details. */
-const failures = (results: ReturnType<typeof lint>): Record<string, string> =>
-  Object.fromEntries(
-    Object.entries(results)
-      .filter(([, r]) => FAILING.has(r.result))
-      .map(([name, r]) => [name, `${r.result}: ${r.details ?? ''}`]),
-  );
+/** zlint's verdicts on one issued certificate, all lints but the excluded ones: lint name → result. */
+const lint = (name: string, issued: Issued): ReturnType<typeof lintPem> => lintPem(tmp.write(`${name}.pem`, issued.certificate.pem));
 
 let registry: Map<string, string> | undefined;
 

@@ -78,6 +78,18 @@ async function callAs(client: CertificateWatcher, port: number, key: string): Pr
   }
 }
 
+/** A TLS handshake with the provider on `port` at exactly `version`, presenting `client`'s material. */
+function handshakeAt(version: 'TLSv1.3' | 'TLSv1.2', client: CertificateWatcher, port: number): ReturnType<typeof probe> {
+  return probe(port, {
+    ca: ca.cert,
+    cert: client.current!.certificate,
+    key: client.current!.privateKey,
+    servername: TEST_SERVER_NAME,
+    minVersion: version,
+    maxVersion: version,
+  });
+}
+
 beforeAll(async () => {
   ca = await opensslP256Ca('scratch pod-certificate CA');
   await Promise.all(
@@ -102,14 +114,7 @@ describe('a pod-certificate credential bundle with each key type the kubelet gen
       expect(keyTypeOf(new X509Certificate(leaf.cert).publicKey)).toBe(type);
       expect(await callAs(client, server.port, type)).toBe(serial(clientLeaves.get('ECDSAP256')!.cert));
       for (const version of ['TLSv1.3', 'TLSv1.2'] as const) {
-        const outcome = await probe(server.port, {
-          ca: ca.cert,
-          cert: client.current!.certificate,
-          key: client.current!.privateKey,
-          servername: TEST_SERVER_NAME,
-          minVersion: version,
-          maxVersion: version,
-        });
+        const outcome = await handshakeAt(version, client, server.port);
         expect([version, outcome.accepted, outcome.protocol, outcome.serverSerial, outcome.errorMessage]).toEqual([
           version,
           true,
@@ -136,14 +141,7 @@ describe('a pod-certificate credential bundle with each key type the kubelet gen
       expect(keyTypeOf(client.current!.leaf.publicKey)).toBe(type);
       expect(await callAs(client, server.port, type)).toBe(serial(leaf.cert));
       for (const version of ['TLSv1.3', 'TLSv1.2'] as const) {
-        const outcome = await probe(server.port, {
-          ca: ca.cert,
-          cert: client.current!.certificate,
-          key: client.current!.privateKey,
-          servername: TEST_SERVER_NAME,
-          minVersion: version,
-          maxVersion: version,
-        });
+        const outcome = await handshakeAt(version, client, server.port);
         expect([version, outcome.accepted, outcome.protocol, outcome.errorMessage]).toEqual([version, true, version, undefined]);
       }
     });
