@@ -17,10 +17,11 @@ export function statusUsage(): string {
     `${COMMAND} [flags]`,
     [
       'Shows the CA, the client certificate and each provider namespace as the controller sees them, and',
-      'what is wrong. Reads with your own kubeconfig credentials; see docs/cli.md for the RBAC each check',
-      'needs (ClusterRole eso-mtls-status). Private keys are read only to check them, never printed.',
+      "what is wrong; with --modes including pod-certificate, also each signer's ClusterTrustBundle and",
+      'PodCertificateRequests. Reads with your own kubeconfig credentials; see docs/cli.md for the RBAC',
+      'each check needs (ClusterRole eso-mtls-status). Private keys are read only to check, never printed.',
       'Exit codes: 0 healthy, 1 needs attention, 2 usage error, 3 cannot reach or read the cluster,',
-      '4 healthy as far as it could see, but some Secrets could not be read.',
+      '4 healthy as far as it could see, but some objects could not be read.',
     ].join('\n'),
     STATUS_FLAGS,
   );
@@ -72,6 +73,8 @@ export async function runStatusCommand(
       caSecretName: assumed.caSecretName,
       clientSecretName: assumed.clientSecretName,
       ...(namespace !== undefined ? { namespace } : {}),
+      secretMode: assumed.secretMode ?? true,
+      ...(assumed.podCertificates ? { podCertificates: assumed.podCertificates } : {}),
     });
   } catch (e) {
     const why = e instanceof ClusterUnreachableError ? e.message : `cannot read the cluster at ${api.connection.server}: ${(e as Error).message}`;

@@ -1,5 +1,14 @@
-import { PROVIDER_SECRET_NAME } from '@eso-mtls/core';
-import { KubeApiError, type KubeRestClient, type ListPage, PROVIDER_SERVICE_SELECTOR, corePath, trimSecret, trimService } from '@eso-mtls/kubernetes';
+import { type Instant, PROVIDER_SECRET_NAME } from '@eso-mtls/core';
+import {
+  KubeApiError,
+  type KubeRestClient,
+  type ListPage,
+  PROVIDER_SERVICE_SELECTOR,
+  corePath,
+  trimSecret,
+  trimService,
+  trustBundleName,
+} from '@eso-mtls/kubernetes';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
 
 /** Where status looks: ESO's namespace and Secret names, and optionally one provider namespace. */
@@ -9,6 +18,10 @@ export interface StatusScope {
   readonly clientSecretName: string;
   /** Only this provider namespace (`--namespace`); undefined: every one. */
   readonly namespace?: string;
+  /** False: pod-certificate mode only, where the controller reads no provider Secret (default true). */
+  readonly secretMode?: boolean;
+  /** The pod-certificate mode's two signer names; undefined when the mode is off. */
+  readonly podCertificates?: { readonly serverSignerName: string; readonly clientSignerName: string };
 }
 
 /** A Secret read by name: its content (undefined when absent), or why it could not be read. */
@@ -24,6 +37,46 @@ export interface ClusterState {
   readonly unreadableNamespaces: ReadonlyMap<string, string>;
   readonly caSecret: SecretRead;
   readonly clientSecret: SecretRead;
+  /** The pod-certificate mode's objects; undefined when the mode is off. */
+  readonly podCertificates?: PodCertificateState;
+}
+
+/** A ClusterTrustBundle as status keeps it: what ownership, the selector label and the CA activation are judged on. */
+export interface TrustBundleObject {
+  readonly signerName?: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
+  readonly trustBundle: string;
+}
+
+/** One signer's ClusterTrustBundle, read by name: its content (undefined when absent), or why it could not be read. */
+export type TrustBundleRead = { readonly signerName: string; readonly name: string } & (
+  { readonly kind: 'read'; readonly bundle: TrustBundleObject | undefined } | { readonly kind: 'unreadable'; readonly why: string }
+);
+
+/** How a PodCertificateRequest ended: its Issued, Denied or Failed condition; undefined while pending. */
+export type RequestOutcome = 'Issued' | 'Denied' | 'Failed';
+
+/** One PodCertificateRequest, as much as status judges: never its stub request or chain. */
+export interface RequestSummary {
+  readonly namespace: string;
+  readonly name: string;
+  readonly podName: string;
+  readonly createdAt: Instant | undefined;
+  readonly outcome: RequestOutcome | undefined;
+  /** The terminal condition's reason. */
+  readonly reason?: string;
+}
+
+/** One signer's PodCertificateRequests: the first {@link MAX_REQUESTS} of them, or why they could not be listed. */
+export type SignerRequestsRead = { readonly signerName: string } & (
+  { readonly kind: 'read'; readonly requests: readonly RequestSummary[]; readonly truncated: boolean } | { readonly kind: 'unreadable'; readonly why: string }
+);
+
+/** What status read of the pod-certificate mode, for the server signer then the client signer. */
+export interface PodCertificateState {
+  readonly trustBundles: readonly TrustBundleRead[];
+  readonly requests: readonly SignerRequestsRead[];
 }
 
 /** The first read (the labelled Services) failed: nothing can be shown. */
@@ -32,6 +85,15 @@ export class ClusterUnreachableError extends Error {
 }
 
 const PAGE = 500;
+/**
+ * Requests counted per signer, at most: kube-controller-manager deletes every PodCertificateRequest
+ * 30 minutes after it is created, so this many is far more than the pods of a large cluster ask
+ * for in that time (each asks once per refresh, about every 16 hours with 24-hour leaves).
+ */
+const MAX_REQUESTS = 10_000;
+/** A condition reason as kept: the apiserver allows 1,024 characters; a signer's reasons are words. */
+const MAX_REASON = 128;
+const CERTIFICATES_V1 = '/apis/certificates.k8s.io/v1';
 const forbidden = (e: unknown): boolean => e instanceof KubeApiError && (e.code === 403 || e.code === 401);
 
 /** Why a read was refused, in words that name the right to grant. */
@@ -39,16 +101,21 @@ function refusal(e: unknown, what: string, right: string): string {
   return `${what} not checked: ${e instanceof KubeApiError ? `HTTP ${e.code}${e.reason ? ` ${e.reason}` : ''}` : (e as Error).message}; it needs ${right} (ClusterRole eso-mtls-status)`;
 }
 
-/** Every item of a paged list. */
-async function listAll<T>(api: KubeRestClient, path: string, selector: Record<string, string>): Promise<T[]> {
+/** Every item of a paged list, or the first `max` of them (`truncated`: more exist). */
+async function listPages<T>(api: KubeRestClient, path: string, selector: Record<string, string>, max = Infinity): Promise<{ items: T[]; truncated: boolean }> {
   const items: T[] = [];
   let next: string | undefined;
   do {
-    const page = await api.get<ListPage<T>>(path, { ...selector, limit: PAGE, continue: next });
+    const page = await api.get<ListPage<T>>(path, { ...selector, limit: Math.min(PAGE, max - items.length), continue: next });
     items.push(...(page.items ?? []));
     next = page.metadata?.continue || undefined;
-  } while (next !== undefined);
-  return items;
+  } while (next !== undefined && items.length < max);
+  return { items, truncated: next !== undefined };
+}
+
+/** Every item of a paged list. */
+async function listAll<T>(api: KubeRestClient, path: string, selector: Record<string, string>): Promise<T[]> {
+  return (await listPages<T>(api, path, selector)).items;
 }
 
 /** One Secret by name: 404 is absent; 401/403 is unreadable (said, not thrown); anything else throws. */
@@ -79,7 +146,9 @@ export async function readClusterState(api: KubeRestClient, scope: StatusScope):
   }
   const unreadableNamespaces = new Map<string, string>();
   let providerSecrets: V1Secret[] | undefined;
-  if (scope.namespace === undefined) {
+  // Pod-certificate mode only: the controller neither reads nor writes provider Secrets.
+  if (scope.secretMode === false) providerSecrets = [];
+  else if (scope.namespace === undefined) {
     try {
       // The controller's own selector: RBAC may grant list by this name only.
       providerSecrets = (await listAll<V1Secret>(api, corePath('secrets'), { fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}` })).map(trimSecret);
@@ -97,9 +166,85 @@ export async function readClusterState(api: KubeRestClient, scope: StatusScope):
       else if (read.secret) providerSecrets.push(read.secret);
     }
   }
-  const [caSecret, clientSecret] = await Promise.all([
+  const [caSecret, clientSecret, podCertificates] = await Promise.all([
     readSecret(api, scope.esoNamespace, scope.caSecretName),
     readSecret(api, scope.esoNamespace, scope.clientSecretName),
+    scope.podCertificates && readPodCertificateState(api, scope.podCertificates, scope.namespace),
   ]);
-  return { services, providerSecrets, unreadableNamespaces, caSecret, clientSecret };
+  return { services, providerSecrets, unreadableNamespaces, caSecret, clientSecret, ...(podCertificates ? { podCertificates } : {}) };
+}
+
+/** A ClusterTrustBundle as the apiserver returns it, as much of it as status reads. */
+interface ClusterTrustBundleObject {
+  readonly metadata?: { readonly labels?: Record<string, string>; readonly annotations?: Record<string, string> };
+  readonly spec?: { readonly signerName?: string; readonly trustBundle?: string };
+}
+
+/** A PodCertificateRequest as the apiserver returns it, as much of it as status reads. */
+interface PodCertificateRequestObject {
+  readonly metadata?: { readonly namespace?: string; readonly name?: string; readonly creationTimestamp?: string | Date };
+  readonly spec?: { readonly podName?: string };
+  readonly status?: { readonly conditions?: readonly { readonly type?: string; readonly reason?: string }[] };
+}
+
+/** One signer's ClusterTrustBundle by its name: 404 is absent; 401/403 is unreadable; anything else throws. */
+async function readTrustBundle(api: KubeRestClient, signerName: string): Promise<TrustBundleRead> {
+  const name = trustBundleName(signerName);
+  try {
+    const b = await api.get<ClusterTrustBundleObject>(`${CERTIFICATES_V1}/clustertrustbundles/${encodeURIComponent(name)}`);
+    const bundle: TrustBundleObject = {
+      ...(b.spec?.signerName === undefined ? {} : { signerName: b.spec.signerName }),
+      labels: { ...b.metadata?.labels },
+      annotations: { ...b.metadata?.annotations },
+      trustBundle: b.spec?.trustBundle ?? '',
+    };
+    return { signerName, name, kind: 'read', bundle };
+  } catch (e) {
+    if (e instanceof KubeApiError && e.code === 404) return { signerName, name, kind: 'read', bundle: undefined };
+    if (forbidden(e)) return { signerName, name, kind: 'unreadable', why: refusal(e, `ClusterTrustBundle ${name}`, 'get on clustertrustbundles') };
+    throw e;
+  }
+}
+
+const OUTCOMES: ReadonlySet<string> = new Set<RequestOutcome>(['Issued', 'Denied', 'Failed']);
+
+/** What status keeps of a request: names, age and its terminal condition (the apiserver allows one). */
+function summarize(r: PodCertificateRequestObject): RequestSummary {
+  const terminal = (r.status?.conditions ?? []).find((c) => c.type !== undefined && OUTCOMES.has(c.type));
+  const created = r.metadata?.creationTimestamp === undefined ? NaN : new Date(r.metadata.creationTimestamp).getTime();
+  return {
+    namespace: r.metadata?.namespace ?? '',
+    name: r.metadata?.name ?? '',
+    podName: r.spec?.podName ?? '',
+    createdAt: Number.isNaN(created) ? undefined : created,
+    outcome: terminal?.type as RequestOutcome | undefined,
+    ...(terminal?.reason === undefined ? {} : { reason: terminal.reason.slice(0, MAX_REASON) }),
+  };
+}
+
+/** One signer's requests, as the controller lists them (field selector spec.signerName), at most {@link MAX_REQUESTS}. */
+async function readSignerRequests(api: KubeRestClient, signerName: string, namespace: string | undefined): Promise<SignerRequestsRead> {
+  const path = `${CERTIFICATES_V1}${namespace === undefined ? '' : `/namespaces/${encodeURIComponent(namespace)}`}/podcertificaterequests`;
+  try {
+    const { items, truncated } = await listPages<PodCertificateRequestObject>(api, path, { fieldSelector: `spec.signerName=${signerName}` }, MAX_REQUESTS);
+    return { signerName, kind: 'read', requests: items.map(summarize), truncated };
+  } catch (e) {
+    if (!forbidden(e)) throw e;
+    return { signerName, kind: 'unreadable', why: refusal(e, `PodCertificateRequests of ${signerName}`, 'list on podcertificaterequests') };
+  }
+}
+
+/**
+ * The pod-certificate mode's objects: each signer's ClusterTrustBundle by name, and each signer's
+ * PodCertificateRequests (in `namespace` only, when given). A refused read is recorded, not thrown.
+ */
+async function readPodCertificateState(
+  api: KubeRestClient,
+  signers: { readonly serverSignerName: string; readonly clientSignerName: string },
+  namespace: string | undefined,
+): Promise<PodCertificateState> {
+  const names = [signers.serverSignerName, signers.clientSignerName];
+  const trustBundles = await Promise.all(names.map((n) => readTrustBundle(api, n)));
+  const requests = await Promise.all(names.map((n) => readSignerRequests(api, n, namespace)));
+  return { trustBundles, requests };
 }

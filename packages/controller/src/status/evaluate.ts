@@ -17,6 +17,7 @@ import {
 } from '@eso-mtls/core';
 import { SnapshotBuilder, type SnapshotSource, installationId } from '@eso-mtls/kubernetes';
 import type { ClusterState, SecretRead } from './cluster-state.js';
+import { evaluatePodCertificates, observedTrustBundles, pendingThreshold } from './evaluate-pod-certificates.js';
 import { statusExitCode } from './exit-codes.js';
 import type { AssumedPolicy } from './options.js';
 import type {
@@ -181,6 +182,7 @@ function evaluateCa(
 
 function policyReport(assumed: AssumedPolicy): PolicyReport {
   const p = assumed.policy;
+  const pods = assumed.podCertificates;
   return {
     esoNamespace: p.esoNamespace,
     clusterDomain: p.clusterDomain,
@@ -194,28 +196,39 @@ function policyReport(assumed: AssumedPolicy): PolicyReport {
     leafJitter: formatDuration(p.leafJitter),
     caValidity: formatDuration(p.caValidity),
     caLookahead: formatDuration(p.caLookahead),
+    modes: [...(assumed.secretMode === false ? [] : ['secret' as const]), ...(pods ? ['pod-certificate' as const] : [])],
+    ...(pods
+      ? { serverSignerName: pods.serverSignerName, clientSignerName: pods.clientSignerName, podCertificateMaxValidity: formatDuration(pods.maxValidity) }
+      : {}),
     sources: Object.fromEntries(assumed.sources),
   };
 }
 
 /**
  * Judges the cluster as the controller would: the snapshot is built by the controller's own
- * SnapshotBuilder, planned by the core's planRotation with the same policy, and every Secret is
- * read with the core's observe functions. Pure apart from the cache's memo tables.
+ * SnapshotBuilder, planned by the core's planRotation with the same policy (and, in
+ * pod-certificate mode, the same published bundles and longest pod certificate), and every Secret
+ * is read with the core's observe functions. Pure apart from the cache's memo tables.
  */
 export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now: Instant, cache: CertificateCache, namespaceFilter?: string): StatusReport {
-  const { policy, caSecretName, clientSecretName } = assumed;
+  const { policy, caSecretName, clientSecretName, podCertificates: pods } = assumed;
+  const secretMode = assumed.secretMode ?? true;
   const esoNamespace = policy.esoNamespace;
+  const installation = installationId(esoNamespace, caSecretName);
   const builder = new SnapshotBuilder(
     snapshotSource(state, assumed),
     new IssuanceLedger(),
-    installationId(esoNamespace, caSecretName),
+    installation,
     esoNamespace,
     caSecretName,
     clientSecretName,
+    secretMode,
   );
-  const { snapshot } = builder.build();
-  const plan = planRotation(snapshot, { now, policy, cache });
+  const podState = pods && state.podCertificates;
+  // As the controller plans in pod-certificate mode: its published bundles gate the next CA, and a retired CA stays for the longest pod certificate.
+  const { snapshot: built } = builder.build();
+  const snapshot = podState ? { ...built, trustBundles: observedTrustBundles(podState, installation, cache) } : built;
+  const plan = planRotation(snapshot, { now, policy, cache, ...(pods ? { podCertificateMaxValidity: pods.maxValidity } : {}) });
   const { activeCa, ...ca } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache });
   const ctx: LeafContext = { now, assumed, plan, cache, activeCa, caUnknown: !ca.checked };
 
@@ -249,7 +262,11 @@ export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now:
       problems: [...leaf.problems, ...refused],
     });
   }
-  if (namespaceFilter !== undefined && !namespaces.some((n) => n.namespace === namespaceFilter)) {
+  // Pod-certificate mode only: no namespace has a Secret to report; the filter asks only whether a labelled Service is there.
+  const filterShown = secretMode
+    ? namespaces.some((n) => n.namespace === namespaceFilter)
+    : state.services.some((s) => s.metadata?.namespace === namespaceFilter);
+  if (namespaceFilter !== undefined && !filterShown) {
     namespaces.push({
       namespace: namespaceFilter,
       secret: `${namespaceFilter}/${PROVIDER_SECRET_NAME}`,
@@ -260,7 +277,10 @@ export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now:
     });
   }
 
-  const all = [ca, client, ...namespaces];
+  const podCertificates =
+    podState &&
+    evaluatePodCertificates(podState, { now, plan, cache, caUnknown: !ca.checked, installation, pendingThreshold: pendingThreshold(policy.reconcileInterval) });
+  const all = [ca, client, ...namespaces, ...(podCertificates ? [...podCertificates.trustBundles, ...podCertificates.signers] : [])];
   const problems = all.reduce((n, r) => n + r.problems.length, 0);
   const unchecked = all.filter((r) => !r.checked).length;
   const exitCode = statusExitCode({ problems, unchecked });
@@ -271,6 +291,7 @@ export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now:
     ca,
     client,
     namespaces,
+    ...(podCertificates ? { podCertificates } : {}),
     summary: { healthy: problems === 0 && unchecked === 0, problems, unchecked, exitCode },
   };
 }

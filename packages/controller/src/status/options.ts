@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { type Policy, isDnsLabel } from '@eso-mtls/core';
+import type { PodCertificateOptions } from '@eso-mtls/kubernetes';
 import { type FlagSyntax, readArgv } from '../cli/args.js';
 import { parseControllerConfig } from '../config.js';
 import { CONTROLLER_FLAGS, type FlagSpec, envVarOf } from '../flags.js';
@@ -12,7 +13,18 @@ import { CONTROLLER_FLAGS, type FlagSpec, envVarOf } from '../flags.js';
  * (ESO's namespace) is `--eso-namespace` here, because `--namespace` names a provider namespace
  * as in kubectl; its variable is still ESO_MTLS_NAMESPACE.
  */
-const POLICY_FLAG_NAMES = ['cluster-domain', 'ca-secret-name', 'client-secret-name', 'service-account', 'reconcile-interval', 'key-algorithm'] as const;
+const POLICY_FLAG_NAMES = [
+  'cluster-domain',
+  'ca-secret-name',
+  'client-secret-name',
+  'service-account',
+  'reconcile-interval',
+  'key-algorithm',
+  'modes',
+  'server-signer-name',
+  'client-signer-name',
+  'pod-certificate-max-validity',
+] as const;
 const ESO_NAMESPACE: FlagSpec = { ...CONTROLLER_FLAGS.find((f) => f.name === 'namespace')!, name: 'eso-namespace' };
 const POLICY_FLAGS: readonly FlagSpec[] = [ESO_NAMESPACE, ...POLICY_FLAG_NAMES.map((n) => CONTROLLER_FLAGS.find((f) => f.name === n)!)];
 const CONNECTION_FLAGS: readonly FlagSpec[] = [
@@ -87,6 +99,10 @@ export interface AssumedPolicy {
   readonly policy: Policy;
   readonly caSecretName: string;
   readonly clientSecretName: string;
+  /** False: pod-certificate mode only, no provider Secret is issued (default true, as for the controller). */
+  readonly secretMode?: boolean;
+  /** The pod-certificate mode's signer names and longest certificate; undefined when the mode is off. */
+  readonly podCertificates?: PodCertificateOptions;
   /** Flag name (as typed for this command) → where its value came from. */
   readonly sources: ReadonlyMap<string, ValueSource>;
 }
@@ -137,10 +153,14 @@ export function readCliOptions(
   const parsed = parseControllerConfig(controllerArgv, controllerEnv);
   if (parsed.kind === 'error') return { kind: 'error', message: parsed.error.message.replace(/--namespace\b/g, '--eso-namespace') };
   if (parsed.kind === 'help') return { kind: 'help' };
-  const { policy, caSecretName, clientSecretName } = parsed.config;
+  const { policy, caSecretName, clientSecretName, secretMode, podCertificates } = parsed.config;
   return {
     kind: 'options',
-    options: { values, assumed: { policy, caSecretName, clientSecretName, sources }, kubeconfig: kubeconfigPath(values.get('kubeconfig'), env) },
+    options: {
+      values,
+      assumed: { policy, caSecretName, clientSecretName, secretMode, ...(podCertificates ? { podCertificates } : {}), sources },
+      kubeconfig: kubeconfigPath(values.get('kubeconfig'), env),
+    },
   };
 }
 

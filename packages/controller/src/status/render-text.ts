@@ -1,4 +1,4 @@
-import type { CertificateFacts, Checked, LeafReport, Problem, StatusReport } from './report.js';
+import type { CertificateFacts, Checked, LeafReport, PodCertificatesReport, Problem, ReasonCount, StatusReport } from './report.js';
 
 /** SGR colours, or none: plain text when piped, under NO_COLOR, or on a dumb terminal. */
 export interface Palette {
@@ -25,12 +25,12 @@ export function paletteFor(isTTY: boolean | undefined, env: Readonly<Record<stri
 
 const yesNo = (v: boolean | null | undefined, p: Palette): string => (v === null || v === undefined ? p.warn('unknown') : v ? p.ok('yes') : p.bad('no'));
 
-function days(c: CertificateFacts, p: Palette): string {
+function days(c: Pick<CertificateFacts, 'daysLeft'>, p: Palette): string {
   const text = c.daysLeft < 0 ? `expired ${-c.daysLeft} days ago` : `${c.daysLeft} days left`;
   return c.daysLeft < 0 ? p.bad(text) : text;
 }
 
-function verdict(r: Checked, p: Palette): string {
+function verdict(r: Pick<Checked, 'checked' | 'problems'>, p: Palette): string {
   if (!r.checked) return p.warn('NOT CHECKED');
   return r.problems.length === 0 ? p.ok('OK') : p.bad(`${r.problems.length} PROBLEM${r.problems.length === 1 ? '' : 'S'}`);
 }
@@ -54,6 +54,38 @@ function leafLines(r: LeafReport, p: Palette): string[] {
   return lines;
 }
 
+const reasons = (list: readonly ReasonCount[]): string => (list.length === 0 ? '' : ` (${list.map((r) => `${r.reason} ${r.count}`).join(', ')})`);
+
+/** The pod-certificate mode: one block per signer's trust bundle and per signer's requests. */
+function podCertificateLines(pods: PodCertificatesReport, p: Palette): string[] {
+  const out: string[] = [];
+  for (const b of pods.trustBundles) {
+    out.push(`${p.bold('Trust bundle')} ${b.name}  ${verdict(b, p)}`);
+    out.push(`  signer           ${b.signerName}`);
+    if (!b.checked) out.push(`  ${p.warn(b.unchecked ?? '')}`);
+    for (const c of b.certificates ?? []) out.push(`  CA               ${c.subject}, serial ${c.serialNumber}, notAfter ${c.notAfter} (${days(c, p)})`);
+    if (b.ours) out.push(`  holds the CA Secret's bundle: ${yesNo(b.current, p)}`);
+    out.push(...problems(b.problems, p), '');
+  }
+  for (const r of pods.signers) {
+    out.push(`${p.bold('Requests')} ${r.signerName}  ${verdict(r, p)}`);
+    if (!r.checked) out.push(`  ${p.warn(r.unchecked ?? '')}`);
+    else {
+      out.push(`  issued ${r.issued}, denied ${r.denied}${reasons(r.deniedReasons)}, failed ${r.failed}${reasons(r.failedReasons)}, pending ${r.pending}`);
+      if (r.truncated) out.push(`  ${p.warn('only the first requests were counted: there are more')}`);
+      for (const l of r.longPending) out.push(`  pending since ${l.createdAt}: ${l.request} (pod ${l.pod})`);
+    }
+    out.push(...problems(r.problems, p), '');
+  }
+  out.push(
+    p.dim(
+      `Requests are those the apiserver still holds (it deletes each 30 minutes after creation); pending longer than ${pods.pendingThreshold} needs attention.`,
+    ),
+    '',
+  );
+  return out;
+}
+
 /** The report as text for a person: one block per Secret, problems named, a closing summary. */
 export function renderText(report: StatusReport, p: Palette): string {
   const out: string[] = [];
@@ -69,6 +101,11 @@ export function renderText(report: StatusReport, p: Palette): string {
   out.push(
     `  leaves: valid ${pol.leafValidity}, renewed ${pol.leafLookahead} before notAfter (up to ${pol.leafJitter} earlier); CA: valid ${pol.caValidity}, rotated ${pol.caLookahead} before notAfter`,
   );
+  if (pol.modes.includes('pod-certificate')) {
+    out.push(
+      `  modes ${pol.modes.join(',')} ${src('modes')}; signers ${pol.serverSignerName} ${src('server-signer-name')} and ${pol.clientSignerName} ${src('client-signer-name')}, pod certificates valid at most ${pol.podCertificateMaxValidity} ${src('pod-certificate-max-validity')}`,
+    );
+  }
   if (report.namespaceFilter) out.push(p.dim(`  only namespace ${report.namespaceFilter} was read: the CA schedule below sees its bundle only`));
   out.push('');
 
@@ -92,7 +129,9 @@ export function renderText(report: StatusReport, p: Palette): string {
   if (cl.certificate) out.push(`  identity         ${cl.commonName ? `CN=${cl.commonName} ` : ''}URI ${cl.uris.join(', ') || p.dim('none')}`);
   out.push(...leafLines(cl, p), ...problems(cl.problems, p), '');
 
-  if (report.namespaces.length === 0) out.push(p.dim(`No Service is labelled external-secrets.io/provider=true: no provider namespace to show.`), '');
+  if (!pol.modes.includes('secret'))
+    out.push(p.dim('Pod-certificate mode only: providers get their certificates from the kubelet, no provider Secret is expected.'), '');
+  else if (report.namespaces.length === 0) out.push(p.dim(`No Service is labelled external-secrets.io/provider=true: no provider namespace to show.`), '');
   for (const ns of report.namespaces) {
     out.push(`${p.bold('Namespace')} ${ns.namespace}  ${verdict(ns, p)}`);
     out.push(`  Services         ${ns.services.join(', ') || p.dim('none')}`);
@@ -101,9 +140,11 @@ export function renderText(report: StatusReport, p: Palette): string {
     out.push(...leafLines(ns, p), ...problems(ns.problems, p), '');
   }
 
+  if (report.podCertificates) out.push(...podCertificateLines(report.podCertificates, p));
+
   const s = report.summary;
   const parts = [s.problems === 0 ? p.ok('no problem') : p.bad(`${s.problems} problem${s.problems === 1 ? '' : 's'} need attention`)];
-  if (s.unchecked > 0) parts.push(p.warn(`${s.unchecked} Secret${s.unchecked === 1 ? '' : 's'} not checked for lack of rights`));
+  if (s.unchecked > 0) parts.push(p.warn(`${s.unchecked} object${s.unchecked === 1 ? '' : 's'} not checked for lack of rights`));
   out.push(`${p.bold('Summary')}: ${parts.join('; ')} (exit code ${s.exitCode})`);
   out.push(p.dim('Private keys were read only to check that each matches its certificate; none is printed, logged or written.'));
   return `${out.join('\n')}\n`;

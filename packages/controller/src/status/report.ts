@@ -4,7 +4,7 @@
  * or a certificate's bytes could reach.
  */
 
-/** Why a Secret needs attention. */
+/** Why a Secret, a trust bundle or a signer's requests need attention. */
 export type ProblemKind =
   | 'missing' // no Secret, or an empty placeholder not adopted yet
   | 'invalid' // a Secret of ours whose data cannot be served (garbage, mismatched key, bad bundle)
@@ -13,7 +13,7 @@ export type ProblemKind =
   | 'untrusted' // a leaf signed by none of our CAs
   | 'expired' // past notAfter
   | 'refused' // a labelled Service left out of the certificate, or its rotation request ignored
-  | 'pending'; // a write due now that the controller has not made yet
+  | 'pending'; // a write due now that the controller has not made yet, or a request it has not decided
 
 /** One problem, in a sentence that names the object. */
 export interface Problem {
@@ -105,8 +105,79 @@ export interface PolicyReport {
   readonly leafJitter: string;
   readonly caValidity: string;
   readonly caLookahead: string;
+  /** How providers and ESO get certificates: `secret`, `pod-certificate`, or both. */
+  readonly modes: readonly ('secret' | 'pod-certificate')[];
+  /** Pod-certificate mode: the signer of provider server certificates. */
+  readonly serverSignerName?: string;
+  /** Pod-certificate mode: the signer of ESO's client certificate. */
+  readonly clientSignerName?: string;
+  /** Pod-certificate mode: the longest certificate the signers issue. */
+  readonly podCertificateMaxValidity?: string;
   /** Flag name → `flag`, `env` or `default`. */
   readonly sources: Readonly<Record<string, string>>;
+}
+
+/** A CA certificate a ClusterTrustBundle holds. */
+export type BundleCertificateReport = Pick<CertificateFacts, 'subject' | 'serialNumber' | 'notAfter' | 'daysLeft'>;
+
+/** One signer's ClusterTrustBundle, which the kubelet projects into pods as their ca.crt. */
+export interface TrustBundleReport {
+  /** The ClusterTrustBundle's name, `<signer name with / replaced by :>:ca`. */
+  readonly name: string;
+  readonly signerName: string;
+  /** False when it could not be read; `unchecked` says why. */
+  readonly checked: boolean;
+  readonly unchecked?: string;
+  readonly exists?: boolean;
+  /** Written by this installation (labels and annotation as the controller writes them). */
+  readonly ours?: boolean;
+  /** Its CA certificates, when it is ours. */
+  readonly certificates?: readonly BundleCertificateReport[];
+  /** It holds exactly the bundle the CA Secret gives (null: unknown, the CA Secret could not be read or a CA is still to be made). */
+  readonly current?: boolean | null;
+  readonly problems: readonly Problem[];
+}
+
+/** A reason seen on Denied or Failed requests, and how many carry it. */
+export interface ReasonCount {
+  readonly reason: string;
+  readonly count: number;
+}
+
+/** A request no Issued, Denied or Failed condition has ended yet, for longer than the threshold. */
+export interface PendingRequestReport {
+  /** `<namespace>/<name>` */
+  readonly request: string;
+  readonly pod: string;
+  readonly createdAt: string;
+}
+
+/** One signer's PodCertificateRequests, as the apiserver holds them (it deletes each 30 minutes after creation). */
+export interface SignerRequestsReport {
+  readonly signerName: string;
+  readonly checked: boolean;
+  readonly unchecked?: string;
+  readonly issued: number;
+  readonly denied: number;
+  readonly failed: number;
+  readonly pending: number;
+  /** Only the first requests were counted: more exist (see docs/cli.md). */
+  readonly truncated: boolean;
+  /** Reasons of Denied requests, most frequent first. */
+  readonly deniedReasons: readonly ReasonCount[];
+  /** Reasons of Failed requests, most frequent first. */
+  readonly failedReasons: readonly ReasonCount[];
+  /** Requests pending for longer than {@link PodCertificatesReport.pendingThreshold}, oldest first (at most 10). */
+  readonly longPending: readonly PendingRequestReport[];
+  readonly problems: readonly Problem[];
+}
+
+/** The pod-certificate mode: each signer's trust bundle and requests. */
+export interface PodCertificatesReport {
+  /** How long a request may stay pending before it needs attention. */
+  readonly pendingThreshold: string;
+  readonly trustBundles: readonly TrustBundleReport[];
+  readonly signers: readonly SignerRequestsReport[];
 }
 
 /** Everything status found. */
@@ -117,12 +188,15 @@ export interface StatusReport {
   readonly namespaceFilter?: string;
   readonly ca: CaReport;
   readonly client: ClientReport;
+  /** Provider namespaces' Secrets; empty in pod-certificate mode only, where providers get no Secret. */
   readonly namespaces: readonly NamespaceReport[];
+  /** Present when the pod-certificate mode is on. */
+  readonly podCertificates?: PodCertificatesReport;
   readonly summary: {
     readonly healthy: boolean;
-    /** Problems, all Secrets together. */
+    /** Problems, all sections together. */
     readonly problems: number;
-    /** Secrets that could not be read. */
+    /** Secrets, trust bundles and request lists that could not be read. */
     readonly unchecked: number;
     readonly exitCode: number;
   };
