@@ -118,9 +118,16 @@ export class PodCertificateSigner {
     const counts = { issued: 0, denied: 0, failed: 0, errors: 0, waiting: 0 };
     const services = servicesByNamespace(this.deps.services());
     const tasks: Promise<void>[] = [];
+    const listed = new Set<string>();
     for (const [role, informer] of this.requests) {
       for (const request of informer.list()) {
-        if (!isPending(request) || this.alreadyWritten(request)) continue;
+        listed.add(request.metadata?.uid ?? '');
+        if (!isPending(request)) {
+          // Decided: its status is frozen, so our write need not be remembered any longer.
+          this.written.delete(request.metadata?.uid ?? '');
+          continue;
+        }
+        if (this.alreadyWritten(request)) continue;
         if (!ca.active) {
           counts.waiting++;
           continue;
@@ -135,6 +142,8 @@ export class PodCertificateSigner {
         );
       }
     }
+    // Requests deleted (with their pods) are forgotten too: `written` is bounded by the cache.
+    for (const uid of this.written.keys()) if (!listed.has(uid)) this.written.delete(uid);
     await Promise.all(tasks);
     if (counts.waiting > 0) this.deps.logger.info({ requests: counts.waiting }, 'pod certificate requests wait for a CA that signs');
     return counts;

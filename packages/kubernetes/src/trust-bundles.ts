@@ -1,4 +1,5 @@
 import { type CertificateCache, type Instant, type MaterializedCa, type ObservedBundle, observePublishedBundle, publishedBundleWrite } from '@eso-mtls/core';
+import { apiErrorOf } from './api-error.js';
 import { Informer, type InformerOptions, type ListPage } from './informer.js';
 import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL } from './ownership.js';
 import { type KubeRestClient, certificatesPath } from './rest-client.js';
@@ -81,27 +82,31 @@ export class TrustBundles {
       const name = trustBundleName(signer);
       const existing = this.informer.get('', name);
       if (existing !== undefined && !this.isOurs(existing)) {
-        conflicts.push({ name, message: `ClusterTrustBundle ${name} exists but was not written by this installation; it is left alone` });
+        conflicts.push(foreign(name));
         continue;
       }
       const current = this.ours(signer);
       const write = publishedBundleWrite(current, ca, this.cache, now);
       if (write === undefined) continue;
-      const body = {
+      const body = (over: ClusterTrustBundle | undefined) => ({
         apiVersion: 'certificates.k8s.io/v1',
         kind: 'ClusterTrustBundle',
         metadata: {
           name,
-          labels: { ...(existing?.metadata?.labels ?? {}), [TRUST_BUNDLE_LABEL]: 'true', [MANAGED_BY_LABEL]: MANAGED_BY, [COMPONENT_LABEL]: COMPONENT },
-          annotations: { ...(existing?.metadata?.annotations ?? {}), ...write.annotations, [INSTALLATION_ANNOTATION]: this.installation },
-          ...(existing?.metadata?.resourceVersion ? { resourceVersion: existing.metadata.resourceVersion } : {}),
+          labels: { ...(over?.metadata?.labels ?? {}), [TRUST_BUNDLE_LABEL]: 'true', [MANAGED_BY_LABEL]: MANAGED_BY, [COMPONENT_LABEL]: COMPONENT },
+          annotations: { ...(over?.metadata?.annotations ?? {}), ...write.annotations, [INSTALLATION_ANNOTATION]: this.installation },
+          ...(over?.metadata?.resourceVersion ? { resourceVersion: over.metadata.resourceVersion } : {}),
         },
         spec: { signerName: signer, trustBundle: write.text },
-      };
+      });
       try {
         const stored = existing
-          ? await this.api.replace<ClusterTrustBundle>(certificatesPath('clustertrustbundles', undefined, name), body)
-          : await this.api.create<ClusterTrustBundle>(certificatesPath('clustertrustbundles'), body);
+          ? await this.api.replace<ClusterTrustBundle>(certificatesPath('clustertrustbundles', undefined, name), body(existing))
+          : await this.createOrReclaim(name, signer, body);
+        if (stored === 'foreign') {
+          conflicts.push(foreign(name));
+          continue;
+        }
         this.informer.cacheAhead(stored);
         written++;
       } catch (e) {
@@ -109,6 +114,27 @@ export class TrustBundles {
       }
     }
     return { written, failed, conflicts };
+  }
+
+  /**
+   * Creates the bundle. One of its name that exists already is invisible to the informer, which
+   * selects by our label: ours (someone removed the label, so projections no longer select it)
+   * gets the label back; another party's is left alone.
+   */
+  private async createOrReclaim(
+    name: string,
+    signer: string,
+    body: (over: ClusterTrustBundle | undefined) => unknown,
+  ): Promise<ClusterTrustBundle | 'foreign'> {
+    try {
+      return await this.api.create<ClusterTrustBundle>(certificatesPath('clustertrustbundles'), body(undefined));
+    } catch (e) {
+      if (apiErrorOf(e).code !== 409) throw e;
+      const path = certificatesPath('clustertrustbundles', undefined, name);
+      const found = await this.api.get<ClusterTrustBundle>(path);
+      if (!this.isOurs(found) || found.spec?.signerName !== signer) return 'foreign';
+      return this.api.replace<ClusterTrustBundle>(path, body(found));
+    }
   }
 
   private ours(signer: string): { text: string; annotations: Readonly<Record<string, string>> } | undefined {
@@ -123,4 +149,9 @@ export class TrustBundles {
       m.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && m.labels?.[COMPONENT_LABEL] === COMPONENT && m.annotations?.[INSTALLATION_ANNOTATION] === this.installation
     );
   }
+}
+
+/** The standing conflict of a bundle of our name that another party wrote. */
+function foreign(name: string): { name: string; message: string } {
+  return { name, message: `ClusterTrustBundle ${name} exists but was not written by this installation; it is left alone` };
 }
