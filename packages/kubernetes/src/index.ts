@@ -34,6 +34,7 @@ export {
   DEFAULT_CLIENT_SECRET_NAME,
   INSTALLATION_ANNOTATION,
   installationId,
+  isOurTrustBundle,
   MANAGED_BY,
   MANAGED_BY_LABEL,
 } from './ownership.js';

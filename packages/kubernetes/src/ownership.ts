@@ -73,3 +73,30 @@ export function classifyOwnership(secret: SecretLike, component: SecretComponent
   if (PLACEHOLDER_TYPES.has(type) && values.every((v) => v === '')) return 'placeholder';
   return 'foreign';
 }
+
+/** `app.kubernetes.io/component` of our ClusterTrustBundles. */
+export const TRUST_BUNDLE_COMPONENT = 'trust-bundle';
+
+/**
+ * True when a ClusterTrustBundle of `signerName` was written by this installation: our managed-by
+ * and component labels, our installation annotation, and that signer. Only such a bundle is ever
+ * rewritten.
+ *
+ * @internal Shared with \@eso-mtls/controller (`eso-mtls status`); not part of the supported API.
+ */
+export function isOurTrustBundle(
+  bundle: {
+    readonly labels?: Readonly<Record<string, string>>;
+    readonly annotations?: Readonly<Record<string, string>>;
+    readonly signerName?: string;
+  },
+  signerName: string,
+  installation: string,
+): boolean {
+  return (
+    bundle.labels?.[MANAGED_BY_LABEL] === MANAGED_BY &&
+    bundle.labels?.[COMPONENT_LABEL] === TRUST_BUNDLE_COMPONENT &&
+    bundle.annotations?.[INSTALLATION_ANNOTATION] === installation &&
+    bundle.signerName === signerName
+  );
+}

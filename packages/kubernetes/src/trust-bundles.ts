@@ -1,15 +1,13 @@
 import { type CertificateCache, type Instant, type MaterializedCa, type ObservedBundle, observePublishedBundle, publishedBundleWrite } from '@eso-mtls/core';
 import { apiErrorOf } from './api-error.js';
 import { Informer, type InformerOptions, type ListPage } from './informer.js';
-import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL } from './ownership.js';
+import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, TRUST_BUNDLE_COMPONENT, isOurTrustBundle } from './ownership.js';
 import { type KubeRestClient, certificatesPath } from './rest-client.js';
 
 /** The label on our ClusterTrustBundles, which every shipped `clusterTrustBundle` projection selects. */
 export const TRUST_BUNDLE_LABEL = 'eso-mtls.io/trust-bundle';
 /** Label selector of our ClusterTrustBundles. */
 export const TRUST_BUNDLE_SELECTOR = `${TRUST_BUNDLE_LABEL}=true`;
-/** `app.kubernetes.io/component` of our ClusterTrustBundles. */
-const COMPONENT = 'trust-bundle';
 
 /** A ClusterTrustBundle (certificates.k8s.io/v1), as much of it as we read. */
 export interface ClusterTrustBundle {
@@ -93,7 +91,12 @@ export class TrustBundles {
         kind: 'ClusterTrustBundle',
         metadata: {
           name,
-          labels: { ...(over?.metadata?.labels ?? {}), [TRUST_BUNDLE_LABEL]: 'true', [MANAGED_BY_LABEL]: MANAGED_BY, [COMPONENT_LABEL]: COMPONENT },
+          labels: {
+            ...(over?.metadata?.labels ?? {}),
+            [TRUST_BUNDLE_LABEL]: 'true',
+            [MANAGED_BY_LABEL]: MANAGED_BY,
+            [COMPONENT_LABEL]: TRUST_BUNDLE_COMPONENT,
+          },
           annotations: { ...(over?.metadata?.annotations ?? {}), ...write.annotations, [INSTALLATION_ANNOTATION]: this.installation },
           ...(over?.metadata?.resourceVersion ? { resourceVersion: over.metadata.resourceVersion } : {}),
         },
@@ -145,8 +148,10 @@ export class TrustBundles {
 
   private isOurs(bundle: ClusterTrustBundle): boolean {
     const m = bundle.metadata ?? {};
-    return (
-      m.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && m.labels?.[COMPONENT_LABEL] === COMPONENT && m.annotations?.[INSTALLATION_ANNOTATION] === this.installation
+    return isOurTrustBundle(
+      { labels: m.labels, annotations: m.annotations, signerName: bundle.spec?.signerName },
+      bundle.spec?.signerName ?? '',
+      this.installation,
     );
   }
 }

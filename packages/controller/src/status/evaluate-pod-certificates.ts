@@ -9,12 +9,11 @@ import {
   minutes,
   observePublishedBundle,
 } from '@eso-mtls/core';
-import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, TRUST_BUNDLE_LABEL } from '@eso-mtls/kubernetes';
-import { type PodCertificateState, type SignerRequestsRead, type TrustBundleObject, type TrustBundleRead } from './cluster-state.js';
+import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, TRUST_BUNDLE_LABEL, isOurTrustBundle } from '@eso-mtls/kubernetes';
+import { type PodCertificateState, type SignerRequestsRead, type TrustBundleRead } from './cluster-state.js';
 import type { BundleCertificateReport, PodCertificatesReport, Problem, ReasonCount, SignerRequestsReport, TrustBundleReport } from './report.js';
 
 /** `app.kubernetes.io/component` of the controller's ClusterTrustBundles, as its TrustBundles writes it. */
-const TRUST_BUNDLE_COMPONENT = 'trust-bundle';
 /** Long-pending requests listed per signer; the count says how many more. */
 const LISTED_PENDING = 10;
 /** Distinct reasons listed per signer and condition; the rest are summed under one entry. */
@@ -38,16 +37,6 @@ export function pendingThreshold(reconcileInterval: Duration): Duration {
   return Math.min(2 * reconcileInterval, MAX_PENDING_THRESHOLD);
 }
 
-/** Written by this installation for `signerName`: what the controller's TrustBundles takes as its own and rewrites. */
-function isOurs(bundle: TrustBundleObject, signerName: string, installation: string): boolean {
-  return (
-    bundle.labels[MANAGED_BY_LABEL] === MANAGED_BY &&
-    bundle.labels[COMPONENT_LABEL] === TRUST_BUNDLE_COMPONENT &&
-    bundle.annotations[INSTALLATION_ANNOTATION] === installation &&
-    bundle.signerName === signerName
-  );
-}
-
 /**
  * The published bundles as the controller's CA activation reads them: each readable signer's
  * bundle, empty when absent or not ours. One that could not be read is left out, as unknown.
@@ -55,7 +44,7 @@ function isOurs(bundle: TrustBundleObject, signerName: string, installation: str
 export function observedTrustBundles(state: PodCertificateState, installation: string, cache: CertificateCache): ObservedBundle[] {
   return state.trustBundles.flatMap((read) => {
     if (read.kind === 'unreadable') return [];
-    const ours = read.bundle !== undefined && isOurs(read.bundle, read.signerName, installation) ? read.bundle : undefined;
+    const ours = read.bundle !== undefined && isOurTrustBundle(read.bundle, read.signerName, installation) ? read.bundle : undefined;
     return [observePublishedBundle(ours && { text: ours.trustBundle, annotations: ours.annotations }, cache)];
   });
 }
@@ -107,10 +96,10 @@ function evaluateTrustBundle(read: TrustBundleRead, ctx: PodCertificateContext):
     const message = `ClusterTrustBundle ${name} does not exist; the controller publishes it, and until then pods projecting it trust no CA of signer ${signerName}`;
     return { ...base, checked: true, exists: false, problems: [{ kind: 'missing', message }] };
   }
-  if (!isOurs(bundle, signerName, ctx.installation)) {
+  if (!isOurTrustBundle(bundle, signerName, ctx.installation)) {
     const message =
       `ClusterTrustBundle ${name} exists but was not written by this installation (${MANAGED_BY_LABEL}=${MANAGED_BY}, ` +
-      `${COMPONENT_LABEL}=${TRUST_BUNDLE_COMPONENT}, ${INSTALLATION_ANNOTATION}=${ctx.installation}); the controller leaves it alone and cannot publish: remove it`;
+      `${COMPONENT_LABEL}=trust-bundle, ${INSTALLATION_ANNOTATION}=${ctx.installation}); the controller leaves it alone and cannot publish: remove it`;
     return { ...base, checked: true, exists: true, ours: false, problems: [{ kind: 'foreign', message }] };
   }
   const problems: Problem[] = [];
