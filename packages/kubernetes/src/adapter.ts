@@ -221,6 +221,7 @@ export class ProviderCertificateAdapter {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
     await Promise.all([this.informers.stop(), ...this.podInformers.map((i) => i.stop())]);
+    await this.podSigner?.settled();
     await this.events.flush();
     this.api.close();
   }

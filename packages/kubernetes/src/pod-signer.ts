@@ -81,6 +81,7 @@ export class PodCertificateSigner {
   private readonly written = new Map<string, string>();
   private staleCountedAt = -Infinity;
   private stale: ReadonlyMap<string, number> = new Map();
+  private counting: Promise<void> | undefined;
 
   constructor(
     private readonly deps: PodSignerDependencies,
@@ -150,12 +151,22 @@ export class PodCertificateSigner {
   }
 
   /**
-   * Recounts, at most once per reconcile interval, the pods serving names that no longer match
-   * (one metadata GET per tracked pod, one at a time).
+   * Starts a recount, at most once per reconcile interval and one at a time, of the pods serving
+   * names that no longer match (one metadata GET per tracked pod, one after the other). It runs in
+   * the background: a recount of thousands of pods takes seconds, and signing must not wait for it.
    */
-  async refreshStaleNames(now: Instant): Promise<void> {
-    if (now - this.staleCountedAt < this.deps.policy.reconcileInterval) return;
+  refreshStaleNames(now: Instant): void {
+    if (this.counting !== undefined || now - this.staleCountedAt < this.deps.policy.reconcileInterval) return;
     this.staleCountedAt = now;
+    this.counting = this.countStaleNames(now).finally(() => (this.counting = undefined));
+  }
+
+  /** Resolves once no recount is running (the adapter awaits it before closing its connections). */
+  async settled(): Promise<void> {
+    await this.counting;
+  }
+
+  private async countStaleNames(now: Instant): Promise<void> {
     try {
       const services = servicesByNamespace(this.deps.services());
       this.stale = await this.issued.staleNames(now, (namespace, name) => this.podMetadata(namespace, name), services, this.deps.policy.clusterDomain);

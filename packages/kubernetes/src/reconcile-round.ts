@@ -129,7 +129,7 @@ export class ReconcileRound {
       events.record({ kind: 'Secret', ...pods.caEventTarget }, 'Warning', 'Failed', f.message);
     }
     const signed = await pods.signer.signPending(ca, clock, writesAllowed);
-    await pods.signer.refreshStaleNames(clock());
+    pods.signer.refreshStaleNames(clock());
     return {
       ...result,
       written: result.written + published.written + signed.issued + signed.denied + signed.failed,
