@@ -385,7 +385,8 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
     const recountProbe = await probeRecount(node, running, restarted, backlogStart, step);
     // The same recount alone (forced: its interval has not come round again).
     const recountStart = performance.now();
-    await restarted.podSigner!.refreshStaleNames(Date.now() + restarted.policy.reconcileInterval);
+    restarted.podSigner!.refreshStaleNames(Date.now() + restarted.policy.reconcileInterval);
+    await restarted.podSigner!.settled();
     const staleRecount = {
       seconds: (performance.now() - recountStart) / 1000,
       trackedPods: restarted.podSigner!.issued.size,
