@@ -3,7 +3,8 @@
 #   built from the Go module proxy into ~/.cache/eso-mtls/: kube-apiserver + etcd, kustomize, helm,
 #     kubectl and zlint, and the Prometheus operator's CRDs (copied from its Go module);
 #   from Debian's packages, when missing and we are root: promtool and the Prometheus server
-#     (`prometheus`), and a headless browser (`chromium`) for the chart tests.
+#     (`prometheus`), a headless browser (`chromium`) for the chart tests, and SoftHSM2 (`softhsm2`) with
+#     the pkcs11js binding for the HSM tests.
 # Each step prints where its tool is; a step that cannot provide its tool fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,3 +27,4 @@ step "promtool at" scripts/ensure-promtool.sh
 step "prometheus at" scripts/ensure-prometheus.sh
 step "libfaketime at" scripts/ensure-faketime.sh
 step "chromium at" scripts/ensure-chromium.sh
+step "SoftHSM2 at" scripts/ensure-softhsm.sh

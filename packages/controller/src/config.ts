@@ -12,10 +12,10 @@ import {
   resolvePolicy,
 } from '@eso-mtls/core';
 import { type BindAddress, parseBindAddress } from './bind-address.js';
-import { type PodCertificateOptions, isSignerName } from '@eso-mtls/kubernetes';
+import { MIN_PRUNE_GRACE, type PodCertificateOptions, isSignerName } from '@eso-mtls/kubernetes';
 import { readArgv } from './cli/args.js';
 import { parseDuration } from './duration.js';
-import { CONTROLLER_FLAGS, type FlagSpec, controllerUsage, envVarOf } from './flags.js';
+import { CONTROLLER_FLAGS, type FlagSpec, PIN_ENV, controllerUsage, envVarOf } from './flags.js';
 
 /** Minimum level of log lines, as pino names them. */
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
@@ -62,6 +62,27 @@ export interface ControllerConfig {
   readonly secretMode: boolean;
   /** The pod-certificate mode's signers and limit; undefined when the mode is off. */
   readonly podCertificates: PodCertificateOptions | undefined;
+  /** The most certificates issued per reconcile; undefined: no bound (`0`). See docs/flood-control.md. */
+  readonly maxIssuancesPerReconcile: number | undefined;
+  /** The most provider namespaces served; undefined: no cap (`0`, the default). */
+  readonly maxNamespaces: number | undefined;
+  /** Grace before an orphaned provider Secret is deleted; 0 when pruning is off (the default). */
+  readonly pruneOrphanedSecretsAfter: Duration;
+  /** The PKCS#11 token holding the CA keys (see docs/hsm.md); undefined: the CA key is in the CA Secret. */
+  readonly pkcs11:
+    | {
+        /** Path of the PKCS#11 module. */
+        readonly modulePath: string;
+        /** Label of the token. */
+        readonly tokenLabel: string;
+        /** Label prefix of the CA keys, the only keys ever destroyed. */
+        readonly keyLabelPrefix: string;
+        /** Where the user PIN is read at each login: a file, or the environment variable ESO_MTLS_HSM_PIN. */
+        readonly pin: { readonly file: string } | { readonly env: 'ESO_MTLS_HSM_PIN' };
+        /** Keep retired CA keys in the token (default false: destroyed once their CA left every bundle). */
+        readonly keepRetiredKeys: boolean;
+      }
+    | undefined;
 }
 
 /** A flag or environment variable with a value the controller cannot use. */
@@ -170,8 +191,28 @@ function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, s
     metricsBindAddress: read('metrics-bind-address', parseBindAddress),
     healthProbeBindAddress: read('health-probe-bind-address', parseBindAddress),
     logLevel: read('log-level', (s) => LOG_LEVELS.find((l) => l === s)),
-    ...modesFrom(read),
+    maxIssuancesPerReconcile: read('max-issuances-per-reconcile', parseLimit) || undefined,
+    maxNamespaces: read('max-namespaces', parseLimit) || undefined,
+    ...modesAndPruning(read),
+    pkcs11: pkcs11From(read, (name) => source(name) !== undefined && source(name)!.from !== 'default', env),
   };
+}
+
+/** The modes, and pruning, which deletes provider Secrets and so needs the Secret mode. */
+function modesAndPruning(
+  read: <T>(name: string, convert: (s: string) => T | undefined) => T,
+): Pick<ControllerConfig, 'secretMode' | 'podCertificates' | 'pruneOrphanedSecretsAfter'> {
+  const modes = modesFrom(read);
+  const pruneOrphanedSecretsAfter = read('prune-orphaned-secrets-after', (s) => {
+    const d = parseDuration(s);
+    return d === 0 || (d !== undefined && d >= MIN_PRUNE_GRACE) ? d : undefined;
+  });
+  if (pruneOrphanedSecretsAfter > 0 && !modes.secretMode) {
+    throw new ConfigError(
+      '--prune-orphaned-secrets-after (env ESO_MTLS_PRUNE_ORPHANED_SECRETS_AFTER) needs --modes to include secret: pod-certificate-only mode never reads provider Secrets',
+    );
+  }
+  return { ...modes, pruneOrphanedSecretsAfter };
 }
 
 /** The modes and, with pod certificates, their signer names and limit. */
@@ -243,8 +284,46 @@ function positiveDuration(s: string): Duration | undefined {
   return d === undefined || d <= 0 ? undefined : d;
 }
 
+/** A whole number from 0 (no limit) to 1,000,000, in decimal digits only. */
+function parseLimit(s: string): number | undefined {
+  if (!/^[0-9]{1,7}$/.test(s)) return undefined;
+  const n = Number(s);
+  return n <= 1_000_000 ? n : undefined;
+}
+
 function parseBool(s: string): boolean | undefined {
   if (s === 'true' || s === '1') return true;
   if (s === 'false' || s === '0') return false;
   return undefined;
+}
+
+/** Where the CA keys live when a PKCS#11 module is configured. */
+export type Pkcs11Config = NonNullable<ControllerConfig['pkcs11']>;
+
+/** The PKCS#11 settings: all or nothing, with exactly one source of the PIN. */
+function pkcs11From(
+  read: <T>(name: string, convert: (s: string) => T | undefined) => T,
+  given: (name: string) => boolean,
+  env: Readonly<Record<string, string | undefined>>,
+): Pkcs11Config | undefined {
+  const others = ['hsm-token-label', 'hsm-key-label-prefix', 'hsm-pin-file', 'hsm-keep-retired-keys'];
+  const pinInEnv = env[PIN_ENV] !== undefined && env[PIN_ENV] !== '';
+  if (!given('hsm-module')) {
+    const stray = others.find(given);
+    if (stray !== undefined) throw new ConfigError(`--${stray} (env ${envVarOf(stray)}) is set but --hsm-module is not: set both, or neither`);
+    if (pinInEnv) throw new ConfigError(`${PIN_ENV} is set but --hsm-module is not: set both, or neither`);
+    return undefined;
+  }
+  if (!given('hsm-token-label')) throw new ConfigError(`--hsm-module needs --hsm-token-label (env ${envVarOf('hsm-token-label')})`);
+  if (given('hsm-pin-file') === pinInEnv) {
+    throw new ConfigError(`--hsm-module needs the token's PIN from exactly one of --hsm-pin-file (env ${envVarOf('hsm-pin-file')}) and ${PIN_ENV}`);
+  }
+  const nonEmpty = (s: string): string | undefined => (s.length > 0 ? s : undefined);
+  return {
+    modulePath: read('hsm-module', nonEmpty),
+    tokenLabel: read('hsm-token-label', (s) => (s.length > 0 && s.length <= 32 ? s : undefined)),
+    keyLabelPrefix: read('hsm-key-label-prefix', (s) => (/^[\x21-\x7e]{0,64}$/.test(s) ? s : undefined)),
+    pin: given('hsm-pin-file') ? { file: read('hsm-pin-file', nonEmpty) } : { env: PIN_ENV },
+    keepRetiredKeys: read('hsm-keep-retired-keys', parseBool),
+  };
 }

@@ -1,10 +1,11 @@
-import { type Instant } from '@eso-mtls/core';
+import { type CryptoBackend, type Instant } from '@eso-mtls/core';
+import { readFileSync } from 'node:fs';
 import { KubeRestClient, ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
 import { ControllerMetrics, type MetricsServer, startMetricsServer } from '@eso-mtls/metrics';
 import type { Logger } from 'pino';
 import type { BindAddress } from './bind-address.js';
 import { type Clock, systemClock } from './clock.js';
-import type { ControllerConfig } from './config.js';
+import type { ControllerConfig, Pkcs11Config } from './config.js';
 import { loadConnection } from './kube-config.js';
 import { LeaderElector } from './leader-election.js';
 import { LeaseLock } from './lease-lock.js';
@@ -98,14 +99,21 @@ export async function startController(config: ControllerConfig, deps: Controller
     },
     onInvalidEntry: (e) => logger.warn({ error: e.message }, 'metrics entry skipped'),
     podCertificates: config.podCertificates !== undefined,
+    orphanPruning: config.pruneOrphanedSecretsAfter > 0,
   });
+  // Only when configured: the optional package and its native binding are loaded here, never otherwise.
+  const pkcs11 = config.pkcs11 ? await loadPkcs11Backend(config.pkcs11, deps.env ?? process.env, logger) : undefined;
   const adapter: ProviderCertificateAdapter = await ProviderCertificateAdapter.create({
     connection,
+    ...(pkcs11 ? { crypto: pkcs11 } : {}),
     policy: config.policy,
     caSecretName: config.caSecretName,
     clientSecretName: config.clientSecretName,
     secretMode: config.secretMode,
     ...(config.podCertificates ? { podCertificates: config.podCertificates } : {}),
+    pruneOrphanedSecretsAfter: config.pruneOrphanedSecretsAfter,
+    ...(config.maxIssuancesPerReconcile === undefined ? {} : { maxIssuancesPerReconcile: config.maxIssuancesPerReconcile }),
+    ...(config.maxNamespaces === undefined ? {} : { maxNamespaces: config.maxNamespaces }),
     now,
     logger,
     writesAllowed,
@@ -118,6 +126,7 @@ export async function startController(config: ControllerConfig, deps: Controller
       onRotationFailure: (namespace, services) => guard(logger, () => metrics.recordRotationFailure(namespace, services)),
       onCaRotationFailure: () => guard(logger, () => metrics.recordCaRotationFailure()),
       onPodCertificateRequest: (signer, result, reason) => guard(logger, () => metrics.recordPodCertificateRequest(signer, result, reason)),
+      onSecretPruned: (_namespace, result) => guard(logger, () => metrics.recordOrphanDeletion(result)),
     },
   });
 
@@ -159,6 +168,7 @@ export async function startController(config: ControllerConfig, deps: Controller
           await elector?.stopAndRelease();
           leaseApi?.close();
           await Promise.all(started.map((s) => s.close()));
+          pkcs11?.close();
           logger.info('stopped');
         })()),
     };
@@ -167,6 +177,7 @@ export async function startController(config: ControllerConfig, deps: Controller
     await adapter.stop().catch(() => undefined);
     leaseApi?.close();
     await Promise.all(started.map((s) => s.close().catch(() => undefined)));
+    pkcs11?.close();
     throw e;
   }
 }
@@ -190,4 +201,46 @@ function guard(logger: Logger, f: () => void): void {
   } catch (e) {
     logger.warn({ error: (e as Error).message }, 'metrics update failed');
   }
+}
+
+/** What the controller uses of `@eso-mtls/pkcs11`, which it does not depend on: the package is optional. */
+interface Pkcs11Package {
+  createPkcs11CryptoBackend(options: {
+    modulePath: string;
+    tokenLabel: string;
+    pin: () => string;
+    keyLabelPrefix: string;
+    keepRetiredKeys: boolean;
+    onKeyDestroyed: (reference: string) => void;
+  }): CryptoBackend & { close(): void };
+}
+
+/**
+ * The crypto backend with the CA keys in a PKCS#11 token. A missing package fails the start-up;
+ * the token itself is opened at first use, and any failure there takes the CA failure path.
+ */
+async function loadPkcs11Backend(
+  config: Pkcs11Config,
+  env: Readonly<Record<string, string | undefined>>,
+  logger: Logger,
+): Promise<CryptoBackend & { close(): void }> {
+  const specifier = '@eso-mtls/pkcs11';
+  let pkg: Pkcs11Package;
+  try {
+    pkg = (await import(specifier)) as Pkcs11Package;
+  } catch (e) {
+    throw new Error(`--hsm-module is set, but the package ${specifier} could not be loaded (${(e as Error).message}): install it next to the controller`, {
+      cause: e,
+    });
+  }
+  const pin = (): string => ('file' in config.pin ? readFileSync(config.pin.file, 'utf8').replace(/\r?\n$/, '') : (env[config.pin.env] ?? ''));
+  logger.info({ module: config.modulePath, token: config.tokenLabel, keepRetiredKeys: config.keepRetiredKeys }, 'CA keys are kept in a PKCS#11 token');
+  return pkg.createPkcs11CryptoBackend({
+    modulePath: config.modulePath,
+    tokenLabel: config.tokenLabel,
+    pin,
+    keyLabelPrefix: config.keyLabelPrefix,
+    keepRetiredKeys: config.keepRetiredKeys,
+    onKeyDestroyed: (reference) => logger.info({ key: reference }, 'destroyed the key of a CA that has left every bundle'),
+  });
 }

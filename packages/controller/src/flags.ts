@@ -21,6 +21,9 @@ export function envVarOf(flag: string): string {
   return `ESO_MTLS_${flag.toUpperCase().replaceAll('-', '_')}`;
 }
 
+/** The environment variable that may hold the PKCS#11 user PIN; there is no flag for it, so it never shows in a process list. */
+export const PIN_ENV = 'ESO_MTLS_HSM_PIN';
+
 const DURATION = 'a duration such as 500ms, 15s, 10m or 1h30m';
 const ADDRESS = 'host:port such as :8080 or 127.0.0.1:8080, or 0 to disable';
 
@@ -69,6 +72,20 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     help: 'service account of ESO core, part of the client certificate identity',
   },
   { name: 'reconcile-interval', kind: 'string', default: '10m', accepts: `${DURATION}, at least 1s`, help: 'safety-net period between full reconciles' },
+  {
+    name: 'max-issuances-per-reconcile',
+    kind: 'string',
+    default: '1000',
+    accepts: 'a whole number from 1 to 1000000, or 0 for no bound',
+    help: 'most certificates issued per reconcile, most urgent first (due renewals before new namespaces); the rest follow a second later. Emergency CA rotations are never held back (docs/flood-control.md)',
+  },
+  {
+    name: 'max-namespaces',
+    kind: 'string',
+    default: '0',
+    accepts: 'a whole number from 1 to 1000000, or 0 for no cap',
+    help: 'most provider namespaces served; the newest beyond it get no certificate and a Warning Event NamespaceNotServed (docs/flood-control.md)',
+  },
   { name: 'key-algorithm', kind: 'string', default: 'ECDSA-P256', accepts: 'ECDSA-P256, RSA-2048 or RSA-3072', help: 'algorithm of every newly generated key' },
   {
     name: 'modes',
@@ -97,6 +114,13 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     default: '24h',
     accepts: `${DURATION}, from 1h to 2184h`,
     help: "pod-certificate mode: the longest certificate issued (a pod's maxExpirationSeconds is clamped to it)",
+  },
+  {
+    name: 'prune-orphaned-secrets-after',
+    kind: 'string',
+    default: '0',
+    accepts: `0 (off), or ${DURATION} of at least 1h`,
+    help: 'Secret mode: delete our external-secrets-provider-tls Secret of a namespace that has had no labelled Service this long (needs RBAC delete: deploy/overlays/prune-orphaned-secrets)',
   },
   {
     name: 'leader-elect',
@@ -137,6 +161,41 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
   { name: 'leader-election-retry-period', kind: 'string', default: '2s', accepts: DURATION, help: 'period between acquire and renew attempts' },
   { name: 'metrics-bind-address', kind: 'string', default: ':8080', accepts: ADDRESS, help: 'address of the Prometheus /metrics endpoint' },
   { name: 'health-probe-bind-address', kind: 'string', default: ':8081', accepts: ADDRESS, help: 'address of the /healthz and /readyz endpoints' },
+  {
+    name: 'hsm-module',
+    kind: 'string',
+    default: undefined,
+    accepts: 'a path to a PKCS#11 module (.so)',
+    help: 'keep the CA keys in an HSM: a PKCS#11 token through this module (needs the @eso-mtls/pkcs11 package; docs/hsm.md); unset: the CA key is in the CA Secret',
+  },
+  {
+    name: 'hsm-token-label',
+    kind: 'string',
+    default: undefined,
+    accepts: 'a token label of 1 to 32 characters',
+    help: 'label of the token holding the CA keys',
+  },
+  {
+    name: 'hsm-key-label-prefix',
+    kind: 'string',
+    default: 'eso-mtls-ca-',
+    accepts: 'up to 64 printable ASCII characters',
+    help: 'label prefix of the CA keys; only keys with it are ever destroyed, so give each controller sharing a token its own',
+  },
+  {
+    name: 'hsm-pin-file',
+    kind: 'string',
+    default: undefined,
+    accepts: 'a path to a file holding the PIN',
+    help: `file holding the token's user PIN, read at each login; or set ${PIN_ENV} (the PIN is never a flag value)`,
+  },
+  {
+    name: 'hsm-keep-retired-keys',
+    kind: 'bool',
+    default: 'false',
+    accepts: 'true or false',
+    help: "keep a retired CA's key in the token after its CA has left every bundle; false destroys it",
+  },
   {
     name: 'log-level',
     kind: 'string',

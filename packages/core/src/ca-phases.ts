@@ -1,7 +1,7 @@
 import type { CaLayout, CaMaterial, CaPhase, CaRotationInput } from './ca-rotation.js';
 import type { CertificateCache } from './cache.js';
 import type { CertificateView } from './certificate.js';
-import { type KeyedCertificate, type Observed, type ObservedCaSecret, SecretKeys, observeCaSecret } from './observe.js';
+import { type KeyedCertificate, type Observed, type ObservedCaSecret, SecretKeys, caKeyField, observeCaSecret } from './observe.js';
 import { textOf } from './pem.js';
 import { type RotationReason, issuedNoLaterThan } from './rules.js';
 import { shown } from './shown.js';
@@ -64,8 +64,10 @@ export function readCaSecret(input: CaRotationInput): CaReading {
     const keyed = pair === undefined || !managed ? undefined : restorableCertificate(textValue(caSecret.data[keyKey]), input.clientBundle, cache, now);
     return { keyed, restored: keyed && pair && { keys, keyed, detail: pair.detail } };
   };
-  const active = read(observed.active, SecretKeys.caPrivateKey, 'ca.crt/ca.key');
-  const next = read(observed.next, SecretKeys.nextPrivateKey, 'next.crt/next.key');
+  // The key is ca.key, or ca.key-ref where a CaSigner holds it: the reference is then the key.
+  const keyField = (slot: 'active' | 'next'): string => caKeyField(caSecret?.data ?? {}, slot);
+  const active = read(observed.active, keyField('active'), `ca.crt/${keyField('active')}`);
+  const next = read(observed.next, keyField('next'), `next.crt/${keyField('next')}`);
   return {
     input,
     observed,

@@ -1,11 +1,14 @@
 import type { CertificateView } from './certificate.js';
-import type { SignatureVerifier } from './crypto.js';
+import { CaKeyUnavailableError, type SignatureVerifier } from './crypto.js';
 import type { KeyedCertificate } from './observe.js';
 import { equalBytes } from './der.js';
 import { CertificateParseError, parseCertificate, splitPemCertificates } from './parse.js';
 
-/** How a stored private key relates to a certificate. */
-export type KeyCheck = 'match' | 'mismatch' | 'unreadable';
+/**
+ * How a stored private key relates to a certificate. `unavailable`: a key reference whose signer
+ * cannot tell now (see {@link CaKeyUnavailableError}); not remembered, so the next check asks again.
+ */
+export type KeyCheck = 'match' | 'mismatch' | 'unreadable' | 'unavailable';
 
 /** Options of a {@link CertificateCache}. */
 export interface CertificateCacheOptions {
@@ -197,7 +200,8 @@ export class CertificateCache {
       let spki: Uint8Array | undefined;
       try {
         spki = this.verifier.publicKeyOf(privateKeyPem);
-      } catch {
+      } catch (e) {
+        if (e instanceof CaKeyUnavailableError) return 'unavailable';
         spki = undefined;
       }
       result = spki === undefined ? 'unreadable' : equalBytes(spki, certificate.subjectPublicKeyInfo) ? 'match' : 'mismatch';

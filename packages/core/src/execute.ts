@@ -3,6 +3,7 @@ import type { CertificateCache } from './cache.js';
 import type { CaMaterial, CaPhase } from './ca-rotation.js';
 import type { CertificateView } from './certificate.js';
 import type { CryptoBackend, RandomSource } from './crypto.js';
+import { equalBytes } from './der.js';
 import { type IssueContext, issueCa, issueClientLeaf, issueServerLeaf } from './issue.js';
 import { type KeyedCertificate, SecretKeys } from './observe.js';
 import { bundlePem } from './parse.js';
@@ -73,7 +74,8 @@ const issueContext = (plan: Plan, ctx: ExecutionContext): IssueContext => ({ cry
 export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Promise<MaterializedCa> {
   const issue = issueContext(plan, ctx);
   const materialize = async (m: CaMaterial | undefined): Promise<KeyedCertificate | undefined> => {
-    if (m === undefined || m.kind === 'existing') return m?.keyed;
+    if (m === undefined) return undefined;
+    if (m.kind === 'existing') return checkHeldKey(ctx.crypto, m.keyed);
     const issued = await issueCa(issue);
     ctx.cache?.remember(issued, issued.certificate);
     return issued;
@@ -84,10 +86,18 @@ export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Pr
   const bundle = trustBundle([...(active ? [active.certificate] : []), ...(next ? [next.certificate] : []), ...retired]);
   const change = plan.ca;
   if (change === undefined) return { active, next, retired, bundle };
+  const { caSigner } = ctx.crypto;
+  // A CA whose key a caSigner holds is stored with a reference to it, never with key material.
+  const keyed = (certKey: string, pemKey: string, refKey: string, ca: KeyedCertificate): Record<string, string> => ({
+    [certKey]: ca.certificate.pem,
+    [caSigner?.holds(ca.privateKeyPem) ? refKey : pemKey]: ca.privateKeyPem,
+  });
   const data: Record<string, string> = {};
-  if (active) Object.assign(data, { [SecretKeys.caCertificate]: active.certificate.pem, [SecretKeys.caPrivateKey]: active.privateKeyPem });
-  if (next) Object.assign(data, { [SecretKeys.nextCertificate]: next.certificate.pem, [SecretKeys.nextPrivateKey]: next.privateKeyPem });
+  if (active) Object.assign(data, keyed(SecretKeys.caCertificate, SecretKeys.caPrivateKey, SecretKeys.caKeyReference, active));
+  if (next) Object.assign(data, keyed(SecretKeys.nextCertificate, SecretKeys.nextPrivateKey, SecretKeys.nextKeyReference, next));
   if (retired.length > 0) data[SecretKeys.retiredCertificates] = bundlePem(retired);
+  // Keys of CAs that leave with this write have left every bundle: the caSigner may destroy them.
+  await caSigner?.retainKeys?.([...(active ? [active.certificate] : []), ...(next ? [next.certificate] : []), ...retired]);
   const write: SecretWrite = {
     target: 'ca',
     kind: 'ca',
@@ -102,6 +112,21 @@ export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Pr
     notAfter: active?.certificate.notAfter,
   };
   return { active, next, retired, bundle, write };
+}
+
+/**
+ * `keyed`, once its caSigner has confirmed it still holds the key (planning kept a reference it
+ * could not check). Throws otherwise, so the CA write and every leaf wait, and the adapter counts,
+ * logs and reports the failure: nothing is signed by another key instead.
+ */
+function checkHeldKey(crypto: CryptoBackend, keyed: KeyedCertificate): KeyedCertificate {
+  const { caSigner } = crypto;
+  if (!caSigner?.holds(keyed.privateKeyPem)) return keyed;
+  const spki = caSigner.publicKeyOf(keyed.privateKeyPem);
+  if (!equalBytes(spki, keyed.certificate.subjectPublicKeyInfo)) {
+    throw new Error(`the key ${keyed.privateKeyPem} is not the key of CA ${keyed.certificate.subject} (serial ${keyed.certificate.serialNumber})`);
+  }
+  return keyed;
 }
 
 /** Issues one planned leaf, signed by the active CA of `ca`, with `ca.bundle` as its ca.crt. */

@@ -10,7 +10,15 @@ export { type CaChange, type CaLayout, type CaMaterial, type CaPhase, type CaRot
 export { CertificateCache, type CertificateCacheOptions, type CertificateCacheStats, type KeyCheck } from './cache.js';
 export { type CertificateView } from './certificate.js';
 export { ConcurrencyLimit } from './concurrency-limit.js';
-export { type CryptoBackend, type GeneratedKey, type RandomSource, type SignatureVerifier, type Signer } from './crypto.js';
+export {
+  CaKeyUnavailableError,
+  type CaSigner,
+  type CryptoBackend,
+  type GeneratedKey,
+  type RandomSource,
+  type SignatureVerifier,
+  type Signer,
+} from './crypto.js';
 export {
   executePlan,
   type ExecutionContext,
@@ -69,7 +77,9 @@ export { decodePemBlocks, encodePem, type PemBlock, PemError } from './pem.js';
 export {
   type BundleUpdate,
   type Conflict,
+  type DeferredLeaf,
   describeTarget,
+  type ExcludedNamespace,
   isPlanEmpty,
   type LeafIssuance,
   type Plan,

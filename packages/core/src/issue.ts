@@ -1,5 +1,5 @@
 import type { CertificateView } from './certificate.js';
-import type { CryptoBackend, GeneratedKey } from './crypto.js';
+import type { CryptoBackend, GeneratedKey, Signer } from './crypto.js';
 import { encodeCommonNameDn, formatCommonNameDn } from './distinguished-name.js';
 import { MAX_DNS_NAME_BYTES, dnsNamesBytes } from './name-budget.js';
 import { CLIENT_COMMON_NAME, clientSpiffeId, isDnsName } from './names.js';
@@ -82,7 +82,8 @@ interface Profile {
  * share an issuer name.
  */
 export async function issueCa(ctx: IssueContext, options: { readonly commonName?: string } = {}): Promise<Issued> {
-  const key = await ctx.crypto.signer.generateKey(ctx.policy.keyAlgorithm);
+  // A CA key is made where CA keys are held: the caSigner (HSM, KMS) when there is one.
+  const key = await (ctx.crypto.caSigner ?? ctx.crypto.signer).generateKey(ctx.policy.keyAlgorithm);
   const serialNumber = randomSerialNumber(ctx.crypto.random);
   const day = new Date(truncateToSecond(ctx.now)).toISOString().slice(0, 10).replaceAll('-', '');
   const commonName = options.commonName ?? `eso-provider-ca-${day}-${toHex(serialNumber).slice(0, 8)}`;
@@ -230,7 +231,8 @@ async function sign(
     subjectPublicKeyInfo,
     extensions,
   });
-  const signatureValue = await ctx.crypto.signer.sign(parent ? parent.privateKeyPem : (issuer as { readonly self: string }).self, tbsCertificate);
+  const signingKey = parent ? parent.privateKeyPem : (issuer as { readonly self: string }).self;
+  const signatureValue = await signerOf(ctx.crypto, signingKey).sign(signingKey, tbsCertificate);
   const der = encodeCertificate(tbsCertificate, algorithm.der, signatureValue);
   const subjectString = formatCommonNameDn(profile.commonName);
   // The view is assembled from what was just encoded; a test checks it equals parseCertificate(pem).
@@ -256,6 +258,11 @@ async function sign(
     signatureValue,
   });
   return certificate;
+}
+
+/** The signer that holds `storedKey`: the caSigner for its references, the software signer for PEM keys. */
+function signerOf(crypto: CryptoBackend, storedKey: string): Signer {
+  return crypto.caSigner?.holds(storedKey) ? crypto.caSigner : crypto.signer;
 }
 
 /**

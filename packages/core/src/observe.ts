@@ -19,6 +19,12 @@ export const SecretKeys = {
   /** CA Secret: the next CA, published in bundles but not signing yet. */
   nextCertificate: 'next.crt',
   nextPrivateKey: 'next.key',
+  /**
+   * CA Secret: in place of ca.key / next.key, a reference to a key held by a CaSigner
+   * (an HSM or KMS): the Secret then holds no key material at all.
+   */
+  caKeyReference: 'ca.key-ref',
+  nextKeyReference: 'next.key-ref',
   /** CA Secret: previous CA certificates, still trusted in bundles; their keys are discarded. */
   retiredCertificates: 'retired.crt',
 } as const;
@@ -37,7 +43,7 @@ export type DataProblem =
 export interface KeyedCertificate {
   /** The certificate. */
   readonly certificate: CertificateView;
-  /** Its private key, PKCS#8 PEM. */
+  /** Its private key, PKCS#8 PEM; for a CA whose key a CaSigner holds, the reference to it. */
   readonly privateKeyPem: string;
 }
 
@@ -115,6 +121,10 @@ function observePair(data: SecretData, certKey: string, keyKey: string, cache: C
     if (expectCa && !cache.isSignedBy(certificate, certificate)) return problem('garbage_pem', notSelfSigned(certKey, certificate));
     if (isBlank(keyText)) return problem('missing_key', `${certKey} is present but ${keyKey} is absent or empty`);
     switch (cache.checkKey(certificate, keyText)) {
+      // 'unavailable': the signer holding the key cannot tell now; the reference stays the key, and signing with it fails loudly.
+      case 'unavailable':
+      case 'match':
+        return { ok: true, value: { certificate, privateKeyPem: keyText } };
       case 'unreadable':
         return problem('garbage_pem', `${keyKey} is not a readable private key`);
       case 'mismatch':
@@ -122,8 +132,6 @@ function observePair(data: SecretData, certKey: string, keyKey: string, cache: C
           'key_mismatch',
           `${keyKey} is not the private key of the certificate in ${certKey} (${certificate.subject}, serial ${certificate.serialNumber})`,
         );
-      case 'match':
-        return { ok: true, value: { certificate, privateKeyPem: keyText } };
     }
   });
 }
@@ -191,11 +199,30 @@ export function observeLeafSecret(data: SecretData, cache: CertificateCache): Ob
 export function observeCaSecret(data: SecretData, cache: CertificateCache): ObservedCaSecret {
   const present = (...keys: string[]): boolean => keys.some((k) => !isBlank(guardedText(data, k)));
   const K = SecretKeys;
+  const pair = (certKey: string, slot: 'active' | 'next'): Observed<KeyedCertificate> | undefined => {
+    const keyKey = caKeyField(data, slot);
+    if (!present(certKey, keyKey)) return undefined;
+    const both = CA_KEY_FIELDS[slot];
+    if (both.every((k) => present(k))) return problem('garbage_pem', `both ${both.join(' and ')} are set: a CA key is held in one place only`);
+    return observePair(data, certKey, keyKey, cache, true);
+  };
   return {
-    active: present(K.caCertificate, K.caPrivateKey) ? observePair(data, K.caCertificate, K.caPrivateKey, cache, true) : undefined,
-    next: present(K.nextCertificate, K.nextPrivateKey) ? observePair(data, K.nextCertificate, K.nextPrivateKey, cache, true) : undefined,
+    active: pair(K.caCertificate, 'active'),
+    next: pair(K.nextCertificate, 'next'),
     retired: present(K.retiredCertificates) ? observeBundle(data, K.retiredCertificates, cache, true) : undefined,
   };
+}
+
+/** Where each CA slot's key may be stored: as a PEM key, or as a reference to a CaSigner's key. */
+const CA_KEY_FIELDS = {
+  active: [SecretKeys.caPrivateKey, SecretKeys.caKeyReference],
+  next: [SecretKeys.nextPrivateKey, SecretKeys.nextKeyReference],
+} as const;
+
+/** The data key holding a CA slot's key: the reference when only it is set, else the PEM key's. */
+export function caKeyField(data: SecretData, slot: 'active' | 'next'): string {
+  const [pem, reference] = CA_KEY_FIELDS[slot];
+  return isBlank(guardedText(data, pem)) && !isBlank(guardedText(data, reference)) ? reference : pem;
 }
 
 function guardedText(data: SecretData, key: string): string {

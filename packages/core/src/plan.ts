@@ -2,7 +2,8 @@ import { expectedBundle } from './bundle.js';
 import type { CertificateCache } from './cache.js';
 import { type CaChange, type CaLayout, type CaStatus, planCaRotation } from './ca-rotation.js';
 import type { CertificateView } from './certificate.js';
-import { CLIENT_COMMON_NAME, InvalidNameError, clientSpiffeId, serviceDnsNames } from './names.js';
+import { type DueLeaf, capNamespaces, orderIssuances } from './issuance-order.js';
+import { CLIENT_COMMON_NAME, InvalidNameError, PROVIDER_LABEL, clientSpiffeId, serviceDnsNames } from './names.js';
 import { MAX_DNS_NAME_BYTES, fitServiceNames } from './name-budget.js';
 import { type ObservedLeafSecret, type SecretData, observeLeafSecret } from './observe.js';
 import type { Policy } from './policy.js';
@@ -10,6 +11,7 @@ import { type LeafIdentity, type LeafRuleContext, type LeafTrust, type RotationR
 import { shown } from './shown.js';
 import {
   BUNDLE_WRITTEN_AT_ANNOTATION,
+  type ProviderNamespace,
   type ProviderService,
   ROTATE_ACKNOWLEDGED_ANNOTATION,
   type SecretState,
@@ -90,6 +92,35 @@ export interface WaitingLeaf {
   readonly until?: Instant;
 }
 
+/**
+ * A leaf that is due but held back by {@link PlanContext.maxIssuances}: more urgent leaves took
+ * this plan's issuances (see docs/flood-control.md). A following plan issues it; not an error.
+ */
+export interface DeferredLeaf {
+  /** The Secret whose leaf waits. */
+  readonly target: SecretTarget;
+  /** The labelled Services of the namespace (empty for the client). */
+  readonly services: readonly string[];
+  /** The rule that made it due. */
+  readonly reason: RotationReason;
+  /** Why it is due, in a sentence. */
+  readonly message: string;
+}
+
+/**
+ * A namespace with labelled Services that {@link PlanContext.maxNamespaces} leaves out: nothing is
+ * issued, renewed or bundled in it, and its Secret has no say in the CA rotation, as if it had no
+ * labelled Service. The newest namespaces are left out (see docs/flood-control.md).
+ */
+export interface ExcludedNamespace {
+  /** The namespace. */
+  readonly namespace: string;
+  /** Its labelled Services, for Events. */
+  readonly services: readonly string[];
+  /** Why, naming the cap, for an Event on each Service. */
+  readonly message: string;
+}
+
 /** Why a labelled Service's request or names are left out of its namespace's certificate. */
 export type RefusalReason = 'rotate_request_too_large' | 'certificate_too_large';
 
@@ -143,6 +174,10 @@ export interface Plan {
   readonly waiting: readonly WaitingLeaf[];
   /** Labelled Services whose request or names are refused; the rest of their namespace is planned as usual. */
   readonly refused: readonly RefusedService[];
+  /** Leaves due but held back by {@link PlanContext.maxIssuances}, most urgent first; nextDueAt is then a second away. */
+  readonly deferred: readonly DeferredLeaf[];
+  /** Namespaces left out by {@link PlanContext.maxNamespaces}. */
+  readonly excluded: readonly ExcludedNamespace[];
   /** What is in use after the plan, for metrics. */
   readonly status: PlanStatus;
   /** Earliest future instant at which anything comes due; plan again then. */
@@ -162,6 +197,17 @@ export interface PlanContext {
    * A retired CA then stays trusted until every pod certificate it can have signed has expired.
    */
   readonly podCertificateMaxValidity?: Duration;
+  /**
+   * The most leaves one plan issues (a whole number, at least 1); undefined: no bound. The most
+   * urgent go first and the rest are {@link Plan.deferred} to a plan a second later; the leaves of an
+   * emergency CA rotation are never held back, and bundle rewrites are not counted (docs/flood-control.md).
+   */
+  readonly maxIssuances?: number;
+  /**
+   * The most provider namespaces served (a whole number, at least 1); undefined: no cap. The
+   * newest beyond it are {@link Plan.excluded}; a namespace that holds our certificate keeps its place.
+   */
+  readonly maxNamespaces?: number;
 }
 
 /** True when the plan writes nothing. */
@@ -182,6 +228,8 @@ interface LeafSubject {
   readonly identity: LeafIdentity;
   readonly request?: string;
   readonly forcedBy?: string;
+  /** Its oldest labelled Service's creationTimestamp (namespaces only), if known. */
+  readonly since?: Instant;
 }
 
 /**
@@ -200,6 +248,8 @@ function cacheEntriesFor(snapshot: Snapshot): number {
  */
 export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   const { now, policy, cache } = ctx;
+  checkBound('maxIssuances', ctx.maxIssuances);
+  checkBound('maxNamespaces', ctx.maxNamespaces);
   cache.reserve(cacheEntriesFor(snapshot));
   const conflicts: Conflict[] = [];
   const refused: RefusedService[] = [];
@@ -223,19 +273,37 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
       forcedBy: request === undefined ? undefined : `the client Secret's annotation eso-mtls.io/rotate (${shown(request, 64)})`,
     });
   }
+  const candidates: { ns: ProviderNamespace; valid: ProviderService[] }[] = [];
   for (const ns of snapshot.namespaces) {
     const valid = validServices(ns.namespace, ns.services, policy.clusterDomain, conflicts);
     // A namespace without labelled Services is left alone: not renewed, no bundle, no say in retiring a CA.
     if (valid.length === 0) continue;
-    const target = { namespace: ns.namespace };
     if (ns.secret?.ownership === 'foreign') {
       conflicts.push({
-        target,
+        target: { namespace: ns.namespace },
         services: valid.map((s) => s.name),
         message: `namespace ${ns.namespace}: Secret external-secrets-provider-tls exists but was not written by this installation; it is left alone`,
       });
       continue;
     }
+    candidates.push({ ns, valid });
+  }
+  const capped = capNamespaces(
+    candidates.map((c) => ({
+      item: c,
+      namespace: c.ns.namespace,
+      served: c.ns.secret?.ownership === 'managed' || c.ns.previouslyIssued,
+      since: oldestService(c.valid),
+    })),
+    ctx.maxNamespaces,
+  );
+  const excluded: ExcludedNamespace[] = capped.left.map(({ ns, valid }) => ({
+    namespace: ns.namespace,
+    services: valid.map((s) => s.name),
+    message: `namespace ${ns.namespace} is not served: at most ${ctx.maxNamespaces} provider namespaces are (the cap on namespaces; the controller's --max-namespaces), and the newest beyond it are left out, so its certificate is neither issued nor renewed. Raise the cap, or remove the label ${PROVIDER_LABEL} from Services in namespaces that need no certificate.`,
+  }));
+  for (const { ns, valid } of capped.served) {
+    const target = { namespace: ns.namespace };
     const observed = ns.secret?.ownership === 'managed' ? observeLeafSecret(ns.secret.data, cache) : undefined;
     const served = observed?.leaf.ok ? observed.leaf.value.certificate.dnsNames : undefined;
     const { services, dnsNames } = fitNamespace(ns.namespace, valid, served, policy.clusterDomain, refused);
@@ -252,6 +320,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
       identity: { kind: 'server', dnsNames },
       request,
       forcedBy: pending.length > 0 ? `the annotation eso-mtls.io/rotate of ${listServices(pending)}` : undefined,
+      since: oldestService(valid),
     });
   }
 
@@ -287,7 +356,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   };
   if (ca.conflict !== undefined) {
     conflicts.push({ target: 'ca', services: [], message: ca.conflict });
-    return { now, policy, trust: ca.layout, leaves: [], bundles: [], conflicts, waiting: [], refused, status };
+    return { now, policy, trust: ca.layout, leaves: [], bundles: [], conflicts, waiting: [], refused, deferred: [], excluded, status };
   }
 
   const layout = ca.layout;
@@ -301,7 +370,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   const signer = layout.active;
   const dueAt = [...ca.dueAt];
   const isSignedBy = (leaf: CertificateView, caCert: CertificateView): boolean => cache.isSignedBy(leaf, caCert);
-  const leaves: LeafIssuance[] = [];
+  const due: DueLeaf<{ s: LeafSubject; issuance: LeafIssuance }>[] = [];
   const bundles: BundleUpdate[] = [];
   const waiting: WaitingLeaf[] = [];
   for (const s of subjects) {
@@ -320,7 +389,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     };
     const trigger = evaluateLeafRules(ruleContext);
     if (trigger && signer) {
-      leaves.push({
+      const issuance: LeafIssuance = {
         kind: s.kind,
         target: s.target,
         services: s.services,
@@ -331,7 +400,14 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
         base: s.secret?.version,
         annotations: s.request === undefined ? {} : { [ROTATE_ACKNOWLEDGED_ANNOTATION]: s.request },
         currentBundle: currentBundleOf(s),
-      });
+      };
+      const leaf = s.observed?.leaf.ok ? s.observed.leaf.value.certificate : undefined;
+      const pastRenewal = leaf !== undefined && now >= renewalTime(leaf, policy);
+      // In an emergency every Secret that exists is re-issued at once; one still to be created waits its turn.
+      const emergency = ca.emergency && presence === 'present';
+      // The client's certificate is ESO's own, used with every provider: first within its class.
+      const since = s.target === 'client' ? -Infinity : s.since;
+      due.push({ item: { s, issuance }, reason: trigger.reason, emergency, pastRenewal, notAfter: leaf?.notAfter, since });
       continue;
     }
     if (trigger)
@@ -346,6 +422,17 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
       bundles.push({ target: s.target, base: s.secret!.version, data: s.secret!.data, currentBundle: currentBundleOf(s) });
     if (!trigger && s.observed?.leaf.ok) dueAt.push(renewalTime(s.observed.leaf.value.certificate, policy));
   }
+  const ordered = orderIssuances(due, ctx.maxIssuances);
+  const leaves = ordered.issue.map((d) => d.issuance);
+  const deferred: DeferredLeaf[] = [];
+  for (const { s, issuance } of ordered.defer) {
+    deferred.push({ target: s.target, services: s.services, reason: issuance.reason, message: issuance.message });
+    // Its bundle is still kept current: a CA activation waits for every bundle, never for the bound.
+    if (s.observed && s.observed.bundleText !== bundle)
+      bundles.push({ target: s.target, base: s.secret!.version, data: s.secret!.data, currentBundle: currentBundleOf(s) });
+  }
+  // The rest are issued by the next plan, a second from now (the writes of this one land first).
+  if (deferred.length > 0) dueAt.push(truncateToSecond(now) + 1000);
   if (signer && leaves.length > 0) {
     // Earliest renewal of a leaf issued now, so an adapter waking at nextDueAt is never late.
     const remaining = signer.kind === 'existing' ? signer.keyed.certificate.notAfter - now : policy.caValidity;
@@ -363,9 +450,23 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     conflicts,
     waiting,
     refused,
+    deferred,
+    excluded,
     status,
     nextDueAt: future.length > 0 ? future.reduce((a, b) => Math.min(a, b)) : undefined,
   };
+}
+
+/** A bound of the plan context: undefined, or a whole number from 1. */
+function checkBound(name: string, value: number | undefined): void {
+  if (value !== undefined && !(Number.isInteger(value) && value >= 1)) throw new RangeError(`${name} must be a whole number from 1, got ${value}`);
+}
+
+/** The earliest creationTimestamp of `services`, if any is known. */
+function oldestService(services: readonly ProviderService[]): Instant | undefined {
+  let oldest: Instant | undefined;
+  for (const s of services) if (s.createdAt !== undefined && (oldest === undefined || s.createdAt < oldest)) oldest = s.createdAt;
+  return oldest;
 }
 
 function currentBundleOf(s: LeafSubject): readonly CertificateView[] | undefined {

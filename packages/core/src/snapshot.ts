@@ -3,6 +3,7 @@ import { toHex } from './hex.js';
 import type { IssuanceLedger } from './ledger.js';
 import type { SecretData } from './observe.js';
 import { sha256 } from './sha256.js';
+import type { Instant } from './time.js';
 
 /**
  * Who a Secret belongs to, as the adapter judges it from labels and the installation annotation.
@@ -31,6 +32,11 @@ export interface ProviderService {
   readonly name: string;
   /** Value of its `eso-mtls.io/rotate` annotation, if any: a request token for a forced rotation. */
   readonly rotateRequest?: string;
+  /**
+   * Its creationTimestamp, if known: a namespace's oldest labelled Service dates it, which ranks it
+   * under a cap on namespaces (the newest are left out) and among leaves of the same class.
+   */
+  readonly createdAt?: Instant;
 }
 
 /** A provider namespace: its labelled Services and its one `external-secrets-provider-tls` Secret. */

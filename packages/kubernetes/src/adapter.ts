@@ -16,6 +16,7 @@ import { KubeRestClient } from './rest-client.js';
 import { SecretWriter } from './secret-writer.js';
 import { SnapshotBuilder } from './snapshot-builder.js';
 import { type PodCertificateOptions, PodCertificateSigner } from './pod-signer.js';
+import { OrphanPruner } from './pruner.js';
 import { TrustBundles } from './trust-bundles.js';
 import type { Informer, ObjectWithMeta } from './informer.js';
 
@@ -59,6 +60,13 @@ export interface AdapterOptions {
   readonly watchTimeoutSeconds?: number;
   /** Page size of list calls (default 500). */
   readonly pageSize?: number;
+  /**
+   * The most certificates issued per reconcile (default: no bound), most urgent first; the rest
+   * follow a second later. Emergency CA rotations are never held back (docs/flood-control.md).
+   */
+  readonly maxIssuancesPerReconcile?: number;
+  /** The most provider namespaces served (default: no cap); the newest beyond it are left out, each with a Warning Event. */
+  readonly maxNamespaces?: number;
   /** `reportingInstance` of our Events, e.g. the pod name. */
   readonly eventInstance?: string;
   /**
@@ -69,6 +77,12 @@ export interface AdapterOptions {
   readonly secretMode?: boolean;
   /** The pod-certificate mode: sign PodCertificateRequests for these signer names, and publish their ClusterTrustBundles. */
   readonly podCertificates?: PodCertificateOptions;
+  /**
+   * Opt-in, Secret mode only: delete our provider Secret of a namespace that has had no labelled
+   * Service for this many milliseconds (at least 1 hour; default 0, off). Needs RBAC delete on
+   * Secrets named external-secrets-provider-tls (deploy/overlays/prune-orphaned-secrets).
+   */
+  readonly pruneOrphanedSecretsAfter?: number;
 }
 
 /** The Secret and Event fences, defaults applied. */
@@ -100,6 +114,7 @@ export class ProviderCertificateAdapter {
   /** Pod-certificate mode: the signer (its request informers and the stale-names count); undefined otherwise. */
   readonly podSigner: PodCertificateSigner | undefined;
   private readonly podInformers: readonly Informer<ObjectWithMeta>[];
+  private readonly pruner: OrphanPruner | undefined;
   private unsubscribe: (() => void) | undefined;
 
   // Only create() calls this, with the options validated and the fences resolved.
@@ -164,6 +179,18 @@ export class ProviderCertificateAdapter {
     };
     this.podSigner = pods?.signer;
     this.podInformers = pods ? ([...pods.signer.requests.values(), pods.trustBundles.informer] as Informer<ObjectWithMeta>[]) : [];
+    this.pruner = options.pruneOrphanedSecretsAfter
+      ? new OrphanPruner({
+          api,
+          installation: this.installation,
+          graceMs: options.pruneOrphanedSecretsAfter,
+          retryAfterMs: this.policy.reconcileInterval,
+          hasLabelledService: (namespace) => [...this.informers.services.list()].some((s) => s.metadata?.namespace === namespace),
+          events: this.events,
+          logger,
+          onPruned: options.hooks?.onSecretPruned?.bind(options.hooks),
+        })
+      : undefined;
     const round = new ReconcileRound({
       informers: this.informers,
       builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName, secretMode),
@@ -177,7 +204,9 @@ export class ProviderCertificateAdapter {
       hooks: options.hooks ?? {},
       writeLimiter,
       writesAllowed,
+      bounds: { maxIssuances: options.maxIssuancesPerReconcile, maxNamespaces: options.maxNamespaces },
       status: this.status,
+      ...(this.pruner ? { pruner: this.pruner } : {}),
       ...(pods ? { pods } : {}),
     });
     this.reconciler = new Reconciler(round, {
@@ -208,6 +237,9 @@ export class ProviderCertificateAdapter {
   async start(): Promise<void> {
     if (!this.unsubscribe) {
       const off = [this.informers.onChange(() => this.reconciler.trigger()), ...this.podInformers.map((i) => i.onChange(() => this.reconciler.trigger()))];
+      // Leader or not: a Service event while another replica leads still restarts the orphan time.
+      const pruner = this.pruner;
+      if (pruner) off.push(this.informers.services.onChange((e) => pruner.serviceChanged(e.object.metadata?.namespace ?? '')));
       this.unsubscribe = () => off.forEach((f) => f());
     }
     for (const i of this.podInformers) i.start();

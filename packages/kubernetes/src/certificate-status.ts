@@ -30,6 +30,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
   private ca: CaStatus | undefined;
   private refused: readonly RefusedServiceEntry[] = [];
   private pausedUntil: Instant | undefined;
+  private notServed = 0;
 
   constructor(
     private readonly services: () => Iterable<LabelledService>,
@@ -37,13 +38,14 @@ export class CertificateStatusView implements ControllerCertificateSource {
   ) {}
 
   /** Called with each plan (its status is what the cluster held when it was planned). */
-  update(plan: Pick<Plan, 'status' | 'refused'>): void {
+  update(plan: Pick<Plan, 'status' | 'refused'> & Partial<Pick<Plan, 'excluded'>>): void {
     const { status } = plan;
     this.notAfterByNamespace = new Map(status.namespaces.map((n) => [n.namespace, n.notAfter]));
     this.clientNotAfter = status.client;
     this.ca = status.ca;
     this.pausedUntil = status.signingPausedUntil;
     this.refused = plan.refused.map(({ namespace, service, reason }) => ({ namespace, service, reason }));
+    this.notServed = plan.excluded?.length ?? 0;
   }
 
   /** Called once a CA Secret write has landed, with the CAs it holds. */
@@ -94,5 +96,10 @@ export class CertificateStatusView implements ControllerCertificateSource {
   /** While no CA signs (a recovery waits for its new CA's propagation): when one is expected to sign again. */
   signingPausedUntil(): Instant | undefined {
     return this.pausedUntil;
+  }
+
+  /** Provider namespaces the latest plan left out under the cap on namespaces. */
+  namespacesNotServed(): number {
+    return this.notServed;
   }
 }

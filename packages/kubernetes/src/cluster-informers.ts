@@ -30,7 +30,8 @@ export interface InformerTuning {
 }
 
 /**
- * What the adapter reads of a Service: name, namespace, uid, resourceVersion, the provider label
+ * What the adapter reads of a Service: name, namespace, uid, resourceVersion, creationTimestamp
+ * (a namespace's oldest labelled Service dates it, for the cap on namespaces), the provider label
  * and the rotate annotation. Everything else a tenant put there is dropped, and a rotate value
  * too long to be honoured is kept as a copy of its first bytes, enough to be refused.
  *
@@ -47,6 +48,7 @@ export function trimService(s: V1Service): V1Service {
       namespace: m.namespace,
       uid: m.uid,
       resourceVersion: m.resourceVersion,
+      ...(m.creationTimestamp === undefined ? {} : { creationTimestamp: m.creationTimestamp }),
       ...(label === undefined ? {} : { labels: { [PROVIDER_LABEL]: label } }),
       ...(rotate === undefined ? {} : { annotations: { [ROTATE_ANNOTATION]: boundedCopy(rotate, MAX_ROTATE_REQUEST_BYTES + 1) } }),
     },

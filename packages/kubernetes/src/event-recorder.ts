@@ -13,9 +13,12 @@ export type EventReason =
   | 'WaitingForCA'
   | 'RotateRequestRefused'
   | 'NamesRefused'
+  | 'NamespaceNotServed'
   | 'PodCertificateIssued'
   | 'PodCertificateDenied'
-  | 'PodCertificateFailed';
+  | 'PodCertificateFailed'
+  | 'Pruned'
+  | 'PruneFailed';
 
 /**
  * The object an Event is about: a labelled Service, the CA Secret in ESO's namespace (for the CA's

@@ -39,6 +39,7 @@ export {
   MANAGED_BY_LABEL,
 } from './ownership.js';
 export { type ProxyChoice, redactProxyUrl } from './proxy.js';
+export { MIN_PRUNE_GRACE } from './pruner.js';
 export { type AdapterHooks, type RoundResult } from './reconcile-round.js';
 export { type ApiVerb, type RequestCounter } from './request-counter.js';
 export { corePath, KubeApiError, KubeRestClient, type KubeRestClientOptions, type Query, type WatchHandle, WriteFencedError } from './rest-client.js';

@@ -1,5 +1,6 @@
 import { MAX_POD_LIFETIME, MIN_POD_LIFETIME, PROVIDER_SECRET_NAME, isDnsName } from '@eso-mtls/core';
 import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME } from './ownership.js';
+import { MIN_PRUNE_GRACE } from './pruner.js';
 
 /** An adapter option that makes no sense; the message names the option, its value and what is accepted. */
 export class AdapterOptionsError extends Error {
@@ -28,7 +29,10 @@ interface CheckedOptions {
   readonly debounceMs?: number;
   readonly watchTimeoutSeconds?: number;
   readonly pageSize?: number;
+  readonly maxIssuancesPerReconcile?: number;
+  readonly maxNamespaces?: number;
   readonly secretMode?: boolean;
+  readonly pruneOrphanedSecretsAfter?: number;
   readonly podCertificates?: { readonly serverSignerName: string; readonly clientSignerName: string; readonly maxValidity: number };
 }
 
@@ -91,5 +95,22 @@ export function validateAdapterOptions(options: CheckedOptions): void {
   }
   if (options.pageSize !== undefined && !intIn(options.pageSize, 1, 10_000)) {
     throw new AdapterOptionsError('pageSize', options.pageSize, 'must be a whole number from 1 to 10000');
+  }
+  for (const option of ['maxIssuancesPerReconcile', 'maxNamespaces'] as const) {
+    const v = options[option];
+    if (v !== undefined && !intIn(v, 1, 1_000_000)) throw new AdapterOptionsError(option, v, 'must be a whole number from 1 to 1000000, or unset for no limit');
+  }
+  validatePruning(options);
+}
+
+/** Pruning deletes provider Secrets: it needs the Secret mode (the only one that reads them) and a grace longer than a redeploy. */
+function validatePruning(options: CheckedOptions): void {
+  const grace = options.pruneOrphanedSecretsAfter;
+  if (grace === undefined || grace === 0) return;
+  if (!Number.isInteger(grace) || grace < MIN_PRUNE_GRACE) {
+    throw new AdapterOptionsError('pruneOrphanedSecretsAfter', grace, `must be 0 (off) or whole milliseconds of at least ${MIN_PRUNE_GRACE} (1 hour)`);
+  }
+  if (options.secretMode === false) {
+    throw new AdapterOptionsError('pruneOrphanedSecretsAfter', grace, 'needs the Secret mode: pod-certificate-only mode never reads provider Secrets');
   }
 }

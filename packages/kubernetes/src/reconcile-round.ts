@@ -10,7 +10,6 @@ import {
   type RotationReason,
   type SecretWrite,
   isPlanEmpty,
-  materializeCaChange,
   planRotation,
 } from '@eso-mtls/core';
 import type { CertificateStatusView } from './certificate-status.js';
@@ -18,10 +17,11 @@ import type { ClusterInformers } from './cluster-informers.js';
 import type { EventRecorder } from './event-recorder.js';
 import type { Logger } from './logger.js';
 import type { PodCertificateSigner } from './pod-signer.js';
+import type { OrphanPruner } from './pruner.js';
 import { RoundWrites } from './round-writes.js';
 import type { SecretWriter } from './secret-writer.js';
 import { ServiceDirectory } from './service-directory.js';
-import type { SnapshotBuilder } from './snapshot-builder.js';
+import type { BuiltSnapshot, SnapshotBuilder } from './snapshot-builder.js';
 import { StandingReports } from './standing-reports.js';
 import type { TrustBundles } from './trust-bundles.js';
 
@@ -40,6 +40,18 @@ export interface AdapterHooks {
   onPodCertificateRequest?(signer: 'server' | 'client', result: 'issued' | 'denied' | 'failed', reason: string, namespace: string): void;
   /** Every Secret write that succeeded: CA, client, server leaves and bundle updates. */
   onWrite?(write: SecretWrite): void;
+  /** Pruning is on: a namespace's orphaned provider Secret was deleted, or its deletion failed (403, 5xx, network). */
+  onSecretPruned?(namespace: string, result: 'deleted' | 'failed'): void;
+}
+
+/**
+ * A round that wrote nothing and failed does not plan its deferred leaves again a second later
+ * (the plan's nextDueAt): it retries with the reconciler's backoff, like any failed round, so a
+ * failing apiserver or signer is not asked for up to a bound's worth of keys every second.
+ */
+function withoutEagerRetry(result: RoundResult): RoundResult {
+  const failedOnly = result.written === 0 && result.failed + result.stale + result.fenced > 0;
+  return failedOnly && result.plan.deferred.length > 0 ? { ...result, plan: { ...result.plan, nextDueAt: undefined } } : result;
 }
 
 /** What one reconcile did. */
@@ -70,8 +82,12 @@ export interface RoundDependencies {
   readonly writeLimiter: ConcurrencyLimit;
   /** The Secret fence: checked again before each key is generated, so a closing fence wastes no keygen. */
   readonly writesAllowed: () => boolean;
+  /** The bound on issuances per round and the cap on namespaces served (see PlanContext); unset: none. */
+  readonly bounds?: { readonly maxIssuances?: number; readonly maxNamespaces?: number };
   /** The metrics view: given each plan as it is made, then the CA and each leaf as its write lands. */
   readonly status?: CertificateStatusView;
+  /** Pruning of orphaned provider Secrets (opt-in); runs after the writes, on the round's snapshot. */
+  readonly pruner?: OrphanPruner;
   /** Pod-certificate mode: the signer of both signer names, and their ClusterTrustBundles. */
   readonly pods?: { readonly signer: PodCertificateSigner; readonly trustBundles: TrustBundles; readonly caEventTarget: { namespace: string; name: string } };
 }
@@ -93,20 +109,33 @@ export class ReconcileRound {
 
   /** Plans at `clock()` and writes; each write is issued and stamped at the clock's time of writing. */
   async run(clock: () => Instant): Promise<RoundResult> {
-    const { builder, policy, cache, pods } = this.deps;
-    const built = builder.build();
+    const built = this.deps.builder.build();
+    const result = await this.planAndWrite(built, clock);
+    // The namespaces the plan leaves alone (no labelled Service) are the pruner's, from the same snapshot.
+    await this.deps.pruner?.prune(built, clock(), this.deps.writesAllowed);
+    return result;
+  }
+
+  private async planAndWrite(built: BuiltSnapshot, clock: () => Instant): Promise<RoundResult> {
+    const { policy, cache, pods, bounds } = this.deps;
     const now = clock();
     const snapshot = pods ? { ...built.snapshot, trustBundles: pods.trustBundles.observed() } : built.snapshot;
-    const plan = planRotation(snapshot, { now, policy, cache, ...(pods ? { podCertificateMaxValidity: pods.signer.options.maxValidity } : {}) });
+    const plan = planRotation(snapshot, {
+      now,
+      policy,
+      cache,
+      ...(pods ? { podCertificateMaxValidity: pods.signer.options.maxValidity } : {}),
+      ...(bounds?.maxIssuances === undefined ? {} : { maxIssuances: bounds.maxIssuances }),
+      ...(bounds?.maxNamespaces === undefined ? {} : { maxNamespaces: bounds.maxNamespaces }),
+    });
     this.deps.status?.update(plan);
     const services = new ServiceDirectory(built.services);
     this.reports.report(plan, now, services);
-    if (isPlanEmpty(plan)) {
-      const result = { plan, written: 0, stale: 0, failed: 0, fenced: 0 };
-      return pods ? this.signPods(result, await materializeCaChange(plan, { crypto: this.deps.crypto, now }), clock) : result;
-    }
+    // With pod certificates an empty plan still reads the CA it signs with, through the same
+    // accounting as a CA write (an HSM that cannot answer is a CA failure).
+    if (isPlanEmpty(plan) && !pods) return { plan, written: 0, stale: 0, failed: 0, fenced: 0 };
     const writes = new RoundWrites(this.deps, built, plan, services, clock);
-    const result = await writes.run();
+    const result = withoutEagerRetry(await writes.run());
     // Pods are signed only by a CA that is stored: after the CA write landed, or when there was none.
     return pods && writes.signing ? this.signPods(result, writes.signing, clock) : result;
   }

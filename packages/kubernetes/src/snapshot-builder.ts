@@ -1,4 +1,5 @@
 import {
+  type Instant,
   type IssuanceLedger,
   type ProviderService,
   ROTATE_ANNOTATION,
@@ -61,7 +62,14 @@ export class SnapshotBuilder {
       const name = svc.metadata?.name;
       if (!ns || !name) continue;
       append(services, ns, svc);
-      if (this.secretMode) append(providerServices, ns, { name, rotateRequest: svc.metadata?.annotations?.[ROTATE_ANNOTATION] });
+      if (this.secretMode) {
+        const createdAt = instantOf(svc.metadata?.creationTimestamp);
+        append(providerServices, ns, {
+          name,
+          rotateRequest: svc.metadata?.annotations?.[ROTATE_ANNOTATION],
+          ...(createdAt === undefined ? {} : { createdAt }),
+        });
+      }
     }
     const providerSecrets = new Map<string, SecretState>();
     for (const s of this.informers.providerSecrets.list()) {
@@ -103,6 +111,16 @@ export class SnapshotBuilder {
     }
     return state;
   }
+}
+
+/**
+ * A creationTimestamp as an instant: the informers keep the apiserver's RFC 3339 text (client-node
+ * types it as a Date, which a caller's own objects may hold); undefined when absent or unreadable.
+ */
+function instantOf(timestamp: Date | string | undefined): Instant | undefined {
+  if (timestamp === undefined) return undefined;
+  const t = timestamp instanceof Date ? timestamp.getTime() : Date.parse(timestamp);
+  return Number.isFinite(t) ? t : undefined;
 }
 
 /** The bytes of a base64 value, in a buffer of their own: a slice of Node's shared 8 KB pool would keep the whole slab alive. */

@@ -1,4 +1,14 @@
-import { type Conflict, type Instant, type Plan, type RefusalReason, type RefusedService, type WaitingLeaf, describeTarget } from '@eso-mtls/core';
+import {
+  type Conflict,
+  type DeferredLeaf,
+  type ExcludedNamespace,
+  type Instant,
+  type Plan,
+  type RefusalReason,
+  type RefusedService,
+  type WaitingLeaf,
+  describeTarget,
+} from '@eso-mtls/core';
 import type { EventReason, EventRecorder } from './event-recorder.js';
 import type { Logger } from './logger.js';
 import type { AdapterHooks } from './reconcile-round.js';
@@ -18,8 +28,8 @@ const REFUSAL_EVENT: Readonly<Record<RefusalReason, EventReason>> = {
 };
 
 /**
- * What a plan reports that stands until something changes: conflicts, leaves waiting for a CA, and
- * refused Services. Each is logged (and given an Event on each of its Services) when it starts or
+ * What a plan reports that stands until something changes: conflicts, leaves waiting for a CA,
+ * refused Services, namespaces left out by the cap, and leaves deferred by the bound on issuances. Each is logged (and given an Event on each of its Services) when it starts or
  * changes, with one summary line per reconcile interval while any stands; never once per round.
  */
 export class StandingReports {
@@ -27,6 +37,8 @@ export class StandingReports {
   private readonly conflicts: StateReporter;
   private readonly waiting: StateReporter;
   private readonly refused: StateReporter;
+  private readonly excluded: StateReporter;
+  private readonly deferred: StateReporter;
 
   constructor(
     private readonly logger: Logger,
@@ -37,13 +49,49 @@ export class StandingReports {
     this.conflicts = new StateReporter({ repeatMs: intervalMs });
     this.waiting = new StateReporter({ summaryMs: intervalMs });
     this.refused = new StateReporter({ summaryMs: intervalMs });
+    this.excluded = new StateReporter({ summaryMs: intervalMs });
+    this.deferred = new StateReporter({ summaryMs: intervalMs });
   }
 
   /** Reports what changed in `plan` since the last call. */
-  report(plan: Pick<Plan, 'conflicts' | 'waiting' | 'refused'>, now: Instant, services: ServiceDirectory): void {
+  report(plan: Pick<Plan, 'conflicts' | 'waiting' | 'refused'> & Partial<Pick<Plan, 'excluded' | 'deferred'>>, now: Instant, services: ServiceDirectory): void {
     this.reportConflicts(plan.conflicts, now, services);
     this.reportWaiting(plan.waiting, now, services);
     this.reportRefused(plan.refused, now, services);
+    this.reportExcluded(plan.excluded ?? [], now, services);
+    this.reportDeferred(plan.deferred ?? [], now);
+  }
+
+  // A namespace left out stays so until the cap or the namespaces change: a Warning Event on each of
+  // its Services when it starts, a line when it ends, and one summary per interval.
+  private reportExcluded(excluded: readonly ExcludedNamespace[], now: Instant, services: ServiceDirectory): void {
+    const { report, ended, summarize } = this.excluded.track(
+      excluded,
+      (e) => e.namespace,
+      (e) => e.message,
+      now,
+    );
+    for (const e of report) {
+      this.logger.warn({ namespace: e.namespace, services: e.services.length }, `namespace not served: ${e.message}`);
+      for (const ref of services.refs(e.namespace, e.services)) this.events.record(ref, 'Warning', 'NamespaceNotServed', e.message);
+    }
+    for (const namespace of ended) this.logger.info({ namespace }, 'namespace served again (or no longer labelled)');
+    if (summarize) this.logger.warn({ namespaces: excluded.length }, `${excluded.length} provider namespaces not served (cap on namespaces)`);
+  }
+
+  // Deferral lasts a round or a few: no Event (a flood of Events is a flood too), one summary line
+  // per interval with how many wait and why, so an operator sees a flood being worked through.
+  private reportDeferred(deferred: readonly DeferredLeaf[], now: Instant): void {
+    const { summarize } = this.deferred.track(
+      deferred,
+      (d) => describeTarget(d.target),
+      (d) => d.reason,
+      now,
+    );
+    if (!summarize) return;
+    const byReason: Record<string, number> = {};
+    for (const d of deferred) byReason[d.reason] = (byReason[d.reason] ?? 0) + 1;
+    this.logger.info({ leaves: deferred.length, byReason }, `${deferred.length} certificates deferred to the next reconciles by the bound on issuances`);
   }
 
   private reportConflicts(conflicts: readonly Conflict[], now: Instant, services: ServiceDirectory): void {

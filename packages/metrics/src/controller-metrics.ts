@@ -58,6 +58,8 @@ export interface ControllerCertificateSource {
   refusedServices(): Iterable<RefusedServiceEntry>;
   /** While no CA signs (a recovery waits for its new CA's propagation): when one is expected to sign again. */
   signingPausedUntil(): Instant | undefined;
+  /** Provider namespaces with labelled Services that the cap on namespaces leaves out now (absent: 0). */
+  namespacesNotServed?(): number;
   /** Pod-certificate mode: per namespace, pods serving names their Services no longer give them. */
   podCertificatesStaleNames?(): ReadonlyMap<string, number>;
 }
@@ -82,6 +84,8 @@ export interface ControllerMetricsOptions {
    * Denied or Failed request is an increase() an alert sees (a series born at 1 shows none).
    */
   readonly podCertificates?: boolean;
+  /** Pruning of orphaned Secrets is on: both series of its counter start at 0. */
+  readonly orphanPruning?: boolean;
 }
 
 const SERVICE_LABELS = ['namespace', 'service'] as const;
@@ -97,6 +101,7 @@ export class ControllerMetrics {
   private readonly rotationFailures: Counter<'namespace' | 'service'>;
   private readonly caRotationFailures: Counter;
   private readonly podRequests: Counter<'signer' | 'result' | 'reason'>;
+  private readonly orphanDeletions: Counter<'result'>;
   // Series each counter holds, so a departed Service's series can be removed.
   private readonly rotationSeries = new Map<string, ServiceLabels>();
   private readonly failureSeries = new Map<string, ServiceLabels>();
@@ -166,6 +171,16 @@ export class ControllerMetrics {
       },
     });
 
+    new Gauge({
+      name: METRIC_NAMES.namespacesNotServed,
+      help: 'Provider namespaces with labelled Services that the cap on namespaces (--max-namespaces) leaves out: no certificate is issued or renewed there, and each of their Services has a Warning Event NamespaceNotServed. 0 without a cap. Exported by the leading controller only.',
+      registers,
+      collect() {
+        this.reset();
+        if (source.isLeader()) this.set(source.namespacesNotServed?.() ?? 0);
+      },
+    });
+
     instantGauge({
       name: METRIC_NAMES.caSigningPausedUntil,
       help: 'While no CA signs (a CA recovery waits for its new CA to reach every bundle), the Unix time at which one is expected to sign again; absent otherwise. Exported by the leading controller only.',
@@ -200,6 +215,15 @@ export class ControllerMetrics {
         for (const reason of POD_REQUEST_REASONS) this.podRequests.inc({ signer, result: podRequestResultOf(reason), reason }, 0);
       }
     }
+
+    this.orphanDeletions = new Counter({
+      name: METRIC_NAMES.orphanedSecretDeletions,
+      help: 'Pruning (opt-in): external-secrets-provider-tls Secrets deleted because their namespace had no labelled Service for the grace period (result deleted), or whose deletion failed (result failed: RBAC, apiserver, network; retried each reconcile interval).',
+      labelNames: ['result'] as const,
+      registers,
+    });
+    // Both series start at 0 with pruning on, so the first deletion or failure is an increase().
+    if (options.orphanPruning) for (const result of ['deleted', 'failed'] as const) this.orphanDeletions.inc({ result }, 0);
 
     this.caRotationFailures = new Counter({
       name: METRIC_NAMES.caCertificateRotationFailures,
@@ -282,6 +306,12 @@ export class ControllerMetrics {
       throw new MetricLabelError(`pod certificate reason ${JSON.stringify(reason)} is not a ${result} reason (${reasons.join(', ')})`);
     }
     this.podRequests.inc({ signer, result, reason });
+  }
+
+  /** Counts one orphaned provider Secret deleted, or one deletion that failed. Throws {@link MetricLabelError} for another result. */
+  recordOrphanDeletion(result: 'deleted' | 'failed'): void {
+    if (result !== 'deleted' && result !== 'failed') throw new MetricLabelError(`orphan deletion result ${JSON.stringify(result)} is not deleted or failed`);
+    this.orphanDeletions.inc({ result });
   }
 
   /** Counts one failed CA creation or rotation (a CA could not be generated or signed, or the CA Secret not written). */

@@ -17,12 +17,16 @@ export const METRIC_NAMES = Object.freeze({
   caCertificateRotationFailures: 'eso_ca_certificate_rotation_failures_total',
   /** Controller gauge: 1 per labelled Service whose rotation request or names are refused, by reason. */
   providerServicesRefused: 'eso_provider_services_refused',
+  /** Controller gauge: provider namespaces the cap on namespaces (--max-namespaces) leaves out. */
+  namespacesNotServed: 'eso_namespaces_not_served',
   /** Controller gauge: while no CA signs (a recovery waits for its new CA), when one is expected to sign again. */
   caSigningPausedUntil: 'eso_ca_signing_paused_until_timestamp_seconds',
   /** Controller counter: PodCertificateRequests decided (pod-certificate mode), per signer, result and reason. */
   podCertificateRequests: 'eso_pod_certificate_requests_total',
   /** Controller gauge: pods serving certificate names their Services no longer give them, per namespace. */
   podCertificatesStaleNames: 'eso_pod_certificates_stale_names',
+  /** Controller counter: deletions of orphaned provider Secrets (opt-in pruning), per result (deleted, failed). */
+  orphanedSecretDeletions: 'eso_orphaned_secret_deletions_total',
   /** Provider counter: certificate pairs swapped in by the hot reload. */
   providerHotReloads: 'eso_provider_certificate_hot_reload_total',
   /** Provider counter: reload attempts that kept the last good pair. */

@@ -33,7 +33,8 @@ async function system(options: { leader: boolean }) {
   ];
   view.refused = [{ namespace: 'provider-aws', service: 'aws', reason: 'certificate_too_large' }];
   view.pausedUntil = T0 + 5 * MINUTE;
-  const controller = new ControllerMetrics({ now: clock.now, source: view, podCertificates: true });
+  view.notServed = 3;
+  const controller = new ControllerMetrics({ now: clock.now, source: view, podCertificates: true, orphanPruning: true });
   // The vault provider still serves the certificate from before the last rotation.
   const provider = new ProviderMetrics({
     namespace: 'provider-vault',
@@ -120,6 +121,9 @@ describe('the alert rules and the real exporters', () => {
       METRIC_NAMES.providerHotReloads,
       METRIC_NAMES.caSigningPausedUntil,
       METRIC_NAMES.podCertificatesStaleNames,
+      // Orphaned Secret deletions: a failed one leaves the Secret as it was without pruning, so nothing
+      // any provider uses breaks; the error line and the Warning Event PruneFailed carry it.
+      METRIC_NAMES.orphanedSecretDeletions,
     ];
     expect([...read].sort()).toEqual(
       Object.values(METRIC_NAMES)
@@ -165,6 +169,7 @@ describe('the alert rules and the real exporters', () => {
       firing('EsoProviderCertificateExpiringSoon', { ...controller, namespace: 'provider-aws', service: 'aws' }),
       firing('EsoProviderCertificateHotReloadFailed', vaultPod),
       firing('EsoProviderCertificateRotationFailed', { namespace: 'provider-aws', service: 'aws' }),
+      firing('EsoProviderNamespacesNotServed', {}),
       firing('EsoProviderServiceRefused', { namespace: 'provider-aws', service: 'aws', reason: 'certificate_too_large' }),
       firing('EsoProviderServingStaleCertificate', vaultPod),
     ]);

@@ -69,6 +69,9 @@ Rules across values that the schema cannot word clearly; each failure names the 
 {{- if and $v.podDisruptionBudget.enabled (not (kindIs "invalid" $v.podDisruptionBudget.minAvailable)) (not (kindIs "invalid" $v.podDisruptionBudget.maxUnavailable)) -}}
 {{- fail "podDisruptionBudget: set minAvailable or maxUnavailable, not both (set the other to null)" -}}
 {{- end -}}
+{{- if and $v.pruneOrphanedSecrets.enabled (not (has "secret" $v.modes)) -}}
+{{- fail "pruneOrphanedSecrets.enabled needs modes to include secret: pod-certificate-only mode never reads provider Secrets" -}}
+{{- end -}}
 {{- if and $v.podDisruptionBudget.enabled (lt (int $v.replicaCount) 2) -}}
 {{- fail (printf "podDisruptionBudget.enabled with replicaCount %d would block every node drain: run at least 2 replicas or disable the budget" (int $v.replicaCount)) -}}
 {{- end -}}

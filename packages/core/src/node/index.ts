@@ -20,7 +20,7 @@ import {
 
 export { cpuQuotaCores, defaultKeyGenerationConcurrency };
 // The interfaces this entry point implements, so its declarations name only what it exports.
-export type { CryptoBackend, GeneratedKey, KeyAlgorithm, RandomSource, SignatureVerifier, Signer } from '../index.js';
+export type { CaSigner, CertificateView, CryptoBackend, GeneratedKey, Instant, KeyAlgorithm, RandomSource, SignatureVerifier, Signer } from '../index.js';
 
 /** Options of {@link createNodeCryptoBackend}. */
 export interface NodeCryptoBackendOptions {

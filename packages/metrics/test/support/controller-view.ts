@@ -9,6 +9,7 @@ export class ControllerView implements ControllerCertificateSource {
   refused: RefusedServiceEntry[] = [];
   pausedUntil: number | undefined = undefined;
   staleNames = new Map<string, number>();
+  notServed = 0;
 
   isLeader(): boolean {
     return this.leader;
@@ -30,6 +31,9 @@ export class ControllerView implements ControllerCertificateSource {
   }
   podCertificatesStaleNames(): ReadonlyMap<string, number> {
     return this.staleNames;
+  }
+  namespacesNotServed(): number {
+    return this.notServed;
   }
 }
 

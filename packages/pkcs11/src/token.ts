@@ -1,0 +1,293 @@
+/**
+ * One PKCS#11 token, found by its label: sessions, login, and the few operations a CA needs
+ * (generate a key pair, read a public key, sign, list and destroy keys). Every failure becomes a
+ * {@link CaKeyUnavailableError} that names the token and the Cryptoki return value; the sessions
+ * are then dropped, so the next call starts afresh (a token that came back is used again).
+ */
+import { createHash } from 'node:crypto';
+import { endianness } from 'node:os';
+import { CaKeyUnavailableError, ConcurrencyLimit, type KeyAlgorithm } from '@eso-mtls/core';
+import { type Attribute, type Handle, type Pkcs11Binding, type Pkcs11Failure, type Pkcs11Module, loadBinding } from './binding.js';
+import { ecdsaDerSignature, p256Spki, rsaSpki } from './spki.js';
+
+/** How to reach a token. */
+export interface TokenOptions {
+  /** Path of the PKCS#11 module (.so) to load. */
+  readonly modulePath: string;
+  /** CKA_LABEL of the token (blank padding ignored). */
+  readonly tokenLabel: string;
+  /** The user PIN, read at each login so that a corrected PIN file is used without a restart. */
+  readonly pin: () => string;
+  /** The binding, loaded already (default: loaded at first use). */
+  readonly binding?: Pkcs11Binding;
+}
+
+/** A key pair in the token: its CKA_ID and CKA_LABEL. */
+export interface TokenKey {
+  readonly id: Uint8Array;
+  readonly label: string;
+}
+
+// DER OID of P-256 (prime256v1), the CKA_EC_PARAMS of a P-256 key.
+const P256_PARAMS = Buffer.from('06082a8648ce3d030107', 'hex');
+const MODULUS_BITS: Partial<Record<KeyAlgorithm, number>> = { 'RSA-2048': 2048, 'RSA-3072': 3072 };
+
+interface Open {
+  readonly module: Pkcs11Module;
+  /** For the synchronous lookups the planner makes while observing. */
+  readonly lookup: Handle;
+  /** For generation, signing and destruction, one operation at a time. */
+  readonly work: Handle;
+}
+
+/** A token, opened on first use and reopened after a failure. */
+export class Pkcs11Token {
+  private open?: Open;
+  private binding?: Pkcs11Binding;
+  private initialized?: Pkcs11Module;
+  /** A PIN the token refused, and why: never presented again, so retries cannot lock the token. */
+  private refused?: { readonly pin: string; readonly why: string };
+  private readonly serial = new ConcurrencyLimit(1);
+
+  constructor(private readonly options: TokenOptions) {
+    this.binding = options.binding;
+  }
+
+  /** The token's label. */
+  get label(): string {
+    return this.options.tokenLabel;
+  }
+
+  /** Generates a P-256 or RSA key pair that never leaves the token; returns its SubjectPublicKeyInfo. */
+  generate(algorithm: KeyAlgorithm, key: TokenKey): Promise<Uint8Array> {
+    return this.serial.run(() =>
+      this.guard(`generating ${algorithm} key ${key.label}`, async (o, c) => {
+        const common: Attribute[] = [
+          { type: c.CKA_TOKEN!, value: true },
+          { type: c.CKA_LABEL!, value: key.label },
+          { type: c.CKA_ID!, value: Buffer.from(key.id) },
+        ];
+        const bits = MODULUS_BITS[algorithm];
+        if (algorithm !== 'ECDSA-P256' && bits === undefined) throw new Error(`unsupported key algorithm ${JSON.stringify(algorithm)}`);
+        const publicTemplate: Attribute[] = [
+          ...common,
+          { type: c.CKA_CLASS!, value: c.CKO_PUBLIC_KEY! },
+          { type: c.CKA_PRIVATE!, value: false },
+          { type: c.CKA_VERIFY!, value: true },
+          ...(bits === undefined
+            ? [{ type: c.CKA_EC_PARAMS!, value: P256_PARAMS }]
+            : [
+                { type: c.CKA_MODULUS_BITS!, value: bits },
+                { type: c.CKA_PUBLIC_EXPONENT!, value: Buffer.from([1, 0, 1]) },
+              ]),
+        ];
+        const privateTemplate: Attribute[] = [
+          ...common,
+          { type: c.CKA_CLASS!, value: c.CKO_PRIVATE_KEY! },
+          { type: c.CKA_PRIVATE!, value: true },
+          { type: c.CKA_SENSITIVE!, value: true },
+          { type: c.CKA_EXTRACTABLE!, value: false },
+          { type: c.CKA_SIGN!, value: true },
+        ];
+        const mechanism = { mechanism: bits === undefined ? c.CKM_EC_KEY_PAIR_GEN! : c.CKM_RSA_PKCS_KEY_PAIR_GEN! };
+        const pair = await o.module.C_GenerateKeyPairAsync(o.work, mechanism, publicTemplate, privateTemplate);
+        return this.spkiOf(o.module, o.work, pair.publicKey, c);
+      }),
+    );
+  }
+
+  /** SubjectPublicKeyInfo of the key pair `id`; throws {@link CaKeyUnavailableError} when the token does not hold it. */
+  publicKey(id: Uint8Array): Uint8Array {
+    return this.guardSync(`reading public key ${hex(id)}`, (o, c) => {
+      const handle = this.find(o.module, o.lookup, c.CKO_PUBLIC_KEY!, id, c);
+      if (handle === undefined) throw new CaKeyUnavailableError(`token ${JSON.stringify(this.label)} holds no public key with id ${hex(id)}`);
+      return this.spkiOf(o.module, o.lookup, handle, c);
+    });
+  }
+
+  /** Signs `data` with the private key `id`: ECDSA or PKCS#1 v1.5, over SHA-256, as X.509 carries it. */
+  sign(id: Uint8Array, data: Uint8Array): Promise<Uint8Array> {
+    return this.serial.run(() =>
+      this.guard(`signing with key ${hex(id)}`, async (o, c) => {
+        const key = this.find(o.module, o.work, c.CKO_PRIVATE_KEY!, id, c);
+        if (key === undefined) throw new CaKeyUnavailableError(`token ${JSON.stringify(this.label)} holds no private key with id ${hex(id)}`);
+        const [type] = o.module.C_GetAttributeValue(o.work, key, [{ type: c.CKA_KEY_TYPE! }]);
+        const isEc = ulong(type?.value) === c.CKK_EC;
+        if (isEc) {
+          o.module.C_SignInit(o.work, { mechanism: c.CKM_ECDSA! }, key);
+          const digest = createHash('sha256').update(data).digest();
+          return ecdsaDerSignature(new Uint8Array(await o.module.C_SignAsync(o.work, digest, Buffer.alloc(132))));
+        }
+        o.module.C_SignInit(o.work, { mechanism: c.CKM_SHA256_RSA_PKCS! }, key);
+        return new Uint8Array(await o.module.C_SignAsync(o.work, Buffer.from(data), Buffer.alloc(1024)));
+      }),
+    );
+  }
+
+  /** The private keys whose label starts with `prefix`. */
+  keys(prefix: string): TokenKey[] {
+    return this.guardSync('listing keys', (o, c) => {
+      o.module.C_FindObjectsInit(o.lookup, [{ type: c.CKA_CLASS!, value: c.CKO_PRIVATE_KEY! }]);
+      const handles: Handle[] = [];
+      try {
+        for (let batch = o.module.C_FindObjects(o.lookup, 64); batch.length > 0; batch = o.module.C_FindObjects(o.lookup, 64)) handles.push(...batch);
+      } finally {
+        o.module.C_FindObjectsFinal(o.lookup);
+      }
+      return handles
+        .map((h) => {
+          const [label, id] = o.module.C_GetAttributeValue(o.lookup, h, [{ type: c.CKA_LABEL! }, { type: c.CKA_ID! }]);
+          return { label: label?.value?.toString('utf8') ?? '', id: new Uint8Array(id?.value ?? []) };
+        })
+        .filter((k) => k.label.startsWith(prefix));
+    });
+  }
+
+  /** Destroys the key pair `id` (private and public objects). */
+  destroy(id: Uint8Array): Promise<void> {
+    return this.serial.run(() =>
+      this.guard(`destroying key ${hex(id)}`, async (o, c) => {
+        for (const cls of [c.CKO_PRIVATE_KEY!, c.CKO_PUBLIC_KEY!]) {
+          const handle = this.find(o.module, o.work, cls, id, c);
+          if (handle !== undefined) o.module.C_DestroyObject(o.work, handle);
+        }
+      }),
+    );
+  }
+
+  /** Closes the sessions and finalises the module. */
+  close(): void {
+    this.drop();
+    if (this.initialized) {
+      try {
+        this.initialized.C_Finalize();
+      } catch {
+        // already finalised
+      }
+      this.initialized = undefined;
+    }
+  }
+
+  private find(module: Pkcs11Module, session: Handle, cls: number, id: Uint8Array, c: Readonly<Record<string, number>>): Handle | undefined {
+    module.C_FindObjectsInit(session, [
+      { type: c.CKA_CLASS!, value: cls },
+      { type: c.CKA_ID!, value: Buffer.from(id) },
+    ]);
+    try {
+      return module.C_FindObjects(session, 1)[0];
+    } finally {
+      module.C_FindObjectsFinal(session);
+    }
+  }
+
+  private spkiOf(module: Pkcs11Module, session: Handle, handle: Handle, c: Readonly<Record<string, number>>): Uint8Array {
+    const [type] = module.C_GetAttributeValue(session, handle, [{ type: c.CKA_KEY_TYPE! }]);
+    if (ulong(type?.value) === c.CKK_EC) {
+      const [point] = module.C_GetAttributeValue(session, handle, [{ type: c.CKA_EC_POINT! }]);
+      return p256Spki(new Uint8Array(point!.value!));
+    }
+    const [n, e] = module.C_GetAttributeValue(session, handle, [{ type: c.CKA_MODULUS! }, { type: c.CKA_PUBLIC_EXPONENT! }]);
+    return rsaSpki(new Uint8Array(n!.value!), new Uint8Array(e!.value!));
+  }
+
+  /** Opens the module, the token's sessions and logs in, unless already done. */
+  private ensureOpen(): Open {
+    if (this.open) return this.open;
+    this.binding ??= loadBinding();
+    const c = this.binding.constants;
+    if (!this.initialized) {
+      const module = new this.binding.PKCS11();
+      module.load(this.options.modulePath);
+      try {
+        // Async signing runs on libuv's threads while lookups run on the main one: the module must lock.
+        module.C_Initialize({ flags: c.CKF_OS_LOCKING_OK! });
+      } catch (e) {
+        // Another user of the same module in this process initialised it first.
+        if ((e as Pkcs11Failure).code !== c.CKR_CRYPTOKI_ALREADY_INITIALIZED) throw e;
+      }
+      this.initialized = module;
+    }
+    const module = this.initialized;
+    const slot = module.C_GetSlotList(true).find((s) => module.C_GetTokenInfo(s).label.trim() === this.label);
+    if (slot === undefined) throw new CaKeyUnavailableError(`no token labelled ${JSON.stringify(this.label)} in PKCS#11 module ${this.options.modulePath}`);
+    const flags = c.CKF_SERIAL_SESSION! | c.CKF_RW_SESSION!;
+    const lookup = module.C_OpenSession(slot, flags);
+    let work: Handle | undefined;
+    try {
+      work = module.C_OpenSession(slot, flags);
+      this.login(module, lookup, c);
+    } catch (e) {
+      for (const s of [lookup, work]) if (s) closeQuietly(module, s);
+      throw e;
+    }
+    this.open = { module, lookup, work };
+    return this.open;
+  }
+
+  private login(module: Pkcs11Module, session: Handle, c: Readonly<Record<string, number>>): void {
+    const pin = this.options.pin();
+    if (pin === this.refused?.pin) {
+      throw new CaKeyUnavailableError(
+        `PKCS#11 token ${JSON.stringify(this.label)} refused this PIN (${this.refused.why}); it is not presented again until the PIN read changes`,
+      );
+    }
+    try {
+      module.C_Login(session, c.CKU_USER!, pin);
+    } catch (e) {
+      const code = (e as Pkcs11Failure).code;
+      if (code === c.CKR_USER_ALREADY_LOGGED_IN) return;
+      if (code === c.CKR_PIN_INCORRECT || code === c.CKR_PIN_LOCKED) this.refused = { pin, why: (e as Error).message };
+      throw e;
+    }
+    this.refused = undefined;
+  }
+
+  private drop(): void {
+    const open = this.open;
+    this.open = undefined;
+    if (open) for (const s of [open.work, open.lookup]) closeQuietly(open.module, s);
+  }
+
+  private guardSync<T>(what: string, f: (o: Open, c: Readonly<Record<string, number>>) => T): T {
+    try {
+      const o = this.ensureOpen();
+      return f(o, this.binding!.constants);
+    } catch (e) {
+      throw this.failure(what, e);
+    }
+  }
+
+  private async guard<T>(what: string, f: (o: Open, c: Readonly<Record<string, number>>) => Promise<T>): Promise<T> {
+    try {
+      const o = this.ensureOpen();
+      return await f(o, this.binding!.constants);
+    } catch (e) {
+      throw this.failure(what, e);
+    }
+  }
+
+  /** The error to raise: a missing key as it is; a Cryptoki failure drops the sessions and names the token. */
+  private failure(what: string, e: unknown): Error {
+    if (e instanceof CaKeyUnavailableError) return e;
+    this.drop();
+    const message = (e as Error)?.message ?? String(e);
+    return new CaKeyUnavailableError(`PKCS#11 token ${JSON.stringify(this.label)}: ${what} failed: ${message}`);
+  }
+}
+
+function closeQuietly(module: Pkcs11Module, session: Handle): void {
+  try {
+    module.C_CloseSession(session);
+  } catch {
+    // the session is gone already
+  }
+}
+
+/** A CK_ULONG attribute as the module returns it: native byte order, 4 or 8 bytes. */
+function ulong(b: Buffer | undefined): number | undefined {
+  if (b === undefined || (b.length !== 4 && b.length !== 8)) return undefined;
+  if (b.length === 4) return endianness() === 'LE' ? b.readUInt32LE() : b.readUInt32BE();
+  return Number(endianness() === 'LE' ? b.readBigUInt64LE() : b.readBigUInt64BE());
+}
+
+const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
