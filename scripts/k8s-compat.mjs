@@ -1,5 +1,6 @@
-// `npm run test:k8s-compat`: the Secret-mode Kubernetes suites on the oldest Kubernetes we claim
-// (testing/envtest/compat pins it), built and cached like the default test control plane.
+// `npm run test:k8s-compat`: the Secret-mode Kubernetes suites on the oldest Kubernetes we claim,
+// 1.30 (ValidatingAdmissionPolicy with params is GA there; testing/envtest/compat pins v1.30.14),
+// built and cached like the default test control plane.
 // Pod-certificate suites are left out: that mode needs Kubernetes 1.37.
 import { execFileSync, spawnSync } from 'node:child_process';
 

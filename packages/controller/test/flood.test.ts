@@ -30,6 +30,8 @@ const controllerContainer = find<V1Deployment>(manifests, 'Deployment', 'eso-mtl
   (c) => c.name === 'controller',
 )!;
 const memoryLimit = controllerContainer.resources!.limits!['memory']!;
+/** The shipped Node options (young-generation size), which the limit above counts on. */
+const NODE_OPTIONS = controllerContainer.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
 /** The shipped limit in bytes (`256Mi`). */
 const MEMORY_LIMIT_BYTES = Number(/^(\d+)Mi$/.exec(memoryLimit)![1]) * 1024 * 1024;
 
@@ -44,7 +46,7 @@ class ShiftedController {
   constructor(kubeconfig: string, offsetMs: number) {
     this.child = spawn(process.execPath, [CHILD, '--kubeconfig', kubeconfig, '--health-probe-bind-address=127.0.0.1:0', '--metrics-bind-address=127.0.0.1:0'], {
       cwd: repoRoot,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, FLOOD_TEST_CLOCK_OFFSET_MS: String(offsetMs) },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_OPTIONS, FLOOD_TEST_CLOCK_OFFSET_MS: String(offsetMs) },
     });
     createInterface({ input: this.child.stdout }).on('line', (line) => {
       let entry: { level?: string; msg?: string };
