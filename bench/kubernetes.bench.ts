@@ -207,16 +207,7 @@ export async function runKubernetesBenchmark(
       if (leaf.checkIssued(ca) && leaf.verify(ca.publicKey) && leaf.checkHost(`provider.${ns}.svc`)) valid.add(ns);
       if (valid.size === services) allValid();
     };
-    const watcher = new Informer<V1Secret>(
-      {
-        description: 'bench: provider Secrets',
-        resource: 'secrets',
-        list: (page) => admin.get<ListPage<V1Secret>>(corePath('secrets'), { fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}`, ...page }),
-        watchPath: corePath('secrets'),
-        fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}`,
-      },
-      { watch: admin, counter: admin.counter },
-    );
+    const watcher = providerSecretInformer(admin);
     watcher.onChange((e) => e.type !== 'DELETED' && check(e.object));
     watcher.start();
     await watcher.synced;
@@ -477,5 +468,19 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     formatKubernetesBenchmark(
       await runKubernetesBenchmark(services, { heapSnapshot: args.includes('--heap-snapshot'), rawLoops: !args.includes('--no-raw-loops') }),
     ),
+  );
+}
+
+/** An informer on every provider Secret in the cluster, as the bench's admin sees them: how a bench sees convergence. */
+export function providerSecretInformer(admin: KubeRestClient): Informer<V1Secret> {
+  return new Informer<V1Secret>(
+    {
+      description: 'bench: provider Secrets',
+      resource: 'secrets',
+      list: (page) => admin.get<ListPage<V1Secret>>(corePath('secrets'), { fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}`, ...page }),
+      watchPath: corePath('secrets'),
+      fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}`,
+    },
+    { watch: admin, counter: admin.counter },
   );
 }

@@ -19,12 +19,12 @@ import { X509Certificate } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { PROVIDER_LABEL, PROVIDER_SECRET_NAME } from '@eso-mtls/core';
-import { Informer, KubeRestClient, type ListPage, type Logger, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
+import { PROVIDER_LABEL } from '@eso-mtls/core';
+import { KubeRestClient, type Logger, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
 import type { V1Secret } from '@kubernetes/client-node';
 import { nodeIdentity, startControlPlane } from '../testing/envtest/src/index.js';
 import { type KubeletPod, PodCertificateKubelet } from '../testing/kubelet/index.js';
-import { ESO, pool } from './kubernetes.bench.js';
+import { ESO, pool, providerSecretInformer } from './kubernetes.bench.js';
 
 const SERVER_SIGNER = 'eso-mtls.io/provider-server';
 const CLIENT_SIGNER = 'eso-mtls.io/eso-client';
@@ -172,16 +172,7 @@ async function providerSecretsValid(admin: KubeRestClient, namespaces: readonly 
   let done!: () => void;
   const all = new Promise<void>((r) => (done = r));
   const decode = (s: V1Secret, key: string): string => Buffer.from(s.data?.[key] ?? '', 'base64').toString();
-  const watcher = new Informer<V1Secret>(
-    {
-      description: 'bench: provider Secrets',
-      resource: 'secrets',
-      list: (page) => admin.get<ListPage<V1Secret>>(corePath('secrets'), { fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}`, ...page }),
-      watchPath: corePath('secrets'),
-      fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}`,
-    },
-    { watch: admin, counter: admin.counter },
-  );
+  const watcher = providerSecretInformer(admin);
   watcher.onChange(({ type, object }) => {
     const ns = object.metadata?.namespace ?? '';
     if (type === 'DELETED' || !wanted.has(ns) || !decode(object, 'tls.crt')) return;

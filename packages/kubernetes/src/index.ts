@@ -26,6 +26,7 @@ export { type InClusterOptions, type KubeconfigOptions, loadInClusterConnection,
 export { Limiter } from './limiter.js';
 export { type Logger, silentLogger } from './logger.js';
 export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './options.js';
+export { terminalCondition } from './pod-requests.js';
 export { type PodCertificateOptions, type PodCertificateSigner, type PodSigningResult } from './pod-signer.js';
 export { TRUST_BUNDLE_LABEL, trustBundleName } from './trust-bundles.js';
 export {
@@ -42,7 +43,16 @@ export { type ProxyChoice, redactProxyUrl } from './proxy.js';
 export { MIN_PRUNE_GRACE } from './pruner.js';
 export { type AdapterHooks, type RoundResult } from './reconcile-round.js';
 export { type ApiVerb, type RequestCounter } from './request-counter.js';
-export { corePath, KubeApiError, KubeRestClient, type KubeRestClientOptions, type Query, type WatchHandle, WriteFencedError } from './rest-client.js';
+export {
+  certificatesPath,
+  corePath,
+  KubeApiError,
+  KubeRestClient,
+  type KubeRestClientOptions,
+  type Query,
+  type WatchHandle,
+  WriteFencedError,
+} from './rest-client.js';
 export { type BuiltSnapshot, SnapshotBuilder, type SnapshotSource } from './snapshot-builder.js';
 export { WatchError } from './watch-state.js';
 /** @deprecated Since 0.2: import IssuanceLedger from @eso-mtls/core, where the snapshot assembly that reads it lives. */

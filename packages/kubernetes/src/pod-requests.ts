@@ -29,11 +29,24 @@ export interface PodCertificateRequest {
 }
 
 /** The terminal condition types: after one of them the apiserver freezes the status. */
-const TERMINAL = new Set(['Issued', 'Denied', 'Failed']);
+const TERMINAL: ReadonlySet<string> = new Set(['Issued', 'Denied', 'Failed']);
+
+/** A request's condition as read: its type and reason. */
+type Condition = { readonly type?: string; readonly reason?: string };
+
+/**
+ * The request's terminal condition (Issued, Denied or Failed; the apiserver allows one), or
+ * undefined while it waits for its signer.
+ *
+ * @internal Shared with \@eso-mtls/controller (`eso-mtls status`); not part of the supported API.
+ */
+export function terminalCondition<C extends Condition>(request: { readonly status?: { readonly conditions?: readonly C[] } }): C | undefined {
+  return (request.status?.conditions ?? []).find((c) => c.type !== undefined && TERMINAL.has(c.type));
+}
 
 /** True while no Issued, Denied or Failed condition is set: the request waits for its signer. */
 export function isPending(request: PodCertificateRequest): boolean {
-  return !(request.status?.conditions ?? []).some((c) => c.type !== undefined && TERMINAL.has(c.type));
+  return terminalCondition(request) === undefined;
 }
 
 /**

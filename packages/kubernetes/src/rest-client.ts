@@ -268,7 +268,10 @@ function readAll(res: IncomingMessage, method: string, url: URL): Promise<Buffer
   });
 }
 
-/** `/apis/certificates.k8s.io/v1/[namespaces/<ns>/]<resource>[/<name>]`: pod certificate requests and trust bundles. */
+/**
+ * `/apis/certificates.k8s.io/v1/[namespaces/<ns>/]<resource>[/<name>]`: pod certificate requests and
+ * trust bundles. The collection of every namespace without one.
+ */
 export function certificatesPath(resource: 'podcertificaterequests' | 'clustertrustbundles', namespace?: string, name?: string): string {
   return corePath(resource, namespace, name).replace(/^\/api\/v1/, '/apis/certificates.k8s.io/v1');
 }

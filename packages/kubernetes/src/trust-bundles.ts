@@ -79,7 +79,7 @@ export class TrustBundles {
     for (const signer of this.signerNames) {
       const name = trustBundleName(signer);
       const existing = this.informer.get('', name);
-      if (existing !== undefined && !this.isOurs(existing)) {
+      if (existing !== undefined && !this.isOurs(existing, signer)) {
         conflicts.push(foreign(name));
         continue;
       }
@@ -135,24 +135,21 @@ export class TrustBundles {
       if (apiErrorOf(e).code !== 409) throw e;
       const path = certificatesPath('clustertrustbundles', undefined, name);
       const found = await this.api.get<ClusterTrustBundle>(path);
-      if (!this.isOurs(found) || found.spec?.signerName !== signer) return 'foreign';
+      if (!this.isOurs(found, signer)) return 'foreign';
       return this.api.replace<ClusterTrustBundle>(path, body(found));
     }
   }
 
   private ours(signer: string): { text: string; annotations: Readonly<Record<string, string>> } | undefined {
     const bundle = this.informer.get('', trustBundleName(signer));
-    if (bundle === undefined || !this.isOurs(bundle) || bundle.spec?.signerName !== signer) return undefined;
-    return { text: bundle.spec.trustBundle ?? '', annotations: bundle.metadata?.annotations ?? {} };
+    if (bundle === undefined || !this.isOurs(bundle, signer)) return undefined;
+    return { text: bundle.spec?.trustBundle ?? '', annotations: bundle.metadata?.annotations ?? {} };
   }
 
-  private isOurs(bundle: ClusterTrustBundle): boolean {
+  /** Ours, for `signer` (a bundle of our name that names another signer is not). */
+  private isOurs(bundle: ClusterTrustBundle, signer: string): boolean {
     const m = bundle.metadata ?? {};
-    return isOurTrustBundle(
-      { labels: m.labels, annotations: m.annotations, signerName: bundle.spec?.signerName },
-      bundle.spec?.signerName ?? '',
-      this.installation,
-    );
+    return isOurTrustBundle({ labels: m.labels, annotations: m.annotations, signerName: bundle.spec?.signerName }, signer, this.installation);
   }
 }
 

@@ -4,7 +4,9 @@ import {
   type KubeRestClient,
   type ListPage,
   PROVIDER_SERVICE_SELECTOR,
+  certificatesPath,
   corePath,
+  terminalCondition,
   trimSecret,
   trimService,
   trustBundleName,
@@ -93,7 +95,6 @@ const PAGE = 500;
 const MAX_REQUESTS = 10_000;
 /** A condition reason as kept: the apiserver allows 1,024 characters; a signer's reasons are words. */
 const MAX_REASON = 128;
-const CERTIFICATES_V1 = '/apis/certificates.k8s.io/v1';
 const forbidden = (e: unknown): boolean => e instanceof KubeApiError && (e.code === 403 || e.code === 401);
 
 /** Why a read was refused, in words that name the right to grant. */
@@ -191,7 +192,7 @@ interface PodCertificateRequestObject {
 async function readTrustBundle(api: KubeRestClient, signerName: string): Promise<TrustBundleRead> {
   const name = trustBundleName(signerName);
   try {
-    const b = await api.get<ClusterTrustBundleObject>(`${CERTIFICATES_V1}/clustertrustbundles/${encodeURIComponent(name)}`);
+    const b = await api.get<ClusterTrustBundleObject>(certificatesPath('clustertrustbundles', undefined, name));
     const bundle: TrustBundleObject = {
       ...(b.spec?.signerName === undefined ? {} : { signerName: b.spec.signerName }),
       labels: { ...b.metadata?.labels },
@@ -206,11 +207,9 @@ async function readTrustBundle(api: KubeRestClient, signerName: string): Promise
   }
 }
 
-const OUTCOMES: ReadonlySet<string> = new Set<RequestOutcome>(['Issued', 'Denied', 'Failed']);
-
 /** What status keeps of a request: names, age and its terminal condition (the apiserver allows one). */
 function summarize(r: PodCertificateRequestObject): RequestSummary {
-  const terminal = (r.status?.conditions ?? []).find((c) => c.type !== undefined && OUTCOMES.has(c.type));
+  const terminal = terminalCondition(r);
   const created = r.metadata?.creationTimestamp === undefined ? NaN : new Date(r.metadata.creationTimestamp).getTime();
   return {
     namespace: r.metadata?.namespace ?? '',
@@ -224,7 +223,7 @@ function summarize(r: PodCertificateRequestObject): RequestSummary {
 
 /** One signer's requests, as the controller lists them (field selector spec.signerName), at most {@link MAX_REQUESTS}. */
 async function readSignerRequests(api: KubeRestClient, signerName: string, namespace: string | undefined): Promise<SignerRequestsRead> {
-  const path = `${CERTIFICATES_V1}${namespace === undefined ? '' : `/namespaces/${encodeURIComponent(namespace)}`}/podcertificaterequests`;
+  const path = certificatesPath('podcertificaterequests', namespace);
   try {
     const { items, truncated } = await listPages<PodCertificateRequestObject>(api, path, { fieldSelector: `spec.signerName=${signerName}` }, MAX_REQUESTS);
     return { signerName, kind: 'read', requests: items.map(summarize), truncated };
