@@ -128,7 +128,12 @@ describe('LeaderElector against a real kube-apiserver', () => {
       await plane.startApiServer();
     }
     await until(() => a.writesAllowed(), 15_000, 'a to lead again');
-    expect(events).toEqual(['started', 'stopped', 'started']);
+    // A restarted apiserver on a loaded machine can answer its first renewals slower than the
+    // 2 s deadline, so a further lost-and-won term is legitimate. What must hold: the fence closed
+    // while the apiserver was away, the terms alternate, and the elector leads at the end.
+    expect(events.slice(0, 3)).toEqual(['started', 'stopped', 'started']);
+    expect(events.every((e, i) => e === (i % 2 === 0 ? 'started' : 'stopped'))).toBe(true);
+    expect(events.at(-1)).toBe('started');
   }, 90_000);
 
   it('takes over a lease whose holder stopped renewing only after leaseDuration on its own clock', async () => {
