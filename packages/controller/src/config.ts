@@ -1,6 +1,7 @@
 import {
   type Duration,
   type KeyAlgorithm,
+  type NamespaceRequirement,
   type Policy,
   KEY_ALGORITHMS,
   MAX_POD_LIFETIME,
@@ -9,6 +10,7 @@ import {
   PolicyError,
   isDnsLabel,
   isDnsName,
+  parseNamespaceRequirement,
   resolvePolicy,
 } from '@eso-mtls/core';
 import { type BindAddress, parseBindAddress } from './bind-address.js';
@@ -66,6 +68,8 @@ export interface ControllerConfig {
   readonly maxIssuancesPerReconcile: number | undefined;
   /** The most provider namespaces served; undefined: no cap (`0`, the default). */
   readonly maxNamespaces: number | undefined;
+  /** The label a namespace must carry before its labelled Services are served; undefined: none (the default). */
+  readonly namespaceRequirement: NamespaceRequirement | undefined;
   /** Grace before an orphaned provider Secret is deleted; 0 when pruning is off (the default). */
   readonly pruneOrphanedSecretsAfter: Duration;
   /** The PKCS#11 token holding the CA keys (see docs/hsm.md); undefined: the CA key is in the CA Secret. */
@@ -193,6 +197,7 @@ function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, s
     logLevel: read('log-level', (s) => LOG_LEVELS.find((l) => l === s)),
     maxIssuancesPerReconcile: read('max-issuances-per-reconcile', parseLimit) || undefined,
     maxNamespaces: read('max-namespaces', parseLimit) || undefined,
+    namespaceRequirement: read('require-namespace-label', (s) => (s === '' ? null : parseNamespaceRequirement(s))) ?? undefined,
     ...modesAndPruning(read),
     pkcs11: pkcs11From(read, (name) => source(name) !== undefined && source(name)!.from !== 'default', env),
   };

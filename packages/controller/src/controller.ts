@@ -114,6 +114,7 @@ export async function startController(config: ControllerConfig, deps: Controller
     pruneOrphanedSecretsAfter: config.pruneOrphanedSecretsAfter,
     ...(config.maxIssuancesPerReconcile === undefined ? {} : { maxIssuancesPerReconcile: config.maxIssuancesPerReconcile }),
     ...(config.maxNamespaces === undefined ? {} : { maxNamespaces: config.maxNamespaces }),
+    ...(config.namespaceRequirement === undefined ? {} : { namespaceRequirement: config.namespaceRequirement }),
     now,
     logger,
     writesAllowed,

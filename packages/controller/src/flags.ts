@@ -86,6 +86,13 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     accepts: 'a whole number from 1 to 1000000, or 0 for no cap',
     help: 'most provider namespaces served; the newest beyond it get no certificate and a Warning Event NamespaceNotServed (docs/flood-control.md)',
   },
+  {
+    name: 'require-namespace-label',
+    kind: 'string',
+    default: '',
+    accepts: 'a label key=value such as eso-mtls.io/providers-allowed=true, or empty for none',
+    help: 'serve labelled Services (and sign pod certificates) only in namespaces carrying this label; the others get a Warning Event NamespaceNotAllowed. Needs RBAC to list and watch namespaces (docs/label-policy.md)',
+  },
   { name: 'key-algorithm', kind: 'string', default: 'ECDSA-P256', accepts: 'ECDSA-P256, RSA-2048 or RSA-3072', help: 'algorithm of every newly generated key' },
   {
     name: 'modes',

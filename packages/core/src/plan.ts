@@ -5,6 +5,7 @@ import type { CertificateView } from './certificate.js';
 import { type DueLeaf, capNamespaces, orderIssuances } from './issuance-order.js';
 import { CLIENT_COMMON_NAME, InvalidNameError, PROVIDER_LABEL, clientSpiffeId, serviceDnsNames } from './names.js';
 import { MAX_DNS_NAME_BYTES, fitServiceNames } from './name-budget.js';
+import { type NamespaceRequirement, notAllowedMessage } from './namespace-requirement.js';
 import { type ObservedLeafSecret, type SecretData, observeLeafSecret } from './observe.js';
 import type { Policy } from './policy.js';
 import { type LeafIdentity, type LeafRuleContext, type LeafTrust, type RotationReason, evaluateLeafRules, renewalTime } from './rules.js';
@@ -108,13 +109,25 @@ export interface DeferredLeaf {
 }
 
 /**
- * A namespace with labelled Services that {@link PlanContext.maxNamespaces} leaves out: nothing is
- * issued, renewed or bundled in it, and its Secret has no say in the CA rotation, as if it had no
- * labelled Service. The newest namespaces are left out (see docs/flood-control.md).
+ * Why a namespace with labelled Services is not served: the cap on namespaces
+ * ({@link PlanContext.maxNamespaces}, the newest are left out) or the namespace requirement
+ * ({@link PlanContext.namespaceRequirement}: the namespace lacks the label).
+ */
+export type ExclusionReason = 'cap' | 'not_allowed';
+
+/** Every {@link ExclusionReason}, for metrics that list each one. */
+export const EXCLUSION_REASONS: readonly ExclusionReason[] = ['cap', 'not_allowed'];
+
+/**
+ * A namespace with labelled Services that the plan leaves out: nothing is issued, renewed or
+ * bundled in it, and its Secret has no say in the CA rotation, as if it had no labelled Service.
+ * See {@link ExclusionReason}, docs/flood-control.md and docs/label-policy.md.
  */
 export interface ExcludedNamespace {
   /** The namespace. */
   readonly namespace: string;
+  /** Which rule left it out. */
+  readonly reason: ExclusionReason;
   /** Its labelled Services, for Events. */
   readonly services: readonly string[];
   /** Why, naming the cap, for an Event on each Service. */
@@ -176,7 +189,7 @@ export interface Plan {
   readonly refused: readonly RefusedService[];
   /** Leaves due but held back by {@link PlanContext.maxIssuances}, most urgent first; nextDueAt is then a second away. */
   readonly deferred: readonly DeferredLeaf[];
-  /** Namespaces left out by {@link PlanContext.maxNamespaces}. */
+  /** Namespaces left out by {@link PlanContext.namespaceRequirement} or {@link PlanContext.maxNamespaces}. */
   readonly excluded: readonly ExcludedNamespace[];
   /** What is in use after the plan, for metrics. */
   readonly status: PlanStatus;
@@ -208,6 +221,22 @@ export interface PlanContext {
    * newest beyond it are {@link Plan.excluded}; a namespace that holds our certificate keeps its place.
    */
   readonly maxNamespaces?: number;
+  /**
+   * The label a namespace must carry before its labelled Services are served; undefined: every
+   * namespace is. A namespace whose {@link ProviderNamespace.allowed} is not true is
+   * {@link Plan.excluded} (`not_allowed`) before the cap on namespaces counts it.
+   */
+  readonly namespaceRequirement?: NamespaceRequirement;
+}
+
+/**
+ * A namespace with labelled Services that lacks the required label, left out before anything else
+ * is judged (its Service names and Secret included); undefined when it is served or has no
+ * labelled Service.
+ */
+function notAllowedNamespace(ns: ProviderNamespace, requirement: NamespaceRequirement | undefined): ExcludedNamespace | undefined {
+  if (requirement === undefined || ns.services.length === 0 || ns.allowed === true) return undefined;
+  return { namespace: ns.namespace, reason: 'not_allowed', services: ns.services.map((s) => s.name), message: notAllowedMessage(ns.namespace, requirement) };
 }
 
 /** True when the plan writes nothing. */
@@ -274,7 +303,13 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     });
   }
   const candidates: { ns: ProviderNamespace; valid: ProviderService[] }[] = [];
+  const excluded: ExcludedNamespace[] = [];
   for (const ns of snapshot.namespaces) {
+    const notAllowed = notAllowedNamespace(ns, ctx.namespaceRequirement);
+    if (notAllowed) {
+      excluded.push(notAllowed);
+      continue;
+    }
     const valid = validServices(ns.namespace, ns.services, policy.clusterDomain, conflicts);
     // A namespace without labelled Services is left alone: not renewed, no bundle, no say in retiring a CA.
     if (valid.length === 0) continue;
@@ -297,11 +332,14 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     })),
     ctx.maxNamespaces,
   );
-  const excluded: ExcludedNamespace[] = capped.left.map(({ ns, valid }) => ({
-    namespace: ns.namespace,
-    services: valid.map((s) => s.name),
-    message: `namespace ${ns.namespace} is not served: at most ${ctx.maxNamespaces} provider namespaces are (the cap on namespaces; the controller's --max-namespaces), and the newest beyond it are left out, so its certificate is neither issued nor renewed. Raise the cap, or remove the label ${PROVIDER_LABEL} from Services in namespaces that need no certificate.`,
-  }));
+  excluded.push(
+    ...capped.left.map(({ ns, valid }) => ({
+      namespace: ns.namespace,
+      reason: 'cap' as const,
+      services: valid.map((s) => s.name),
+      message: `namespace ${ns.namespace} is not served: at most ${ctx.maxNamespaces} provider namespaces are (the cap on namespaces; the controller's --max-namespaces), and the newest beyond it are left out, so its certificate is neither issued nor renewed. Raise the cap, or remove the label ${PROVIDER_LABEL} from Services in namespaces that need no certificate.`,
+    })),
+  );
   for (const { ns, valid } of capped.served) {
     const target = { namespace: ns.namespace };
     const observed = ns.secret?.ownership === 'managed' ? observeLeafSecret(ns.secret.data, cache) : undefined;

@@ -1,5 +1,6 @@
 import { type FittedServices, fitServiceNames } from './name-budget.js';
 import { InvalidNameError, isDnsLabel } from './names.js';
+import { type NamespaceRequirement, notAllowedMessage } from './namespace-requirement.js';
 import { type PodKeyType, podKeyTypeOf } from './pod-key.js';
 import type { Policy } from './policy.js';
 import { shown } from './shown.js';
@@ -39,11 +40,19 @@ export interface SelectingService {
  * `[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?`, and the label of the Denied counter.
  */
 export type PodDenyReason =
-  'NoProviderService' | 'UnsupportedKeyType' | 'PodNotFound' | 'PodMismatch' | 'UnauthorizedServiceAccount' | 'InvalidStubRequest' | 'InvalidServiceName';
+  | 'NoProviderService'
+  | 'NamespaceNotAllowed'
+  | 'UnsupportedKeyType'
+  | 'PodNotFound'
+  | 'PodMismatch'
+  | 'UnauthorizedServiceAccount'
+  | 'InvalidStubRequest'
+  | 'InvalidServiceName';
 
 /** Every {@link PodDenyReason}, for metrics that list each one. */
 export const POD_DENY_REASONS: readonly PodDenyReason[] = [
   'NoProviderService',
+  'NamespaceNotAllowed',
   'UnsupportedKeyType',
   'PodNotFound',
   'PodMismatch',
@@ -78,12 +87,16 @@ export interface PodRequestInput {
   readonly services: readonly SelectingService[];
   /** ESO's namespace and ServiceAccount, and the cluster domain. */
   readonly policy: Policy;
+  /** The label a namespace must carry before its pods get server certificates; undefined: none. */
+  readonly namespaceRequirement?: NamespaceRequirement;
+  /** Whether the request's namespace carries that label (read only with a requirement). */
+  readonly namespaceAllowed?: boolean;
 }
 
 /**
  * Decides one request, as a chain of small rules in order: the pod must exist with the request's
  * UID; the key must be of a type we issue for; then the role's own rule. A server certificate
- * needs at least one labelled Service of the namespace selecting the pod's labels (matched against
+ * needs the namespace requirement met, if there is one, and at least one labelled Service of the namespace selecting the pod's labels (matched against
  * the labels, not EndpointSlices: a pod is not Ready before it has its certificate). A client
  * certificate goes only to ESO's ServiceAccount in ESO's namespace.
  */
@@ -117,7 +130,9 @@ function decideClient({ request, policy }: PodRequestInput, key: Key): PodReques
   return { kind: 'issue', role: 'client', ...key, dnsNames: [], services: [], refused: [] };
 }
 
-function decideServer({ request, pod, services, policy }: PodRequestInput, key: Key): PodRequestDecision {
+function decideServer({ request, pod, services, policy, namespaceRequirement, namespaceAllowed }: PodRequestInput, key: Key): PodRequestDecision {
+  if (namespaceRequirement !== undefined && namespaceAllowed !== true)
+    return deny('NamespaceNotAllowed', notAllowedMessage(request.namespace, namespaceRequirement));
   const names = serverNames(request.namespace, request.podName, pod!.labels, services, policy.clusterDomain);
   if (names.kind === 'deny') return names;
   const { dnsNames, services: served, refused } = names;

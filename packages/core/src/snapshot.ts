@@ -52,6 +52,11 @@ export interface ProviderNamespace {
    * Secret is then `secret_missing`, otherwise `initial`.
    */
   readonly previouslyIssued: boolean;
+  /**
+   * Whether the namespace carries the label of `PlanContext.namespaceRequirement`; read only
+   * when that is set, and then a namespace without it (or not known to have it) is not served.
+   */
+  readonly allowed?: boolean;
 }
 
 /** Everything the planner reads: the observed state of the cluster. */
@@ -81,6 +86,8 @@ export interface ObservedCluster {
   readonly services: ReadonlyMap<string, readonly ProviderService[]>;
   /** Each namespace's `external-secrets-provider-tls` Secret, whoever wrote it. */
   readonly providerSecrets: ReadonlyMap<string, SecretState>;
+  /** With a namespace requirement: the namespaces that carry its label (see {@link ProviderNamespace.allowed}). */
+  readonly allowedNamespaces?: { has(namespace: string): boolean };
 }
 
 /**
@@ -95,7 +102,8 @@ export function assembleSnapshot(cluster: ObservedCluster, ledger: IssuanceLedge
   const namespaces: ProviderNamespace[] = names.map((namespace) => {
     const secret = cluster.providerSecrets.get(namespace);
     const services = [...(cluster.services.get(namespace) ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    return { namespace, services, ...(secret ? { secret } : {}), previouslyIssued: ledger.has({ namespace }) };
+    const allowed = cluster.allowedNamespaces === undefined ? {} : { allowed: cluster.allowedNamespaces.has(namespace) };
+    return { namespace, services, ...(secret ? { secret } : {}), previouslyIssued: ledger.has({ namespace }), ...allowed };
   });
   return {
     ...(cluster.caSecret ? { caSecret: cluster.caSecret } : {}),

@@ -137,7 +137,7 @@ describe('an optional cap on the namespaces served', () => {
     ]);
     const p = plan(store, pki, T0 + minutes(1), { maxNamespaces: 2 });
     expect(targets(p).sort()).toEqual(['namespace/b-mixed:initial', 'namespace/c-old:initial']);
-    expect(p.excluded).toEqual([{ namespace: 'a-new', services: ['p'], message: expect.stringContaining('at most 2 provider namespaces') }]);
+    expect(p.excluded).toEqual([{ namespace: 'a-new', reason: 'cap', services: ['p'], message: expect.stringContaining('at most 2 provider namespaces') }]);
     expect(p.status.namespaces.map((n) => n.namespace)).toEqual(['b-mixed', 'c-old']);
   });
 

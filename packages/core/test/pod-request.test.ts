@@ -207,6 +207,48 @@ describe('decidePodRequest: the server signer', () => {
   });
 });
 
+describe('decidePodRequest: the namespace requirement (--require-namespace-label)', () => {
+  const requirement = { key: 'eso-mtls.io/providers-allowed', value: 'true' };
+  const withRequirement = (req: PodRequestView, allowed: boolean | undefined): PodRequestDecision =>
+    decidePodRequest({
+      request: req,
+      pod,
+      services: [PROVIDER],
+      policy,
+      namespaceRequirement: requirement,
+      ...(allowed === undefined ? {} : { namespaceAllowed: allowed }),
+    });
+
+  it('Denies NamespaceNotAllowed a server request from a namespace without the label, naming the label and the fix', () => {
+    expect(withRequirement(request(), false)).toEqual({
+      kind: 'deny',
+      reason: 'NamespaceNotAllowed',
+      message: expect.stringContaining('kubectl label namespace team-a eso-mtls.io/providers-allowed=true'),
+    });
+  });
+
+  it('fails closed: a namespace not known to carry the label is not allowed', () => {
+    expect(withRequirement(request(), undefined)).toMatchObject({ kind: 'deny', reason: 'NamespaceNotAllowed' });
+  });
+
+  it('issues as usual in an allowed namespace, and the client signer is not governed by it', () => {
+    expect(issued(withRequirement(request(), true)).services).toEqual(['provider']);
+    expect(withRequirement(clientRequest(), false)).toMatchObject({ kind: 'issue', role: 'client' });
+  });
+
+  it('is judged after the pod and the key: a gone pod is still PodNotFound', () => {
+    const gone = decidePodRequest({
+      request: request(),
+      pod: undefined,
+      services: [PROVIDER],
+      policy,
+      namespaceRequirement: requirement,
+      namespaceAllowed: false,
+    });
+    expect(gone).toMatchObject({ kind: 'deny', reason: 'PodNotFound' });
+  });
+});
+
 describe('decidePodRequest: the client signer', () => {
   it("issues to ESO's ServiceAccount in ESO's namespace, with no DNS names, whatever the Services", () => {
     const expected = { kind: 'issue', role: 'client', keyType: 'ECDSAP256', dnsNames: [], services: [], refused: [] };
@@ -240,6 +282,7 @@ describe('Deny reasons and messages', () => {
       decide(request(), []),
       decide(request(), [{ name: 'X', selector: { app: 'provider' } }]),
       decide(clientRequest({ serviceAccountName: 'x' })),
+      decidePodRequest({ request: request(), pod, services: [PROVIDER], policy, namespaceRequirement: { key: 'k', value: 'v' }, namespaceAllowed: false }),
     ].map((d) => (d.kind === 'deny' ? d.reason : d.kind));
     expect(new Set(seen)).toEqual(new Set(POD_DENY_REASONS));
   });

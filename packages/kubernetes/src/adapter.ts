@@ -1,4 +1,13 @@
-import { CertificateCache, ConcurrencyLimit, type CryptoBackend, IssuanceLedger, type Instant, type Policy, resolvePolicy } from '@eso-mtls/core';
+import {
+  CertificateCache,
+  ConcurrencyLimit,
+  type CryptoBackend,
+  IssuanceLedger,
+  type Instant,
+  type NamespaceRequirement,
+  type Policy,
+  resolvePolicy,
+} from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { CertificateStatusView, informerServices } from './certificate-status.js';
 import type { Timers } from './clock.js';
@@ -67,6 +76,12 @@ export interface AdapterOptions {
   readonly maxIssuancesPerReconcile?: number;
   /** The most provider namespaces served (default: no cap); the newest beyond it are left out, each with a Warning Event. */
   readonly maxNamespaces?: number;
+  /**
+   * The label a namespace must carry before its labelled Services are served and its pods get
+   * server certificates (default: none). The others' Services get a Warning Event
+   * NamespaceNotAllowed. Needs get, list and watch on namespaces (docs/label-policy.md).
+   */
+  readonly namespaceRequirement?: NamespaceRequirement;
   /** `reportingInstance` of our Events, e.g. the pod name. */
   readonly eventInstance?: string;
   /**
@@ -138,6 +153,7 @@ export class ProviderCertificateAdapter {
       caSecretName: this.caSecretName,
       clientSecretName: this.clientSecretName,
       providerSecrets: secretMode,
+      ...(options.namespaceRequirement ? { namespaceRequirement: options.namespaceRequirement } : {}),
     };
     const tuning = {
       pageSize: options.pageSize,
@@ -163,6 +179,9 @@ export class ProviderCertificateAdapter {
           logger,
           limiter: writeLimiter,
           services: () => this.informers.services.list(),
+          ...(options.namespaceRequirement && this.informers.allowedNamespaces
+            ? { namespaces: { requirement: options.namespaceRequirement, allowed: this.informers.allowedNamespaces } }
+            : {}),
           onRequest: options.hooks?.onPodCertificateRequest?.bind(options.hooks),
           informerOptions,
         },
@@ -205,6 +224,7 @@ export class ProviderCertificateAdapter {
       writeLimiter,
       writesAllowed,
       bounds: { maxIssuances: options.maxIssuancesPerReconcile, maxNamespaces: options.maxNamespaces },
+      ...(options.namespaceRequirement ? { namespaceRequirement: options.namespaceRequirement } : {}),
       status: this.status,
       ...(this.pruner ? { pruner: this.pruner } : {}),
       ...(pods ? { pods } : {}),

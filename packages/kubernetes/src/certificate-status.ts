@@ -1,4 +1,4 @@
-import type { CaStatus, Instant, MaterializedCa, Plan, SecretWrite } from '@eso-mtls/core';
+import { type CaStatus, EXCLUSION_REASONS, type ExclusionReason, type Instant, type MaterializedCa, type Plan, type SecretWrite } from '@eso-mtls/core';
 import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry, RefusedServiceEntry } from '@eso-mtls/metrics';
 import type { V1Service } from '@kubernetes/client-node';
 import type { Informer } from './informer.js';
@@ -30,7 +30,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
   private ca: CaStatus | undefined;
   private refused: readonly RefusedServiceEntry[] = [];
   private pausedUntil: Instant | undefined;
-  private notServed = 0;
+  private notServed: Readonly<Record<ExclusionReason, number>> = countExcluded([]);
 
   constructor(
     private readonly services: () => Iterable<LabelledService>,
@@ -45,7 +45,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
     this.ca = status.ca;
     this.pausedUntil = status.signingPausedUntil;
     this.refused = plan.refused.map(({ namespace, service, reason }) => ({ namespace, service, reason }));
-    this.notServed = plan.excluded?.length ?? 0;
+    this.notServed = countExcluded(plan.excluded ?? []);
   }
 
   /** Called once a CA Secret write has landed, with the CAs it holds. */
@@ -98,8 +98,14 @@ export class CertificateStatusView implements ControllerCertificateSource {
     return this.pausedUntil;
   }
 
-  /** Provider namespaces the latest plan left out under the cap on namespaces. */
-  namespacesNotServed(): number {
+  /** Provider namespaces the latest plan left out, by why: the cap on namespaces, or the namespace requirement. */
+  namespacesNotServed(): Readonly<Record<ExclusionReason, number>> {
     return this.notServed;
   }
+}
+
+function countExcluded(excluded: readonly { readonly reason: ExclusionReason }[]): Record<ExclusionReason, number> {
+  const counts = Object.fromEntries(EXCLUSION_REASONS.map((r) => [r, 0])) as Record<ExclusionReason, number>;
+  for (const e of excluded) counts[e.reason]++;
+  return counts;
 }

@@ -1,5 +1,12 @@
-import { MAX_ROTATE_REQUEST_BYTES, PROVIDER_LABEL, PROVIDER_SECRET_NAME, ROTATE_ANNOTATION } from '@eso-mtls/core';
-import type { V1Secret, V1Service } from '@kubernetes/client-node';
+import {
+  MAX_ROTATE_REQUEST_BYTES,
+  type NamespaceRequirement,
+  PROVIDER_LABEL,
+  PROVIDER_SECRET_NAME,
+  ROTATE_ANNOTATION,
+  formatNamespaceRequirement,
+} from '@eso-mtls/core';
+import type { V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { BackoffOptions } from './backoff.js';
 import type { Timers } from './clock.js';
 import { Informer, type InformerEvent, type InformerStats, type ListPage } from './informer.js';
@@ -16,6 +23,12 @@ export interface InformerScope {
    * controller then has no Secret permission outside the ESO namespace). Default true.
    */
   readonly providerSecrets?: boolean;
+  /**
+   * With a namespace requirement, the namespaces carrying its label are watched too (label
+   * selector, names only), and the others' labelled Services are not served. Needs get, list and
+   * watch on namespaces.
+   */
+  readonly namespaceRequirement?: NamespaceRequirement;
 }
 
 /** Tuning shared by the four informers. */
@@ -104,19 +117,30 @@ function shareBundle(s: V1Secret, bundles: SharedValues<string>): V1Secret {
   return { ...s, data: { ...s.data, [BUNDLE_KEY]: bundles.get(bundle, () => bundle) } };
 }
 
+/** What the adapter keeps of a namespace that carries the required label: its name and version. */
+function trimNamespace(n: V1Namespace): V1Namespace {
+  const m = n.metadata ?? {};
+  return { metadata: { name: m.name, uid: m.uid, resourceVersion: m.resourceVersion } };
+}
+
 /** Label selector of the provider Services. */
 export const PROVIDER_SERVICE_SELECTOR = `${PROVIDER_LABEL}=true`;
 
 /**
  * The four caches the adapter plans from: labelled Services cluster-wide; Secrets named
  * external-secrets-provider-tls cluster-wide (field selector, so RBAC may grant Secrets by name
- * only); and the CA and client Secrets in the ESO namespace, each by name.
+ * only); and the CA and client Secrets in the ESO namespace, each by name. With a namespace
+ * requirement, a fifth: the namespaces that carry its label.
  */
 export class ClusterInformers {
   readonly services: Informer<V1Service>;
   readonly providerSecrets: Informer<V1Secret>;
   readonly caSecret: Informer<V1Secret>;
   readonly clientSecret: Informer<V1Secret>;
+  /** With a namespace requirement: the namespaces carrying its label; undefined otherwise. */
+  readonly namespaces: Informer<V1Namespace> | undefined;
+  /** With a namespace requirement: whether a namespace carries its label, from {@link namespaces}; undefined otherwise. */
+  readonly allowedNamespaces: { has(namespace: string): boolean } | undefined;
 
   private readonly watchesProviderSecrets: boolean;
 
@@ -165,11 +189,28 @@ export class ClusterInformers {
       );
     this.caSecret = esoSecret(scope.caSecretName);
     this.clientSecret = esoSecret(scope.clientSecretName);
+    const allowed = scope.namespaceRequirement && formatNamespaceRequirement(scope.namespaceRequirement);
+    const namespaces = (this.namespaces =
+      allowed === undefined
+        ? undefined
+        : new Informer<V1Namespace>(
+            {
+              description: `namespaces labelled ${allowed}`,
+              resource: 'namespaces',
+              list: lister(corePath('namespaces'), { labelSelector: allowed }),
+              watchPath: corePath('namespaces'),
+              labelSelector: allowed,
+              transform: trimNamespace,
+            },
+            options,
+          ));
+    this.allowedNamespaces = namespaces && { has: (namespace) => namespaces.get('', namespace) !== undefined };
   }
 
-  private get all(): Informer<V1Service | V1Secret>[] {
+  private get all(): Informer<V1Service | V1Secret | V1Namespace>[] {
     const secrets = this.watchesProviderSecrets ? [this.providerSecrets] : [];
-    return [this.services, ...secrets, this.caSecret, this.clientSecret] as Informer<V1Service | V1Secret>[];
+    const namespaces = this.namespaces ? [this.namespaces] : [];
+    return [this.services, ...secrets, this.caSecret, this.clientSecret, ...namespaces] as Informer<V1Service | V1Secret | V1Namespace>[];
   }
 
   /** Starts all four and resolves once each has listed once. */
@@ -189,9 +230,10 @@ export class ClusterInformers {
   }
 
   /** Subscribes to every change of every cache. */
-  onChange(listener: (source: 'services' | 'secrets', event: InformerEvent<V1Service | V1Secret>) => void): () => void {
+  onChange(listener: (source: 'services' | 'secrets' | 'namespaces', event: InformerEvent<V1Service | V1Secret | V1Namespace>) => void): () => void {
     const off = [
       this.services.onChange((e) => listener('services', e)),
+      ...(this.namespaces ? [this.namespaces.onChange((e) => listener('namespaces', e))] : []),
       ...[...(this.watchesProviderSecrets ? [this.providerSecrets] : []), this.caSecret, this.clientSecret].map((i) =>
         i.onChange((e) => listener('secrets', e)),
       ),

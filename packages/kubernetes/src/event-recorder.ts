@@ -14,6 +14,7 @@ export type EventReason =
   | 'RotateRequestRefused'
   | 'NamesRefused'
   | 'NamespaceNotServed'
+  | 'NamespaceNotAllowed'
   | 'PodCertificateIssued'
   | 'PodCertificateDenied'
   | 'PodCertificateFailed'

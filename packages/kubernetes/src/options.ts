@@ -1,4 +1,4 @@
-import { MAX_POD_LIFETIME, MIN_POD_LIFETIME, PROVIDER_SECRET_NAME, isDnsName } from '@eso-mtls/core';
+import { MAX_POD_LIFETIME, MIN_POD_LIFETIME, PROVIDER_SECRET_NAME, isDnsName, parseNamespaceRequirement } from '@eso-mtls/core';
 import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME } from './ownership.js';
 import { MIN_PRUNE_GRACE } from './pruner.js';
 
@@ -33,6 +33,7 @@ interface CheckedOptions {
   readonly maxNamespaces?: number;
   readonly secretMode?: boolean;
   readonly pruneOrphanedSecretsAfter?: number;
+  readonly namespaceRequirement?: { readonly key: string; readonly value: string };
   readonly podCertificates?: { readonly serverSignerName: string; readonly clientSignerName: string; readonly maxValidity: number };
 }
 
@@ -99,6 +100,15 @@ export function validateAdapterOptions(options: CheckedOptions): void {
   for (const option of ['maxIssuancesPerReconcile', 'maxNamespaces'] as const) {
     const v = options[option];
     if (v !== undefined && !intIn(v, 1, 1_000_000)) throw new AdapterOptionsError(option, v, 'must be a whole number from 1 to 1000000, or unset for no limit');
+  }
+  const requirement = options.namespaceRequirement;
+  const parsed = requirement && parseNamespaceRequirement(`${String(requirement.key)}=${String(requirement.value)}`);
+  if (requirement !== undefined && (parsed?.key !== requirement.key || parsed.value !== requirement.value)) {
+    throw new AdapterOptionsError(
+      'namespaceRequirement',
+      requirement,
+      'must be a label key and a non-empty label value, such as { key: "eso-mtls.io/providers-allowed", value: "true" }',
+    );
   }
   validatePruning(options);
 }

@@ -5,6 +5,7 @@ import {
   type Duration,
   type Instant,
   type MaterializedCa,
+  type NamespaceRequirement,
   type PodMetadataView,
   type PodRequestDecision,
   type PodSignerRole,
@@ -59,6 +60,8 @@ export interface PodSignerDependencies {
   readonly limiter: ConcurrencyLimit;
   /** The labelled Services (with selectors), from the adapter's cache. */
   readonly services: () => Iterable<V1Service>;
+  /** With a namespace requirement: the requirement, and the namespaces that carry its label (the adapter's cache). */
+  readonly namespaces?: { readonly requirement: NamespaceRequirement; readonly allowed: { has(namespace: string): boolean } };
   readonly onRequest?: PodRequestHook;
   readonly informerOptions: InformerOptions;
 }
@@ -209,7 +212,9 @@ export class PodCertificateSigner {
       );
       return undefined;
     }
-    const decision = decidePodRequest({ request: view, pod, services, policy: this.deps.policy });
+    const namespaces = this.deps.namespaces;
+    const allowance = namespaces && { namespaceRequirement: namespaces.requirement, namespaceAllowed: namespaces.allowed.has(view.namespace) };
+    const decision = decidePodRequest({ request: view, pod, services, policy: this.deps.policy, ...allowance });
     if (decision.kind === 'deny') return { kind: 'Denied', reason: decision.reason, message: decision.message, decision };
     const issued = await issuePodCertificate({ crypto: this.deps.crypto, policy: this.deps.policy, now }, ca.active!, decision, {
       maxExpirationSeconds: view.maxExpirationSeconds,

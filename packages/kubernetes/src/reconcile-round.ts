@@ -5,6 +5,7 @@ import {
   type CryptoBackend,
   type Instant,
   type MaterializedCa,
+  type NamespaceRequirement,
   type Plan,
   type Policy,
   type RotationReason,
@@ -84,6 +85,8 @@ export interface RoundDependencies {
   readonly writesAllowed: () => boolean;
   /** The bound on issuances per round and the cap on namespaces served (see PlanContext); unset: none. */
   readonly bounds?: { readonly maxIssuances?: number; readonly maxNamespaces?: number };
+  /** The label a namespace must carry before its labelled Services are served (see PlanContext); unset: none. */
+  readonly namespaceRequirement?: NamespaceRequirement;
   /** The metrics view: given each plan as it is made, then the CA and each leaf as its write lands. */
   readonly status?: CertificateStatusView;
   /** Pruning of orphaned provider Secrets (opt-in); runs after the writes, on the round's snapshot. */
@@ -127,13 +130,16 @@ export class ReconcileRound {
       ...(pods ? { podCertificateMaxValidity: pods.signer.options.maxValidity } : {}),
       ...(bounds?.maxIssuances === undefined ? {} : { maxIssuances: bounds.maxIssuances }),
       ...(bounds?.maxNamespaces === undefined ? {} : { maxNamespaces: bounds.maxNamespaces }),
+      ...(this.deps.namespaceRequirement ? { namespaceRequirement: this.deps.namespaceRequirement } : {}),
     });
     this.deps.status?.update(plan);
     const services = new ServiceDirectory(built.services);
     this.reports.report(plan, now, services);
-    // With pod certificates an empty plan still reads the CA it signs with, through the same
-    // accounting as a CA write (an HSM that cannot answer is a CA failure).
-    if (isPlanEmpty(plan) && !pods) return { plan, written: 0, stale: 0, failed: 0, fenced: 0 };
+    // With pod certificates, or a CA key held by a caSigner (an HSM), an empty plan still reads the
+    // CA it signs with, through the same accounting as a CA write: a token that stopped answering,
+    // a wrong PIN or a deleted key is seen at the next reconcile (every reconcile interval at the
+    // latest), not weeks later when a leaf next falls due.
+    if (isPlanEmpty(plan) && !pods && !this.deps.crypto.caSigner) return { plan, written: 0, stale: 0, failed: 0, fenced: 0 };
     const writes = new RoundWrites(this.deps, built, plan, services, clock);
     const result = withoutEagerRetry(await writes.run());
     // Pods are signed only by a CA that is stored: after the CA write landed, or when there was none.

@@ -21,6 +21,8 @@ export interface SnapshotSource {
   readonly providerSecrets: { list(): Iterable<V1Secret> };
   readonly caSecret: { get(namespace: string, name: string): V1Secret | undefined };
   readonly clientSecret: { get(namespace: string, name: string): V1Secret | undefined };
+  /** With a namespace requirement: the namespaces that carry its label. */
+  readonly allowedNamespaces?: { has(namespace: string): boolean } | undefined;
 }
 
 /** A snapshot and the raw Secrets it was built from, by target, to merge metadata into writes. */
@@ -88,6 +90,7 @@ export class SnapshotBuilder {
         clientSecret: client && this.state(client, 'client-tls'),
         services: providerServices,
         providerSecrets,
+        ...(this.informers.allowedNamespaces ? { allowedNamespaces: this.informers.allowedNamespaces } : {}),
       },
       this.ledger,
     );

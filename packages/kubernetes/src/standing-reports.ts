@@ -2,6 +2,7 @@ import {
   type Conflict,
   type DeferredLeaf,
   type ExcludedNamespace,
+  type ExclusionReason,
   type Instant,
   type Plan,
   type RefusalReason,
@@ -21,6 +22,11 @@ interface WaitingState {
   readonly namespace?: string;
   readonly service?: string;
 }
+
+const EXCLUSION_EVENT: Readonly<Record<ExclusionReason, EventReason>> = {
+  cap: 'NamespaceNotServed',
+  not_allowed: 'NamespaceNotAllowed',
+};
 
 const REFUSAL_EVENT: Readonly<Record<RefusalReason, EventReason>> = {
   rotate_request_too_large: 'RotateRequestRefused',
@@ -62,8 +68,9 @@ export class StandingReports {
     this.reportDeferred(plan.deferred ?? [], now);
   }
 
-  // A namespace left out stays so until the cap or the namespaces change: a Warning Event on each of
-  // its Services when it starts, a line when it ends, and one summary per interval.
+  // A namespace left out stays so until the cap, its label or the namespaces change: a Warning Event
+  // on each of its Services when it starts (or its reason changes), a line when it ends, and one
+  // summary per interval.
   private reportExcluded(excluded: readonly ExcludedNamespace[], now: Instant, services: ServiceDirectory): void {
     const { report, ended, summarize } = this.excluded.track(
       excluded,
@@ -72,11 +79,17 @@ export class StandingReports {
       now,
     );
     for (const e of report) {
-      this.logger.warn({ namespace: e.namespace, services: e.services.length }, `namespace not served: ${e.message}`);
-      for (const ref of services.refs(e.namespace, e.services)) this.events.record(ref, 'Warning', 'NamespaceNotServed', e.message);
+      this.logger.warn({ namespace: e.namespace, services: e.services.length, reason: e.reason }, `namespace not served: ${e.message}`);
+      for (const ref of services.refs(e.namespace, e.services)) this.events.record(ref, 'Warning', EXCLUSION_EVENT[e.reason], e.message);
     }
     for (const namespace of ended) this.logger.info({ namespace }, 'namespace served again (or no longer labelled)');
-    if (summarize) this.logger.warn({ namespaces: excluded.length }, `${excluded.length} provider namespaces not served (cap on namespaces)`);
+    if (summarize) {
+      const capped = excluded.filter((e) => e.reason === 'cap').length;
+      this.logger.warn(
+        { namespaces: excluded.length, cap: capped, notAllowed: excluded.length - capped },
+        `${excluded.length} provider namespaces not served (${capped} by the cap on namespaces, ${excluded.length - capped} lacking the required namespace label)`,
+      );
+    }
   }
 
   // Deferral lasts a round or a few: no Event (a flood of Events is a flood too), one summary line

@@ -29,7 +29,7 @@ describe('a cap on the namespaces served', () => {
       expect(text(await c.secret('cap-b'), 'tls.crt')).toContain('BEGIN CERTIFICATE');
       expect(await c.secret('cap-a')).toBeUndefined();
       expect(run.adapter.lastRound?.plan.excluded.map((e) => e.namespace)).toEqual(['cap-a']);
-      expect(run.adapter.status.namespacesNotServed()).toBe(1);
+      expect(run.adapter.status.namespacesNotServed()).toEqual({ cap: 1, not_allowed: 0 });
       await run.adapter.flushEvents();
       await eventually(async () =>
         expect(await c.events('cap-a', 'provider')).toEqual([
@@ -42,7 +42,7 @@ describe('a cap on the namespaces served', () => {
       await c.deleteService('cap-c', 'provider');
       await eventually(async () => expect(text(await c.secret('cap-a'), 'tls.crt')).toContain('BEGIN CERTIFICATE'));
       await converge(run.adapter);
-      expect(run.adapter.status.namespacesNotServed()).toBe(0);
+      expect(run.adapter.status.namespacesNotServed()).toEqual({ cap: 0, not_allowed: 0 });
 
       // Labelled again, it is now the newest: it waits behind the two served, which keep their certificates.
       await nextSecond();
@@ -51,7 +51,7 @@ describe('a cap on the namespaces served', () => {
       await eventually(() => expect(run.adapter.lastRound?.plan.excluded.map((e) => e.namespace)).toEqual(['cap-c']));
       await converge(run.adapter);
       expect([text(await c.secret('cap-a'), 'tls.crt'), text(await c.secret('cap-b'), 'tls.crt')]).toEqual(served);
-      expect(run.adapter.status.namespacesNotServed()).toBe(1);
+      expect(run.adapter.status.namespacesNotServed()).toEqual({ cap: 1, not_allowed: 0 });
     } finally {
       await run.adapter.stop();
       for (const ns of ['cap-a', 'cap-b', 'cap-c']) await c.deleteService(ns, 'provider').catch(() => undefined);

@@ -1,4 +1,12 @@
-import { type Instant, POD_DENY_REASONS, ROTATION_REASONS, type RefusalReason, type RotationReason } from '@eso-mtls/core';
+import {
+  EXCLUSION_REASONS,
+  type ExclusionReason,
+  type Instant,
+  POD_DENY_REASONS,
+  ROTATION_REASONS,
+  type RefusalReason,
+  type RotationReason,
+} from '@eso-mtls/core';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { isInstant, secondsUntil } from './expiry.js';
 import { MetricLabelError, type ServiceLabels, serviceKey, serviceLabels } from './labels.js';
@@ -58,8 +66,11 @@ export interface ControllerCertificateSource {
   refusedServices(): Iterable<RefusedServiceEntry>;
   /** While no CA signs (a recovery waits for its new CA's propagation): when one is expected to sign again. */
   signingPausedUntil(): Instant | undefined;
-  /** Provider namespaces with labelled Services that the cap on namespaces leaves out now (absent: 0). */
-  namespacesNotServed?(): number;
+  /**
+   * Provider namespaces with labelled Services left out now, by why: the cap on namespaces (`cap`)
+   * or the namespace requirement (`not_allowed`). Absent: 0 for each.
+   */
+  namespacesNotServed?(): Readonly<Record<ExclusionReason, number>>;
   /** Pod-certificate mode: per namespace, pods serving names their Services no longer give them. */
   podCertificatesStaleNames?(): ReadonlyMap<string, number>;
 }
@@ -173,11 +184,14 @@ export class ControllerMetrics {
 
     new Gauge({
       name: METRIC_NAMES.namespacesNotServed,
-      help: 'Provider namespaces with labelled Services that the cap on namespaces (--max-namespaces) leaves out: no certificate is issued or renewed there, and each of their Services has a Warning Event NamespaceNotServed. 0 without a cap. Exported by the leading controller only.',
+      help: 'Provider namespaces with labelled Services that get no certificate, by reason: cap (the cap on namespaces, --max-namespaces, leaves the newest out; Warning Event NamespaceNotServed) or not_allowed (the namespace lacks the label of --require-namespace-label; Warning Event NamespaceNotAllowed). Nothing is issued or renewed there. 0 without a cap or requirement. Exported by the leading controller only.',
+      labelNames: ['reason'] as const,
       registers,
       collect() {
         this.reset();
-        if (source.isLeader()) this.set(source.namespacesNotServed?.() ?? 0);
+        if (!source.isLeader()) return;
+        const counts = source.namespacesNotServed?.();
+        for (const reason of EXCLUSION_REASONS) this.set({ reason }, counts?.[reason] ?? 0);
       },
     });
 

@@ -33,7 +33,7 @@ async function system(options: { leader: boolean }) {
   ];
   view.refused = [{ namespace: 'provider-aws', service: 'aws', reason: 'certificate_too_large' }];
   view.pausedUntil = T0 + 5 * MINUTE;
-  view.notServed = 3;
+  view.notServed = { cap: 3, not_allowed: 1 };
   const controller = new ControllerMetrics({ now: clock.now, source: view, podCertificates: true, orphanPruning: true });
   // The vault provider still serves the certificate from before the last rotation.
   const provider = new ProviderMetrics({
@@ -169,6 +169,7 @@ describe('the alert rules and the real exporters', () => {
       firing('EsoProviderCertificateExpiringSoon', { ...controller, namespace: 'provider-aws', service: 'aws' }),
       firing('EsoProviderCertificateHotReloadFailed', vaultPod),
       firing('EsoProviderCertificateRotationFailed', { namespace: 'provider-aws', service: 'aws' }),
+      firing('EsoProviderNamespacesNotAllowed', {}),
       firing('EsoProviderNamespacesNotServed', {}),
       firing('EsoProviderServiceRefused', { namespace: 'provider-aws', service: 'aws', reason: 'certificate_too_large' }),
       firing('EsoProviderServingStaleCertificate', vaultPod),

@@ -120,6 +120,25 @@ describe('the adapter with the CA key in a PKCS#11 token', () => {
     expect(text(after, 'ca.key-ref')).toBe(reference);
   });
 
+  it('sees a key deleted while nothing is due at the next reconcile, not when a leaf next falls due', async () => {
+    const eso = await suite.cluster.namespace('eso-hsm-idle');
+    await labelled('hsm-idle');
+    const run = await controllerLike(eso, token.backend());
+    await run.adapter.start();
+    await eventually(async () => expect(text(await suite.cluster.secret('hsm-idle'), 'tls.crt')).toContain('BEGIN CERTIFICATE'));
+    await converge(run.adapter);
+    expect(await caFailures(run.metrics)).toBe(0);
+    const reference = text(await suite.cluster.secret(eso, CA_SECRET), 'ca.key-ref');
+    token.deleteKeyElsewhere(parseKeyReference(reference).id);
+    // Nothing changed in the cluster and nothing is due: the reconcile of the interval finds it.
+    // The round fails (no result), and the reconciler goes on retrying with backoff.
+    expect(await run.adapter.reconcileNow()).toBeUndefined();
+    expect(await caFailures(run.metrics)).toBeGreaterThanOrEqual(1);
+    expect(run.logger.lines.filter((l) => l.message === 'generating or signing the CA failed').length).toBeGreaterThanOrEqual(1);
+    await run.adapter.flushEvents();
+    expect(await caEvents(eso)).toContainEqual(expect.stringContaining('holds no public key'));
+  });
+
   it('rotates the CA with overlap, each new key made in the token and the retired one destroyed', async () => {
     const eso = await suite.cluster.namespace('eso-hsm-rot');
     await labelled('hsm-rot');

@@ -1,4 +1,5 @@
 import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry, RefusedServiceEntry } from '@eso-mtls/metrics';
+import type { ExclusionReason } from '@eso-mtls/core';
 
 /** A controller's view held in plain fields, changed by the test between scrapes. */
 export class ControllerView implements ControllerCertificateSource {
@@ -9,7 +10,7 @@ export class ControllerView implements ControllerCertificateSource {
   refused: RefusedServiceEntry[] = [];
   pausedUntil: number | undefined = undefined;
   staleNames = new Map<string, number>();
-  notServed = 0;
+  notServed: Record<ExclusionReason, number> = { cap: 0, not_allowed: 0 };
 
   isLeader(): boolean {
     return this.leader;
@@ -32,7 +33,7 @@ export class ControllerView implements ControllerCertificateSource {
   podCertificatesStaleNames(): ReadonlyMap<string, number> {
     return this.staleNames;
   }
-  namespacesNotServed(): number {
+  namespacesNotServed(): Readonly<Record<ExclusionReason, number>> {
     return this.notServed;
   }
 }
