@@ -1,5 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
-import { CertificateCache, type Issued, bundlePem, issueCa, issueServerLeaf, namespaceDnsNames, resolvePolicy } from '@eso-mtls/core';
+import {
+  CertificateCache,
+  type Issued,
+  bundlePem,
+  issueCa,
+  issueClientLeaf,
+  issueServerLeaf,
+  namespaceDnsNames,
+  parseNamespaceRequirement,
+  resolvePolicy,
+} from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, installationId } from '@eso-mtls/kubernetes';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
@@ -18,17 +28,21 @@ const ESO = policy.esoNamespace;
 const assumed = { policy, caSecretName: 'eso-provider-ca-internal', clientSecretName: 'eso-provider-client-tls', sources: new Map() };
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
-function providerSecret(namespace: string, leaf: Issued, bundle: string): V1Secret {
+/** A Secret of this installation, as the controller writes it. */
+function ourSecret(namespace: string, name: string, component: string, data: Record<string, string>): V1Secret {
   const meta = {
-    labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [COMPONENT_LABEL]: 'provider-tls' },
+    labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [COMPONENT_LABEL]: component },
     annotations: { [INSTALLATION_ANNOTATION]: installationId(ESO, assumed.caSecretName) },
   };
   return {
-    type: 'kubernetes.io/tls',
-    metadata: { name: 'external-secrets-provider-tls', namespace, resourceVersion: '1', ...meta },
-    data: { 'tls.crt': b64(leaf.certificate.pem), 'tls.key': b64(leaf.privateKeyPem), 'ca.crt': b64(bundle) },
+    type: component === 'ca' ? 'Opaque' : 'kubernetes.io/tls',
+    metadata: { name, namespace, resourceVersion: '1', ...meta },
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, b64(v)])),
   };
 }
+const leafData = (leaf: Issued, bundle: string) => ({ 'tls.crt': leaf.certificate.pem, 'tls.key': leaf.privateKeyPem, 'ca.crt': bundle });
+const providerSecret = (namespace: string, leaf: Issued, bundle: string): V1Secret =>
+  ourSecret(namespace, 'external-secrets-provider-tls', 'provider-tls', leafData(leaf, bundle));
 const service = (namespace: string, name: string): V1Service => ({ metadata: { namespace, name, labels: { 'external-secrets.io/provider': 'true' } } });
 
 describe('evaluateStatus with Secrets it may not read', () => {
@@ -62,6 +76,83 @@ describe('evaluateStatus with Secrets it may not read', () => {
   });
 });
 
+describe('evaluateStatus with a namespace requirement (--require-namespace-label)', () => {
+  const requirement = parseNamespaceRequirement('eso-mtls.io/providers-allowed=true')!;
+  const guarded = { ...assumed, namespaceRequirement: requirement };
+
+  /** A healthy cluster as the controller leaves it: team-a served; team-b's Service labelled later, in a namespace without the label. */
+  async function cluster(): Promise<Omit<ClusterState, 'allowedNamespaces'>> {
+    const ctx = { crypto, policy, now: NOW };
+    const ca = await issueCa(ctx);
+    const bundle = bundlePem([ca.certificate]);
+    const client = await issueClientLeaf(ctx, ca);
+    const leaf = await issueServerLeaf(ctx, ca, namespaceDnsNames([{ namespace: 'team-a', name: 'vault' }], policy.clusterDomain));
+    return {
+      services: [service('team-a', 'vault'), service('team-b', 'aws')],
+      providerSecrets: [providerSecret('team-a', leaf, bundle)],
+      unreadableNamespaces: new Map(),
+      caSecret: { kind: 'read', secret: ourSecret(ESO, assumed.caSecretName, 'ca', { 'ca.crt': ca.certificate.pem, 'ca.key': ca.privateKeyPem }) },
+      clientSecret: { kind: 'read', secret: ourSecret(ESO, assumed.clientSecretName, 'client-tls', leafData(client, bundle)) },
+    };
+  }
+
+  it('reports a provider namespace without the label as not_allowed, with the way to allow it, and nothing else about it (exit 1)', async () => {
+    const state: ClusterState = { ...(await cluster()), allowedNamespaces: { kind: 'read', names: new Set(['team-a', 'unrelated']) } };
+    const report = evaluateStatus(state, guarded, NOW, new CertificateCache(crypto.verifier));
+    const [a, b] = report.namespaces;
+    expect(a).toMatchObject({ namespace: 'team-a', checked: true, signedByActiveCa: true, bundleCurrent: true, problems: [] });
+    expect(b).toEqual({
+      namespace: 'team-b',
+      secret: 'team-b/external-secrets-provider-tls',
+      services: ['aws'],
+      checked: true,
+      dnsNames: [],
+      problems: [{ kind: 'not_allowed', message: expect.stringContaining('kubectl label namespace team-b eso-mtls.io/providers-allowed=true') }],
+    });
+    expect(b!.problems[0]!.message).toContain('lacks the label eso-mtls.io/providers-allowed=true');
+    expect(report.summary).toEqual({ healthy: false, problems: 1, unchecked: 0, exitCode: StatusExit.attention });
+    expect(report.policy.requireNamespaceLabel).toBe('eso-mtls.io/providers-allowed=true');
+    const text = renderText(report, paletteFor(false, {}));
+    expect(text).toContain('provider namespaces served: only those labelled eso-mtls.io/providers-allowed=true');
+    expect(text).toMatch(/Namespace team-b {2}1 PROBLEM\n {2}Services {9}aws\n {2}problem \(not_allowed\): namespace team-b is not allowed/);
+    expect(text).not.toContain('namespace team-b: the Secret does not exist');
+
+    // Once labelled, team-b is judged as any namespace: its Secret is still to be issued.
+    const allowed = evaluateStatus(
+      { ...state, allowedNamespaces: { kind: 'read', names: new Set(['team-a', 'team-b']) } },
+      guarded,
+      NOW,
+      new CertificateCache(crypto.verifier),
+    );
+    expect(allowed.namespaces[1]!.problems.map((p) => p.kind)).toEqual(['missing']);
+  });
+
+  it('leaves a namespace that lost the label out whole: its Secret of ours is neither judged nor scheduled for renewal', async () => {
+    const base = await cluster();
+    const state: ClusterState = { ...base, services: [service('team-a', 'vault')], allowedNamespaces: { kind: 'read', names: new Set() } };
+    const report = evaluateStatus(state, guarded, NOW, new CertificateCache(crypto.verifier));
+    expect(report.namespaces.map((n) => [n.namespace, n.problems.map((p) => p.kind), n.nextRotation])).toEqual([['team-a', ['not_allowed'], undefined]]);
+  });
+
+  it('says each provider namespace is NOT CHECKED when the labelled namespaces cannot be listed (exit 4), naming the right', async () => {
+    const why =
+      'the namespaces labelled eso-mtls.io/providers-allowed=true (--require-namespace-label) not checked: HTTP 403 Forbidden; it needs list on namespaces (ClusterRole eso-mtls-status)';
+    const state: ClusterState = { ...(await cluster()), allowedNamespaces: { kind: 'unreadable', why } };
+    const report = evaluateStatus(state, guarded, NOW, new CertificateCache(crypto.verifier));
+    expect(report.namespaces.map((n) => [n.namespace, n.checked, n.unchecked, n.problems])).toEqual([
+      ['team-a', false, why, []],
+      ['team-b', false, why, []],
+    ]);
+    expect(report.summary).toEqual({ healthy: false, problems: 0, unchecked: 2, exitCode: StatusExit.incomplete });
+  });
+
+  it('without the requirement, the same cluster has every namespace served', async () => {
+    const report = evaluateStatus(await cluster(), assumed, NOW, new CertificateCache(crypto.verifier));
+    expect(report.namespaces.map((n) => n.problems.map((p) => p.kind))).toEqual([[], ['missing']]);
+    expect(report.policy.requireNamespaceLabel).toBeUndefined();
+  });
+});
+
 describe('status flags and environment', () => {
   const read = (argv: string[], env: Record<string, string> = {}) => readCliOptions('eso-mtls status', STATUS_FLAGS, argv, { HOME: '/nonexistent', ...env });
 
@@ -79,6 +170,23 @@ describe('status flags and environment', () => {
     // The user's credentials, never the controller's.
     expect(r.options.kubeconfig).toBeUndefined();
     expect(read([], { KUBECONFIG: '/a/missing:/b/missing' })).toMatchObject({ kind: 'options', options: { kubeconfig: '/a/missing' } });
+  });
+
+  it('reads --require-namespace-label as the controller does, from the flag or ESO_MTLS_REQUIRE_NAMESPACE_LABEL', () => {
+    const fromEnv = read([], { ESO_MTLS_REQUIRE_NAMESPACE_LABEL: 'eso-mtls.io/providers-allowed=true' });
+    if (fromEnv.kind !== 'options') throw new Error(JSON.stringify(fromEnv));
+    expect(fromEnv.options.assumed.namespaceRequirement).toEqual({ key: 'eso-mtls.io/providers-allowed', value: 'true' });
+    expect(fromEnv.options.assumed.sources.get('require-namespace-label')).toBe('env');
+    const fromFlag = read(['--require-namespace-label=tier=providers']);
+    expect(fromFlag).toMatchObject({ kind: 'options', options: { assumed: { namespaceRequirement: { key: 'tier', value: 'providers' } } } });
+    const off = read([], { ESO_MTLS_REQUIRE_NAMESPACE_LABEL: '' });
+    expect(off).toMatchObject({ kind: 'options' });
+    expect(off.kind === 'options' && off.options.assumed.namespaceRequirement).toBeUndefined();
+    expect(read(['--require-namespace-label', 'no-value'])).toMatchObject({
+      kind: 'error',
+      message: expect.stringContaining('--require-namespace-label (env ESO_MTLS_REQUIRE_NAMESPACE_LABEL)'),
+    });
+    expect(commandUsage('eso-mtls status', 'x', STATUS_FLAGS)).toContain('env ESO_MTLS_REQUIRE_NAMESPACE_LABEL, as for the controller');
   });
 
   it('words errors with the flag as status names it', () => {

@@ -124,6 +124,46 @@ describe('eso-mtls status', () => {
     expect(none.stderr).toContain('cannot list the Services labelled external-secrets.io/provider=true in any namespace: the apiserver refused');
   });
 
+  it('with --require-namespace-label, names the provider namespace that lacks the label (exit 1); without list on namespaces, NOT CHECKED (exit 4)', async () => {
+    const label = 'eso-mtls.io/providers-allowed';
+    for (const namespace of ['team-a', 'team-b']) {
+      await core.patchNamespace(
+        { name: namespace, body: { metadata: { labels: { [label]: 'true' } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    }
+    await core.createNamespace({ body: { metadata: { name: 'labelled-no-service', labels: { [label]: 'true' } } } });
+    const require = [`--require-namespace-label=${label}=true`];
+
+    const text = await status(require);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain(`provider namespaces served: only those labelled ${label}=true (flag)`);
+    expect(text.stdout).toMatch(/Namespace team-c {2}1 PROBLEM\n {2}Services {9}files\n {2}problem \(not_allowed\): namespace team-c is not allowed/);
+    expect(text.stdout).toContain(`kubectl label namespace team-c ${label}=true`);
+    // The same from the controller's variable, and for a user bound only to the shipped role.
+    const env = { ESO_MTLS_REQUIRE_NAMESPACE_LABEL: `${label}=true` };
+    for (const kubeconfig of [plane.adminKubeconfigPath, plane.identity('status-user').kubeconfigPath]) {
+      const run = await runCli('status', ['--kubeconfig', kubeconfig, '-o', 'json'], env);
+      outputs.push(run.stdout, run.stderr);
+      const report = JSON.parse(run.stdout) as StatusReport;
+      expect(run.code).toBe(1);
+      expect(report.policy).toMatchObject({ requireNamespaceLabel: `${label}=true`, sources: { 'require-namespace-label': 'env' } });
+      expect(report.namespaces.map((n) => [n.namespace, n.checked, n.problems.map((p) => p.kind)])).toEqual([
+        ['team-a', true, []],
+        ['team-b', true, []],
+        ['team-c', true, ['not_allowed']],
+      ]);
+      expect(report.summary).toEqual({ healthy: false, problems: 1, unchecked: 0, exitCode: 1 });
+    }
+    // A user who may list Services but not namespaces learns which right is missing.
+    const refused = await json(require, plane.identity('no-secret-user').kubeconfigPath);
+    expect(refused.run.code).toBe(4);
+    expect(refused.report.namespaces.map((n) => n.checked)).toEqual([false, false, false]);
+    expect(refused.report.namespaces[0]!.unchecked).toBe(
+      `the namespaces labelled ${label}=true (--require-namespace-label) not checked: HTTP 403 Forbidden; it needs list on namespaces (ClusterRole eso-mtls-status)`,
+    );
+  });
+
   it('exits 1 naming each problem: a deleted Secret, a foreign Secret, a leaf signed by another CA, garbage', async () => {
     await controller!.stop();
     controller = undefined;

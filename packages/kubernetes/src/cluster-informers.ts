@@ -31,7 +31,7 @@ export interface InformerScope {
   readonly namespaceRequirement?: NamespaceRequirement;
 }
 
-/** Tuning shared by the four informers. */
+/** Tuning shared by the informers. */
 export interface InformerTuning {
   readonly pageSize?: number;
   readonly watchTimeoutSeconds?: number;
@@ -213,13 +213,13 @@ export class ClusterInformers {
     return [this.services, ...secrets, this.caSecret, this.clientSecret, ...namespaces] as Informer<V1Service | V1Secret | V1Namespace>[];
   }
 
-  /** Starts all four and resolves once each has listed once. */
+  /** Starts every informer and resolves once each has listed once. */
   async start(): Promise<void> {
     for (const informer of this.all) informer.start();
     await Promise.all(this.all.map((i) => i.synced));
   }
 
-  /** Stops all four watches. */
+  /** Stops every watch. */
   async stop(): Promise<void> {
     await Promise.all(this.all.map((i) => i.stop()));
   }

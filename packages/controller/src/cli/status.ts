@@ -75,6 +75,7 @@ export async function runStatusCommand(
       ...(namespace !== undefined ? { namespace } : {}),
       secretMode: assumed.secretMode ?? true,
       ...(assumed.podCertificates ? { podCertificates: assumed.podCertificates } : {}),
+      ...(assumed.namespaceRequirement ? { namespaceRequirement: assumed.namespaceRequirement } : {}),
     });
   } catch (e) {
     const why = e instanceof ClusterUnreachableError ? e.message : `cannot read the cluster at ${api.connection.server}: ${(e as Error).message}`;

@@ -1,4 +1,4 @@
-import { type Instant, PROVIDER_SECRET_NAME } from '@eso-mtls/core';
+import { type Instant, type NamespaceRequirement, PROVIDER_SECRET_NAME, formatNamespaceRequirement } from '@eso-mtls/core';
 import {
   KubeApiError,
   type KubeRestClient,
@@ -11,7 +11,7 @@ import {
   trimService,
   trustBundleName,
 } from '@eso-mtls/kubernetes';
-import type { V1Secret, V1Service } from '@kubernetes/client-node';
+import type { V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
 
 /** Where status looks: ESO's namespace and Secret names, and optionally one provider namespace. */
 export interface StatusScope {
@@ -24,10 +24,15 @@ export interface StatusScope {
   readonly secretMode?: boolean;
   /** The pod-certificate mode's two signer names; undefined when the mode is off. */
   readonly podCertificates?: { readonly serverSignerName: string; readonly clientSignerName: string };
+  /** The controller's `--require-namespace-label`: the namespaces carrying it are listed. */
+  readonly namespaceRequirement?: NamespaceRequirement;
 }
 
 /** A Secret read by name: its content (undefined when absent), or why it could not be read. */
 export type SecretRead = { readonly kind: 'read'; readonly secret: V1Secret | undefined } | { readonly kind: 'unreadable'; readonly why: string };
+
+/** The names of the namespaces carrying the required label, or why they could not be listed. */
+type AllowedNamespacesRead = { readonly kind: 'read'; readonly names: ReadonlySet<string> } | { readonly kind: 'unreadable'; readonly why: string };
 
 /** What status read of the cluster, trimmed as the controller's informers trim it. */
 export interface ClusterState {
@@ -41,6 +46,8 @@ export interface ClusterState {
   readonly clientSecret: SecretRead;
   /** The pod-certificate mode's objects; undefined when the mode is off. */
   readonly podCertificates?: PodCertificateState;
+  /** With a namespace requirement (Secret mode): the namespaces carrying its label; undefined otherwise. */
+  readonly allowedNamespaces?: AllowedNamespacesRead;
 }
 
 /** A ClusterTrustBundle as status keeps it: what ownership, the selector label and the CA activation are judged on. */
@@ -131,10 +138,26 @@ async function readSecret(api: KubeRestClient, namespace: string, name: string):
 }
 
 /**
+ * The namespaces carrying the required label, as the controller's namespace informer lists them
+ * (label selector, names only); 401/403 is unreadable (said, not thrown); anything else throws.
+ */
+async function readAllowedNamespaces(api: KubeRestClient, requirement: NamespaceRequirement): Promise<AllowedNamespacesRead> {
+  const selector = formatNamespaceRequirement(requirement);
+  try {
+    const items = await listAll<V1Namespace>(api, corePath('namespaces'), { labelSelector: selector });
+    return { kind: 'read', names: new Set(items.flatMap((n) => (n.metadata?.name ? [n.metadata.name] : []))) };
+  } catch (e) {
+    if (!forbidden(e)) throw e;
+    return { kind: 'unreadable', why: refusal(e, `the namespaces labelled ${selector} (--require-namespace-label)`, 'list on namespaces') };
+  }
+}
+
+/**
  * Reads what the controller's informers watch, once, with the user's credentials: labelled Services,
  * the provider Secrets (cluster-wide by name; where that is refused, one namespace at a time), the
- * CA and client Secrets. A refused Secret read is recorded as unreadable; a refused or failed
- * Service list throws {@link ClusterUnreachableError}, since nothing can be shown without it.
+ * CA and client Secrets, and with a namespace requirement the namespaces carrying its label. A
+ * refused Secret or namespace read is recorded as unreadable; a refused or failed Service list
+ * throws {@link ClusterUnreachableError}, since nothing can be shown without it.
  */
 export async function readClusterState(api: KubeRestClient, scope: StatusScope): Promise<ClusterState> {
   let services: V1Service[];
@@ -167,12 +190,23 @@ export async function readClusterState(api: KubeRestClient, scope: StatusScope):
       else if (read.secret) providerSecrets.push(read.secret);
     }
   }
-  const [caSecret, clientSecret, podCertificates] = await Promise.all([
+  // Pod-certificate mode only: no namespace has a Secret to judge, so which are allowed is not read.
+  const requirement = scope.secretMode === false ? undefined : scope.namespaceRequirement;
+  const [caSecret, clientSecret, podCertificates, allowedNamespaces] = await Promise.all([
     readSecret(api, scope.esoNamespace, scope.caSecretName),
     readSecret(api, scope.esoNamespace, scope.clientSecretName),
     scope.podCertificates && readPodCertificateState(api, scope.podCertificates, scope.namespace),
+    requirement && readAllowedNamespaces(api, requirement),
   ]);
-  return { services, providerSecrets, unreadableNamespaces, caSecret, clientSecret, ...(podCertificates ? { podCertificates } : {}) };
+  return {
+    services,
+    providerSecrets,
+    unreadableNamespaces,
+    caSecret,
+    clientSecret,
+    ...(podCertificates ? { podCertificates } : {}),
+    ...(allowedNamespaces ? { allowedNamespaces } : {}),
+  };
 }
 
 /** A ClusterTrustBundle as the apiserver returns it, as much of it as status reads. */

@@ -10,6 +10,7 @@ import {
   type SecretTarget,
   describeTarget,
   formatDuration,
+  formatNamespaceRequirement,
   observeCaSecret,
   observeLeafSecret,
   planRotation,
@@ -52,11 +53,13 @@ function snapshotSource(state: ClusterState, assumed: AssumedPolicy): SnapshotSo
   const esoSecret = (name: string, read: SecretRead) => ({
     get: (namespace: string, n: string) => (namespace === assumed.policy.esoNamespace && n === name && read.kind === 'read' ? read.secret : undefined),
   });
+  const allowed = state.allowedNamespaces?.kind === 'read' ? state.allowedNamespaces.names : undefined;
   return {
     services: { list: () => state.services },
     providerSecrets: { list: () => state.providerSecrets },
     caSecret: esoSecret(assumed.caSecretName, state.caSecret),
     clientSecret: esoSecret(assumed.clientSecretName, state.clientSecret),
+    ...(allowed ? { allowedNamespaces: allowed } : {}),
   };
 }
 
@@ -200,6 +203,7 @@ function policyReport(assumed: AssumedPolicy): PolicyReport {
     ...(pods
       ? { serverSignerName: pods.serverSignerName, clientSignerName: pods.clientSignerName, podCertificateMaxValidity: formatDuration(pods.maxValidity) }
       : {}),
+    ...(assumed.namespaceRequirement ? { requireNamespaceLabel: formatNamespaceRequirement(assumed.namespaceRequirement) } : {}),
     sources: Object.fromEntries(assumed.sources),
   };
 }
@@ -228,7 +232,16 @@ export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now:
   // As the controller plans in pod-certificate mode: its published bundles gate the next CA, and a retired CA stays for the longest pod certificate.
   const { snapshot: built } = builder.build();
   const snapshot = podState ? { ...built, trustBundles: observedTrustBundles(podState, installation, cache) } : built;
-  const plan = planRotation(snapshot, { now, policy, cache, ...(pods ? { podCertificateMaxValidity: pods.maxValidity } : {}) });
+  // With a namespace requirement, planned as the controller plans once its namespace list is synced;
+  // when that list could not be read, each provider namespace is said to be unchecked below.
+  const requirement = state.allowedNamespaces?.kind === 'read' ? assumed.namespaceRequirement : undefined;
+  const plan = planRotation(snapshot, {
+    now,
+    policy,
+    cache,
+    ...(pods ? { podCertificateMaxValidity: pods.maxValidity } : {}),
+    ...(requirement ? { namespaceRequirement: requirement } : {}),
+  });
   const { activeCa, ...ca } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache });
   const ctx: LeafContext = { now, assumed, plan, cache, activeCa, caUnknown: !ca.checked };
 
@@ -243,10 +256,17 @@ export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now:
   }
 
   const namespaces: NamespaceReport[] = [];
+  const allowanceUnknown = state.allowedNamespaces?.kind === 'unreadable' ? state.allowedNamespaces.why : undefined;
   for (const ns of snapshot.namespaces) {
-    const unreadable = state.unreadableNamespaces.get(ns.namespace);
-    if (ns.services.length === 0 && unreadable === undefined) continue; // a Secret left behind: the controller leaves it alone
+    if (ns.services.length === 0 && !state.unreadableNamespaces.has(ns.namespace)) continue; // a Secret left behind: the controller leaves it alone
     const base = { namespace: ns.namespace, secret: `${ns.namespace}/${PROVIDER_SECRET_NAME}`, services: ns.services.map((s) => s.name) };
+    const notAllowed = plan.excluded.find((e) => e.namespace === ns.namespace && e.reason === 'not_allowed');
+    if (notAllowed) {
+      // Left out whole, as the controller leaves it: its Secret is not judged, so no "missing" beside it.
+      namespaces.push({ ...base, checked: true, dnsNames: [], problems: [{ kind: 'not_allowed', message: notAllowed.message }] });
+      continue;
+    }
+    const unreadable = (ns.services.length > 0 ? allowanceUnknown : undefined) ?? state.unreadableNamespaces.get(ns.namespace);
     if (unreadable !== undefined) {
       namespaces.push({ ...base, checked: false, unchecked: unreadable, dnsNames: [], problems: [] });
       continue;

@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
-import { type Policy, isDnsLabel } from '@eso-mtls/core';
+import { type NamespaceRequirement, type Policy, isDnsLabel } from '@eso-mtls/core';
 import type { PodCertificateOptions } from '@eso-mtls/kubernetes';
 import { type FlagSyntax, readArgv } from '../cli/args.js';
 import { parseControllerConfig } from '../config.js';
@@ -24,6 +24,7 @@ const POLICY_FLAG_NAMES = [
   'server-signer-name',
   'client-signer-name',
   'pod-certificate-max-validity',
+  'require-namespace-label',
 ] as const;
 const ESO_NAMESPACE: FlagSpec = { ...CONTROLLER_FLAGS.find((f) => f.name === 'namespace')!, name: 'eso-namespace' };
 const POLICY_FLAGS: readonly FlagSpec[] = [ESO_NAMESPACE, ...POLICY_FLAG_NAMES.map((n) => CONTROLLER_FLAGS.find((f) => f.name === n)!)];
@@ -51,7 +52,7 @@ const shared = (f: FlagSpec): CliFlag => ({
   name: f.name,
   kind: f.kind,
   accepts: f.accepts,
-  help: `${f.help.replace(/--namespace\b/g, '--eso-namespace')}${f.default === undefined ? '' : ` (default ${f.default})`}`,
+  help: `${f.help.replace(/--namespace\b/g, '--eso-namespace')}${f.default === undefined || f.default === '' ? '' : ` (default ${f.default})`}`,
   env: f.name === 'eso-namespace' ? envVarOf('namespace') : envVarOf(f.name),
 });
 
@@ -103,6 +104,8 @@ export interface AssumedPolicy {
   readonly secretMode?: boolean;
   /** The pod-certificate mode's signer names and longest certificate; undefined when the mode is off. */
   readonly podCertificates?: PodCertificateOptions;
+  /** The label a namespace must carry before its labelled Services are served; undefined: none (as for the controller). */
+  readonly namespaceRequirement?: NamespaceRequirement;
   /** Flag name (as typed for this command) → where its value came from. */
   readonly sources: ReadonlyMap<string, ValueSource>;
 }
@@ -153,12 +156,20 @@ export function readCliOptions(
   const parsed = parseControllerConfig(controllerArgv, controllerEnv);
   if (parsed.kind === 'error') return { kind: 'error', message: parsed.error.message.replace(/--namespace\b/g, '--eso-namespace') };
   if (parsed.kind === 'help') return { kind: 'help' };
-  const { policy, caSecretName, clientSecretName, secretMode, podCertificates } = parsed.config;
+  const { policy, caSecretName, clientSecretName, secretMode, podCertificates, namespaceRequirement } = parsed.config;
   return {
     kind: 'options',
     options: {
       values,
-      assumed: { policy, caSecretName, clientSecretName, secretMode, ...(podCertificates ? { podCertificates } : {}), sources },
+      assumed: {
+        policy,
+        caSecretName,
+        clientSecretName,
+        secretMode,
+        ...(podCertificates ? { podCertificates } : {}),
+        ...(namespaceRequirement ? { namespaceRequirement } : {}),
+        sources,
+      },
       kubeconfig: kubeconfigPath(values.get('kubeconfig'), env),
     },
   };

@@ -106,6 +106,9 @@ export function renderText(report: StatusReport, p: Palette): string {
       `  modes ${pol.modes.join(',')} ${src('modes')}; signers ${pol.serverSignerName} ${src('server-signer-name')} and ${pol.clientSignerName} ${src('client-signer-name')}, pod certificates valid at most ${pol.podCertificateMaxValidity} ${src('pod-certificate-max-validity')}`,
     );
   }
+  if (pol.requireNamespaceLabel) {
+    out.push(`  provider namespaces served: only those labelled ${pol.requireNamespaceLabel} ${src('require-namespace-label')}`);
+  }
   if (report.namespaceFilter) out.push(p.dim(`  only namespace ${report.namespaceFilter} was read: the CA schedule below sees its bundle only`));
   out.push('');
 

@@ -13,6 +13,7 @@ export type ProblemKind =
   | 'untrusted' // a leaf signed by none of our CAs
   | 'expired' // past notAfter
   | 'refused' // a labelled Service left out of the certificate, or its rotation request ignored
+  | 'not_allowed' // a provider namespace without the label of --require-namespace-label: not served at all
   | 'pending'; // a write due now that the controller has not made yet, or a request it has not decided
 
 /** One problem, in a sentence that names the object. */
@@ -113,6 +114,8 @@ export interface PolicyReport {
   readonly clientSignerName?: string;
   /** Pod-certificate mode: the longest certificate the signers issue. */
   readonly podCertificateMaxValidity?: string;
+  /** `key=value` a namespace must carry to be served (`--require-namespace-label`); absent when none is required. */
+  readonly requireNamespaceLabel?: string;
   /** Flag name → `flag`, `env` or `default`. */
   readonly sources: Readonly<Record<string, string>>;
 }
