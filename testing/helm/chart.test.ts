@@ -14,11 +14,17 @@ import {
 } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
-import { parseControllerConfig } from '../../packages/controller/src/index.js';
 import { ControllerProcess } from '../../packages/controller/test/support/controller-process.js';
 import { type Manifest, find, kustomizeBuild, repoRoot } from '../../packages/controller/test/support/manifests.js';
-import { Helm, HelmError, type Values, applyPrometheusCrds, chartDir } from './support/helm.js';
-import { type Installation, containerInput, convergedState, deployedController, providerNamespace, serviceAccountKubeconfigFile } from './support/release.js';
+import { Helm, type Values, expectRefusals, applyPrometheusCrds, chartDir } from './support/helm.js';
+import {
+  type Installation,
+  controllerConfigOf,
+  convergedState,
+  deployedController,
+  providerNamespace,
+  serviceAccountKubeconfigFile,
+} from './support/release.js';
 
 // The chart with real helm: linted, rendered and compared with `kustomize build deploy`, then
 // installed on a real apiserver into a namespace other than the default, where the controller runs
@@ -54,11 +60,6 @@ function comparable(m: Manifest): Manifest {
 
 const key = (m: Manifest): string => `${m.kind} ${m.metadata?.namespace ?? ''}/${m.metadata?.name}`;
 
-function controllerConfigOf(deployment: V1Deployment): ReturnType<typeof parseControllerConfig> {
-  const { args, env } = containerInput(deployment, 'pod-name');
-  return parseControllerConfig(args, env);
-}
-
 /** Values far from the defaults: another namespace, another cluster domain, other names, every extra. */
 const RELEASE_NS = 'platform-secrets';
 const CLUSTER_DOMAIN = 'corp.example';
@@ -72,6 +73,7 @@ const OTHER_VALUES: Values = {
   replicaCount: 3,
   logLevel: 'debug',
   extraArgs: ['--reconcile-interval=5m'],
+  floodControl: { maxIssuancesPerReconcile: 200, maxNamespaces: 50 },
   image: { repository: 'registry.example/eso-mtls/controller', digest: `sha256:${'0123456789abcdef'.repeat(4)}` },
   podDisruptionBudget: { enabled: true },
   topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway' }],
@@ -167,6 +169,7 @@ describe('eso-mtls Helm chart, rendered by helm', () => {
       'debug',
     ]);
     expect(c.policy.reconcileInterval).toBe(5 * 60_000); // extraArgs come last and win
+    expect([c.maxIssuancesPerReconcile, c.maxNamespaces]).toEqual([200, 50]);
     expect(deployment.spec!.replicas).toBe(3);
     expect(deployment.spec!.template.spec!.containers[0]!.image).toBe(`registry.example/eso-mtls/controller@sha256:${'0123456789abcdef'.repeat(4)}`);
     expect(deployment.spec!.template.spec!.priorityClassName).toBe('system-cluster-critical');
@@ -292,16 +295,7 @@ describe('eso-mtls Helm chart, rendered by helm', () => {
       [{ clientSecretName: 'eso-provider-ca-internal' }, 'caSecretName and clientSecretName are both "eso-provider-ca-internal"'],
       [{ podDisruptionBudget: { enabled: true }, replicaCount: 1 }, 'podDisruptionBudget.enabled with replicaCount 1 would block every node drain'],
     ];
-    for (const [values, message] of refusals) {
-      let error: unknown;
-      try {
-        helm.template(chartDir, 'r', RELEASE_NS, values);
-      } catch (e) {
-        error = e;
-      }
-      expect(error).toBeInstanceOf(HelmError);
-      expect({ values, stderr: (error as HelmError).stderr }).toEqual({ values, stderr: expect.stringContaining(message) });
-    }
+    expectRefusals((values) => helm.template(chartDir, 'r', RELEASE_NS, values), refusals);
   });
 });
 
@@ -385,6 +379,30 @@ describe('eso-mtls Helm chart, installed on a real apiserver in another namespac
       metrics: { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } },
     });
     for (const m of defaults) {
+      const r = await answer(objects.create(m, undefined, 'All'));
+      expect({ object: key(m), ...r }).toEqual({ object: key(m), code: 200, message: '' });
+    }
+  });
+
+  it('renders, with the HSM mode, the namespace check and the flood bounds set, objects the apiserver accepts (server-side dry run)', async () => {
+    const objects = KubernetesObjectApi.makeApiClient(admin);
+    await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'hsm-system' } } });
+    const rendered = helm.template(chartDir, 'hsm', 'hsm-system', {
+      fullnameOverride: 'hsm-eso-mtls',
+      floodControl: { maxIssuancesPerReconcile: 0, maxNamespaces: 1_000_000 },
+      providerLabelPolicy: { enabled: true, controllerCheck: true },
+      hsm: {
+        enabled: true,
+        modulePath: '/opt/hsm/libsofthsm2.so',
+        tokenLabel: 'eso',
+        pinSecret: { name: 'eso-mtls-hsm-pin' },
+        image: { repository: 'registry.example/eso-mtls/controller-hsm' },
+        volumes: [{ name: 'softhsm-tokens', emptyDir: {} }],
+        volumeMounts: [{ name: 'softhsm-tokens', mountPath: '/var/lib/softhsm/tokens' }],
+      },
+    });
+    expect(rendered.map((m) => m.kind)).toContain('Deployment');
+    for (const m of rendered) {
       const r = await answer(objects.create(m, undefined, 'All'));
       expect({ object: key(m), ...r }).toEqual({ object: key(m), code: 200, message: '' });
     }

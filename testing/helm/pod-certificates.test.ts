@@ -13,7 +13,7 @@ import {
 import { parse } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
 import { type Manifest, find, kustomizeBuild, repoRoot } from '../../packages/controller/test/support/manifests.js';
-import { Helm, HelmError, type Values, chartDir } from './support/helm.js';
+import { Helm, type Values, expectRefusals, chartDir } from './support/helm.js';
 import { Kubectl } from './support/kubectl.js';
 import { parseFileProviderConfig } from '../../examples/file-provider/src/config.js';
 import {
@@ -217,16 +217,7 @@ describe('pod-certificate modes of the Helm chart, rendered by helm', () => {
         `podCertificate.serverSignerName and podCertificate.clientSignerName are both "${SERVER_SIGNER}"`,
       ],
     ];
-    for (const [values, message] of refusals) {
-      let error: unknown;
-      try {
-        render(values);
-      } catch (e) {
-        error = e;
-      }
-      expect(error).toBeInstanceOf(HelmError);
-      expect({ values, stderr: (error as HelmError).stderr }).toEqual({ values, stderr: expect.stringContaining(message) });
-    }
+    expectRefusals(render, refusals);
     // The bounds themselves are accepted.
     for (const maxValidity of ['1h', '2184h'])
       expect(flagsOf(controllerArgs(render({ modes: ['pod-certificate'], podCertificate: { maxValidity } })))).toMatchObject({

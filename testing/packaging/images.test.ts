@@ -14,7 +14,10 @@ const manifest = (path: string) => JSON.parse(read(path)) as { version: string; 
 
 const rootManifest = manifest('package.json');
 const nodeReleases = JSON.parse(read('scripts/node-releases.json')) as { main: string; releases: Record<string, string> };
+/** The images `npm run images` builds. */
 const IMAGES = ['controller', 'file-provider'] as const;
+/** Every Dockerfile of deploy/docker: those images, and the HSM-capable controller one builds by hand (docs/hsm.md). */
+const DOCKERFILES = [...IMAGES, 'controller-hsm'] as const;
 const dockerfile = (name: string) => read(`deploy/docker/${name}.Dockerfile`);
 
 /** The majors a range of the form `^22.12.0 || ^24.0.0` claims. */
@@ -66,7 +69,7 @@ describe('the Node.js lines we claim', () => {
     expect(claimed.every((m) => m % 2 === 0)).toBe(true); // LTS lines only
   });
 
-  it.each(IMAGES)('include the Node of every base image of the %s image, which is the main line', (name) => {
+  it.each(DOCKERFILES)('include the Node of every base image of the %s image, which is the main line', (name) => {
     const bases = baseImages(dockerfile(name));
     expect(bases.length).toBeGreaterThanOrEqual(2); // a build stage and the runtime
     for (const base of bases) {
@@ -76,7 +79,7 @@ describe('the Node.js lines we claim', () => {
   });
 });
 
-describe.each(IMAGES)('deploy/docker/%s.Dockerfile', (name) => {
+describe.each(DOCKERFILES)('deploy/docker/%s.Dockerfile', (name) => {
   const text = dockerfile(name);
 
   it('pins each base image by tag, and by digest only in the form scripts/resolve-image-digests.sh writes', () => {
@@ -107,6 +110,75 @@ describe.each(IMAGES)('deploy/docker/%s.Dockerfile', (name) => {
     const sources = [...text.matchAll(/^COPY\s+(?!--from)(.+)$/gm)].flatMap((m) => m[1]!.trim().split(/\s+/).slice(0, -1));
     expect(sources.length).toBeGreaterThan(0);
     for (const s of sources) expect([s, ignore.includes(`!${s}`)]).toEqual([s, true]);
+  });
+});
+
+/** A Dockerfile's stages by name (the final one as `final`), each its text from its FROM to the next, continuation lines joined. */
+function stages(text: string): Map<string, string> {
+  const joined = text.replace(/\\\n\s*/g, ' ');
+  const starts = [...joined.matchAll(/^FROM\s+\S+(?:\s+AS\s+(\S+))?\s*$/gm)];
+  return new Map(starts.map((m, i) => [i === starts.length - 1 ? 'final' : m[1]!, joined.slice(m.index, starts[i + 1]?.index)]));
+}
+
+/** A stage's lines of one instruction, without the instruction (`RUN`, `COPY`, ...). */
+const instructions = (stage: string, instruction: string) =>
+  stage
+    .split('\n')
+    .filter((l) => l.startsWith(`${instruction} `))
+    .map((l) => l.slice(instruction.length + 1).trim());
+
+/** The commands of a stage's RUN instructions, each `&&` step apart. */
+const runSteps = (stage: string) => instructions(stage, 'RUN').flatMap((r) => r.split('&&').map((step) => step.trim()));
+
+describe('deploy/docker/controller-hsm.Dockerfile: the controller image with a PKCS#11 module (docs/hsm.md)', () => {
+  const hsm = stages(dockerfile('controller-hsm'));
+  const controller = stages(dockerfile('controller'));
+  const binding = Object.keys((JSON.parse(read('packages/pkcs11/package.json')) as { optionalDependencies: Record<string, string> }).optionalDependencies);
+
+  it('says at its top how to build it, with SoftHSM2 and with a vendor module', () => {
+    const header = dockerfile('controller-hsm').split('\nFROM ')[0]!;
+    expect(header).toContain('-f deploy/docker/controller-hsm.Dockerfile');
+    expect(header).toContain('--build-context hsm-module=');
+    expect(header).toContain('hsm.image.repository=');
+  });
+
+  it("runs as the controller image does: its runtime base, folder, copies, user and entrypoint, so the chart's args run it unchanged", () => {
+    for (const instruction of ['WORKDIR', 'USER', 'ENTRYPOINT']) {
+      expect([instruction, instructions(hsm.get('final')!, instruction)]).toEqual([instruction, instructions(controller.get('final')!, instruction)]);
+    }
+    expect(baseImages(dockerfile('controller-hsm')).at(-1)).toEqual(baseImages(dockerfile('controller')).at(-1));
+    const fromBuild = (stage: string) => instructions(stage, 'COPY').filter((c) => c.startsWith('--from=build '));
+    expect(fromBuild(hsm.get('final')!)).toEqual(fromBuild(controller.get('final')!));
+  });
+
+  it('builds what controller.Dockerfile builds, and compiles the binding of @eso-mtls/pkcs11 with a C++ toolchain, failing when it does not load', () => {
+    expect(binding).toEqual(['pkcs11js']);
+    const build = hsm.get('build')!;
+    expect(instructions(build, 'COPY')).toEqual(instructions(controller.get('build')!, 'COPY'));
+    const steps = runSteps(build);
+    // The controller's steps, in their order, with the binding's around them.
+    const theirs = runSteps(controller.get('build')!);
+    expect(steps.filter((s) => theirs.includes(s))).toEqual(theirs);
+    const at = (step: string) => steps.findIndex((s) => s.startsWith(step));
+    expect(steps).toContain('apt-get install -y --no-install-recommends python3 make g++');
+    expect(at(`npm rebuild ${binding[0]} `)).toBeGreaterThan(at('npm ci '));
+    expect(at(`npm rebuild ${binding[0]} `)).toBeLessThan(at('npm prune '));
+    expect(steps.at(-1)).toBe(`node -e "require('${binding[0]}')"`);
+    expect(at('cd packages/pkcs11')).toBe(steps.length - 2); // resolved from the package that imports it
+    expect(instructions(build, 'ENV')).toContain('npm_config_nodedir=/usr/local'); // this Node's headers, none downloaded
+  });
+
+  it('puts the module in /opt/hsm/ and the libraries it needs in /opt/hsm/lib/, on the library path, from a stage a --build-context replaces', () => {
+    const steps = runSteps(hsm.get('hsm-module')!);
+    expect(steps).toContain('apt-get install -y --no-install-recommends softhsm2');
+    expect(steps.some((s) => /^cp .*libsofthsm2.* \/opt\/hsm\/$/.test(s))).toBe(true);
+    expect(steps.at(-1)).toMatch(/\| xargs -r cp -L -t \/opt\/hsm\/lib\/$/);
+    const final = hsm.get('final')!;
+    expect(instructions(final, 'ARG')).toContain('HSM_MODULE_DIR=/opt/hsm');
+    expect(instructions(final, 'COPY')).toContain('--from=hsm-module ${HSM_MODULE_DIR}/ /opt/hsm/');
+    expect(instructions(final, 'ENV').join(' ')).toMatch(/(^|\s)LD_LIBRARY_PATH=\/opt\/hsm\/lib(\s|$)/);
+    // The path the chart's values and docs/hsm.md give as the example module.
+    for (const doc of ['deploy/helm/eso-mtls/values.yaml', 'docs/hsm.md']) expect([doc, read(doc).includes('/opt/hsm/libsofthsm2.so')]).toEqual([doc, true]);
   });
 });
 

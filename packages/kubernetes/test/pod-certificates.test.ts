@@ -5,11 +5,11 @@
 // client talk mTLS from the folders it writes.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { type Policy, ROTATE_ANNOTATION, hours, parseCertificate, seconds } from '@eso-mtls/core';
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, RbacAuthorizationV1Api, type V1ClusterRole } from '@kubernetes/client-node';
 import {
   CertificateWatcher,
   createSecretStoreProviderClient,
@@ -19,7 +19,7 @@ import {
   startProviderServer,
 } from '../../grpc/src/index.js';
 import { probe } from '../../grpc/test/support/tls-probe.js';
-import { applyAll, kustomizeBuild, serviceAccountKubeConfig } from '../../controller/test/support/manifests.js';
+import { applyAll, find, kustomizeBuild, serviceAccountKubeConfig } from '../../controller/test/support/manifests.js';
 import { type ControlPlane, nodeIdentity, startControlPlane } from '../../../testing/envtest/src/index.js';
 import {
   KUBELET_KEY_TYPES,
@@ -528,6 +528,46 @@ describe('pod-certificate mode on kube-apiserver v1.37.2, as the controller Serv
     expect(signedBy(leafOf(providerVolume), ca)).toBe(true);
     expect((await activeCa()).fingerprint256).toBe(ca.fingerprint256);
     expect(await call('after-restart')).toContain('after-restart');
+  });
+
+  it('with the namespace check of deploy/overlays/provider-label-policy/namespace-check, denies a pod of a namespace without the label (NamespaceNotAllowed) and issues once an admin labels it', async () => {
+    // The shipped component on top of the pod-only overlay: its ClusterRole rule is all the signer gets for namespaces.
+    const dir = mkdtempSync(join(tmpdir(), 'eso-mtls-namespace-check-'));
+    folders.push(dir);
+    const overlay = (path: string): string => relative(dir, resolve(import.meta.dirname, '../../..', path));
+    writeFileSync(
+      join(dir, 'kustomization.yaml'),
+      `resources:\n- ${overlay('deploy/overlays/pod-certificates')}\ncomponents:\n- ${overlay('deploy/overlays/provider-label-policy/namespace-check')}\n`,
+    );
+    const built = kustomizeBuild(dir);
+    const deployment = find<{ spec: { template: { spec: { containers: { args: string[] }[] } } } }>(built, 'Deployment', 'eso-mtls-controller');
+    expect(deployment.spec.template.spec.containers[0]!.args).toContain('--require-namespace-label=eso-mtls.io/providers-allowed=true');
+    const role = find<V1ClusterRole>(built, 'ClusterRole', 'eso-mtls-controller');
+    await plane.adminKubeConfig.makeApiClient(RbacAuthorizationV1Api).replaceClusterRole({ name: 'eso-mtls-controller', body: role });
+    await eventually(() => sa.get('/api/v1/namespaces', { labelSelector: 'eso-mtls.io/providers-allowed=true', limit: 1 }), 30_000);
+    await adapter.stop();
+    adapter = await ProviderCertificateAdapter.create({ ...adapterOptions(), namespaceRequirement: { key: 'eso-mtls.io/providers-allowed', value: 'true' } });
+    await adapter.start();
+    try {
+      const ns = 'pods-not-allowed';
+      await core.createNamespace({ body: { metadata: { name: ns } } });
+      await labelledService(ns, 'gated', { app: 'gated' });
+      await eventually(() => expect(adapter.informers.services.get(ns, 'gated')).toBeDefined());
+      const { volume } = await volumeFor({ ...providerPod('gated-0', { app: 'gated' }), namespace: ns });
+      const denied = await volume.mount();
+      expect(denied).toMatchObject({ condition: 'Denied', reason: 'NamespaceNotAllowed' });
+      expect(denied.condition === 'Denied' && denied.message).toContain(`kubectl label namespace ${ns} eso-mtls.io/providers-allowed=true`);
+      await eventually(() => expect(decided).toContainEqual({ signer: 'server', result: 'denied', reason: 'NamespaceNotAllowed', namespace: ns }));
+      // An admin allows the namespace; the kubelet's next request is issued.
+      await core.patchNamespace({ name: ns, body: [{ op: 'add', path: '/metadata/labels/eso-mtls.io~1providers-allowed', value: 'true' }] });
+      await eventually(() => expect(adapter.informers.allowedNamespaces?.has(ns)).toBe(true));
+      expect(await volume.mount()).toMatchObject({ condition: 'Issued' });
+      expect([...parseCertificate(leafOf(volume).toString()).dnsNames]).toContain(`gated.${ns}.svc`);
+    } finally {
+      // The rotation test below runs the signer as configured at the start.
+      await adapter.stop();
+      adapter = await startSigner();
+    }
   });
 
   it('runs a CA overlap rotation (eso-mtls.io/rotate) through with calls in flight: the next CA is in both bundles before it signs, the old one leaves after a day, and no call fails', async () => {

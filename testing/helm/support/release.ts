@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Deployment, type V1Secret } from '@kubernetes/client-node';
 import type { ControlPlane } from '../../../testing/envtest/src/index.js';
+import { type ConfigResult, type ControllerConfig, parseControllerConfig } from '../../../packages/controller/src/index.js';
 import { serviceAccountKubeConfig } from '../../../packages/controller/test/support/manifests.js';
 
 /** Only loopback, free ports; and short Lease timings, so a test waits seconds for leadership, not 15 s. */
@@ -31,6 +32,20 @@ export function containerInput(deployment: V1Deployment, podName: string): { arg
     env[e.name] = value;
   }
   return { args, env };
+}
+
+/** What the CLI makes of a Deployment's controller args and env, as a pod named pod-name. */
+export function controllerConfigOf(deployment: V1Deployment): ConfigResult {
+  const { args, env } = containerInput(deployment, 'pod-name');
+  return parseControllerConfig(args, env);
+}
+
+/** The configuration of a Deployment whose args must parse; throws the parser's message otherwise. */
+export function parsedControllerConfig(deployment: V1Deployment): ControllerConfig {
+  const parsed = controllerConfigOf(deployment);
+  if (parsed.kind !== 'config')
+    throw new Error(`the args of Deployment ${deployment.metadata?.name} do not parse: ${parsed.kind === 'error' ? parsed.error.message : parsed.kind}`);
+  return parsed.config;
 }
 
 /**

@@ -72,6 +72,9 @@ Rules across values that the schema cannot word clearly; each failure names the 
 {{- if and $v.pruneOrphanedSecrets.enabled (not (has "secret" $v.modes)) -}}
 {{- fail "pruneOrphanedSecrets.enabled needs modes to include secret: pod-certificate-only mode never reads provider Secrets" -}}
 {{- end -}}
+{{- if and $v.providerLabelPolicy.controllerCheck (not $v.providerLabelPolicy.namespaceLabelValue) -}}
+{{- fail (printf "providerLabelPolicy.controllerCheck needs providerLabelPolicy.namespaceLabelValue: --require-namespace-label takes key=value with a value, e.g. %s=true" $v.providerLabelPolicy.namespaceLabel) -}}
+{{- end -}}
 {{- if and $v.podDisruptionBudget.enabled (lt (int $v.replicaCount) 2) -}}
 {{- fail (printf "podDisruptionBudget.enabled with replicaCount %d would block every node drain: run at least 2 replicas or disable the budget" (int $v.replicaCount)) -}}
 {{- end -}}
