@@ -30,8 +30,11 @@ const controllerContainer = find<V1Deployment>(manifests, 'Deployment', 'eso-mtl
   (c) => c.name === 'controller',
 )!;
 const memoryLimit = controllerContainer.resources!.limits!['memory']!;
-/** The shipped Node options (young-generation size), which the limit above counts on. */
-const NODE_OPTIONS = controllerContainer.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
+/**
+ * Every literal `env` entry of the shipped container (Node's and glibc's options among them), which
+ * the limit above counts on; entries from a `valueFrom` are the pod's own and have no value here.
+ */
+const SHIPPED_ENV = Object.fromEntries((controllerContainer.env ?? []).flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value]])));
 /** The shipped limit in bytes (`256Mi`). */
 const MEMORY_LIMIT_BYTES = Number(/^(\d+)Mi$/.exec(memoryLimit)![1]) * 1024 * 1024;
 
@@ -46,7 +49,7 @@ class ShiftedController {
   constructor(kubeconfig: string, offsetMs: number) {
     this.child = spawn(process.execPath, [CHILD, '--kubeconfig', kubeconfig, '--health-probe-bind-address=127.0.0.1:0', '--metrics-bind-address=127.0.0.1:0'], {
       cwd: repoRoot,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_OPTIONS, FLOOD_TEST_CLOCK_OFFSET_MS: String(offsetMs) },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...SHIPPED_ENV, FLOOD_TEST_CLOCK_OFFSET_MS: String(offsetMs) },
     });
     createInterface({ input: this.child.stdout }).on('line', (line) => {
       let entry: { level?: string; msg?: string };
@@ -208,7 +211,7 @@ describe(`a flood of ${FLOOD_NAMESPACES * SERVICES_PER_NAMESPACE} labelled Servi
       process.stdout.write(
         `flood: ${FLOOD_NAMESPACES} namespaces x ${SERVICES_PER_NAMESPACE} Services created in ${(setupMs / 1000).toFixed(1)} s; ` +
           `every namespace served ${(convergedMs / 1000).toFixed(1)} s after the controller started, in ${rounds} reconciles (bound ${BOUND}); ` +
-          `renewals landed at write ranks ${ranks[0]}..${ranks.at(-1)} of ${writes.length}; peak RSS ${(peak / 1048576).toFixed(0)} MiB (limit ${memoryLimit}); ` +
+          `renewals landed at write ranks ${ranks[0]}..${ranks.at(-1)} of ${writes.length}; peak RSS ${(peak / 1048576).toFixed(0)} MiB (limit ${memoryLimit}, env ${JSON.stringify(SHIPPED_ENV)}); ` +
           `log lines by level ${JSON.stringify(Object.fromEntries(later.levels))}\n`,
       );
       expect(peak).toBeLessThan(MEMORY_LIMIT_BYTES);

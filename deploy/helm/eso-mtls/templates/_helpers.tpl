@@ -79,3 +79,19 @@ Rules across values that the schema cannot word clearly; each failure names the 
 {{- fail (printf "podDisruptionBudget.enabled with replicaCount %d would block every node drain: run at least 2 replicas or disable the budget" (int $v.replicaCount)) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The controller's V8 old-space size in MiB (--max-old-space-size): half of resources.limits.memory
+given in Mi or Gi, and at least 256, which is what Node picks under any limit up to 512Mi. Another
+unit, or no limit: 256.
+*/}}
+{{- define "eso-mtls.maxOldSpaceMiB" -}}
+{{- $limit := toString (dig "limits" "memory" "" (.Values.resources | default dict)) -}}
+{{- $mib := 0 -}}
+{{- if regexMatch "^[0-9]+Mi$" $limit -}}
+{{- $mib = trimSuffix "Mi" $limit | int -}}
+{{- else if regexMatch "^[0-9]+Gi$" $limit -}}
+{{- $mib = mul (trimSuffix "Gi" $limit | int) 1024 -}}
+{{- end -}}
+{{- max 256 (div $mib 2) -}}
+{{- end -}}
