@@ -48,7 +48,7 @@ export {
 export { issuePodCertificate, type PodCertificate, type PodIssueResult } from './pod-issue.js';
 export { POD_KEY_TYPES, type PodKeyType } from './pod-key.js';
 export { MAX_STUB_REQUEST_BYTES } from './stub-request.js';
-export { type NamespaceRequirement, formatNamespaceRequirement, parseNamespaceRequirement } from './namespace-requirement.js';
+export { type AllowedNamespaces, type NamespaceRequirement, formatNamespaceRequirement, parseNamespaceRequirement } from './namespace-requirement.js';
 export {
   decidePodRequest,
   POD_DENY_REASONS,

@@ -13,6 +13,12 @@ export interface NamespaceRequirement {
   readonly value: string;
 }
 
+/** The namespaces that carry a {@link NamespaceRequirement}'s label, as a set of names. */
+export interface AllowedNamespaces {
+  /** Whether `namespace` carries the label. */
+  has(namespace: string): boolean;
+}
+
 // A label name, and a label value: 63 characters at most, alphanumeric at both ends, `-_.` inside.
 const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 

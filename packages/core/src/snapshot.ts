@@ -1,4 +1,5 @@
 import type { ObservedBundle } from './ca-rotation.js';
+import type { AllowedNamespaces } from './namespace-requirement.js';
 import { toHex } from './hex.js';
 import type { IssuanceLedger } from './ledger.js';
 import type { SecretData } from './observe.js';
@@ -87,7 +88,7 @@ export interface ObservedCluster {
   /** Each namespace's `external-secrets-provider-tls` Secret, whoever wrote it. */
   readonly providerSecrets: ReadonlyMap<string, SecretState>;
   /** With a namespace requirement: the namespaces that carry its label (see {@link ProviderNamespace.allowed}). */
-  readonly allowedNamespaces?: { has(namespace: string): boolean };
+  readonly allowedNamespaces?: AllowedNamespaces;
 }
 
 /**

@@ -1,4 +1,5 @@
 import {
+  type AllowedNamespaces,
   MAX_ROTATE_REQUEST_BYTES,
   type NamespaceRequirement,
   PROVIDER_LABEL,
@@ -140,7 +141,7 @@ export class ClusterInformers {
   /** With a namespace requirement: the namespaces carrying its label; undefined otherwise. */
   readonly namespaces: Informer<V1Namespace> | undefined;
   /** With a namespace requirement: whether a namespace carries its label, from {@link namespaces}; undefined otherwise. */
-  readonly allowedNamespaces: { has(namespace: string): boolean } | undefined;
+  readonly allowedNamespaces: AllowedNamespaces | undefined;
 
   private readonly watchesProviderSecrets: boolean;
 

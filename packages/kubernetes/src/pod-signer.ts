@@ -1,4 +1,5 @@
 import {
+  type AllowedNamespaces,
   type CertificateCache,
   type ConcurrencyLimit,
   type CryptoBackend,
@@ -61,7 +62,7 @@ export interface PodSignerDependencies {
   /** The labelled Services (with selectors), from the adapter's cache. */
   readonly services: () => Iterable<V1Service>;
   /** With a namespace requirement: the requirement, and the namespaces that carry its label (the adapter's cache). */
-  readonly namespaces?: { readonly requirement: NamespaceRequirement; readonly allowed: { has(namespace: string): boolean } };
+  readonly namespaces?: { readonly requirement: NamespaceRequirement; readonly allowed: AllowedNamespaces };
   readonly onRequest?: PodRequestHook;
   readonly informerOptions: InformerOptions;
 }

@@ -1,4 +1,5 @@
 import {
+  type AllowedNamespaces,
   type Instant,
   type IssuanceLedger,
   type ProviderService,
@@ -22,7 +23,7 @@ export interface SnapshotSource {
   readonly caSecret: { get(namespace: string, name: string): V1Secret | undefined };
   readonly clientSecret: { get(namespace: string, name: string): V1Secret | undefined };
   /** With a namespace requirement: the namespaces that carry its label. */
-  readonly allowedNamespaces?: { has(namespace: string): boolean } | undefined;
+  readonly allowedNamespaces?: AllowedNamespaces | undefined;
 }
 
 /** A snapshot and the raw Secrets it was built from, by target, to merge metadata into writes. */
