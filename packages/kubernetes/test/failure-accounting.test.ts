@@ -6,10 +6,10 @@ import { X509Certificate } from 'node:crypto';
 import { ROTATE_ANNOTATION, minutes } from '@eso-mtls/core';
 import { ControllerMetrics } from '@eso-mtls/metrics';
 import { type AdapterOptions, ProviderCertificateAdapter } from '../src/index.js';
-import { ScrapeRecorder } from './support/alerts.js';
 import { TestClock, converge, eventually, startAdapter, text } from './support/cluster.js';
 import { FailingCrypto } from './support/failing-crypto.js';
 import { useInstallations } from './support/installations.js';
+import { controllerLike as wiredAdapter } from './support/controller-like.js';
 import { RecordingLogger } from './support/logger.js';
 
 const CA_SECRET = 'eso-provider-ca-internal';
@@ -19,30 +19,7 @@ afterEach(async () => {
   for (const adapter of running.splice(0)) await adapter.stop();
 });
 
-/** An adapter wired to ControllerMetrics as the controller wires it. */
-async function controllerLike(eso: string, options: Partial<AdapterOptions>) {
-  const logger = new RecordingLogger();
-  const clock = new TestClock();
-  // The hooks run only after start(), by which time the metrics (which read the adapter) exist.
-  const wired: { metrics?: ControllerMetrics } = {};
-  const adapter = await ProviderCertificateAdapter.create({
-    kubeConfig: suite.plane.adminKubeConfig,
-    debounceMs: 20,
-    now: clock.now,
-    logger,
-    ...options,
-    policy: { esoNamespace: eso },
-    hooks: {
-      onRotation: (namespace, services, reason) => wired.metrics!.recordRotation(namespace, services, reason),
-      onRotationFailure: (namespace, services) => wired.metrics!.recordRotationFailure(namespace, services),
-      onCaRotationFailure: () => wired.metrics!.recordCaRotationFailure(),
-    },
-  });
-  running.push(adapter);
-  const metrics = new ControllerMetrics({ now: clock.now, source: adapter.status });
-  wired.metrics = metrics;
-  return { adapter, metrics, logger, clock, scrapes: new ScrapeRecorder(metrics.registry) };
-}
+const controllerLike = (eso: string, options: Partial<AdapterOptions>) => wiredAdapter(suite.plane.adminKubeConfig, eso, options, running);
 
 async function counterValue(metrics: ControllerMetrics, name: string, labels: Record<string, string> = {}): Promise<number> {
   const metric = await metrics.registry.getSingleMetric(name)!.get();

@@ -12,9 +12,9 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { createLogger, parseControllerConfig, startController } from '@eso-mtls/controller';
 import { ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
 import { ControllerMetrics } from '@eso-mtls/metrics';
-import { TestClock, converge, eventually, text } from '../../kubernetes/test/support/cluster.js';
+import { converge, eventually, text } from '../../kubernetes/test/support/cluster.js';
 import { useInstallations } from '../../kubernetes/test/support/installations.js';
-import { RecordingLogger } from '../../kubernetes/test/support/logger.js';
+import { controllerLike as wiredAdapter } from '../../kubernetes/test/support/controller-like.js';
 import type { Pkcs11CryptoBackend } from '../src/index.js';
 import { parseKeyReference } from '../src/uri.js';
 import { type TestToken, createTestToken } from './support/softhsm.js';
@@ -32,23 +32,8 @@ afterEach(async () => {
 });
 
 /** An adapter on `crypto`, wired to ControllerMetrics as the controller wires it. */
-async function controllerLike(eso: string, crypto: Pkcs11CryptoBackend, policy: Partial<Policy> = {}) {
-  const logger = new RecordingLogger();
-  const clock = new TestClock();
-  const wired: { metrics?: ControllerMetrics } = {};
-  const adapter = await ProviderCertificateAdapter.create({
-    kubeConfig: suite.plane.adminKubeConfig,
-    debounceMs: 20,
-    now: clock.now,
-    logger,
-    crypto,
-    policy: { ...policy, esoNamespace: eso },
-    hooks: { onCaRotationFailure: () => wired.metrics!.recordCaRotationFailure() },
-  });
-  running.push(adapter);
-  wired.metrics = new ControllerMetrics({ now: clock.now, source: adapter.status });
-  return { adapter, metrics: wired.metrics, logger, clock };
-}
+const controllerLike = (eso: string, crypto: Pkcs11CryptoBackend, policy: Partial<Policy> = {}) =>
+  wiredAdapter(suite.plane.adminKubeConfig, eso, { crypto, policy }, running);
 
 async function caFailures(metrics: ControllerMetrics): Promise<number> {
   const metric = await metrics.registry.getSingleMetric('eso_ca_certificate_rotation_failures_total')!.get();
