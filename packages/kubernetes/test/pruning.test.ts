@@ -63,6 +63,15 @@ async function seen(run: Pruning, ns: string, present: boolean): Promise<void> {
   await run.adapter.reconcileNow();
 }
 
+/** A provider namespace served under pruning in `eso`, whose last labelled Service then went, seen by a reconcile. */
+async function orphaned(name: string, eso: string): Promise<{ ns: string; run: Pruning }> {
+  const ns = await provider(name);
+  const run = await startPruning(await suite.cluster.namespace(eso));
+  await suite.cluster.deleteService(ns, 'p');
+  await seen(run, ns, false);
+  return { ns, run };
+}
+
 async function uid(ns: string): Promise<string | undefined> {
   return (await suite.cluster.secret(ns))?.metadata?.uid;
 }
@@ -197,10 +206,7 @@ describe('pruning orphaned provider Secrets', () => {
   });
 
   it('sends the DELETE with preconditions: a managed Secret changed after it was observed is refused with 409 and kept', async () => {
-    const ns = await provider('prune-changed');
-    const run = await startPruning(await suite.cluster.namespace('eso-prune-4'));
-    await suite.cluster.deleteService(ns, 'p');
-    await seen(run, ns, false);
+    const { ns, run } = await orphaned('prune-changed', 'eso-prune-4');
     // The cache lags the apiserver (a watch behind, as any watch can be): freeze it, then change
     // the Secret, still labelled and annotated as ours.
     await run.adapter.informers.providerSecrets.stop();
@@ -220,10 +226,7 @@ describe('pruning orphaned provider Secrets', () => {
   });
 
   it('starts the grace again when the Secret changes while its namespace is orphaned', async () => {
-    const ns = await provider('prune-edited');
-    const run = await startPruning(await suite.cluster.namespace('eso-prune-5'));
-    await suite.cluster.deleteService(ns, 'p');
-    await seen(run, ns, false);
+    const { ns, run } = await orphaned('prune-edited', 'eso-prune-5');
     run.clock.advance(GRACE - HOUR);
     await suite.cluster.overwriteSecretData(ns, PROVIDER_SECRET_NAME, (data) => (data['note'] = 'edited by hand'));
     const edited = (await suite.cluster.secret(ns))!.metadata!.resourceVersion;
