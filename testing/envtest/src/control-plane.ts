@@ -110,6 +110,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
 
 class PortInUseError extends Error {}
 
+/** Starts of a restarted etcd tried before a port still in use fails the restart. */
+const ETCD_RESTART_ATTEMPTS = 5;
+
 async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): Promise<ControlPlane> {
   const dir = mkdtempSync(join(tmpdir(), 'eso-mtls-envtest-'));
   const [etcdClientPort, etcdPeerPort, apiPort] = (await freePorts(3)) as [number, number, number];
@@ -242,9 +245,21 @@ async function startOnce(binaries: TestBinaries, options: ControlPlaneOptions): 
     },
     restartEtcd: async (opts) => {
       await etcd.stop(opts?.crash ? 0 : STOP_GRACE_MS);
-      etcd = startEtcd();
-      // The apiserver keeps running and reconnects; ready again once etcd answers it.
-      if (apiServer) await waitReady(url, adminToken, apiServer, etcd, timeoutMs);
+      // Its ports are ours again only once it has gone: another process looking for a free port
+      // (freePorts binds one and closes it) may hold one of them for a moment, so a start that
+      // finds a port in use is tried again, on the same ports, which the apiserver knows.
+      for (let attempt = 1; ; attempt++) {
+        etcd = startEtcd();
+        // The apiserver keeps running and reconnects; ready again once etcd answers it.
+        if (!apiServer) return;
+        try {
+          await waitReady(url, adminToken, apiServer, etcd, timeoutMs);
+          return;
+        } catch (e) {
+          if (!(e instanceof PortInUseError) || attempt >= ETCD_RESTART_ATTEMPTS) throw e;
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
     },
     processGroupIds: () => [etcd.pgid, ...(apiServer ? [apiServer.pgid] : [])],
     stop: async () => {
