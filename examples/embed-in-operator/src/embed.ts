@@ -1,6 +1,6 @@
-import { type LeaderElectionTimings, LeaderElector, type LeaderElectorOptions, LeaseLock } from '@eso-mtls/controller';
-import { type ClusterConnection, KubeRestClient, ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
-import { ControllerMetrics } from '@eso-mtls/metrics';
+import { type LeaderElectionTimings, LeaderElector, type LeaderElectorOptions, LeaseLock, wireProviderCertificates } from '@eso-mtls/controller';
+import { type ClusterConnection, KubeRestClient, type ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
+import type { ControllerMetrics } from '@eso-mtls/metrics';
 import type { Registry } from 'prom-client';
 
 /** The host operator's logger: pino, or anything with pino's call shape. */
@@ -40,8 +40,8 @@ export interface ProviderCertificates {
 
 /**
  * Issues and rotates ESO's provider certificates from inside another operator: the Kubernetes
- * adapter, fenced by a Lease, reporting to the host's registry. Wired the way the reference
- * controller wires it (packages/controller/src/controller.ts), minus its own servers and flags.
+ * adapter, fenced by a Lease, reporting to the host's registry. Wired by the reference controller's
+ * own wiring function (wireProviderCertificates), minus its servers and flags.
  */
 export async function startProviderCertificates(options: ProviderCertificatesOptions): Promise<ProviderCertificates> {
   const { connection, identity, logger } = options;
@@ -62,33 +62,22 @@ export async function startProviderCertificates(options: ProviderCertificatesOpt
   });
   const leading = (): boolean => elector.writesAllowed();
 
-  // Hooks must not throw into the reconciler: a metrics problem is logged, never fatal.
-  const safely = (f: () => void): void => {
-    try {
-      f();
-    } catch (e) {
-      logger.warn({ error: (e as Error).message }, 'certificate metrics update failed');
-    }
-  };
-  const adapter: ProviderCertificateAdapter = await ProviderCertificateAdapter.create({
+  // The reference controller's own wiring: every hook moves its counter (a metrics problem is
+  // logged, never thrown into the reconciler), and the gauges read the adapter's whole status at
+  // scrape time, exported by the leader only, into the host's registry.
+  const { adapter, metrics } = await wireProviderCertificates({
     connection,
     policy: { esoNamespace: options.esoNamespace },
+    now: Date.now,
     logger,
+    registry: options.registry,
     eventInstance: identity,
     // The fence: read before every plan, key generation and Secret write, and again as each request is sent.
     writesAllowed: () => !stopping && leading(),
     // A stopping leader still holds its Lease: the Events of the writes it finished still go out.
     eventsAllowed: leading,
     isLeader: leading,
-    // The hooks run only after start(), by when `metrics` below exists.
-    hooks: {
-      onRotation: (namespace, services, reason) => safely(() => metrics.recordRotation(namespace, services, reason)),
-      onRotationFailure: (namespace, services) => safely(() => metrics.recordRotationFailure(namespace, services)),
-      onCaRotationFailure: () => safely(() => metrics.recordCaRotationFailure()),
-    },
   });
-  // Gauges are computed at scrape time from the adapter's view, and exported by the leader only.
-  const metrics = new ControllerMetrics({ registry: options.registry, now: Date.now, source: adapter.status });
 
   // Campaign only once the caches are in: a replica that cannot read must not hold the Lease.
   const synced = adapter.start().then(() => {

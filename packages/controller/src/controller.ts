@@ -1,7 +1,7 @@
 import { type CryptoBackend, type Instant } from '@eso-mtls/core';
 import { readFileSync } from 'node:fs';
-import { KubeRestClient, ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
-import { ControllerMetrics, type MetricsServer, startMetricsServer } from '@eso-mtls/metrics';
+import { KubeRestClient, type ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
+import { type ControllerMetrics, type MetricsServer, startMetricsServer } from '@eso-mtls/metrics';
 import type { Logger } from 'pino';
 import type { BindAddress } from './bind-address.js';
 import { type Clock, systemClock } from './clock.js';
@@ -10,6 +10,7 @@ import { loadConnection } from './kube-config.js';
 import { LeaderElector } from './leader-election.js';
 import { LeaseLock } from './lease-lock.js';
 import { type ProbeCheck, type ProbeServer, pingCheck, startProbeServer } from './probes.js';
+import { wireProviderCertificates } from './wiring.js';
 
 /** What {@link startController} needs besides the parsed configuration. */
 export interface ControllerDependencies {
@@ -85,25 +86,9 @@ export async function startController(config: ControllerConfig, deps: Controller
     });
   }
 
-  // The metrics read the adapter's view at scrape time; the adapter feeds the rotation counters.
-  const metrics = new ControllerMetrics({
-    now,
-    source: {
-      isLeader: leading,
-      providerCertificates: () => adapter.status.providerCertificates(),
-      clientCertificate: () => adapter.status.clientCertificate(),
-      caCertificates: () => adapter.status.caCertificates(),
-      refusedServices: () => adapter.status.refusedServices(),
-      signingPausedUntil: () => adapter.status.signingPausedUntil(),
-      podCertificatesStaleNames: () => adapter.podSigner?.staleNamesByNamespace() ?? new Map(),
-    },
-    onInvalidEntry: (e) => logger.warn({ error: e.message }, 'metrics entry skipped'),
-    podCertificates: config.podCertificates !== undefined,
-    orphanPruning: config.pruneOrphanedSecretsAfter > 0,
-  });
   // Only when configured: the optional package and its native binding are loaded here, never otherwise.
   const pkcs11 = config.pkcs11 ? await loadPkcs11Backend(config.pkcs11, deps.env ?? process.env, logger) : undefined;
-  const adapter: ProviderCertificateAdapter = await ProviderCertificateAdapter.create({
+  const { adapter, metrics } = await wireProviderCertificates({
     connection,
     ...(pkcs11 ? { crypto: pkcs11 } : {}),
     policy: config.policy,
@@ -122,13 +107,6 @@ export async function startController(config: ControllerConfig, deps: Controller
     // While stopping, the leader still holds its Lease: the Events of writes it finished go out.
     eventsAllowed: leading,
     eventInstance: identity,
-    hooks: {
-      onRotation: (namespace, services, reason) => guard(logger, () => metrics.recordRotation(namespace, services, reason)),
-      onRotationFailure: (namespace, services) => guard(logger, () => metrics.recordRotationFailure(namespace, services)),
-      onCaRotationFailure: () => guard(logger, () => metrics.recordCaRotationFailure()),
-      onPodCertificateRequest: (signer, result, reason) => guard(logger, () => metrics.recordPodCertificateRequest(signer, result, reason)),
-      onSecretPruned: (_namespace, result) => guard(logger, () => metrics.recordOrphanDeletion(result)),
-    },
   });
 
   const readiness: ProbeCheck[] = [{ name: 'informers', check: () => (adapter.hasSynced ? undefined : 'caches not synced yet') }];
@@ -192,15 +170,6 @@ async function listenMetrics(address: BindAddress, metrics: ControllerMetrics, l
   } catch (e) {
     if (!/EAFNOSUPPORT|EADDRNOTAVAIL/.test((e as Error).message)) throw e;
     return startMetricsServer({ registry: metrics.registry, host: '0.0.0.0', port: address.port, onError });
-  }
-}
-
-/** Metrics hooks must not throw into the reconciler. */
-function guard(logger: Logger, f: () => void): void {
-  try {
-    f();
-  } catch (e) {
-    logger.warn({ error: (e as Error).message }, 'metrics update failed');
   }
 }
 

@@ -18,4 +18,5 @@ export { type LeaderElectionStats, LeaderElector, type LeaderElectorOptions } fr
 export { LeaseLock, LeaseRaceError, type LeaseRecord, type ObservedLease } from './lease-lock.js';
 export { createLogger, scrubPrivateKeys } from './logger.js';
 export { pingCheck, PROBE_PATHS, type ProbeCheck, type ProbeServer, type ProbeServerOptions, startProbeServer } from './probes.js';
+export { type ProviderCertificateWiring, type ProviderCertificateWiringOptions, wireProviderCertificates } from './wiring.js';
 export type { MaybeTerminal } from './cli/terminal.js';

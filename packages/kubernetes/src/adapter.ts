@@ -165,7 +165,12 @@ export class ProviderCertificateAdapter {
     const ledger = new IssuanceLedger();
     this.certificateCache = new CertificateCache(crypto.verifier);
     this.events = new EventRecorder(api, { now, logger, writesAllowed: eventsAllowed, instance: options.eventInstance });
-    this.status = new CertificateStatusView(() => informerServices(this.informers.services), options.isLeader ?? writesAllowed);
+    // The pod signer is created below; the view reads it at scrape time.
+    this.status = new CertificateStatusView(
+      () => informerServices(this.informers.services),
+      options.isLeader ?? writesAllowed,
+      () => this.podSigner?.staleNamesByNamespace() ?? new Map(),
+    );
     const writeLimiter = new ConcurrencyLimit(options.writeConcurrency ?? 16);
     const informerOptions = { watch: api, counter: api.counter, ...tuning };
     const pods = options.podCertificates && {

@@ -22,7 +22,9 @@ export function* informerServices(services: Informer<V1Service>): Iterable<Label
  * The read-only view the controller's metrics are computed from at scrape time: one entry per
  * labelled Service `services` lists (the adapter's informer cache, or the demo's in-memory cluster), with its
  * namespace's certificate notAfter from the latest plan, or from a leaf written since; the client
- * certificate; every CA by state; the Services refused and the pause of signing, from the latest plan.
+ * certificate; every CA by state; the Services refused, the namespaces not served and the pause of
+ * signing, from the latest plan; whether this replica leads, and the pod signer's stale names, from
+ * the functions given. The whole source in one object, so a consumer cannot leave a part out.
  */
 export class CertificateStatusView implements ControllerCertificateSource {
   private notAfterByNamespace = new Map<string, Instant | undefined>();
@@ -35,6 +37,8 @@ export class CertificateStatusView implements ControllerCertificateSource {
   constructor(
     private readonly services: () => Iterable<LabelledService>,
     private readonly leader: () => boolean,
+    /** Pod-certificate mode: the pod signer's last count; without it, an empty map. */
+    private readonly staleNames: () => ReadonlyMap<string, number>,
   ) {}
 
   /** Called with each plan (its status is what the cluster held when it was planned). */
@@ -101,6 +105,11 @@ export class CertificateStatusView implements ControllerCertificateSource {
   /** Provider namespaces the latest plan left out, by why: the cap on namespaces, or the namespace requirement. */
   namespacesNotServed(): Readonly<Record<ExclusionReason, number>> {
     return this.notServed;
+  }
+
+  /** Pod-certificate mode: per namespace, pods serving names their Services no longer give them. */
+  podCertificatesStaleNames(): ReadonlyMap<string, number> {
+    return this.staleNames();
   }
 }
 

@@ -6,11 +6,10 @@ import { X509Certificate } from 'node:crypto';
 import { ROTATE_ANNOTATION, minutes } from '@eso-mtls/core';
 import { ControllerMetrics } from '@eso-mtls/metrics';
 import { type AdapterOptions, ProviderCertificateAdapter } from '../src/index.js';
-import { TestClock, converge, eventually, startAdapter, text } from './support/cluster.js';
+import { converge, eventually, text } from './support/cluster.js';
 import { FailingCrypto } from './support/failing-crypto.js';
 import { useInstallations } from './support/installations.js';
 import { controllerLike as wiredAdapter } from './support/controller-like.js';
-import { RecordingLogger } from './support/logger.js';
 
 const CA_SECRET = 'eso-provider-ca-internal';
 const suite = useInstallations();
@@ -19,7 +18,7 @@ afterEach(async () => {
   for (const adapter of running.splice(0)) await adapter.stop();
 });
 
-const controllerLike = (eso: string, options: Partial<AdapterOptions>) => wiredAdapter(suite.plane.adminKubeConfig, eso, options, running);
+const controllerLike = (eso: string, options: Omit<Partial<AdapterOptions>, 'hooks'>) => wiredAdapter(suite.plane.adminKubeConfig, eso, options, running);
 
 async function counterValue(metrics: ControllerMetrics, name: string, labels: Record<string, string> = {}): Promise<number> {
   const metric = await metrics.registry.getSingleMetric(name)!.get();
@@ -130,47 +129,44 @@ describe('a signer that fails for the CA', () => {
 
 describe('leaves waiting for a recovered CA', () => {
   it('are reported once per Service with an Event saying until when, however many rounds run, and the pause is a gauge', async () => {
-    const logger = new RecordingLogger();
-    const clock = new TestClock();
     const eso = await suite.cluster.namespace('eso-fa-wait');
     await suite.cluster.namespace('fw-a');
     await suite.cluster.labelledService('fw-a', 'provider');
     suite.deleteAfterTest('fw-a', 'provider');
-    const run = await startAdapter(suite.plane.adminKubeConfig, eso, { now: clock.now, logger });
-    running.push(run.adapter);
-    const metrics = new ControllerMetrics({ now: clock.now, source: run.adapter.status });
+    const { adapter, metrics, logger, clock } = await controllerLike(eso, {});
+    await adapter.start();
     await eventually(async () => expect(text(await suite.cluster.secret('fw-a'), 'tls.crt')).toContain('BEGIN CERTIFICATE'));
-    await converge(run.adapter);
+    await converge(adapter);
 
     // A recovery: the new CA may sign only once every bundle has held it for the propagation delay.
     await suite.cluster.deleteSecret(eso, CA_SECRET);
     await eventually(async () => expect(text(await suite.cluster.secret(eso, CA_SECRET), 'next.crt')).toContain('BEGIN CERTIFICATE'));
-    await converge(run.adapter);
+    await converge(adapter);
     await suite.cluster.deleteSecret('fw-a');
     await suite.cluster.namespace('fw-b');
     await suite.cluster.labelledService('fw-b', 'provider');
     suite.deleteAfterTest('fw-b', 'provider');
     // The client's leaf waits too (it chains to the CA that was deleted).
     await eventually(() =>
-      expect(run.adapter.lastRound?.plan.waiting.map((w) => JSON.stringify(w.target)).sort()).toEqual([
+      expect(adapter.lastRound?.plan.waiting.map((w) => JSON.stringify(w.target)).sort()).toEqual([
         JSON.stringify('client'),
         JSON.stringify({ namespace: 'fw-a' }),
         JSON.stringify({ namespace: 'fw-b' }),
       ]),
     );
-    await run.adapter.flushEvents();
+    await adapter.flushEvents();
     const waitingLines = () => logger.lines.filter((l) => l.message.startsWith('waiting for the new CA'));
     const linesBefore = waitingLines().length;
     const eventsBefore = await Promise.all(['fw-a', 'fw-b'].map((ns) => suite.cluster.events(ns, 'provider')));
-    for (let i = 0; i < 20; i++) await run.adapter.reconcileNow();
-    await run.adapter.flushEvents();
+    for (let i = 0; i < 20; i++) await adapter.reconcileNow();
+    await adapter.flushEvents();
 
     // Twenty more rounds of the same wait: not one more line or Event.
     expect(waitingLines()).toHaveLength(linesBefore);
     const eventsAfter = await Promise.all(['fw-a', 'fw-b'].map((ns) => suite.cluster.events(ns, 'provider')));
     expect(eventsAfter).toEqual(eventsBefore);
 
-    const until = run.adapter.status.signingPausedUntil();
+    const until = adapter.status.signingPausedUntil();
     expect(until).toBeGreaterThan(clock.now());
     const untilText = new Date(Math.floor(until! / 1000) * 1000).toISOString().replace('.000Z', 'Z');
     // The latest line of each waiting Service names its current reason and the time signing resumes.
@@ -191,7 +187,7 @@ describe('leaves waiting for a recovered CA', () => {
 
     // The wait ends: both are issued, and the gauge is gone.
     clock.advance(minutes(6));
-    await converge(run.adapter);
+    await converge(adapter);
     for (const ns of ['fw-a', 'fw-b']) expect(text(await suite.cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
     expect(await metrics.registry.metrics()).not.toMatch(/^eso_ca_signing_paused_until_timestamp_seconds /m);
   });

@@ -176,6 +176,7 @@ describe('the refused gauge and the signing pause, from the status view', () => 
     const view = new CertificateStatusView(
       () => [],
       () => true,
+      () => new Map(),
     );
     const metrics = new ControllerMetrics({ now: () => T0, source: view });
     const status = { ca: { retired: [] }, namespaces: [], signingPausedUntil: T0 + minutes(5) };

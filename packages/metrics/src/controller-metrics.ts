@@ -52,6 +52,7 @@ export interface RefusedServiceEntry {
 /**
  * The controller's current view, read at every scrape (cert-manager's lesson: gauges computed
  * from the cache cannot go stale). Implemented by the controller; must be cheap and not throw.
+ * Every method is required, so a source that leaves one out is a type error, not a gauge stuck at 0.
  */
 export interface ControllerCertificateSource {
   /** Only the leader exports gauges, so two replicas never report the same series twice. */
@@ -68,11 +69,11 @@ export interface ControllerCertificateSource {
   signingPausedUntil(): Instant | undefined;
   /**
    * Provider namespaces with labelled Services left out now, by why: the cap on namespaces (`cap`)
-   * or the namespace requirement (`not_allowed`). Absent: 0 for each.
+   * or the namespace requirement (`not_allowed`); 0 for each without a cap or requirement.
    */
-  namespacesNotServed?(): Readonly<Record<ExclusionReason, number>>;
-  /** Pod-certificate mode: per namespace, pods serving names their Services no longer give them. */
-  podCertificatesStaleNames?(): ReadonlyMap<string, number>;
+  namespacesNotServed(): Readonly<Record<ExclusionReason, number>>;
+  /** Pod-certificate mode: per namespace, pods serving names their Services no longer give them; empty otherwise. */
+  podCertificatesStaleNames(): ReadonlyMap<string, number>;
 }
 
 /** The `result` label of the pod certificate request counter. */
@@ -190,8 +191,8 @@ export class ControllerMetrics {
       collect() {
         this.reset();
         if (!source.isLeader()) return;
-        const counts = source.namespacesNotServed?.();
-        for (const reason of EXCLUSION_REASONS) this.set({ reason }, counts?.[reason] ?? 0);
+        const counts = source.namespacesNotServed();
+        for (const reason of EXCLUSION_REASONS) this.set({ reason }, counts[reason] ?? 0);
       },
     });
 
@@ -213,7 +214,7 @@ export class ControllerMetrics {
       registers,
       collect() {
         this.reset();
-        if (!source.isLeader() || !source.podCertificatesStaleNames) return;
+        if (!source.isLeader()) return;
         for (const [namespace, pods] of source.podCertificatesStaleNames()) if (pods > 0) this.set({ namespace }, pods);
       },
     });

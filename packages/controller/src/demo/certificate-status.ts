@@ -9,6 +9,7 @@ export function demoCertificateStatus(store: MemoryStore): CertificateStatusView
   return new CertificateStatusView(
     () => labelledServices(store),
     () => true,
+    () => new Map(), // the demo has no pod-certificate mode
   );
 }
 
