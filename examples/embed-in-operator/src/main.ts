@@ -53,7 +53,8 @@ async function main(): Promise<void> {
     process.once('SIGINT', resolve);
   });
   const config = operatorConfig(process.env);
-  const logger = createLogger('info');
+  // Every line, ours and the certificates' alike, names this operator, not eso-mtls-controller.
+  const logger = createLogger('info', { component: 'example-operator' });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry }); // the host's own metrics, served beside ours
 

@@ -96,4 +96,11 @@ describe('examples/embed-in-operator on a real apiserver', () => {
     expect(await lease()).toMatchObject({ holderIdentity: '', leaseDurationSeconds: 1 });
     for (const r of [a, b]) expect(r.output).not.toContain('PRIVATE KEY');
   }, 60_000);
+
+  it("logs every line, the certificates' lines included, under the operator's own component name", () => {
+    for (const r of [a, b]) {
+      expect(r.lines.some((l) => l.msg === 'acquired leader lease')).toBe(true); // the embedded parts' lines are among them
+      expect(r.lines.filter((l) => l.component !== 'example-operator')).toEqual([]);
+    }
+  });
 });

@@ -16,7 +16,7 @@ export { CONTROLLER_FLAGS, controllerUsage, envVarOf, type FlagSpec } from './fl
 export { type KubeConfigSource, loadConnection } from './kube-config.js';
 export { type LeaderElectionStats, LeaderElector, type LeaderElectorOptions } from './leader-election.js';
 export { LeaseLock, LeaseRaceError, type LeaseRecord, type ObservedLease } from './lease-lock.js';
-export { createLogger, scrubPrivateKeys } from './logger.js';
+export { createLogger, type LoggerOptions, scrubPrivateKeys } from './logger.js';
 export { pingCheck, PROBE_PATHS, type ProbeCheck, type ProbeServer, type ProbeServerOptions, startProbeServer } from './probes.js';
 export { type ProviderCertificateWiring, type ProviderCertificateWiringOptions, wireProviderCertificates } from './wiring.js';
 export type { MaybeTerminal } from './cli/terminal.js';

@@ -27,20 +27,29 @@ export function scrubPrivateKeys(line: string): string {
   return line.includes('PRIVATE KEY') ? line.replace(PEM_PRIVATE_KEY, '[REDACTED PRIVATE KEY]') : line;
 }
 
+/** Options of {@link createLogger}. */
+export interface LoggerOptions {
+  /** Where the lines go (default: stdout, written synchronously). */
+  readonly destination?: DestinationStream;
+  /** The `component` field of every line (default `eso-mtls-controller`): an embedding operator names itself. */
+  readonly component?: string;
+}
+
 /**
- * The controller's structured JSON logger (one object per line on `destination`, stdout by
- * default). Known key-bearing fields are censored and PEM private keys are scrubbed from every line.
+ * The controller's structured JSON logger (one object per line, on stdout by default), each line
+ * naming its component. Known key-bearing fields are censored and PEM private keys are scrubbed
+ * from every line.
  */
-export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
+export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logger {
   return pino(
     {
       level,
-      base: { component: 'eso-mtls-controller' },
+      base: { component: options.component ?? 'eso-mtls-controller' },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACTED_PATHS, censor: '[REDACTED]' },
       hooks: { streamWrite: scrubPrivateKeys },
     },
-    destination ?? pino.destination({ dest: 1, sync: true }),
+    options.destination ?? pino.destination({ dest: 1, sync: true }),
   );
 }

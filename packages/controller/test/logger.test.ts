@@ -29,7 +29,7 @@ describe('createLogger', () => {
 
   it('writes one JSON object per line with level names and an ISO time', () => {
     const out = capture();
-    const log = createLogger('info', out.stream);
+    const log = createLogger('info', { destination: out.stream });
     log.info({ namespace: 'team-a', reason: 'initial' }, 'issued');
     log.debug('not shown at info');
     const [line, ...rest] = out.lines();
@@ -38,9 +38,18 @@ describe('createLogger', () => {
     expect(Date.parse(String(line!.time))).not.toBeNaN();
   });
 
+  it('names the component an embedder gives, on every line', () => {
+    const out = capture();
+    const log = createLogger('info', { destination: out.stream, component: 'example-operator' });
+    log.info({}, 'started');
+    log.child({ namespace: 'team-a' }).warn({}, 'refused');
+    expect(out.lines().map((l) => l.component)).toEqual(['example-operator', 'example-operator']);
+    expect(out.text()).not.toContain('eso-mtls-controller');
+  });
+
   it('censors Secret data and keys passed as fields', () => {
     const out = capture();
-    const log = createLogger('info', out.stream);
+    const log = createLogger('info', { destination: out.stream });
     const b64 = Buffer.from(pem).toString('base64');
     log.info({ secret: { data: { 'tls.key': b64 } }, data: { 'tls.key': b64 }, issued: { privateKeyPem: pem } }, 'oops');
     expect(out.text()).not.toContain(b64);
@@ -50,7 +59,7 @@ describe('createLogger', () => {
 
   it('scrubs a PEM private key that slipped into a message or an error', () => {
     const out = capture();
-    const log = createLogger('info', out.stream);
+    const log = createLogger('info', { destination: out.stream });
     log.error({ err: new Error(`request failed: ${pem}`) }, `body was ${pem}`);
     expect(out.text()).not.toContain('PRIVATE KEY-----\\n');
     expect(out.text()).not.toContain(pem.split('\n')[1]!);

@@ -1,6 +1,6 @@
 // `eso-mtls controller` with a namespace requirement and a cap on namespaces, as a real process
-// (the controller's own entry and wiring) on a real apiserver: eso_namespaces_not_served on its
-// own /metrics moves as namespaces are refused and capped.
+// (the controller's own entry and wiring) on a real apiserver: its start-up line shows its modes,
+// and eso_namespaces_not_served on its own /metrics moves as namespaces are refused and capped.
 // Scale: three provider namespaces of one Service each.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
@@ -32,6 +32,19 @@ describe('eso-mtls controller --require-namespace-label --max-namespaces', () =>
   afterAll(async () => {
     await controller?.kill();
     await plane?.stop();
+  });
+
+  it('shows its modes on the start-up line', async () => {
+    const line = await controller.waitForLog((l) => l.msg === 'starting eso-mtls controller', 60_000, 'the start-up line');
+    expect(line).toMatchObject({
+      modes: 'secret',
+      caKeys: 'ca-secret',
+      requireNamespaceLabel: `${ALLOWED}=true`,
+      maxNamespaces: 1,
+      maxIssuancesPerReconcile: 1000,
+      pruneOrphanedSecretsAfter: 'off',
+    });
+    expect(line).not.toHaveProperty('podCertificateSigners');
   });
 
   it('counts a namespace the requirement refuses (not_allowed) and one the cap leaves out (cap) on its /metrics', async () => {

@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { parseControllerConfig } from '../config.js';
 import { type RunningController, startController } from '../controller.js';
 import { createLogger } from '../logger.js';
+import { operatingModes } from '../modes.js';
 import { type MaybeTerminal, plainFatalLine } from './terminal.js';
 
 /** Where the CLI writes what is not a log line (usage, configuration errors). */
@@ -52,6 +53,7 @@ export async function runControllerCommand(
       keyAlgorithm: config.policy.keyAlgorithm,
       reconcileIntervalMs: config.policy.reconcileInterval,
       leaderElect: config.leaderElection.enabled,
+      ...operatingModes(config),
     },
     'starting eso-mtls controller',
   );
