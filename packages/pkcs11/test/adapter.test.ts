@@ -31,7 +31,7 @@ afterEach(async () => {
   token.remove();
 });
 
-/** An adapter on `crypto`, wired to ControllerMetrics as the controller wires it. */
+/** An adapter on `crypto`, wired to ControllerMetrics by the controller's own wiring function. */
 const controllerLike = (eso: string, crypto: Pkcs11CryptoBackend, policy: Partial<Policy> = {}) =>
   wiredAdapter(suite.plane.adminKubeConfig, eso, { crypto, policy }, running);
 
