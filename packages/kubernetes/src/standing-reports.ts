@@ -13,7 +13,7 @@ import {
 import type { EventReason, EventRecorder } from './event-recorder.js';
 import type { Logger } from './logger.js';
 import type { AdapterHooks } from './reconcile-round.js';
-import type { ServiceDirectory } from './service-directory.js';
+import { type ServiceDirectory, servicesFields } from './service-directory.js';
 import { StateReporter } from './state-reporter.js';
 
 /** One waiting leaf as seen by one of its Services (the client's leaf has none). */
@@ -115,10 +115,11 @@ export class StandingReports {
       now,
     );
     for (const c of report) {
-      this.logger.warn({ target: describeTarget(c.target), services: c.services }, `conflict: ${c.message}`);
+      const fields = servicesFields(c.services);
+      this.logger.warn({ target: describeTarget(c.target), ...fields }, `conflict: ${c.message}`);
       if (typeof c.target === 'object' && c.services.length > 0) {
         this.hooks.onRotationFailure?.(c.target.namespace, c.services);
-        for (const ref of services.refs(c.target.namespace, c.services)) this.events.record(ref, 'Warning', 'Conflict', c.message);
+        for (const ref of services.refs(c.target.namespace, fields.sample)) this.events.record(ref, 'Warning', 'Conflict', c.message);
       }
     }
   }
