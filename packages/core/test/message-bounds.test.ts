@@ -13,7 +13,9 @@ const MAX_MESSAGE = 2048;
 
 const active = view({ serialNumber: 'ac', subject: 'CN=active', isCa: true });
 const names = (count: number, prefix = 's'): string[] =>
-  Array.from({ length: count }, (_, i) => namespaceDnsNames([{ namespace: 'ns', name: `${prefix}-${String(i).padStart(5, '0')}` }], 'cluster.local')).flat().sort();
+  Array.from({ length: count }, (_, i) => namespaceDnsNames([{ namespace: 'ns', name: `${prefix}-${String(i).padStart(5, '0')}` }], 'cluster.local'))
+    .flat()
+    .sort();
 
 function ctx(have: readonly string[], want: readonly string[], overrides: Partial<LeafRuleContext> = {}): LeafRuleContext {
   const leaf: CertificateView = view({ serialNumber: '01', issuer: 'CN=active', dnsNames: have, notBefore: T0, notAfter: T0 + days(90) });
