@@ -36,7 +36,9 @@ const REFUSAL_EVENT: Readonly<Record<RefusalReason, EventReason>> = {
 /**
  * What a plan reports that stands until something changes: conflicts, leaves waiting for a CA,
  * refused Services, namespaces left out by the cap, and leaves deferred by the bound on issuances. Each is logged (and given an Event on each of its Services) when it starts or
- * changes, with one summary line per reconcile interval while any stands; never once per round.
+ * changes, with one summary line per reconcile interval while any stands; never once per round. A
+ * conflict over a namespace's shared Secret is one fact: one line, and Events on the Services
+ * reportedServices picks (at most MAX_SERVICES_REPORTED).
  */
 export class StandingReports {
   // A conflict counts as a failure: it is reported again each reconcile interval, so its alert holds.
