@@ -15,7 +15,7 @@ import { useControlPlane } from './support/installations.js';
  */
 const SERVICES = 600;
 /** Bytes of log records (message and fields as text) one change may cost: its line and a few more. */
-const MAX_LOG_BYTES_PER_CHANGE = 16 * 1024;
+const MAX_LOG_BYTES_PER_CHANGE = 4 * 1024;
 /** Events one change may record: the Services it names (MAX_SERVICES_REPORTED, 10). */
 const MAX_EVENTS_PER_CHANGE = 10;
 const FAST: Partial<Policy> = { propagationDelay: seconds(2), maxConnectionAge: seconds(2) };
