@@ -249,7 +249,7 @@ export class RoundWrites {
   }
 }
 
-/** ` (shared by all 600 labelled Services; Events on 10 of them)`, when the Events leave some out. */
+/** ` (shared by all 600 labelled Services of the namespace; this Event is on 10 of them)`, when the Events leave some out. */
 function sharedBy({ services, sample }: { services: number; sample: readonly string[] }): string {
   return services > sample.length ? ` (shared by all ${services} labelled Services of the namespace; this Event is on ${sample.length} of them)` : '';
 }
