@@ -141,24 +141,20 @@ describe('eso-mtls controller process', () => {
     const forms = await privateKeyForms(admin);
     expect(forms.length).toBeGreaterThanOrEqual(3 * (2 + expected.size));
     for (const form of forms) expect(output.includes(form)).toBe(false);
-    // Every rotation is one line per Service with namespace, service, reason and the new notAfter.
+    // Every rotation is one line per namespace with namespace, how many Services and which, reason and the new notAfter.
     const issuedLines = controller.lines.filter((l) => l.msg.startsWith('certificate issued') && String(l.target).startsWith('namespace/'));
     expect(issuedLines.length).toBeGreaterThanOrEqual(expected.size);
     for (const l of issuedLines) {
-      expect([typeof l.namespace, typeof l.service, typeof l.reason, Number.isNaN(Date.parse(String(l.notAfter)))]).toEqual([
+      expect([typeof l.namespace, typeof l.services, Array.isArray(l.sample), typeof l.reason, Number.isNaN(Date.parse(String(l.notAfter)))]).toEqual([
         'string',
-        'string',
+        'number',
+        true,
         'string',
         false,
       ]);
     }
-    // team-2 has two Services under one certificate: its first issuance is one line for each.
-    expect(
-      issuedLines
-        .filter((l) => l.namespace === 'team-2' && l.reason === 'initial')
-        .map((l) => l.service)
-        .sort(),
-    ).toEqual(['aws', 'gcp']);
+    // team-2 has two Services under one certificate: its first issuance is one line naming both.
+    expect(issuedLines.filter((l) => l.namespace === 'team-2' && l.reason === 'initial').map((l) => [l.services, l.sample])).toEqual([[2, ['aws', 'gcp']]]);
   }, 120_000);
 
   it('on SIGTERM in the middle of an RSA-3072 round, finishes the writes in flight, sends no more, releases the lease and exits 0', async () => {

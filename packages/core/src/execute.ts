@@ -35,6 +35,8 @@ export interface SecretWrite {
   readonly message?: string;
   /** The namespace's labelled Services, for Events and metrics. */
   readonly services: readonly string[];
+  /** Those of {@link services} a leaf is first about (see LeafIssuance.promptedBy); empty for the CA and bundles. */
+  readonly promptedBy: readonly string[];
   /** notAfter of the newly issued leaf, or of the active CA after a CA write. */
   readonly notAfter?: Instant;
 }
@@ -109,6 +111,7 @@ export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Pr
     phases: change.phases,
     message: change.message,
     services: [],
+    promptedBy: [],
     notAfter: active?.certificate.notAfter,
   };
   return { active, next, retired, bundle, write };
@@ -145,6 +148,7 @@ export async function materializeLeaf(plan: Plan, issuance: LeafIssuance, ca: Ma
     reason: issuance.reason,
     message: issuance.message,
     services: issuance.services,
+    promptedBy: issuance.promptedBy,
     notAfter: leaf.certificate.notAfter,
   };
 }
@@ -175,6 +179,7 @@ export function materializeBundle(update: BundleUpdate, ca: MaterializedCa, now:
     base: update.base,
     annotations: bundleStamp(update.currentBundle, ca, now),
     services: [],
+    promptedBy: [],
   };
 }
 

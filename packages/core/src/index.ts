@@ -98,6 +98,7 @@ export { DEFAULT_POLICY, KEY_ALGORITHMS, type KeyAlgorithm, type Policy, PolicyE
 export { renewalTime, ROTATION_REASONS, type RotationReason } from './rules.js';
 export { seededRandom } from './seeded-random.js';
 export { sha256 } from './sha256.js';
+export { shown, shownList } from './shown.js';
 export {
   type Corruption,
   simulate,

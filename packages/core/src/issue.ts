@@ -9,6 +9,7 @@ import { fromHex, toHex } from './hex.js';
 import { CERTIFICATE_LABEL } from './parse.js';
 import { encodePem } from './pem.js';
 import type { KeyAlgorithm, Policy } from './policy.js';
+import { shownList } from './shown.js';
 import {
   KeyUsage,
   authorityKeyIdentifierExtension,
@@ -113,7 +114,8 @@ function serverProfile(dnsNames: readonly string[]): Profile {
     );
   }
   const commonName = dnsNames.find((n) => n.length <= MAX_COMMON_NAME);
-  if (commonName === undefined) throw new IssueError(`none of the DNS names ${dnsNames.join(', ')} fits in a ${MAX_COMMON_NAME}-character commonName`);
+  if (commonName === undefined)
+    throw new IssueError(`none of the ${dnsNames.length} DNS names [${shownList(dnsNames)}] fits in a ${MAX_COMMON_NAME}-character commonName`);
   return { commonName, isCa: false, dnsNames, uris: [], purpose: 'serverAuth' };
 }
 

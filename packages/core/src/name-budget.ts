@@ -34,6 +34,8 @@ export interface FittedServices<S extends ServiceRef> {
   readonly fitted: readonly S[];
   /** Each refused Service, with the bytes its names would have brought the certificate to. */
   readonly refused: readonly { readonly service: S; readonly bytes: number }[];
+  /** The fitted Services with a name the current certificate lacks (every one when there is none): whom a new certificate is for. */
+  readonly added: readonly S[];
   /** dNSName bytes of the fitted Services' names. */
   readonly bytes: number;
   /** The fitted Services' DNS names, sorted and de-duplicated: the certificate's subjectAltName. */
@@ -58,17 +60,25 @@ export function fitServiceNames<S extends ServiceRef>(
   const ordered = [...withNames.filter((s) => isServed(s.names)), ...withNames.filter((s) => !isServed(s.names))];
   const taken = new Set<string>();
   const fitted = new Set<S>();
+  const added = new Set<S>();
   const refused: { service: S; bytes: number }[] = [];
   let bytes = 0;
   for (const { service, names } of ordered) {
-    const added = dnsNamesBytes(names.filter((n) => !taken.has(n)));
-    if (bytes + added > budget) {
-      refused.push({ service, bytes: bytes + added });
+    const more = dnsNamesBytes(names.filter((n) => !taken.has(n)));
+    if (bytes + more > budget) {
+      refused.push({ service, bytes: bytes + more });
       continue;
     }
     for (const n of names) taken.add(n);
-    bytes += added;
+    bytes += more;
     fitted.add(service);
+    if (!isServed(names)) added.add(service);
   }
-  return { fitted: services.filter((s) => fitted.has(s)), refused, bytes, dnsNames: [...taken].sort() };
+  return {
+    fitted: services.filter((s) => fitted.has(s)),
+    added: services.filter((s) => added.has(s)),
+    refused,
+    bytes,
+    dnsNames: [...taken].sort(),
+  };
 }

@@ -9,7 +9,7 @@ import { type NamespaceRequirement, notAllowedMessage } from './namespace-requir
 import { type ObservedLeafSecret, type SecretData, observeLeafSecret } from './observe.js';
 import type { Policy } from './policy.js';
 import { type LeafIdentity, type LeafRuleContext, type LeafTrust, type RotationReason, evaluateLeafRules, renewalTime } from './rules.js';
-import { shown } from './shown.js';
+import { shown, shownList } from './shown.js';
 import {
   BUNDLE_WRITTEN_AT_ANNOTATION,
   type ProviderNamespace,
@@ -41,6 +41,11 @@ export interface LeafIssuance {
   readonly target: SecretTarget;
   /** The labelled Services of the namespace (empty for the client), for Events and metrics. */
   readonly services: readonly string[];
+  /**
+   * Those of {@link services} it is first about: the Services whose names it adds and those whose
+   * rotation request it answers. An adapter that reports on a few of the Services starts with these.
+   */
+  readonly promptedBy: readonly string[];
   /** subjectAltName dNSNames of a server leaf (empty for the client). */
   readonly dnsNames: readonly string[];
   /** The rule that made it due. */
@@ -251,6 +256,7 @@ interface LeafSubject {
   readonly label: string;
   readonly kind: 'serverLeaf' | 'clientLeaf';
   readonly services: readonly string[];
+  readonly promptedBy: readonly string[];
   readonly secret?: SecretState;
   readonly observed?: ObservedLeafSecret;
   readonly previouslyIssued: boolean;
@@ -294,6 +300,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
       label: 'the client certificate',
       kind: 'clientLeaf',
       services: [],
+      promptedBy: [],
       secret: client,
       previouslyIssued: snapshot.clientPreviouslyIssued ?? false,
       observed: client?.ownership === 'managed' ? observeLeafSecret(client.data, cache) : undefined,
@@ -344,7 +351,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     const target = { namespace: ns.namespace };
     const observed = ns.secret?.ownership === 'managed' ? observeLeafSecret(ns.secret.data, cache) : undefined;
     const served = observed?.leaf.ok ? observed.leaf.value.certificate.dnsNames : undefined;
-    const { services, dnsNames } = fitNamespace(ns.namespace, valid, served, policy.clusterDomain, refused);
+    const { services, added, dnsNames } = fitNamespace(ns.namespace, valid, served, policy.clusterDomain, refused);
     const request = namespaceRotationRequest(services);
     const pending = pendingRotationRequests(services, ns.secret?.annotations[ROTATE_ACKNOWLEDGED_ANNOTATION]);
     subjects.push({
@@ -352,6 +359,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
       label: `namespace ${ns.namespace}`,
       kind: 'serverLeaf',
       services: services.map((s) => s.name),
+      promptedBy: [...new Set([...pending, ...added.map((s) => s.name)])],
       secret: ns.secret,
       previouslyIssued: ns.previouslyIssued,
       observed,
@@ -431,6 +439,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
         kind: s.kind,
         target: s.target,
         services: s.services,
+        promptedBy: s.promptedBy,
         dnsNames: s.identity.kind === 'server' ? s.identity.dnsNames : [],
         reason: trigger.reason,
         message: trigger.message,
@@ -540,7 +549,7 @@ function fitNamespace(
   served: readonly string[] | undefined,
   clusterDomain: string,
   refused: RefusedService[],
-): { services: readonly ProviderService[]; dnsNames: readonly string[] } {
+): { services: readonly ProviderService[]; added: readonly ProviderService[]; dnsNames: readonly string[] } {
   const fit = fitServiceNames(
     services.map((s) => ({ ...s, namespace })),
     served,
@@ -559,11 +568,10 @@ function fitNamespace(
     if (problem !== undefined)
       refused.push({ namespace, service: s.name, reason: 'rotate_request_too_large', message: `Service ${namespace}/${s.name}: ${problem}` });
   }
-  return { services: fit.fitted, dnsNames: fit.dnsNames };
+  return { services: fit.fitted, added: fit.added, dnsNames: fit.dnsNames };
 }
 
 /** `Service a`, `Services a, b, c and 4 more`: bounded, for messages. */
 function listServices(names: readonly string[]): string {
-  const shown = names.slice(0, 3).join(', ');
-  return `${names.length === 1 ? 'Service' : 'Services'} ${shown}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
+  return `${names.length === 1 ? 'Service' : 'Services'} ${shownList(names, 3)}`;
 }

@@ -98,7 +98,7 @@ export const dnsChangedRule: LeafRule = (ctx) => {
     const have = [...new Set(leaf.dnsNames)].sort();
     const want = ctx.identity.dnsNames;
     if (have.length === want.length && have.every((n, i) => n === want[i])) return undefined;
-    return { reason: 'dns_changed', message: `${ctx.subject}: DNS names [${shownList(have)}] differ from [${want.join(', ')}]` };
+    return { reason: 'dns_changed', message: `${ctx.subject}: DNS names changed from ${have.length} to ${want.length}: ${nameChanges(have, want)}` };
   }
   const { uri, commonName } = ctx.identity;
   if (leaf.subjectCommonName === commonName && leaf.uris.length === 1 && leaf.uris[0] === uri) return undefined;
@@ -107,6 +107,19 @@ export const dnsChangedRule: LeafRule = (ctx) => {
     message: `${ctx.subject}: identity CN=${shown(leaf.subjectCommonName ?? '')} URI=[${shownList(leaf.uris)}] differs from CN=${commonName} URI=${uri}`,
   };
 };
+
+/**
+ * `added [a, b and 3 more]; removed [c]`: what a namespace's Services changed, bounded whatever
+ * their number (a namespace's name list is as long as its Services: quoting it whole made each
+ * message grow with them, and each change cost a namespace's worth of such messages).
+ */
+function nameChanges(have: readonly string[], want: readonly string[]): string {
+  const had = new Set(have);
+  const wanted = new Set(want);
+  const added = want.filter((n) => !had.has(n));
+  const removed = have.filter((n) => !wanted.has(n));
+  return [added.length > 0 ? `added [${shownList(added)}]` : '', removed.length > 0 ? `removed [${shownList(removed)}]` : ''].filter(Boolean).join('; ');
+}
 
 /** The leaf has reached its renewal time. */
 export const expiringRule: LeafRule = (ctx) => {

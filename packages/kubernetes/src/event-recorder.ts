@@ -71,7 +71,8 @@ interface Sent {
   lastSent: Instant;
 }
 
-const MAX_MESSAGE = 1024;
+// What events.k8s.io allows a note, in UTF-8 bytes; core/v1 sets no bound of its own, we keep this one.
+const MAX_MESSAGE_BYTES = 1024;
 const MAX_REMEMBERED = 10_000;
 
 /**
@@ -98,7 +99,7 @@ export class EventRecorder {
   /** Queues an Event on `service` (or on the Secret it names). */
   record(service: ServiceReference, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
     if (this.options.writesAllowed && !this.options.writesAllowed()) return;
-    const text = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 3)}...` : message;
+    const text = eventMessage(message);
     const key = `${service.kind ?? 'Service'}/${service.namespace}/${service.name}/${reason}/${text}`;
     const now = this.options.now();
     const previous = this.sent.get(key);
@@ -194,6 +195,19 @@ export class EventRecorder {
     const about = service.kind === 'Secret' ? { secret: service.name } : service.kind === 'Pod' ? { pod: service.name } : { service: service.name };
     this.logger.warn({ namespace: service.namespace, ...about, reason, error: apiErrorOf(e).message }, 'could not record Event');
   }
+}
+
+/** `message` within {@link MAX_MESSAGE_BYTES}, cut on a character boundary and ending in `...` when longer. */
+function eventMessage(message: string): string {
+  if (Buffer.byteLength(message) <= MAX_MESSAGE_BYTES) return message;
+  let bytes = 0;
+  let end = 0;
+  for (const ch of message) {
+    bytes += Buffer.byteLength(ch);
+    if (bytes > MAX_MESSAGE_BYTES - 3) break;
+    end += ch.length;
+  }
+  return `${message.slice(0, end)}...`;
 }
 
 /** A metav1.Time: RFC 3339 in whole seconds, as the apiserver stores it. */

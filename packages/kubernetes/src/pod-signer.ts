@@ -14,6 +14,7 @@ import {
   type SelectingService,
   decidePodRequest,
   issuePodCertificate,
+  shownList,
 } from '@eso-mtls/core';
 import type { V1Service } from '@kubernetes/client-node';
 import { apiErrorOf } from './api-error.js';
@@ -282,7 +283,7 @@ export class PodCertificateSigner {
           dnsNames: certificate.certificate.dnsNames,
           notAfter: certificate.notAfter,
         });
-      const about = role === 'server' ? `Services ${services.join(', ')}` : 'ESO core (client)';
+      const about = role === 'server' ? `Services ${shownList(services)}` : 'ESO core (client)';
       this.deps.events.record(
         pod,
         'Normal',

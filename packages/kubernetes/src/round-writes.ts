@@ -11,11 +11,12 @@ import {
   materializeBundle,
   materializeCaChange,
   materializeLeaf,
+  shown,
 } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { RoundDependencies, RoundResult } from './reconcile-round.js';
 import type { WriteOutcome } from './secret-writer.js';
-import type { ServiceDirectory } from './service-directory.js';
+import { type ServiceDirectory, servicesFields } from './service-directory.js';
 import type { BuiltSnapshot } from './snapshot-builder.js';
 
 type Counts = { -readonly [K in keyof Omit<RoundResult, 'plan'>]: number };
@@ -153,18 +154,19 @@ export class RoundWrites {
     }
   }
 
-  // One log line, one rotation count and one Event per labelled Service, so logs and metrics agree.
+  // A rotation count per labelled Service (the metric is per Service), but one log line and at most
+  // MAX_SERVICES_REPORTED Events per write: the Services share the Secret, so it is one change.
   private serverLeafWritten(write: SecretWrite): void {
     const { writer, hooks, events, logger } = this.deps;
     const namespace = (write.target as { namespace: string }).namespace;
     const target = describeTarget(write.target);
-    const fields = write.services.length > 0 ? write.services.map((service) => ({ namespace, service })) : [{ namespace }];
-    for (const f of fields) logger.info({ target, ...f, reason: write.reason, notAfter: iso(write.notAfter) }, `certificate issued: ${write.message ?? ''}`);
+    const fields = servicesFields(write.services, write.promptedBy);
+    logger.info({ target, namespace, ...fields, reason: write.reason, notAfter: iso(write.notAfter) }, `certificate issued: ${write.message ?? ''}`);
     if (!write.reason) return;
     hooks.onRotation?.(namespace, write.services, write.reason);
     const issued = write.reason === 'initial';
-    const text = `${issued ? 'Issued' : 'Re-issued'} certificate in Secret ${writer.locate(write.target).name} (reason: ${write.reason}), valid until ${iso(write.notAfter)}: ${write.message ?? ''}`;
-    for (const ref of this.services.refs(namespace, write.services)) events.record(ref, 'Normal', issued ? 'Issued' : 'Rotated', text);
+    const text = `${issued ? 'Issued' : 'Re-issued'} certificate in Secret ${writer.locate(write.target).name} (reason: ${write.reason}), valid until ${iso(write.notAfter)}${sharedBy(fields)}: ${write.message ?? ''}`;
+    for (const ref of this.services.refs(namespace, fields.sample)) events.record(ref, 'Normal', issued ? 'Issued' : 'Rotated', text);
   }
 
   /** A write whose Secret moved on since it was planned: re-read it into the cache, so the next plan sees it. */
@@ -183,11 +185,12 @@ export class RoundWrites {
 
   /**
    * The one accounting path of a leaf or bundle that failed (key generation, signing, writing): the
-   * failure counter of each labelled Service of the namespace, a Warning Event on each, and one log
-   * line per Service. The client's leaf has no Service: one log line.
+   * failure counter of each labelled Service of the namespace, one log line naming how many and
+   * which, and a Warning Event on the Services it names (at most MAX_SERVICES_REPORTED). The
+   * client's leaf has no Service: one log line.
    */
   private leafFailed(
-    what: { target: SecretTarget; reason?: RotationReason; services?: readonly string[] },
+    what: { target: SecretTarget; reason?: RotationReason; services?: readonly string[]; promptedBy?: readonly string[] },
     stage: 'issuing' | 'writing',
     error: string,
     code: number | undefined,
@@ -207,14 +210,15 @@ export class RoundWrites {
       logger.error({ target, namespace, reason, code, error }, message);
       return;
     }
-    for (const service of services) logger.error({ target, namespace, service, reason, code, error }, message);
+    const fields = servicesFields(services, what.promptedBy);
+    logger.error({ target, namespace, ...fields, reason, code, error }, message);
     hooks.onRotationFailure?.(namespace, services);
     const secret = writer.locate(what.target).name;
     const text =
       stage === 'issuing'
-        ? `Could not issue the certificate for Secret ${secret} (reason: ${reason}): ${error}`
-        : `Could not write Secret ${secret} (reason: ${reason}): ${error}`;
-    for (const ref of this.services.refs(namespace, services)) events.record(ref, 'Warning', 'Failed', text);
+        ? `Could not issue the certificate for Secret ${secret} (reason: ${reason})${sharedBy(fields)}: ${error}`
+        : `Could not write Secret ${secret} (reason: ${reason})${sharedBy(fields)}: ${error}`;
+    for (const ref of this.services.refs(namespace, fields.sample)) events.record(ref, 'Warning', 'Failed', text);
   }
 
   /** The accounting path of a CA that could not be generated, signed or written: counter, Event on the CA Secret, log line. */
@@ -245,12 +249,17 @@ export class RoundWrites {
   }
 }
 
+/** ` (shared by all 600 labelled Services of the namespace; this Event is on 10 of them)`, when the Events leave some out. */
+function sharedBy({ services, sample }: { services: number; sample: readonly string[] }): string {
+  return services > sample.length ? ` (shared by all ${services} labelled Services of the namespace; this Event is on ${sample.length} of them)` : '';
+}
+
 const MAX_ERROR = 1024;
 
 /** An error's message for logs and Events, bounded: an apiserver's message may quote what it refused. */
 function errorText(e: unknown): string {
   const text = e instanceof Error ? e.message : String(e);
-  return text.length > MAX_ERROR ? `${text.slice(0, MAX_ERROR - 3)}...` : text;
+  return shown(text, MAX_ERROR);
 }
 
 const iso = (t: Instant | undefined): string | undefined => (t === undefined ? undefined : new Date(t).toISOString());

@@ -13,7 +13,7 @@ import {
 import type { EventReason, EventRecorder } from './event-recorder.js';
 import type { Logger } from './logger.js';
 import type { AdapterHooks } from './reconcile-round.js';
-import type { ServiceDirectory } from './service-directory.js';
+import { type ServiceDirectory, servicesFields } from './service-directory.js';
 import { StateReporter } from './state-reporter.js';
 
 /** One waiting leaf as seen by one of its Services (the client's leaf has none). */
@@ -36,7 +36,9 @@ const REFUSAL_EVENT: Readonly<Record<RefusalReason, EventReason>> = {
 /**
  * What a plan reports that stands until something changes: conflicts, leaves waiting for a CA,
  * refused Services, namespaces left out by the cap, and leaves deferred by the bound on issuances. Each is logged (and given an Event on each of its Services) when it starts or
- * changes, with one summary line per reconcile interval while any stands; never once per round.
+ * changes, with one summary line per reconcile interval while any stands; never once per round. A
+ * conflict over a namespace's shared Secret is one fact: one line, and Events on the Services
+ * reportedServices picks (at most MAX_SERVICES_REPORTED).
  */
 export class StandingReports {
   // A conflict counts as a failure: it is reported again each reconcile interval, so its alert holds.
@@ -115,10 +117,11 @@ export class StandingReports {
       now,
     );
     for (const c of report) {
-      this.logger.warn({ target: describeTarget(c.target), services: c.services }, `conflict: ${c.message}`);
+      const fields = servicesFields(c.services);
+      this.logger.warn({ target: describeTarget(c.target), ...fields }, `conflict: ${c.message}`);
       if (typeof c.target === 'object' && c.services.length > 0) {
         this.hooks.onRotationFailure?.(c.target.namespace, c.services);
-        for (const ref of services.refs(c.target.namespace, c.services)) this.events.record(ref, 'Warning', 'Conflict', c.message);
+        for (const ref of services.refs(c.target.namespace, fields.sample)) this.events.record(ref, 'Warning', 'Conflict', c.message);
       }
     }
   }

@@ -71,7 +71,10 @@ describe('a signer that fails for one namespace', () => {
     }
     expect((await suite.cluster.events('fa-good', 'provider')).filter((e) => e.type === 'Warning')).toEqual([]);
     const lines = logger.lines.filter((l) => l.message === 'issuing a certificate failed');
-    expect(new Set(lines.map((l) => `${l.fields.namespace}/${l.fields.service}`))).toEqual(new Set(['fa-bad/provider', 'fa-bad/second']));
+    // One line per failure of the namespace's Secret, naming how many Services and which (the requester first).
+    expect(new Set(lines.map((l) => JSON.stringify([l.fields.namespace, l.fields.services, l.fields.sample])))).toEqual(
+      new Set([JSON.stringify(['fa-bad', 2, ['provider', 'second']])]),
+    );
     expect(lines[0]!.fields).toMatchObject({ target: 'namespace/fa-bad', reason: 'forced', error: expect.stringContaining('test fault') });
 
     const r = scrapes.expectFiring('EsoProviderCertificateRotationFailed', [
