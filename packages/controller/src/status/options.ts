@@ -46,7 +46,7 @@ const KUBECONFIG: CliFlag = {
   name: 'kubeconfig',
   kind: 'string',
   accepts: 'a path to a kubeconfig file',
-  help: 'kubeconfig with your own credentials (default $KUBECONFIG, then ~/.kube/config, then in-cluster)',
+  help: 'kubeconfig with your own credentials (default $KUBECONFIG when set, else ~/.kube/config, else in-cluster)',
 };
 const shared = (f: FlagSpec): CliFlag => ({
   name: f.name,
@@ -115,7 +115,7 @@ export interface CliOptions {
   readonly values: ReadonlyMap<string, string>;
   readonly assumed: AssumedPolicy;
   /** The kubeconfig file to use, or undefined for in-cluster credentials. */
-  readonly kubeconfig: string | undefined;
+  readonly kubeconfig: KubeconfigChoice | undefined;
 }
 
 /** The outcome of reading status's or renew's command line. */
@@ -157,6 +157,8 @@ export function readCliOptions(
   if (parsed.kind === 'error') return { kind: 'error', message: parsed.error.message.replace(/--namespace\b/g, '--eso-namespace') };
   if (parsed.kind === 'help') return { kind: 'help' };
   const { policy, caSecretName, clientSecretName, secretMode, podCertificates, namespaceRequirement } = parsed.config;
+  const kubeconfig = chooseKubeconfig(values.get('kubeconfig'), env);
+  if (kubeconfig !== undefined && 'error' in kubeconfig) return { kind: 'error', message: kubeconfig.error };
   return {
     kind: 'options',
     options: {
@@ -170,21 +172,39 @@ export function readCliOptions(
         ...(namespaceRequirement ? { namespaceRequirement } : {}),
         sources,
       },
-      kubeconfig: kubeconfigPath(values.get('kubeconfig'), env),
+      kubeconfig,
     },
   };
 }
 
+/** The kubeconfig file status or renew reads, and the setting that chose it (errors name that setting). */
+export interface KubeconfigChoice {
+  readonly path: string;
+  readonly setting: '--kubeconfig' | '$KUBECONFIG' | '~/.kube/config';
+}
+
 /**
  * kubectl's choice of kubeconfig: the flag, else the first existing file of $KUBECONFIG, else
- * ~/.kube/config if it exists, else undefined (in-cluster). The controller's ESO_MTLS_KUBECONFIG is
- * not read: status acts with the user's credentials, not the controller's.
+ * ~/.kube/config if it exists, else undefined (in-cluster). As in kubectl, a set $KUBECONFIG is
+ * never followed by ~/.kube/config: when none of its files exists, that is an error naming it. The
+ * controller's ESO_MTLS_KUBECONFIG is not read: status acts with the user's credentials, not the
+ * controller's.
  */
-export function kubeconfigPath(flag: string | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
-  if (flag !== undefined) return flag;
-  const listed = (env.KUBECONFIG ?? '').split(process.platform === 'win32' ? ';' : ':').filter((p) => p !== '');
-  if (listed.length > 0) return listed.find((p) => existsSync(p)) ?? listed[0];
-  const home = env.HOME ?? homedir();
-  const fallback = join(home, '.kube', 'config');
-  return existsSync(fallback) ? fallback : undefined;
+export function chooseKubeconfig(
+  flag: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): KubeconfigChoice | undefined | { readonly error: string } {
+  if (flag !== undefined) return { path: flag, setting: '--kubeconfig' };
+  const separator = process.platform === 'win32' ? ';' : ':';
+  const listed = (env.KUBECONFIG ?? '').split(separator).filter((p) => p !== '');
+  if (listed.length > 0) {
+    const found = listed.find((p) => existsSync(p));
+    if (found !== undefined) return { path: found, setting: '$KUBECONFIG' };
+    const which = listed.length === 1 ? 'no such file' : 'none of the files it lists exists';
+    return {
+      error: `$KUBECONFIG ${env.KUBECONFIG}: ${which}; as with kubectl, ~/.kube/config is not read while KUBECONFIG is set: correct it, unset it, or pass --kubeconfig`,
+    };
+  }
+  const fallback = join(env.HOME ?? homedir(), '.kube', 'config');
+  return existsSync(fallback) ? { path: fallback, setting: '~/.kube/config' } : undefined;
 }
