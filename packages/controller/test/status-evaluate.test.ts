@@ -150,6 +150,26 @@ describe('evaluateStatus with a namespace requirement (--require-namespace-label
     expect(report.summary).toEqual({ healthy: false, problems: 0, unchecked: 2, exitCode: StatusExit.incomplete });
   });
 
+  it('words each count in its number: 1 problem needs attention, 2 problems need attention, 1 day left', async () => {
+    const plain = paletteFor(false, {});
+    const allowed: ClusterState['allowedNamespaces'] = { kind: 'read', names: new Set(['team-a']) };
+    const one = evaluateStatus({ ...(await cluster()), allowedNamespaces: allowed }, guarded, NOW, new CertificateCache(crypto.verifier));
+    expect(renderText(one, plain)).toContain('Summary: 1 problem needs attention (exit code 1)');
+    const base = await cluster();
+    const two = evaluateStatus(
+      { ...base, services: [...base.services, service('team-c', 'gcp')], allowedNamespaces: allowed, clientSecret: { kind: 'unreadable', why: 'HTTP 403' } },
+      guarded,
+      NOW,
+      new CertificateCache(crypto.verifier),
+    );
+    expect(renderText(two, plain)).toContain('Summary: 2 problems need attention; 1 object not checked for lack of rights (exit code 1)');
+    // A CA a day from its notAfter, and one a day past it.
+    const ca = one.ca.certificates[0]!;
+    const days = renderText({ ...one, ca: { ...one.ca, certificates: [{ ...ca, daysLeft: 1 }, { ...ca, slot: 'retired', daysLeft: -1 }] } }, plain);
+    expect(days).toContain('(1 day left)');
+    expect(days).toContain('(expired 1 day ago)');
+  });
+
   it('without the requirement, the same cluster has every namespace served', async () => {
     const report = evaluateStatus(await cluster(), assumed, NOW, new CertificateCache(crypto.verifier));
     expect(report.namespaces.map((n) => n.problems.map((p) => p.kind))).toEqual([[], ['missing']]);

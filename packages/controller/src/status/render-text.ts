@@ -1,3 +1,4 @@
+import { counted } from './counted.js';
 import type { CertificateFacts, Checked, LeafReport, PodCertificatesReport, Problem, ReasonCount, StatusReport } from './report.js';
 
 /** SGR colours, or none: plain text when piped, under NO_COLOR, or on a dumb terminal. */
@@ -26,13 +27,13 @@ export function paletteFor(isTTY: boolean | undefined, env: Readonly<Record<stri
 const yesNo = (v: boolean | null | undefined, p: Palette): string => (v === null || v === undefined ? p.warn('unknown') : v ? p.ok('yes') : p.bad('no'));
 
 function days(c: Pick<CertificateFacts, 'daysLeft'>, p: Palette): string {
-  const text = c.daysLeft < 0 ? `expired ${-c.daysLeft} days ago` : `${c.daysLeft} days left`;
+  const text = c.daysLeft < 0 ? `expired ${counted(-c.daysLeft, 'day')} ago` : `${counted(c.daysLeft, 'day')} left`;
   return c.daysLeft < 0 ? p.bad(text) : text;
 }
 
 function verdict(r: Pick<Checked, 'checked' | 'problems'>, p: Palette): string {
   if (!r.checked) return p.warn('NOT CHECKED');
-  return r.problems.length === 0 ? p.ok('OK') : p.bad(`${r.problems.length} PROBLEM${r.problems.length === 1 ? '' : 'S'}`);
+  return r.problems.length === 0 ? p.ok('OK') : p.bad(counted(r.problems.length, 'PROBLEM'));
 }
 
 function problems(list: readonly Problem[], p: Palette): string[] {
@@ -79,7 +80,7 @@ function podCertificateLines(pods: PodCertificatesReport, p: Palette): string[] 
   }
   out.push(
     p.dim(
-      `Requests are those the apiserver still holds (it deletes each 30 minutes after creation); pending longer than ${pods.pendingThreshold} needs attention.`,
+      `Requests are those the apiserver still holds (it deletes each 30 minutes after creation); a request pending longer than ${pods.pendingThreshold} needs attention.`,
     ),
     '',
   );
@@ -146,8 +147,8 @@ export function renderText(report: StatusReport, p: Palette): string {
   if (report.podCertificates) out.push(...podCertificateLines(report.podCertificates, p));
 
   const s = report.summary;
-  const parts = [s.problems === 0 ? p.ok('no problem') : p.bad(`${s.problems} problem${s.problems === 1 ? '' : 's'} need attention`)];
-  if (s.unchecked > 0) parts.push(p.warn(`${s.unchecked} object${s.unchecked === 1 ? '' : 's'} not checked for lack of rights`));
+  const parts = [s.problems === 0 ? p.ok('no problem') : p.bad(`${counted(s.problems, 'problem')} ${s.problems === 1 ? 'needs' : 'need'} attention`)];
+  if (s.unchecked > 0) parts.push(p.warn(`${counted(s.unchecked, 'object')} not checked for lack of rights`));
   out.push(`${p.bold('Summary')}: ${parts.join('; ')} (exit code ${s.exitCode})`);
   out.push(p.dim('Private keys were read only to check that each matches its certificate; none is printed, logged or written.'));
   return `${out.join('\n')}\n`;
