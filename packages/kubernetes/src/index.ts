@@ -27,6 +27,7 @@ export { Limiter } from './limiter.js';
 export { type Logger, silentLogger } from './logger.js';
 export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './options.js';
 export { terminalCondition } from './pod-requests.js';
+export { planContext, type PlanSettings } from './plan-context.js';
 export { type PodCertificateOptions, type PodCertificateSigner, type PodSigningResult } from './pod-signer.js';
 export { TRUST_BUNDLE_LABEL, trustBundleName } from './trust-bundles.js';
 export {

@@ -76,6 +76,7 @@ export async function runStatusCommand(
       secretMode: assumed.secretMode ?? true,
       ...(assumed.podCertificates ? { podCertificates: assumed.podCertificates } : {}),
       ...(assumed.namespaceRequirement ? { namespaceRequirement: assumed.namespaceRequirement } : {}),
+      ...(assumed.maxNamespaces === undefined ? {} : { maxNamespaces: assumed.maxNamespaces }),
     });
   } catch (e) {
     const why = e instanceof ClusterUnreachableError ? e.message : `cannot read the cluster at ${api.connection.server}: ${(e as Error).message}`;

@@ -26,6 +26,11 @@ export interface StatusScope {
   readonly podCertificates?: { readonly serverSignerName: string; readonly clientSignerName: string };
   /** The controller's `--require-namespace-label`: the namespaces carrying it are listed. */
   readonly namespaceRequirement?: NamespaceRequirement;
+  /**
+   * The controller's `--max-namespaces`: with a cap, every provider namespace's Services and Secret
+   * are read even with `namespace` set, since whether one is served depends on all of them.
+   */
+  readonly maxNamespaces?: number;
 }
 
 /** A Secret read by name: its content (undefined when absent), or why it could not be read. */
@@ -160,11 +165,12 @@ async function readAllowedNamespaces(api: KubeRestClient, requirement: Namespace
  * throws {@link ClusterUnreachableError}, since nothing can be shown without it.
  */
 export async function readClusterState(api: KubeRestClient, scope: StatusScope): Promise<ClusterState> {
+  const only = scope.maxNamespaces === undefined ? scope.namespace : undefined;
   let services: V1Service[];
   try {
-    services = (await listAll<V1Service>(api, corePath('services', scope.namespace), { labelSelector: PROVIDER_SERVICE_SELECTOR })).map(trimService);
+    services = (await listAll<V1Service>(api, corePath('services', only), { labelSelector: PROVIDER_SERVICE_SELECTOR })).map(trimService);
   } catch (e) {
-    const where = scope.namespace === undefined ? 'in any namespace' : `in namespace ${scope.namespace}`;
+    const where = only === undefined ? 'in any namespace' : `in namespace ${only}`;
     const why = forbidden(e) ? 'the apiserver refused: it needs list on services (ClusterRole eso-mtls-status)' : (e as Error).message;
     throw new ClusterUnreachableError(`cannot list the Services labelled ${PROVIDER_SERVICE_SELECTOR} ${where}: ${why}`, { cause: e });
   }
@@ -172,7 +178,7 @@ export async function readClusterState(api: KubeRestClient, scope: StatusScope):
   let providerSecrets: V1Secret[] | undefined;
   // Pod-certificate mode only: the controller neither reads nor writes provider Secrets.
   if (scope.secretMode === false) providerSecrets = [];
-  else if (scope.namespace === undefined) {
+  else if (only === undefined) {
     try {
       // The controller's own selector: RBAC may grant list by this name only.
       providerSecrets = (await listAll<V1Secret>(api, corePath('secrets'), { fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}` })).map(trimSecret);

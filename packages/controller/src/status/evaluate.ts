@@ -15,8 +15,9 @@ import {
   observeLeafSecret,
   planRotation,
   renewalTime,
+  type ExclusionReason,
 } from '@eso-mtls/core';
-import { SnapshotBuilder, type SnapshotSource, installationId } from '@eso-mtls/kubernetes';
+import { SnapshotBuilder, type SnapshotSource, installationId, planContext } from '@eso-mtls/kubernetes';
 import type { ClusterState, SecretRead } from './cluster-state.js';
 import { evaluatePodCertificates, observedTrustBundles, pendingThreshold } from './evaluate-pod-certificates.js';
 import { statusExitCode } from './exit-codes.js';
@@ -30,6 +31,7 @@ import type {
   NamespaceReport,
   PolicyReport,
   Problem,
+  ProblemKind,
   StatusReport,
 } from './report.js';
 
@@ -62,6 +64,9 @@ function snapshotSource(state: ClusterState, assumed: AssumedPolicy): SnapshotSo
     ...(allowed ? { allowedNamespaces: allowed } : {}),
   };
 }
+
+/** The problem of a namespace the plan leaves out, by the rule that left it out. */
+const EXCLUSION_PROBLEM: Readonly<Record<ExclusionReason, ProblemKind>> = { cap: 'not_served', not_allowed: 'not_allowed' };
 
 /** What a CA that status could not read leaves unknown: signature checks against it are not made. */
 const CA_REASONS = new Set(['ca_mismatch', 'ca_rotated']);
@@ -204,6 +209,7 @@ function policyReport(assumed: AssumedPolicy): PolicyReport {
       ? { serverSignerName: pods.serverSignerName, clientSignerName: pods.clientSignerName, podCertificateMaxValidity: formatDuration(pods.maxValidity) }
       : {}),
     ...(assumed.namespaceRequirement ? { requireNamespaceLabel: formatNamespaceRequirement(assumed.namespaceRequirement) } : {}),
+    ...(assumed.maxNamespaces === undefined ? {} : { maxNamespaces: assumed.maxNamespaces }),
     sources: Object.fromEntries(assumed.sources),
   };
 }
@@ -235,13 +241,10 @@ export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now:
   // With a namespace requirement, planned as the controller plans once its namespace list is synced;
   // when that list could not be read, each provider namespace is said to be unchecked below.
   const requirement = state.allowedNamespaces?.kind === 'read' ? assumed.namespaceRequirement : undefined;
-  const plan = planRotation(snapshot, {
-    now,
-    policy,
-    cache,
-    ...(pods ? { podCertificateMaxValidity: pods.maxValidity } : {}),
-    ...(requirement ? { namespaceRequirement: requirement } : {}),
-  });
+  // The controller's plan context; only the bound on issuances is left out, so that every leaf due
+  // now is shown as due rather than deferred to a later round.
+  const settings = { policy, podCertificateMaxValidity: pods?.maxValidity, maxNamespaces: assumed.maxNamespaces, namespaceRequirement: requirement };
+  const plan = planRotation(snapshot, planContext(settings, now, cache));
   const { activeCa, ...ca } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache });
   const ctx: LeafContext = { now, assumed, plan, cache, activeCa, caUnknown: !ca.checked };
 
@@ -259,11 +262,13 @@ export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now:
   const allowanceUnknown = state.allowedNamespaces?.kind === 'unreadable' ? state.allowedNamespaces.why : undefined;
   for (const ns of snapshot.namespaces) {
     if (ns.services.length === 0 && !state.unreadableNamespaces.has(ns.namespace)) continue; // a Secret left behind: the controller leaves it alone
+    // With a cap every namespace was read, to rank them as the controller does; only the filtered one is shown.
+    if (namespaceFilter !== undefined && ns.namespace !== namespaceFilter) continue;
     const base = { namespace: ns.namespace, secret: `${ns.namespace}/${PROVIDER_SECRET_NAME}`, services: ns.services.map((s) => s.name) };
-    const notAllowed = plan.excluded.find((e) => e.namespace === ns.namespace && e.reason === 'not_allowed');
-    if (notAllowed) {
+    const excluded = plan.excluded.find((e) => e.namespace === ns.namespace);
+    if (excluded) {
       // Left out whole, as the controller leaves it: its Secret is not judged, so no "missing" beside it.
-      namespaces.push({ ...base, checked: true, dnsNames: [], problems: [{ kind: 'not_allowed', message: notAllowed.message }] });
+      namespaces.push({ ...base, checked: true, dnsNames: [], problems: [{ kind: EXCLUSION_PROBLEM[excluded.reason], message: excluded.message }] });
       continue;
     }
     const unreadable = (ns.services.length > 0 ? allowanceUnknown : undefined) ?? state.unreadableNamespaces.get(ns.namespace);

@@ -25,6 +25,7 @@ const POLICY_FLAG_NAMES = [
   'client-signer-name',
   'pod-certificate-max-validity',
   'require-namespace-label',
+  'max-namespaces',
 ] as const;
 const ESO_NAMESPACE: FlagSpec = { ...CONTROLLER_FLAGS.find((f) => f.name === 'namespace')!, name: 'eso-namespace' };
 const POLICY_FLAGS: readonly FlagSpec[] = [ESO_NAMESPACE, ...POLICY_FLAG_NAMES.map((n) => CONTROLLER_FLAGS.find((f) => f.name === n)!)];
@@ -106,6 +107,8 @@ export interface AssumedPolicy {
   readonly podCertificates?: PodCertificateOptions;
   /** The label a namespace must carry before its labelled Services are served; undefined: none (as for the controller). */
   readonly namespaceRequirement?: NamespaceRequirement;
+  /** The most provider namespaces served (`--max-namespaces`); undefined: no cap (as for the controller). */
+  readonly maxNamespaces?: number;
   /** Flag name (as typed for this command) → where its value came from. */
   readonly sources: ReadonlyMap<string, ValueSource>;
 }
@@ -156,7 +159,7 @@ export function readCliOptions(
   const parsed = parseControllerConfig(controllerArgv, controllerEnv);
   if (parsed.kind === 'error') return { kind: 'error', message: parsed.error.message.replace(/--namespace\b/g, '--eso-namespace') };
   if (parsed.kind === 'help') return { kind: 'help' };
-  const { policy, caSecretName, clientSecretName, secretMode, podCertificates, namespaceRequirement } = parsed.config;
+  const { policy, caSecretName, clientSecretName, secretMode, podCertificates, namespaceRequirement, maxNamespaces } = parsed.config;
   const kubeconfig = chooseKubeconfig(values.get('kubeconfig'), env);
   if (kubeconfig !== undefined && 'error' in kubeconfig) return { kind: 'error', message: kubeconfig.error };
   return {
@@ -170,6 +173,7 @@ export function readCliOptions(
         secretMode,
         ...(podCertificates ? { podCertificates } : {}),
         ...(namespaceRequirement ? { namespaceRequirement } : {}),
+        ...(maxNamespaces === undefined ? {} : { maxNamespaces }),
         sources,
       },
       kubeconfig,

@@ -110,7 +110,12 @@ export function renderText(report: StatusReport, p: Palette): string {
   if (pol.requireNamespaceLabel) {
     out.push(`  provider namespaces served: only those labelled ${pol.requireNamespaceLabel} ${src('require-namespace-label')}`);
   }
-  if (report.namespaceFilter) out.push(p.dim(`  only namespace ${report.namespaceFilter} was read: the CA schedule below sees its bundle only`));
+  if (pol.maxNamespaces !== undefined) {
+    out.push(`  provider namespaces served: at most ${pol.maxNamespaces}, the newest beyond it left out ${src('max-namespaces')}`);
+  }
+  // With a cap every namespace is read, to rank them as the controller does.
+  if (report.namespaceFilter && pol.maxNamespaces === undefined)
+    out.push(p.dim(`  only namespace ${report.namespaceFilter} was read: the CA schedule below sees its bundle only`));
   out.push('');
 
   const ca = report.ca;

@@ -14,6 +14,7 @@ export type ProblemKind =
   | 'expired' // past notAfter
   | 'refused' // a labelled Service left out of the certificate, or its rotation request ignored
   | 'not_allowed' // a provider namespace without the label of --require-namespace-label: not served at all
+  | 'not_served' // a provider namespace the cap on namespaces (--max-namespaces) leaves out: not served at all
   | 'pending'; // a write due now that the controller has not made yet, or a request it has not decided
 
 /** One problem, in a sentence that names the object. */
@@ -116,6 +117,8 @@ export interface PolicyReport {
   readonly podCertificateMaxValidity?: string;
   /** `key=value` a namespace must carry to be served (`--require-namespace-label`); absent when none is required. */
   readonly requireNamespaceLabel?: string;
+  /** The most provider namespaces served (`--max-namespaces`); absent without a cap. */
+  readonly maxNamespaces?: number;
   /** Flag name → `flag`, `env` or `default`. */
   readonly sources: Readonly<Record<string, string>>;
 }
