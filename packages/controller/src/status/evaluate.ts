@@ -2,6 +2,11 @@ import {
   type CertificateCache,
   type CertificateView,
   type Instant,
+  type Observed,
+  type KeyedCertificate,
+  type SecretData,
+  caKeyField,
+  SecretKeys,
   IssuanceLedger,
   type Plan,
   PROVIDER_LABEL,
@@ -18,12 +23,14 @@ import {
   type ExclusionReason,
 } from '@eso-mtls/core';
 import { SnapshotBuilder, type SnapshotSource, installationId, planContext } from '@eso-mtls/kubernetes';
+import { type TokenKeys, isTokenReference } from './ca-keys.js';
 import type { ClusterState, SecretRead } from './cluster-state.js';
 import { evaluatePodCertificates, observedTrustBundles, pendingThreshold } from './evaluate-pod-certificates.js';
 import { statusExitCode } from './exit-codes.js';
 import type { AssumedPolicy } from './options.js';
 import type {
   CaCertificateReport,
+  CaKeyReport,
   CaReport,
   CertificateFacts,
   ClientReport,
@@ -131,17 +138,50 @@ function evaluateLeaf(target: SecretTarget, label: string, secret: SecretState |
   return { ...result, problems };
 }
 
+const REFERENCE_FIELDS = { active: SecretKeys.caKeyReference, next: SecretKeys.nextKeyReference } as const;
+const text = (v: SecretData[string]): string => (v === undefined ? '' : typeof v === 'string' ? v : new TextDecoder().decode(v));
+
+/**
+ * A CA slot whose key is a reference to a PKCS#11 token: whether the token holds it, or why that
+ * was not checked. A token status was not told of is not a problem (the controller holds the
+ * token, not the person running status); one it was told of and could not ask is.
+ */
+function tokenKey(
+  slot: 'active' | 'next',
+  data: SecretData,
+  pair: Observed<KeyedCertificate> | undefined,
+  keys: TokenKeys,
+): { report: CaKeyReport; problem?: Problem } | undefined {
+  const field = caKeyField(data, slot);
+  const reference = text(data[field]);
+  if (field !== REFERENCE_FIELDS[slot] || !isTokenReference(reference)) return undefined;
+  const base = { slot, field };
+  if (keys.token === undefined) {
+    const detail = "key in a PKCS#11 token, not checked: give status the controller's --hsm-module, --hsm-token-label and PIN to check it";
+    return { report: { ...base, checked: false, detail } };
+  }
+  if (!pair?.ok) return { report: { ...base, checked: false, detail: `not checked: the ${slot} CA certificate is unusable` } };
+  const why = keys.unavailable(reference);
+  if (why === undefined) return { report: { ...base, checked: true, detail: `the token ${keys.token} holds the key of this CA` } };
+  const detail = `the token ${keys.token} could not be asked about the ${slot} CA's key (${field}): ${why}`;
+  return {
+    report: { ...base, checked: false, detail },
+    problem: { kind: 'unreachable', message: `${detail}; if the controller sees the same, it cannot sign (docs/hsm.md)` },
+  };
+}
+
 /** The CA Secret: its certificates, what is wrong with it, and the CA write due now. */
 function evaluateCa(
   secretName: string,
   read: SecretRead,
   state: SecretState | undefined,
-  ctx: Omit<LeafContext, 'activeCa' | 'caUnknown'>,
+  ctx: Omit<LeafContext, 'activeCa' | 'caUnknown'> & { readonly keys: TokenKeys },
 ): CaReport & { activeCa?: CertificateView } {
   const { now, plan, cache } = ctx;
   if (read.kind === 'unreadable') return { secret: secretName, checked: false, unchecked: read.why, certificates: [], problems: [] };
   const problems: Problem[] = [];
   const certificates: CaCertificateReport[] = [];
+  const keys: CaKeyReport[] = [];
   let activeCa: CertificateView | undefined;
   if (state === undefined) problems.push({ kind: 'missing', message: `the CA Secret ${secretName} does not exist; the controller creates it` });
   else if (state.ownership === 'placeholder')
@@ -156,6 +196,9 @@ function evaluateCa(
       ['active', observed.active],
       ['next', observed.next],
     ] as const) {
+      const key = tokenKey(slot, state.data, pair, ctx.keys);
+      if (key) keys.push(key.report);
+      if (key?.problem) problems.push(key.problem);
       if (pair === undefined) continue;
       if (!pair.ok) {
         problems.push({ kind: 'invalid', message: `the CA Secret ${secretName}, ${slot} CA: ${pair.problem}: ${pair.detail}` });
@@ -181,6 +224,7 @@ function evaluateCa(
     secret: secretName,
     checked: true,
     certificates,
+    ...(keys.length > 0 ? { keys } : {}),
     ...(due ? { due } : {}),
     ...(plan.status.signingPausedUntil ? { signingPausedUntil: iso(plan.status.signingPausedUntil) } : {}),
     problems,
@@ -218,9 +262,18 @@ function policyReport(assumed: AssumedPolicy): PolicyReport {
  * Judges the cluster as the controller would: the snapshot is built by the controller's own
  * SnapshotBuilder, planned by the core's planRotation with the same policy (and, in
  * pod-certificate mode, the same published bundles and longest pod certificate), and every Secret
- * is read with the core's observe functions. Pure apart from the cache's memo tables.
+ * is read with the core's observe functions. `keys` is what the cache's verifier learnt of CA keys
+ * in a PKCS#11 token (see tokenAwareVerifier in ca-keys.ts); by default none was given. Pure apart
+ * from the cache's memo tables.
  */
-export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now: Instant, cache: CertificateCache, namespaceFilter?: string): StatusReport {
+export function evaluateStatus(
+  state: ClusterState,
+  assumed: AssumedPolicy,
+  now: Instant,
+  cache: CertificateCache,
+  namespaceFilter?: string,
+  keys: TokenKeys = { token: undefined, unavailable: () => undefined },
+): StatusReport {
   const { policy, caSecretName, clientSecretName, podCertificates: pods } = assumed;
   const secretMode = assumed.secretMode ?? true;
   const esoNamespace = policy.esoNamespace;
@@ -245,7 +298,7 @@ export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now:
   // now is shown as due rather than deferred to a later round.
   const settings = { policy, podCertificateMaxValidity: pods?.maxValidity, maxNamespaces: assumed.maxNamespaces, namespaceRequirement: requirement };
   const plan = planRotation(snapshot, planContext(settings, now, cache));
-  const { activeCa, ...ca } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache });
+  const { activeCa, ...ca } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache, keys });
   const ctx: LeafContext = { now, assumed, plan, cache, activeCa, caUnknown: !ca.checked };
 
   const clientName = `${esoNamespace}/${clientSecretName}`;

@@ -4,8 +4,8 @@ import { existsSync } from 'node:fs';
 import { type NamespaceRequirement, type Policy, isDnsLabel } from '@eso-mtls/core';
 import type { PodCertificateOptions } from '@eso-mtls/kubernetes';
 import { type FlagSyntax, readArgv } from '../cli/args.js';
-import { parseControllerConfig } from '../config.js';
-import { CONTROLLER_FLAGS, type FlagSpec, envVarOf } from '../flags.js';
+import { type Pkcs11Config, parseControllerConfig } from '../config.js';
+import { CONTROLLER_FLAGS, type FlagSpec, PIN_ENV, envVarOf } from '../flags.js';
 
 /**
  * The controller's flags that decide what status expects, read from the same environment
@@ -27,6 +27,11 @@ const POLICY_FLAG_NAMES = [
   'require-namespace-label',
   'max-namespaces',
 ] as const;
+/**
+ * The controller's flags naming the PKCS#11 token of the CA keys: with them, status asks the token
+ * whether it holds each CA's key; without them, a CA key kept there is shown as not checked.
+ */
+const HSM_FLAG_NAMES = ['hsm-module', 'hsm-token-label', 'hsm-pin-file'] as const;
 const ESO_NAMESPACE: FlagSpec = { ...CONTROLLER_FLAGS.find((f) => f.name === 'namespace')!, name: 'eso-namespace' };
 const POLICY_FLAGS: readonly FlagSpec[] = [ESO_NAMESPACE, ...POLICY_FLAG_NAMES.map((n) => CONTROLLER_FLAGS.find((f) => f.name === n)!)];
 const CONNECTION_FLAGS: readonly FlagSpec[] = [
@@ -63,6 +68,7 @@ export const STATUS_FLAGS: readonly CliFlag[] = [
   { name: 'namespace', short: 'n', kind: 'string', accepts: 'a namespace name', help: 'show this provider namespace only (default: every one)' },
   { name: 'output', short: 'o', kind: 'string', accepts: 'text, json or yaml', help: 'output format (default text)' },
   ...POLICY_FLAGS.map(shared),
+  ...HSM_FLAG_NAMES.map((n) => shared(CONTROLLER_FLAGS.find((f) => f.name === n)!)),
 ];
 
 /** The flags of `eso-mtls renew`. */
@@ -119,6 +125,8 @@ export interface CliOptions {
   readonly assumed: AssumedPolicy;
   /** The kubeconfig file to use, or undefined for in-cluster credentials. */
   readonly kubeconfig: KubeconfigChoice | undefined;
+  /** The PKCS#11 token of the CA keys, as the controller reads `--hsm-*`; undefined: not given. */
+  readonly pkcs11?: Pkcs11Config;
 }
 
 /** The outcome of reading status's or renew's command line. */
@@ -156,10 +164,12 @@ export function readCliOptions(
     controllerEnv[f.env!] = env[f.env!];
     sources.set(f.name, value !== undefined ? 'flag' : env[f.env!] ? 'env' : 'default');
   }
+  // The PIN has a variable and no flag: read as the controller reads it, by the commands that name a token.
+  if (flags.some((f) => f.name === 'hsm-module')) controllerEnv[PIN_ENV] = env[PIN_ENV];
   const parsed = parseControllerConfig(controllerArgv, controllerEnv);
   if (parsed.kind === 'error') return { kind: 'error', message: parsed.error.message.replace(/--namespace\b/g, '--eso-namespace') };
   if (parsed.kind === 'help') return { kind: 'help' };
-  const { policy, caSecretName, clientSecretName, secretMode, podCertificates, namespaceRequirement, maxNamespaces } = parsed.config;
+  const { policy, caSecretName, clientSecretName, secretMode, podCertificates, namespaceRequirement, maxNamespaces, pkcs11 } = parsed.config;
   const kubeconfig = chooseKubeconfig(values.get('kubeconfig'), env);
   if (kubeconfig !== undefined && 'error' in kubeconfig) return { kind: 'error', message: kubeconfig.error };
   return {
@@ -177,6 +187,7 @@ export function readCliOptions(
         sources,
       },
       kubeconfig,
+      ...(pkcs11 ? { pkcs11 } : {}),
     },
   };
 }

@@ -128,6 +128,7 @@ export function renderText(report: StatusReport, p: Palette): string {
   for (const c of ca.certificates) out.push(`  ${c.slot.padEnd(8)} ${c.subject}, serial ${c.serialNumber}, notAfter ${c.notAfter} (${days(c, p)})`);
   if (ca.checked && !ca.certificates.some((c) => c.slot === 'next')) out.push(`  ${'next'.padEnd(8)} ${p.dim('none')}`);
   if (ca.checked && !ca.certificates.some((c) => c.slot === 'retired')) out.push(`  ${'retired'.padEnd(8)} ${p.dim('none')}`);
+  for (const k of ca.keys ?? []) out.push(`  ${'key'.padEnd(8)} ${k.slot} CA (${k.field}): ${k.checked ? p.ok(k.detail) : p.warn(k.detail)}`);
   if (ca.due) out.push(`  due now: ${ca.due.phases.join(', ')}${ca.due.reason ? ` (${ca.due.reason})` : ''}`);
   if (ca.signingPausedUntil) out.push(`  no CA signs until ${ca.signingPausedUntil}`);
   out.push(...problems(ca.problems, p), '');

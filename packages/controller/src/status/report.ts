@@ -15,6 +15,7 @@ export type ProblemKind =
   | 'refused' // a labelled Service left out of the certificate, or its rotation request ignored
   | 'not_allowed' // a provider namespace without the label of --require-namespace-label: not served at all
   | 'not_served' // a provider namespace the cap on namespaces (--max-namespaces) leaves out: not served at all
+  | 'unreachable' // a CA key in a PKCS#11 token that the token, given with --hsm-module, could not be asked about
   | 'pending'; // a write due now that the controller has not made yet, or a request it has not decided
 
 /** One problem, in a sentence that names the object. */
@@ -57,9 +58,25 @@ export interface CaCertificateReport extends CertificateFacts {
   readonly slot: 'active' | 'next' | 'retired';
 }
 
+/**
+ * A CA key kept in a PKCS#11 token: the CA Secret holds a reference to it (`ca.key-ref`,
+ * `next.key-ref`) instead of the key.
+ */
+export interface CaKeyReport {
+  readonly slot: 'active' | 'next';
+  /** The CA Secret's key holding the reference. */
+  readonly field: string;
+  /** True when the token was asked (`--hsm-module`) and holds the CA's key. */
+  readonly checked: boolean;
+  /** What was found, or why it was not checked. */
+  readonly detail: string;
+}
+
 /** The CA Secret. */
 export interface CaReport extends Checked {
   readonly certificates: readonly CaCertificateReport[];
+  /** The CA keys kept in a PKCS#11 token; absent when every key is in the CA Secret. */
+  readonly keys?: readonly CaKeyReport[];
   /** The CA write due now, if any (phases as in docs/ca-rotation.md). */
   readonly due?: { readonly phases: readonly string[]; readonly reason?: string; readonly message: string };
   /** While no CA signs (a recovery waits for its new CA): when one is expected to. */
