@@ -159,9 +159,10 @@ export class ReconcileRound {
       const last = this.bundleReports.get(f.name);
       if (last !== undefined && now - last < this.deps.policy.reconcileInterval) continue;
       this.bundleReports.set(f.name, now);
-      if (published.conflicts.includes(f)) hooks.onCaRotationFailure?.();
-      logger.warn({ trustBundle: f.name, error: f.message }, 'publishing a trust bundle failed; retrying');
-      events.record({ kind: 'Secret', ...pods.caEventTarget }, 'Warning', 'Failed', f.message);
+      const conflict = published.conflicts.includes(f);
+      if (conflict) hooks.onCaRotationFailure?.();
+      logger.warn({ trustBundle: f.name, error: f.message }, conflict ? `trust bundle conflict: ${f.message}` : 'publishing a trust bundle failed; retrying');
+      events.record({ kind: 'Secret', ...pods.caEventTarget }, 'Warning', conflict ? 'Conflict' : 'Failed', f.message);
     }
     const signed = await pods.signer.signPending(ca, clock, writesAllowed);
     pods.signer.refreshStaleNames(clock());

@@ -3,8 +3,12 @@ import {
   KubeApiError,
   type KubeRestClient,
   type ListPage,
+  type ClusterTrustBundle,
   PROVIDER_SERVICE_SELECTOR,
+  type StrayTrustBundle,
+  TRUST_BUNDLE_SELECTOR,
   certificatesPath,
+  strayTrustBundles,
   corePath,
   terminalCondition,
   trimSecret,
@@ -87,10 +91,15 @@ export type SignerRequestsRead = { readonly signerName: string } & (
   { readonly kind: 'read'; readonly requests: readonly RequestSummary[]; readonly truncated: boolean } | { readonly kind: 'unreadable'; readonly why: string }
 );
 
+/** The ClusterTrustBundles of our signers and label under other names than ours, or why they could not be listed. */
+export type StrayBundlesRead = { readonly kind: 'read'; readonly strays: readonly StrayTrustBundle[] } | { readonly kind: 'unreadable'; readonly why: string };
+
 /** What status read of the pod-certificate mode, for the server signer then the client signer. */
 export interface PodCertificateState {
   readonly trustBundles: readonly TrustBundleRead[];
   readonly requests: readonly SignerRequestsRead[];
+  /** Bundles the shipped projections select besides ours. */
+  readonly strays: StrayBundlesRead;
 }
 
 /** The first read (the labelled Services) failed: nothing can be shown. */
@@ -105,6 +114,8 @@ const PAGE = 500;
  * for in that time (each asks once per refresh, about every 16 hours with 24-hour leaves).
  */
 const MAX_REQUESTS = 10_000;
+/** ClusterTrustBundles with our label read, at most. */
+const MAX_LABELLED_BUNDLES = 1_000;
 /** A condition reason as kept: the apiserver allows 1,024 characters; a signer's reasons are words. */
 const MAX_REASON = 128;
 const forbidden = (e: unknown): boolean => e instanceof KubeApiError && (e.code === 403 || e.code === 401);
@@ -247,6 +258,26 @@ async function readTrustBundle(api: KubeRestClient, signerName: string): Promise
   }
 }
 
+/**
+ * The bundles the shipped projections select besides ours, as the controller's trust-bundle watch
+ * sees them (our label), judged by the controller's own {@link strayTrustBundles}. At most
+ * {@link MAX_LABELLED_BUNDLES} are read: far more than a cluster has signers.
+ */
+async function readStrayBundles(api: KubeRestClient, signerNames: readonly string[]): Promise<StrayBundlesRead> {
+  try {
+    const { items } = await listPages<ClusterTrustBundle>(
+      api,
+      certificatesPath('clustertrustbundles'),
+      { labelSelector: TRUST_BUNDLE_SELECTOR },
+      MAX_LABELLED_BUNDLES,
+    );
+    return { kind: 'read', strays: strayTrustBundles(items, signerNames) };
+  } catch (e) {
+    if (!forbidden(e)) throw e;
+    return { kind: 'unreadable', why: refusal(e, `the ClusterTrustBundles labelled ${TRUST_BUNDLE_SELECTOR}`, 'list on clustertrustbundles') };
+  }
+}
+
 /** What status keeps of a request: names, age and its terminal condition (the apiserver allows one). */
 function summarize(r: PodCertificateRequestObject): RequestSummary {
   const terminal = terminalCondition(r);
@@ -285,5 +316,5 @@ async function readPodCertificateState(
   const names = [signers.serverSignerName, signers.clientSignerName];
   const trustBundles = await Promise.all(names.map((n) => readTrustBundle(api, n)));
   const requests = await Promise.all(names.map((n) => readSignerRequests(api, n, namespace)));
-  return { trustBundles, requests };
+  return { trustBundles, requests, strays: await readStrayBundles(api, names) };
 }

@@ -11,8 +11,16 @@ import {
 } from '@eso-mtls/core';
 import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, TRUST_BUNDLE_LABEL, isOurTrustBundle } from '@eso-mtls/kubernetes';
 import { counted } from './counted.js';
-import { type PodCertificateState, type SignerRequestsRead, type TrustBundleRead } from './cluster-state.js';
-import type { BundleCertificateReport, PodCertificatesReport, Problem, ReasonCount, SignerRequestsReport, TrustBundleReport } from './report.js';
+import { type PodCertificateState, type SignerRequestsRead, type StrayBundlesRead, type TrustBundleRead } from './cluster-state.js';
+import type {
+  BundleCertificateReport,
+  PodCertificatesReport,
+  Problem,
+  ReasonCount,
+  SignerRequestsReport,
+  StrayBundlesReport,
+  TrustBundleReport,
+} from './report.js';
 
 /** `app.kubernetes.io/component` of the controller's ClusterTrustBundles, as its TrustBundles writes it. */
 /** Long-pending requests listed per signer; the count says how many more. */
@@ -122,6 +130,12 @@ function evaluateTrustBundle(read: TrustBundleRead, ctx: PodCertificateContext):
   return { ...base, checked: true, exists: true, ours: true, certificates: (held ?? []).map((c) => bundleFacts(c, ctx.now)), current, problems };
 }
 
+/** Each stray bundle is a conflict, with the controller's own message. */
+function evaluateStrays(read: StrayBundlesRead): StrayBundlesReport {
+  if (read.kind === 'unreadable') return { checked: false, unchecked: read.why, names: [], problems: [] };
+  return { checked: true, names: read.strays.map((s) => s.name), problems: read.strays.map((s) => ({ kind: 'conflict', message: s.message })) };
+}
+
 /** Reasons by count, most frequent first; beyond {@link LISTED_REASONS}, one entry sums the rest. */
 function reasonCounts(reasons: readonly string[]): ReasonCount[] {
   const counts = new Map<string, number>();
@@ -177,6 +191,7 @@ export function evaluatePodCertificates(state: PodCertificateState, ctx: PodCert
   return {
     pendingThreshold: formatDuration(ctx.pendingThreshold),
     trustBundles: state.trustBundles.map((read) => evaluateTrustBundle(read, ctx)),
+    strays: evaluateStrays(state.strays),
     signers: state.requests.map((read) => evaluateSignerRequests(read, ctx)),
   };
 }

@@ -358,7 +358,7 @@ export function evaluateStatus(
   const podCertificates =
     podState &&
     evaluatePodCertificates(podState, { now, plan, cache, caUnknown: !ca.checked, installation, pendingThreshold: pendingThreshold(policy.reconcileInterval) });
-  const all = [ca, client, ...namespaces, ...(podCertificates ? [...podCertificates.trustBundles, ...podCertificates.signers] : [])];
+  const all = [ca, client, ...namespaces, ...(podCertificates ? [...podCertificates.trustBundles, podCertificates.strays, ...podCertificates.signers] : [])];
   const problems = all.reduce((n, r) => n + r.problems.length, 0);
   const unchecked = all.filter((r) => !r.checked).length;
   const exitCode = statusExitCode({ problems, unchecked });

@@ -68,6 +68,11 @@ function podCertificateLines(pods: PodCertificatesReport, p: Palette): string[] 
     if (b.ours) out.push(`  holds the CA Secret's bundle: ${yesNo(b.current, p)}`);
     out.push(...problems(b.problems, p), '');
   }
+  const strays = pods.strays;
+  out.push(`${p.bold('Other trust bundles')} selected by the projections of our signers  ${verdict(strays, p)}`);
+  if (!strays.checked) out.push(`  ${p.warn(strays.unchecked ?? '')}`);
+  else if (strays.names.length === 0) out.push(`  ${p.dim('none')}`);
+  out.push(...problems(strays.problems, p), '');
   for (const r of pods.signers) {
     out.push(`${p.bold('Requests')} ${r.signerName}  ${verdict(r, p)}`);
     if (!r.checked) out.push(`  ${p.warn(r.unchecked ?? '')}`);

@@ -195,11 +195,27 @@ export interface SignerRequestsReport {
   readonly problems: readonly Problem[];
 }
 
+/**
+ * ClusterTrustBundles the shipped projections select besides ours: our label and one of our
+ * signer names, under another name. Pods trust what they hold; the controller reports each as a
+ * conflict and leaves it alone.
+ */
+export interface StrayBundlesReport {
+  /** False when they could not be listed; `unchecked` says why. */
+  readonly checked: boolean;
+  readonly unchecked?: string;
+  /** Their names. */
+  readonly names: readonly string[];
+  readonly problems: readonly Problem[];
+}
+
 /** The pod-certificate mode: each signer's trust bundle and requests. */
 export interface PodCertificatesReport {
   /** How long a request may stay pending before it needs attention. */
   readonly pendingThreshold: string;
   readonly trustBundles: readonly TrustBundleReport[];
+  /** Other bundles the projections select. */
+  readonly strays: StrayBundlesReport;
   readonly signers: readonly SignerRequestsReport[];
 }
 
