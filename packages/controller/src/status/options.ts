@@ -68,7 +68,11 @@ export const STATUS_FLAGS: readonly CliFlag[] = [
   { name: 'namespace', short: 'n', kind: 'string', accepts: 'a namespace name', help: 'show this provider namespace only (default: every one)' },
   { name: 'output', short: 'o', kind: 'string', accepts: 'text, json or yaml', help: 'output format (default text)' },
   ...POLICY_FLAGS.map(shared),
-  ...HSM_FLAG_NAMES.map((n) => shared(CONTROLLER_FLAGS.find((f) => f.name === n)!)),
+  ...HSM_FLAG_NAMES.map((n) => shared(CONTROLLER_FLAGS.find((f) => f.name === n)!)).map((f) =>
+    f.name === 'hsm-module'
+      ? { ...f, help: "the controller's PKCS#11 module: check the CA keys it keeps in the token (needs @eso-mtls/pkcs11); unset: not checked" }
+      : f,
+  ),
 ];
 
 /** The flags of `eso-mtls renew`. */
