@@ -165,7 +165,19 @@ describe('evaluateStatus with a namespace requirement (--require-namespace-label
     expect(renderText(two, plain)).toContain('Summary: 2 problems need attention; 1 object not checked for lack of rights (exit code 1)');
     // A CA a day from its notAfter, and one a day past it.
     const ca = one.ca.certificates[0]!;
-    const days = renderText({ ...one, ca: { ...one.ca, certificates: [{ ...ca, daysLeft: 1 }, { ...ca, slot: 'retired', daysLeft: -1 }] } }, plain);
+    const days = renderText(
+      {
+        ...one,
+        ca: {
+          ...one.ca,
+          certificates: [
+            { ...ca, daysLeft: 1 },
+            { ...ca, slot: 'retired', daysLeft: -1 },
+          ],
+        },
+      },
+      plain,
+    );
     expect(days).toContain('(1 day left)');
     expect(days).toContain('(expired 1 day ago)');
   });
@@ -204,7 +216,10 @@ describe('status flags and environment', () => {
       writeFileSync(fallback, 'apiVersion: v1\nkind: Config\n');
       const options = (env: Record<string, string>) => readCliOptions('eso-mtls status', STATUS_FLAGS, [], { HOME: home, ...env });
       expect(options({})).toMatchObject({ kind: 'options', options: { kubeconfig: { path: fallback, setting: '~/.kube/config' } } });
-      expect(options({ KUBECONFIG: `/a/missing:${fallback}` })).toMatchObject({ kind: 'options', options: { kubeconfig: { path: fallback, setting: '$KUBECONFIG' } } });
+      expect(options({ KUBECONFIG: `/a/missing:${fallback}` })).toMatchObject({
+        kind: 'options',
+        options: { kubeconfig: { path: fallback, setting: '$KUBECONFIG' } },
+      });
       for (const command of ['status', 'renew'] as const) {
         const run = await runCli(command, ['--client'].slice(command === 'status' ? 1 : 0), { HOME: home, KUBECONFIG: '/nonexistent' });
         expect(run.code).toBe(StatusExit.usage);
