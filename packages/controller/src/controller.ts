@@ -189,7 +189,7 @@ interface Pkcs11Package {
  * The crypto backend with the CA keys in a PKCS#11 token. A missing package fails the start-up;
  * the token itself is opened at first use, and any failure there takes the CA failure path.
  */
-async function loadPkcs11Backend(
+export async function loadPkcs11Backend(
   config: Pkcs11Config,
   env: Readonly<Record<string, string | undefined>>,
   logger: Logger,

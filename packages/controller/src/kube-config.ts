@@ -31,17 +31,19 @@ export type KubeConfigSource = (
  * auth provider or impersonation is handed to client-node's KubeConfig, loaded only then because
  * it costs some 70 MB of memory. Either way the proxy is ours: the cluster's proxy-url, else
  * HTTPS_PROXY/NO_PROXY from `env`, as client-go. Throws an Error saying what is missing and what
- * to do, or naming a proxy setting that cannot be honoured.
+ * to do, or naming a proxy setting that cannot be honoured. `setting` is what named the file, for
+ * those errors: `--kubeconfig` (the default), or `$KUBECONFIG` when the user's environment chose it.
  */
 export async function loadConnection(
   kubeconfigPath: string | undefined,
   env: Readonly<Record<string, string | undefined>> = process.env,
+  setting = '--kubeconfig',
 ): Promise<{ connection: ClusterConnection; source: KubeConfigSource }> {
   if (kubeconfigPath === undefined) {
     const connection = loadInClusterConnection({ env });
     return { connection, source: { kind: 'in-cluster', server: connection.server, ...proxyOf(connection) } };
   }
-  if (!existsSync(kubeconfigPath)) throw new Error(`--kubeconfig ${kubeconfigPath}: no such file`);
+  if (!existsSync(kubeconfigPath)) throw new Error(`${setting} ${kubeconfigPath}: no such file`);
   let unsupported: UnsupportedKubeconfigError;
   try {
     const connection = loadKubeconfigFile(kubeconfigPath, { env });
@@ -55,9 +57,9 @@ export async function loadConnection(
   try {
     kc.loadFromFile(kubeconfigPath);
   } catch (cause) {
-    throw new Error(`--kubeconfig ${kubeconfigPath}: cannot read it as a kubeconfig: ${(cause as Error).message}`, { cause });
+    throw new Error(`${setting} ${kubeconfigPath}: cannot read it as a kubeconfig: ${(cause as Error).message}`, { cause });
   }
-  if (!kc.getCurrentCluster()) throw new Error(`--kubeconfig ${kubeconfigPath}: its current context names no cluster; set current-context`);
+  if (!kc.getCurrentCluster()) throw new Error(`${setting} ${kubeconfigPath}: its current context names no cluster; set current-context`);
   let connection: ClusterConnection;
   try {
     connection = await connectionFromKubeConfig(kc, { env });
@@ -65,7 +67,7 @@ export async function loadConnection(
     // client-node reads the files and runs the exec plugin only here, and words its errors without
     // the kubeconfig (some are TypeErrors about a field of the wrong type): name it.
     const why = cause instanceof Error ? cause.message : String(cause);
-    throw new Error(`--kubeconfig ${kubeconfigPath}: ${why} (read with client-node, for its ${unsupported.feature})`, { cause });
+    throw new Error(`${setting} ${kubeconfigPath}: ${why} (read with client-node, for its ${unsupported.feature})`, { cause });
   }
   return { connection, source: { kind: 'file', path: kubeconfigPath, reader: 'client-node', feature: unsupported.feature, ...proxyOf(connection) } };
 }

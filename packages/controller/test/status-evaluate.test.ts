@@ -1,4 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   CertificateCache,
   type Issued,
@@ -18,6 +21,7 @@ import { evaluateStatus } from '../src/status/evaluate.js';
 import { StatusExit, statusExitCode } from '../src/status/exit-codes.js';
 import { STATUS_FLAGS, commandUsage, readCliOptions } from '../src/status/options.js';
 import { paletteFor, renderText } from '../src/status/render-text.js';
+import { runCli } from './support/cli-run.js';
 
 // The parts of status that need no apiserver: what it concludes when some Secrets cannot be read,
 // how it reads flags and environment, and how it colours.
@@ -146,6 +150,38 @@ describe('evaluateStatus with a namespace requirement (--require-namespace-label
     expect(report.summary).toEqual({ healthy: false, problems: 0, unchecked: 2, exitCode: StatusExit.incomplete });
   });
 
+  it('words each count in its number: 1 problem needs attention, 2 problems need attention, 1 day left', async () => {
+    const plain = paletteFor(false, {});
+    const allowed: ClusterState['allowedNamespaces'] = { kind: 'read', names: new Set(['team-a']) };
+    const one = evaluateStatus({ ...(await cluster()), allowedNamespaces: allowed }, guarded, NOW, new CertificateCache(crypto.verifier));
+    expect(renderText(one, plain)).toContain('Summary: 1 problem needs attention (exit code 1)');
+    const base = await cluster();
+    const two = evaluateStatus(
+      { ...base, services: [...base.services, service('team-c', 'gcp')], allowedNamespaces: allowed, clientSecret: { kind: 'unreadable', why: 'HTTP 403' } },
+      guarded,
+      NOW,
+      new CertificateCache(crypto.verifier),
+    );
+    expect(renderText(two, plain)).toContain('Summary: 2 problems need attention; 1 object not checked for lack of rights (exit code 1)');
+    // A CA a day from its notAfter, and one a day past it.
+    const ca = one.ca.certificates[0]!;
+    const days = renderText(
+      {
+        ...one,
+        ca: {
+          ...one.ca,
+          certificates: [
+            { ...ca, daysLeft: 1 },
+            { ...ca, slot: 'retired', daysLeft: -1 },
+          ],
+        },
+      },
+      plain,
+    );
+    expect(days).toContain('(1 day left)');
+    expect(days).toContain('(expired 1 day ago)');
+  });
+
   it('without the requirement, the same cluster has every namespace served', async () => {
     const report = evaluateStatus(await cluster(), assumed, NOW, new CertificateCache(crypto.verifier));
     expect(report.namespaces.map((n) => n.problems.map((p) => p.kind))).toEqual([[], ['missing']]);
@@ -169,7 +205,38 @@ describe('status flags and environment', () => {
     expect(Object.fromEntries(r.options.assumed.sources)).toMatchObject({ 'eso-namespace': 'env', 'cluster-domain': 'flag', 'key-algorithm': 'default' });
     // The user's credentials, never the controller's.
     expect(r.options.kubeconfig).toBeUndefined();
-    expect(read([], { KUBECONFIG: '/a/missing:/b/missing' })).toMatchObject({ kind: 'options', options: { kubeconfig: '/a/missing' } });
+  });
+
+  it('with $KUBECONFIG set, reads no other file, as kubectl: a missing one is an error naming $KUBECONFIG, not --kubeconfig', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'status-home-'));
+    try {
+      // A usable ~/.kube/config that must not be read while KUBECONFIG is set.
+      mkdirSync(join(home, '.kube'));
+      const fallback = join(home, '.kube', 'config');
+      writeFileSync(fallback, 'apiVersion: v1\nkind: Config\n');
+      const options = (env: Record<string, string>) => readCliOptions('eso-mtls status', STATUS_FLAGS, [], { HOME: home, ...env });
+      expect(options({})).toMatchObject({ kind: 'options', options: { kubeconfig: { path: fallback, setting: '~/.kube/config' } } });
+      expect(options({ KUBECONFIG: `/a/missing:${fallback}` })).toMatchObject({
+        kind: 'options',
+        options: { kubeconfig: { path: fallback, setting: '$KUBECONFIG' } },
+      });
+      for (const command of ['status', 'renew'] as const) {
+        const run = await runCli(command, ['--client'].slice(command === 'status' ? 1 : 0), { HOME: home, KUBECONFIG: '/nonexistent' });
+        expect(run.code).toBe(StatusExit.usage);
+        expect(run.stderr).toBe(
+          `eso-mtls ${command}: $KUBECONFIG /nonexistent: no such file; as with kubectl, ~/.kube/config is not read while KUBECONFIG is set: correct it, unset it, or pass --kubeconfig\n`,
+        );
+      }
+      // A file $KUBECONFIG names that cannot be used is named as $KUBECONFIG's too.
+      const broken = join(home, 'broken');
+      writeFileSync(broken, 'not: [a kubeconfig');
+      const run = await runCli('status', [], { HOME: home, KUBECONFIG: broken });
+      expect(run.code).toBe(StatusExit.usage);
+      expect(run.stderr).toContain(`kubeconfig ${broken}: cannot read it`);
+      expect(run.stderr).not.toContain('--kubeconfig');
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it('reads --require-namespace-label as the controller does, from the flag or ESO_MTLS_REQUIRE_NAMESPACE_LABEL', () => {

@@ -43,6 +43,8 @@ describe('eso-mtls status in pod-certificate mode', () => {
   let kubelet: PodCertificateKubelet;
   let controller: RunningController | undefined;
   let provider: KubeletPod;
+  /** The controller's log lines (warn and above), as JSON text. */
+  const logLines: string[] = [];
 
   /** Runs status in-process as from a pipe, optionally at another instant (the apiserver's clock is not moved). */
   const status = async (argv: readonly string[], options: { kubeconfig?: string; shift?: number } = {}): Promise<Run> => {
@@ -64,7 +66,8 @@ describe('eso-mtls status in pod-certificate mode', () => {
       {},
     );
     if (parsed.kind !== 'config') throw new Error(`controller flags: ${JSON.stringify(parsed)}`);
-    controller = await startController(parsed.config, { logger: createLogger('silent'), identity: 'status-pod-test' });
+    const logger = createLogger('warn', { write: (line: string) => void logLines.push(line) });
+    controller = await startController(parsed.config, { logger, identity: 'status-pod-test' });
     await controller.synced;
   };
   const outcome = async (pod: KubeletPod, signerName?: string) =>
@@ -217,7 +220,10 @@ describe('eso-mtls status in pod-certificate mode', () => {
       `ClusterTrustBundle ${SERVER_BUNDLE} not checked: HTTP 403 Forbidden; it needs get on clustertrustbundles (ClusterRole eso-mtls-status)`,
     );
     expect(text.stdout).toContain(`PodCertificateRequests of ${CLIENT_SIGNER} not checked: HTTP 403 Forbidden; it needs list on podcertificaterequests`);
-    expect((await json(POD_MODE, { kubeconfig: old })).report.summary).toEqual({ healthy: false, problems: 0, unchecked: 4, exitCode: 4 });
+    expect(text.stdout).toContain(
+      'the ClusterTrustBundles labelled eso-mtls.io/trust-bundle=true not checked: HTTP 403 Forbidden; it needs list on clustertrustbundles',
+    );
+    expect((await json(POD_MODE, { kubeconfig: old })).report.summary).toEqual({ healthy: false, problems: 0, unchecked: 5, exitCode: 4 });
   });
 
   it('names a request nobody has decided once it is pending longer than twice the reconcile interval (at most 15 minutes)', async () => {
@@ -321,4 +327,58 @@ describe('eso-mtls status in pod-certificate mode', () => {
     }
     expect(report!.podCertificates!.signers[0]).toMatchObject({ issued: 2, pending: 0, problems: [] });
   }, 120_000);
+
+  it('reports a bundle of our signer and label under another name, which the projections select: the controller once (Warning Event Conflict, metric, log line), status as a conflict (exit 1)', async () => {
+    // The controller runs again (previous test). Making such a bundle needs attest on the signer name: the admin has it.
+    const planted = `${CLIENT_SIGNER.replaceAll('/', ':')}:planted`;
+    const rogue = await rogueCa(['planted']);
+    const failures = async (): Promise<number> =>
+      (await controller!.metrics.registry.getSingleMetric('eso_ca_certificate_rotation_failures_total')!.get()).values[0]?.value ?? 0;
+    const before = await failures();
+    const linesBefore = logLines.length;
+    await api.create(CTB_PATH, {
+      apiVersion: 'certificates.k8s.io/v1',
+      kind: 'ClusterTrustBundle',
+      metadata: { name: planted, labels: { 'eso-mtls.io/trust-bundle': 'true' } },
+      spec: { signerName: CLIENT_SIGNER, trustBundle: rogue.ca.certificate.pem },
+    });
+    // The shipped projection selects it beside ours: a provider pod would trust the rogue CA.
+    const projected = await kubelet.trustBundles(CLIENT_SIGNER, { matchLabels: { 'eso-mtls.io/trust-bundle': 'true' } });
+    expect(projected.map((b) => b.metadata.name).sort()).toEqual([CLIENT_BUNDLE, planted]);
+
+    const core = admin.makeApiClient(CoreV1Api);
+    const conflicts = async (): Promise<number> => {
+      const events = await core.listNamespacedEvent({
+        namespace: ESO_NS,
+        fieldSelector: 'involvedObject.kind=Secret,involvedObject.name=eso-provider-ca-internal',
+      });
+      return events.items
+        .filter((e) => e.type === 'Warning' && e.reason === 'Conflict' && e.message?.includes(planted))
+        .reduce((n, e) => n + (e.count ?? 1), 0);
+    };
+    await eventually(async () => (await conflicts()) > 0, 30_000, 'the controller to report the planted bundle');
+    // More reconciles within the interval report nothing more: once per reconcile interval, like every standing conflict.
+    for (let i = 0; i < 3; i++) await controller!.adapter.reconcileNow();
+    expect(await conflicts()).toBe(1);
+    expect(await failures()).toBe(before + 1);
+    const logged = logLines.slice(linesBefore).filter((l) => l.includes(planted));
+    expect(logged).toHaveLength(1);
+    expect(JSON.parse(logged[0]!)).toMatchObject({ trustBundle: planted, msg: expect.stringContaining('trust bundle conflict: ClusterTrustBundle') });
+
+    const { run, report } = await json(POD_MODE);
+    expect(run.code).toBe(1);
+    expect(report.podCertificates!.strays).toEqual({
+      checked: true,
+      names: [planted],
+      problems: [{ kind: 'conflict', message: expect.stringContaining(`ClusterTrustBundle ${planted} of signer ${CLIENT_SIGNER} carries the label`) }],
+    });
+    expect(report.summary).toMatchObject({ problems: 1, exitCode: 1 });
+    const text = await status(POD_MODE, { kubeconfig: plane.identity('status-user').kubeconfigPath });
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain('Other trust bundles selected by the projections of our signers  1 PROBLEM');
+    // Left alone: not ours to rewrite or delete.
+    expect((await api.get<Ctb>(`${CTB_PATH}/${planted}`)).spec.trustBundle).toBe(rogue.ca.certificate.pem);
+    await api.request('DELETE', `${CTB_PATH}/${planted}`);
+    expect((await json(POD_MODE)).report.podCertificates!.strays).toEqual({ checked: true, names: [], problems: [] });
+  });
 });

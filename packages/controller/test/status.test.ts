@@ -164,6 +164,39 @@ describe('eso-mtls status', () => {
     );
   });
 
+  it('with --max-namespaces, shows the namespaces the cap leaves out as the controller run with it does (not_served, exit 1)', async () => {
+    // Scale: 4 provider namespaces, a cap of 3; the controller is restarted with the cap.
+    await controller!.stop();
+    controller = await startTestController(plane.adminKubeconfigPath, ['--max-namespaces=3']);
+    await createProviderNamespace(admin, 'team-d', ['azure']);
+    await eventually(async () => controller!.adapter.status.namespacesNotServed().cap === 1, 30_000, 'the capped controller to leave team-d out');
+    const cap = ['--max-namespaces=3'];
+    const text = await status(cap);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain('provider namespaces served: at most 3, the newest beyond it left out (flag)');
+    expect(text.stdout).toMatch(
+      /Namespace team-d {2}1 PROBLEM\n {2}Services {9}azure\n {2}problem \(not_served\): namespace team-d is not served: at most 3 provider namespaces are/,
+    );
+    expect(text.stdout).toContain('Summary: 1 problem needs attention (exit code 1)');
+    for (const argv of [cap, [...cap, '-n', 'team-d']]) {
+      const run = await runCli('status', ['--kubeconfig', plane.identity('status-user').kubeconfigPath, '-o', 'json', ...argv.slice(1)], {
+        ESO_MTLS_MAX_NAMESPACES: '3',
+      });
+      outputs.push(run.stdout, run.stderr);
+      const report = JSON.parse(run.stdout) as StatusReport;
+      expect(report.policy).toMatchObject({ maxNamespaces: 3, sources: { 'max-namespaces': 'env' } });
+      const shown = argv.length > 1 ? ['team-d'] : ['team-a', 'team-b', 'team-c', 'team-d'];
+      expect(report.namespaces.map((n) => n.namespace)).toEqual(shown);
+      expect(report.namespaces.find((n) => n.namespace === 'team-d')).toMatchObject({ checked: true, dnsNames: [], problems: [{ kind: 'not_served' }] });
+      expect(report.summary).toEqual({ healthy: false, problems: 1, unchecked: 0, exitCode: 1 });
+    }
+    // -n of a namespace the cap keeps: it is ranked among all of them, so it is served and healthy.
+    expect((await json([...cap, '-n', 'team-a'])).run.code).toBe(0);
+    // Without the controller's cap, status would expect team-d's Secret: the disagreement this flag removes.
+    expect((await json()).report.namespaces.find((n) => n.namespace === 'team-d')!.problems.map((p) => p.kind)).toEqual(['missing']);
+    await core.deleteNamespacedService({ namespace: 'team-d', name: 'azure' });
+  });
+
   it('exits 1 naming each problem: a deleted Secret, a foreign Secret, a leaf signed by another CA, garbage', async () => {
     await controller!.stop();
     controller = undefined;

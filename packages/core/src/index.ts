@@ -64,6 +64,7 @@ export {
 export { observePublishedBundle, type PublishedBundle, publishedBundleWrite } from './published-bundle.js';
 export { MAX_POD_LIFETIME, MIN_POD_LIFETIME, type PodValidity } from './pod-validity.js';
 export {
+  caKeyField,
   type DataProblem,
   type KeyedCertificate,
   observeCaSecret,
@@ -72,6 +73,7 @@ export {
   type ObservedLeafSecret,
   observeLeafSecret,
   type SecretData,
+  SecretKeys,
 } from './observe.js';
 export { bundlePem, CertificateParseError, parseCertificate, splitPemCertificates } from './parse.js';
 export { decodePemBlocks, encodePem, type PemBlock, PemError } from './pem.js';

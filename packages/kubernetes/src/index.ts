@@ -27,8 +27,16 @@ export { Limiter } from './limiter.js';
 export { type Logger, silentLogger } from './logger.js';
 export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './options.js';
 export { terminalCondition } from './pod-requests.js';
+export { planContext, type PlanSettings } from './plan-context.js';
 export { type PodCertificateOptions, type PodCertificateSigner, type PodSigningResult } from './pod-signer.js';
-export { TRUST_BUNDLE_LABEL, trustBundleName } from './trust-bundles.js';
+export {
+  type ClusterTrustBundle,
+  type StrayTrustBundle,
+  strayTrustBundles,
+  TRUST_BUNDLE_LABEL,
+  TRUST_BUNDLE_SELECTOR,
+  trustBundleName,
+} from './trust-bundles.js';
 export {
   COMPONENT_LABEL,
   DEFAULT_CA_SECRET_NAME,

@@ -19,6 +19,7 @@ import type { EventRecorder } from './event-recorder.js';
 import type { Logger } from './logger.js';
 import type { PodCertificateSigner } from './pod-signer.js';
 import type { OrphanPruner } from './pruner.js';
+import { planContext } from './plan-context.js';
 import { RoundWrites } from './round-writes.js';
 import type { SecretWriter } from './secret-writer.js';
 import { ServiceDirectory } from './service-directory.js';
@@ -123,15 +124,14 @@ export class ReconcileRound {
     const { policy, cache, pods, bounds } = this.deps;
     const now = clock();
     const snapshot = pods ? { ...built.snapshot, trustBundles: pods.trustBundles.observed() } : built.snapshot;
-    const plan = planRotation(snapshot, {
-      now,
+    const settings = {
       policy,
-      cache,
-      ...(pods ? { podCertificateMaxValidity: pods.signer.options.maxValidity } : {}),
-      ...(bounds?.maxIssuances === undefined ? {} : { maxIssuances: bounds.maxIssuances }),
-      ...(bounds?.maxNamespaces === undefined ? {} : { maxNamespaces: bounds.maxNamespaces }),
-      ...(this.deps.namespaceRequirement ? { namespaceRequirement: this.deps.namespaceRequirement } : {}),
-    });
+      podCertificateMaxValidity: pods?.signer.options.maxValidity,
+      maxIssuances: bounds?.maxIssuances,
+      maxNamespaces: bounds?.maxNamespaces,
+      namespaceRequirement: this.deps.namespaceRequirement,
+    };
+    const plan = planRotation(snapshot, planContext(settings, now, cache));
     this.deps.status?.update(plan);
     const services = new ServiceDirectory(built.services);
     this.reports.report(plan, now, services);
@@ -159,9 +159,10 @@ export class ReconcileRound {
       const last = this.bundleReports.get(f.name);
       if (last !== undefined && now - last < this.deps.policy.reconcileInterval) continue;
       this.bundleReports.set(f.name, now);
-      if (published.conflicts.includes(f)) hooks.onCaRotationFailure?.();
-      logger.warn({ trustBundle: f.name, error: f.message }, 'publishing a trust bundle failed; retrying');
-      events.record({ kind: 'Secret', ...pods.caEventTarget }, 'Warning', 'Failed', f.message);
+      const conflict = published.conflicts.includes(f);
+      if (conflict) hooks.onCaRotationFailure?.();
+      logger.warn({ trustBundle: f.name, error: f.message }, conflict ? `trust bundle conflict: ${f.message}` : 'publishing a trust bundle failed; retrying');
+      events.record({ kind: 'Secret', ...pods.caEventTarget }, 'Warning', conflict ? 'Conflict' : 'Failed', f.message);
     }
     const signed = await pods.signer.signPending(ca, clock, writesAllowed);
     pods.signer.refreshStaleNames(clock());

@@ -11,6 +11,7 @@ export const TRUST_BUNDLE_SELECTOR = `${TRUST_BUNDLE_LABEL}=true`;
 
 /** A ClusterTrustBundle (certificates.k8s.io/v1), as much of it as we read. */
 export interface ClusterTrustBundle {
+  /** Its name, labels and annotations (cluster-scoped: no namespace). */
   readonly metadata?: {
     readonly name?: string;
     readonly namespace?: string;
@@ -18,6 +19,7 @@ export interface ClusterTrustBundle {
     readonly labels?: Readonly<Record<string, string>>;
     readonly annotations?: Readonly<Record<string, string>>;
   };
+  /** Its signer name, and the PEM CA certificates it holds. */
   readonly spec?: { readonly signerName?: string; readonly trustBundle?: string };
 }
 
@@ -29,12 +31,50 @@ export function trustBundleName(signerName: string): string {
   return `${signerName.replaceAll('/', ':')}:ca`;
 }
 
+/** A ClusterTrustBundle the shipped projections select besides ours, and why that is a conflict. */
+export interface StrayTrustBundle {
+  /** The bundle's name. */
+  readonly name: string;
+  /** Which of our signer names it is for. */
+  readonly signerName: string;
+  /** The conflict, in a sentence for an Event, a log line and `eso-mtls status`. */
+  readonly message: string;
+}
+
+/**
+ * The bundles among `bundles` that carry our label for one of `signerNames` under another name
+ * than that signer's bundle of ours. Every shipped projection selects by signer name and that
+ * label, so the kubelet adds what each holds to the pods' trust as if we had published it. Making
+ * one needs `attest` on the signer name. By name, at most `max` (the rest are not named).
+ */
+export function strayTrustBundles(bundles: Iterable<ClusterTrustBundle>, signerNames: readonly string[], max = MAX_STRAYS): StrayTrustBundle[] {
+  const strays: StrayTrustBundle[] = [];
+  for (const b of bundles) {
+    const signerName = b.spec?.signerName;
+    const name = b.metadata?.name ?? '';
+    if (signerName === undefined || !signerNames.includes(signerName) || b.metadata?.labels?.[TRUST_BUNDLE_LABEL] !== 'true') continue;
+    if (name === trustBundleName(signerName)) continue;
+    const message =
+      `ClusterTrustBundle ${name} of signer ${signerName} carries the label ${TRUST_BUNDLE_SELECTOR} but is not ${trustBundleName(signerName)}, ` +
+      `the bundle this installation publishes: every shipped projection of ${signerName} selects it too, so pods trust the CAs it holds. ` +
+      `It is left alone: delete it, or remove its label ${TRUST_BUNDLE_LABEL}`;
+    strays.push({ name, signerName, message });
+  }
+  return strays.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).slice(0, max);
+}
+
+/** Stray bundles named per report: each needs `attest`, but their number is still not ours to trust. */
+const MAX_STRAYS = 20;
+
 /** How one publish went, for the round's counts. */
 export interface PublishResult {
   readonly written: number;
   /** Writes that failed; retried with the reconciler's backoff. */
   readonly failed: readonly { readonly name: string; readonly message: string }[];
-  /** Bundles of our names that another party wrote: left alone, a standing problem rather than a failure to retry. */
+  /**
+   * Bundles of our names that another party wrote, and bundles of our signers and label under other
+   * names ({@link strayTrustBundles}): left alone, a standing problem rather than a failure to retry.
+   */
   readonly conflicts: readonly { readonly name: string; readonly message: string }[];
 }
 
@@ -75,7 +115,7 @@ export class TrustBundles {
   async publish(ca: MaterializedCa, now: Instant): Promise<PublishResult> {
     let written = 0;
     const failed: { name: string; message: string }[] = [];
-    const conflicts: { name: string; message: string }[] = [];
+    const conflicts: { name: string; message: string }[] = strayTrustBundles(this.informer.list(), this.signerNames);
     for (const signer of this.signerNames) {
       const name = trustBundleName(signer);
       const existing = this.informer.get('', name);

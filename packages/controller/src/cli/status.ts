@@ -1,5 +1,8 @@
 import { CertificateCache } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
+import { loadPkcs11Backend } from '../controller.js';
+import { createLogger } from '../logger.js';
+import { tokenAwareVerifier } from '../status/ca-keys.js';
 import { ClusterUnreachableError, readClusterState } from '../status/cluster-state.js';
 import { connectAsUser } from '../status/connect.js';
 import { evaluateStatus } from '../status/evaluate.js';
@@ -76,13 +79,31 @@ export async function runStatusCommand(
       secretMode: assumed.secretMode ?? true,
       ...(assumed.podCertificates ? { podCertificates: assumed.podCertificates } : {}),
       ...(assumed.namespaceRequirement ? { namespaceRequirement: assumed.namespaceRequirement } : {}),
+      ...(assumed.maxNamespaces === undefined ? {} : { maxNamespaces: assumed.maxNamespaces }),
     });
   } catch (e) {
     const why = e instanceof ClusterUnreachableError ? e.message : `cannot read the cluster at ${api.connection.server}: ${(e as Error).message}`;
     streams.stderr.write(`${COMMAND}: ${why}\n`);
     return StatusExit.unreachable;
   }
-  const report = evaluateStatus(state, assumed, now(), new CertificateCache(createNodeCryptoBackend().verifier), namespace);
+  // With --hsm-*, the CA keys in the token are checked through the controller's own PKCS#11 backend.
+  let token;
+  try {
+    token = read.options.pkcs11 && (await loadPkcs11Backend(read.options.pkcs11, env, createLogger('silent')));
+  } catch (e) {
+    streams.stderr.write(`${COMMAND}: ${(e as Error).message}\n`);
+    return StatusExit.usage;
+  }
+  let report;
+  try {
+    const { verifier, keys } = tokenAwareVerifier(
+      createNodeCryptoBackend().verifier,
+      token && read.options.pkcs11 && { label: read.options.pkcs11.tokenLabel, verifier: token.verifier },
+    );
+    report = evaluateStatus(state, assumed, now(), new CertificateCache(verifier), namespace, keys);
+  } finally {
+    token?.close();
+  }
   try {
     if (output === 'json') streams.stdout.write(renderJson(report));
     else if (output === 'yaml') streams.stdout.write(renderYaml(report));

@@ -3,8 +3,12 @@ import {
   KubeApiError,
   type KubeRestClient,
   type ListPage,
+  type ClusterTrustBundle,
   PROVIDER_SERVICE_SELECTOR,
+  type StrayTrustBundle,
+  TRUST_BUNDLE_SELECTOR,
   certificatesPath,
+  strayTrustBundles,
   corePath,
   terminalCondition,
   trimSecret,
@@ -26,6 +30,11 @@ export interface StatusScope {
   readonly podCertificates?: { readonly serverSignerName: string; readonly clientSignerName: string };
   /** The controller's `--require-namespace-label`: the namespaces carrying it are listed. */
   readonly namespaceRequirement?: NamespaceRequirement;
+  /**
+   * The controller's `--max-namespaces`: with a cap, every provider namespace's Services and Secret
+   * are read even with `namespace` set, since whether one is served depends on all of them.
+   */
+  readonly maxNamespaces?: number;
 }
 
 /** A Secret read by name: its content (undefined when absent), or why it could not be read. */
@@ -82,10 +91,15 @@ export type SignerRequestsRead = { readonly signerName: string } & (
   { readonly kind: 'read'; readonly requests: readonly RequestSummary[]; readonly truncated: boolean } | { readonly kind: 'unreadable'; readonly why: string }
 );
 
+/** The ClusterTrustBundles of our signers and label under other names than ours, or why they could not be listed. */
+export type StrayBundlesRead = { readonly kind: 'read'; readonly strays: readonly StrayTrustBundle[] } | { readonly kind: 'unreadable'; readonly why: string };
+
 /** What status read of the pod-certificate mode, for the server signer then the client signer. */
 export interface PodCertificateState {
   readonly trustBundles: readonly TrustBundleRead[];
   readonly requests: readonly SignerRequestsRead[];
+  /** Bundles the shipped projections select besides ours. */
+  readonly strays: StrayBundlesRead;
 }
 
 /** The first read (the labelled Services) failed: nothing can be shown. */
@@ -100,6 +114,8 @@ const PAGE = 500;
  * for in that time (each asks once per refresh, about every 16 hours with 24-hour leaves).
  */
 const MAX_REQUESTS = 10_000;
+/** ClusterTrustBundles with our label read, at most. */
+const MAX_LABELLED_BUNDLES = 1_000;
 /** A condition reason as kept: the apiserver allows 1,024 characters; a signer's reasons are words. */
 const MAX_REASON = 128;
 const forbidden = (e: unknown): boolean => e instanceof KubeApiError && (e.code === 403 || e.code === 401);
@@ -160,11 +176,12 @@ async function readAllowedNamespaces(api: KubeRestClient, requirement: Namespace
  * throws {@link ClusterUnreachableError}, since nothing can be shown without it.
  */
 export async function readClusterState(api: KubeRestClient, scope: StatusScope): Promise<ClusterState> {
+  const only = scope.maxNamespaces === undefined ? scope.namespace : undefined;
   let services: V1Service[];
   try {
-    services = (await listAll<V1Service>(api, corePath('services', scope.namespace), { labelSelector: PROVIDER_SERVICE_SELECTOR })).map(trimService);
+    services = (await listAll<V1Service>(api, corePath('services', only), { labelSelector: PROVIDER_SERVICE_SELECTOR })).map(trimService);
   } catch (e) {
-    const where = scope.namespace === undefined ? 'in any namespace' : `in namespace ${scope.namespace}`;
+    const where = only === undefined ? 'in any namespace' : `in namespace ${only}`;
     const why = forbidden(e) ? 'the apiserver refused: it needs list on services (ClusterRole eso-mtls-status)' : (e as Error).message;
     throw new ClusterUnreachableError(`cannot list the Services labelled ${PROVIDER_SERVICE_SELECTOR} ${where}: ${why}`, { cause: e });
   }
@@ -172,7 +189,7 @@ export async function readClusterState(api: KubeRestClient, scope: StatusScope):
   let providerSecrets: V1Secret[] | undefined;
   // Pod-certificate mode only: the controller neither reads nor writes provider Secrets.
   if (scope.secretMode === false) providerSecrets = [];
-  else if (scope.namespace === undefined) {
+  else if (only === undefined) {
     try {
       // The controller's own selector: RBAC may grant list by this name only.
       providerSecrets = (await listAll<V1Secret>(api, corePath('secrets'), { fieldSelector: `metadata.name=${PROVIDER_SECRET_NAME}` })).map(trimSecret);
@@ -241,6 +258,26 @@ async function readTrustBundle(api: KubeRestClient, signerName: string): Promise
   }
 }
 
+/**
+ * The bundles the shipped projections select besides ours, as the controller's trust-bundle watch
+ * sees them (our label), judged by the controller's own {@link strayTrustBundles}. At most
+ * {@link MAX_LABELLED_BUNDLES} are read: far more than a cluster has signers.
+ */
+async function readStrayBundles(api: KubeRestClient, signerNames: readonly string[]): Promise<StrayBundlesRead> {
+  try {
+    const { items } = await listPages<ClusterTrustBundle>(
+      api,
+      certificatesPath('clustertrustbundles'),
+      { labelSelector: TRUST_BUNDLE_SELECTOR },
+      MAX_LABELLED_BUNDLES,
+    );
+    return { kind: 'read', strays: strayTrustBundles(items, signerNames) };
+  } catch (e) {
+    if (!forbidden(e)) throw e;
+    return { kind: 'unreadable', why: refusal(e, `the ClusterTrustBundles labelled ${TRUST_BUNDLE_SELECTOR}`, 'list on clustertrustbundles') };
+  }
+}
+
 /** What status keeps of a request: names, age and its terminal condition (the apiserver allows one). */
 function summarize(r: PodCertificateRequestObject): RequestSummary {
   const terminal = terminalCondition(r);
@@ -279,5 +316,5 @@ async function readPodCertificateState(
   const names = [signers.serverSignerName, signers.clientSignerName];
   const trustBundles = await Promise.all(names.map((n) => readTrustBundle(api, n)));
   const requests = await Promise.all(names.map((n) => readSignerRequests(api, n, namespace)));
-  return { trustBundles, requests };
+  return { trustBundles, requests, strays: await readStrayBundles(api, names) };
 }

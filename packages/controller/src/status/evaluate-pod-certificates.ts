@@ -10,8 +10,17 @@ import {
   observePublishedBundle,
 } from '@eso-mtls/core';
 import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, TRUST_BUNDLE_LABEL, isOurTrustBundle } from '@eso-mtls/kubernetes';
-import { type PodCertificateState, type SignerRequestsRead, type TrustBundleRead } from './cluster-state.js';
-import type { BundleCertificateReport, PodCertificatesReport, Problem, ReasonCount, SignerRequestsReport, TrustBundleReport } from './report.js';
+import { counted } from './counted.js';
+import { type PodCertificateState, type SignerRequestsRead, type StrayBundlesRead, type TrustBundleRead } from './cluster-state.js';
+import type {
+  BundleCertificateReport,
+  PodCertificatesReport,
+  Problem,
+  ReasonCount,
+  SignerRequestsReport,
+  StrayBundlesReport,
+  TrustBundleReport,
+} from './report.js';
 
 /** `app.kubernetes.io/component` of the controller's ClusterTrustBundles, as its TrustBundles writes it. */
 /** Long-pending requests listed per signer; the count says how many more. */
@@ -121,6 +130,12 @@ function evaluateTrustBundle(read: TrustBundleRead, ctx: PodCertificateContext):
   return { ...base, checked: true, exists: true, ours: true, certificates: (held ?? []).map((c) => bundleFacts(c, ctx.now)), current, problems };
 }
 
+/** Each stray bundle is a conflict, with the controller's own message. */
+function evaluateStrays(read: StrayBundlesRead): StrayBundlesReport {
+  if (read.kind === 'unreadable') return { checked: false, unchecked: read.why, names: [], problems: [] };
+  return { checked: true, names: read.strays.map((s) => s.name), problems: read.strays.map((s) => ({ kind: 'conflict', message: s.message })) };
+}
+
 /** Reasons by count, most frequent first; beyond {@link LISTED_REASONS}, one entry sums the rest. */
 function reasonCounts(reasons: readonly string[]): ReasonCount[] {
   const counts = new Map<string, number>();
@@ -128,7 +143,7 @@ function reasonCounts(reasons: readonly string[]): ReasonCount[] {
   const sorted = [...counts].map(([reason, count]) => ({ reason, count })).sort((a, b) => b.count - a.count || a.reason.localeCompare(b.reason));
   if (sorted.length <= LISTED_REASONS) return sorted;
   const rest = sorted.slice(LISTED_REASONS);
-  return [...sorted.slice(0, LISTED_REASONS), { reason: `(${rest.length} other reasons)`, count: rest.reduce((n, r) => n + r.count, 0) }];
+  return [...sorted.slice(0, LISTED_REASONS), { reason: `(${counted(rest.length, 'other reason')})`, count: rest.reduce((n, r) => n + r.count, 0) }];
 }
 
 /** One signer's requests: counts by outcome, the reasons seen, and those pending for longer than the threshold. */
@@ -147,7 +162,7 @@ function evaluateSignerRequests(read: SignerRequestsRead, ctx: PodCertificateCon
     problems.push({
       kind: 'pending',
       message:
-        `${late.length} PodCertificateRequest${late.length === 1 ? '' : 's'} for ${read.signerName} pending for longer than ${formatDuration(ctx.pendingThreshold)} ` +
+        `${counted(late.length, 'PodCertificateRequest')} for ${read.signerName} pending for longer than ${formatDuration(ctx.pendingThreshold)} ` +
         `(oldest ${oldest.namespace}/${oldest.name} for pod ${oldest.podName}, created ${iso(oldest.createdAt!)}): the controller decides a request within seconds, ` +
         `at the latest at its next full reconcile; check that it runs with this mode and signer name, and its logs`,
     });
@@ -176,6 +191,7 @@ export function evaluatePodCertificates(state: PodCertificateState, ctx: PodCert
   return {
     pendingThreshold: formatDuration(ctx.pendingThreshold),
     trustBundles: state.trustBundles.map((read) => evaluateTrustBundle(read, ctx)),
+    strays: evaluateStrays(state.strays),
     signers: state.requests.map((read) => evaluateSignerRequests(read, ctx)),
   };
 }

@@ -2,6 +2,11 @@ import {
   type CertificateCache,
   type CertificateView,
   type Instant,
+  type Observed,
+  type KeyedCertificate,
+  type SecretData,
+  caKeyField,
+  SecretKeys,
   IssuanceLedger,
   type Plan,
   PROVIDER_LABEL,
@@ -15,14 +20,17 @@ import {
   observeLeafSecret,
   planRotation,
   renewalTime,
+  type ExclusionReason,
 } from '@eso-mtls/core';
-import { SnapshotBuilder, type SnapshotSource, installationId } from '@eso-mtls/kubernetes';
+import { SnapshotBuilder, type SnapshotSource, installationId, planContext } from '@eso-mtls/kubernetes';
+import { type TokenKeys, isTokenReference } from './ca-keys.js';
 import type { ClusterState, SecretRead } from './cluster-state.js';
 import { evaluatePodCertificates, observedTrustBundles, pendingThreshold } from './evaluate-pod-certificates.js';
 import { statusExitCode } from './exit-codes.js';
 import type { AssumedPolicy } from './options.js';
 import type {
   CaCertificateReport,
+  CaKeyReport,
   CaReport,
   CertificateFacts,
   ClientReport,
@@ -30,6 +38,7 @@ import type {
   NamespaceReport,
   PolicyReport,
   Problem,
+  ProblemKind,
   StatusReport,
 } from './report.js';
 
@@ -62,6 +71,9 @@ function snapshotSource(state: ClusterState, assumed: AssumedPolicy): SnapshotSo
     ...(allowed ? { allowedNamespaces: allowed } : {}),
   };
 }
+
+/** The problem of a namespace the plan leaves out, by the rule that left it out. */
+const EXCLUSION_PROBLEM: Readonly<Record<ExclusionReason, ProblemKind>> = { cap: 'not_served', not_allowed: 'not_allowed' };
 
 /** What a CA that status could not read leaves unknown: signature checks against it are not made. */
 const CA_REASONS = new Set(['ca_mismatch', 'ca_rotated']);
@@ -126,17 +138,50 @@ function evaluateLeaf(target: SecretTarget, label: string, secret: SecretState |
   return { ...result, problems };
 }
 
+const REFERENCE_FIELDS = { active: SecretKeys.caKeyReference, next: SecretKeys.nextKeyReference } as const;
+const text = (v: SecretData[string]): string => (v === undefined ? '' : typeof v === 'string' ? v : new TextDecoder().decode(v));
+
+/**
+ * A CA slot whose key is a reference to a PKCS#11 token: whether the token holds it, or why that
+ * was not checked. A token status was not told of is not a problem (the controller holds the
+ * token, not the person running status); one it was told of and could not ask is.
+ */
+function tokenKey(
+  slot: 'active' | 'next',
+  data: SecretData,
+  pair: Observed<KeyedCertificate> | undefined,
+  keys: TokenKeys,
+): { report: CaKeyReport; problem?: Problem } | undefined {
+  const field = caKeyField(data, slot);
+  const reference = text(data[field]);
+  if (field !== REFERENCE_FIELDS[slot] || !isTokenReference(reference)) return undefined;
+  const base = { slot, field };
+  if (keys.token === undefined) {
+    const detail = "key in a PKCS#11 token, not checked: give status the controller's --hsm-module, --hsm-token-label and PIN to check it";
+    return { report: { ...base, checked: false, detail } };
+  }
+  if (!pair?.ok) return { report: { ...base, checked: false, detail: `not checked: the ${slot} CA certificate is unusable` } };
+  const why = keys.unavailable(reference);
+  if (why === undefined) return { report: { ...base, checked: true, detail: `the token ${keys.token} holds the key of this CA` } };
+  const detail = `the token ${keys.token} could not be asked about the ${slot} CA's key (${field}): ${why}`;
+  return {
+    report: { ...base, checked: false, detail },
+    problem: { kind: 'unreachable', message: `${detail}; if the controller sees the same, it cannot sign (docs/hsm.md)` },
+  };
+}
+
 /** The CA Secret: its certificates, what is wrong with it, and the CA write due now. */
 function evaluateCa(
   secretName: string,
   read: SecretRead,
   state: SecretState | undefined,
-  ctx: Omit<LeafContext, 'activeCa' | 'caUnknown'>,
+  ctx: Omit<LeafContext, 'activeCa' | 'caUnknown'> & { readonly keys: TokenKeys },
 ): CaReport & { activeCa?: CertificateView } {
   const { now, plan, cache } = ctx;
   if (read.kind === 'unreadable') return { secret: secretName, checked: false, unchecked: read.why, certificates: [], problems: [] };
   const problems: Problem[] = [];
   const certificates: CaCertificateReport[] = [];
+  const keys: CaKeyReport[] = [];
   let activeCa: CertificateView | undefined;
   if (state === undefined) problems.push({ kind: 'missing', message: `the CA Secret ${secretName} does not exist; the controller creates it` });
   else if (state.ownership === 'placeholder')
@@ -151,6 +196,9 @@ function evaluateCa(
       ['active', observed.active],
       ['next', observed.next],
     ] as const) {
+      const key = tokenKey(slot, state.data, pair, ctx.keys);
+      if (key) keys.push(key.report);
+      if (key?.problem) problems.push(key.problem);
       if (pair === undefined) continue;
       if (!pair.ok) {
         problems.push({ kind: 'invalid', message: `the CA Secret ${secretName}, ${slot} CA: ${pair.problem}: ${pair.detail}` });
@@ -176,6 +224,7 @@ function evaluateCa(
     secret: secretName,
     checked: true,
     certificates,
+    ...(keys.length > 0 ? { keys } : {}),
     ...(due ? { due } : {}),
     ...(plan.status.signingPausedUntil ? { signingPausedUntil: iso(plan.status.signingPausedUntil) } : {}),
     problems,
@@ -204,6 +253,7 @@ function policyReport(assumed: AssumedPolicy): PolicyReport {
       ? { serverSignerName: pods.serverSignerName, clientSignerName: pods.clientSignerName, podCertificateMaxValidity: formatDuration(pods.maxValidity) }
       : {}),
     ...(assumed.namespaceRequirement ? { requireNamespaceLabel: formatNamespaceRequirement(assumed.namespaceRequirement) } : {}),
+    ...(assumed.maxNamespaces === undefined ? {} : { maxNamespaces: assumed.maxNamespaces }),
     sources: Object.fromEntries(assumed.sources),
   };
 }
@@ -212,9 +262,18 @@ function policyReport(assumed: AssumedPolicy): PolicyReport {
  * Judges the cluster as the controller would: the snapshot is built by the controller's own
  * SnapshotBuilder, planned by the core's planRotation with the same policy (and, in
  * pod-certificate mode, the same published bundles and longest pod certificate), and every Secret
- * is read with the core's observe functions. Pure apart from the cache's memo tables.
+ * is read with the core's observe functions. `keys` is what the cache's verifier learnt of CA keys
+ * in a PKCS#11 token (see tokenAwareVerifier in ca-keys.ts); by default none was given. Pure apart
+ * from the cache's memo tables.
  */
-export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now: Instant, cache: CertificateCache, namespaceFilter?: string): StatusReport {
+export function evaluateStatus(
+  state: ClusterState,
+  assumed: AssumedPolicy,
+  now: Instant,
+  cache: CertificateCache,
+  namespaceFilter?: string,
+  keys: TokenKeys = { token: undefined, unavailable: () => undefined },
+): StatusReport {
   const { policy, caSecretName, clientSecretName, podCertificates: pods } = assumed;
   const secretMode = assumed.secretMode ?? true;
   const esoNamespace = policy.esoNamespace;
@@ -235,14 +294,11 @@ export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now:
   // With a namespace requirement, planned as the controller plans once its namespace list is synced;
   // when that list could not be read, each provider namespace is said to be unchecked below.
   const requirement = state.allowedNamespaces?.kind === 'read' ? assumed.namespaceRequirement : undefined;
-  const plan = planRotation(snapshot, {
-    now,
-    policy,
-    cache,
-    ...(pods ? { podCertificateMaxValidity: pods.maxValidity } : {}),
-    ...(requirement ? { namespaceRequirement: requirement } : {}),
-  });
-  const { activeCa, ...ca } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache });
+  // The controller's plan context; only the bound on issuances is left out, so that every leaf due
+  // now is shown as due rather than deferred to a later round.
+  const settings = { policy, podCertificateMaxValidity: pods?.maxValidity, maxNamespaces: assumed.maxNamespaces, namespaceRequirement: requirement };
+  const plan = planRotation(snapshot, planContext(settings, now, cache));
+  const { activeCa, ...ca } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache, keys });
   const ctx: LeafContext = { now, assumed, plan, cache, activeCa, caUnknown: !ca.checked };
 
   const clientName = `${esoNamespace}/${clientSecretName}`;
@@ -259,11 +315,13 @@ export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now:
   const allowanceUnknown = state.allowedNamespaces?.kind === 'unreadable' ? state.allowedNamespaces.why : undefined;
   for (const ns of snapshot.namespaces) {
     if (ns.services.length === 0 && !state.unreadableNamespaces.has(ns.namespace)) continue; // a Secret left behind: the controller leaves it alone
+    // With a cap every namespace was read, to rank them as the controller does; only the filtered one is shown.
+    if (namespaceFilter !== undefined && ns.namespace !== namespaceFilter) continue;
     const base = { namespace: ns.namespace, secret: `${ns.namespace}/${PROVIDER_SECRET_NAME}`, services: ns.services.map((s) => s.name) };
-    const notAllowed = plan.excluded.find((e) => e.namespace === ns.namespace && e.reason === 'not_allowed');
-    if (notAllowed) {
+    const excluded = plan.excluded.find((e) => e.namespace === ns.namespace);
+    if (excluded) {
       // Left out whole, as the controller leaves it: its Secret is not judged, so no "missing" beside it.
-      namespaces.push({ ...base, checked: true, dnsNames: [], problems: [{ kind: 'not_allowed', message: notAllowed.message }] });
+      namespaces.push({ ...base, checked: true, dnsNames: [], problems: [{ kind: EXCLUSION_PROBLEM[excluded.reason], message: excluded.message }] });
       continue;
     }
     const unreadable = (ns.services.length > 0 ? allowanceUnknown : undefined) ?? state.unreadableNamespaces.get(ns.namespace);
@@ -300,7 +358,7 @@ export function evaluateStatus(state: ClusterState, assumed: AssumedPolicy, now:
   const podCertificates =
     podState &&
     evaluatePodCertificates(podState, { now, plan, cache, caUnknown: !ca.checked, installation, pendingThreshold: pendingThreshold(policy.reconcileInterval) });
-  const all = [ca, client, ...namespaces, ...(podCertificates ? [...podCertificates.trustBundles, ...podCertificates.signers] : [])];
+  const all = [ca, client, ...namespaces, ...(podCertificates ? [...podCertificates.trustBundles, podCertificates.strays, ...podCertificates.signers] : [])];
   const problems = all.reduce((n, r) => n + r.problems.length, 0);
   const unchecked = all.filter((r) => !r.checked).length;
   const exitCode = statusExitCode({ problems, unchecked });

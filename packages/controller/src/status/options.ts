@@ -4,8 +4,8 @@ import { existsSync } from 'node:fs';
 import { type NamespaceRequirement, type Policy, isDnsLabel } from '@eso-mtls/core';
 import type { PodCertificateOptions } from '@eso-mtls/kubernetes';
 import { type FlagSyntax, readArgv } from '../cli/args.js';
-import { parseControllerConfig } from '../config.js';
-import { CONTROLLER_FLAGS, type FlagSpec, envVarOf } from '../flags.js';
+import { type Pkcs11Config, parseControllerConfig } from '../config.js';
+import { CONTROLLER_FLAGS, type FlagSpec, PIN_ENV, envVarOf } from '../flags.js';
 
 /**
  * The controller's flags that decide what status expects, read from the same environment
@@ -25,7 +25,13 @@ const POLICY_FLAG_NAMES = [
   'client-signer-name',
   'pod-certificate-max-validity',
   'require-namespace-label',
+  'max-namespaces',
 ] as const;
+/**
+ * The controller's flags naming the PKCS#11 token of the CA keys: with them, status asks the token
+ * whether it holds each CA's key; without them, a CA key kept there is shown as not checked.
+ */
+const HSM_FLAG_NAMES = ['hsm-module', 'hsm-token-label', 'hsm-pin-file'] as const;
 const ESO_NAMESPACE: FlagSpec = { ...CONTROLLER_FLAGS.find((f) => f.name === 'namespace')!, name: 'eso-namespace' };
 const POLICY_FLAGS: readonly FlagSpec[] = [ESO_NAMESPACE, ...POLICY_FLAG_NAMES.map((n) => CONTROLLER_FLAGS.find((f) => f.name === n)!)];
 const CONNECTION_FLAGS: readonly FlagSpec[] = [
@@ -46,7 +52,7 @@ const KUBECONFIG: CliFlag = {
   name: 'kubeconfig',
   kind: 'string',
   accepts: 'a path to a kubeconfig file',
-  help: 'kubeconfig with your own credentials (default $KUBECONFIG, then ~/.kube/config, then in-cluster)',
+  help: 'kubeconfig with your own credentials (default $KUBECONFIG when set, else ~/.kube/config, else in-cluster)',
 };
 const shared = (f: FlagSpec): CliFlag => ({
   name: f.name,
@@ -62,6 +68,11 @@ export const STATUS_FLAGS: readonly CliFlag[] = [
   { name: 'namespace', short: 'n', kind: 'string', accepts: 'a namespace name', help: 'show this provider namespace only (default: every one)' },
   { name: 'output', short: 'o', kind: 'string', accepts: 'text, json or yaml', help: 'output format (default text)' },
   ...POLICY_FLAGS.map(shared),
+  ...HSM_FLAG_NAMES.map((n) => shared(CONTROLLER_FLAGS.find((f) => f.name === n)!)).map((f) =>
+    f.name === 'hsm-module'
+      ? { ...f, help: "the controller's PKCS#11 module: check the CA keys it keeps in the token (needs @eso-mtls/pkcs11); unset: not checked" }
+      : f,
+  ),
 ];
 
 /** The flags of `eso-mtls renew`. */
@@ -106,6 +117,8 @@ export interface AssumedPolicy {
   readonly podCertificates?: PodCertificateOptions;
   /** The label a namespace must carry before its labelled Services are served; undefined: none (as for the controller). */
   readonly namespaceRequirement?: NamespaceRequirement;
+  /** The most provider namespaces served (`--max-namespaces`); undefined: no cap (as for the controller). */
+  readonly maxNamespaces?: number;
   /** Flag name (as typed for this command) → where its value came from. */
   readonly sources: ReadonlyMap<string, ValueSource>;
 }
@@ -115,7 +128,9 @@ export interface CliOptions {
   readonly values: ReadonlyMap<string, string>;
   readonly assumed: AssumedPolicy;
   /** The kubeconfig file to use, or undefined for in-cluster credentials. */
-  readonly kubeconfig: string | undefined;
+  readonly kubeconfig: KubeconfigChoice | undefined;
+  /** The PKCS#11 token of the CA keys, as the controller reads `--hsm-*`; undefined: not given. */
+  readonly pkcs11?: Pkcs11Config;
 }
 
 /** The outcome of reading status's or renew's command line. */
@@ -153,10 +168,14 @@ export function readCliOptions(
     controllerEnv[f.env!] = env[f.env!];
     sources.set(f.name, value !== undefined ? 'flag' : env[f.env!] ? 'env' : 'default');
   }
+  // The PIN has a variable and no flag: read as the controller reads it, by the commands that name a token.
+  if (flags.some((f) => f.name === 'hsm-module')) controllerEnv[PIN_ENV] = env[PIN_ENV];
   const parsed = parseControllerConfig(controllerArgv, controllerEnv);
   if (parsed.kind === 'error') return { kind: 'error', message: parsed.error.message.replace(/--namespace\b/g, '--eso-namespace') };
   if (parsed.kind === 'help') return { kind: 'help' };
-  const { policy, caSecretName, clientSecretName, secretMode, podCertificates, namespaceRequirement } = parsed.config;
+  const { policy, caSecretName, clientSecretName, secretMode, podCertificates, namespaceRequirement, maxNamespaces, pkcs11 } = parsed.config;
+  const kubeconfig = chooseKubeconfig(values.get('kubeconfig'), env);
+  if (kubeconfig !== undefined && 'error' in kubeconfig) return { kind: 'error', message: kubeconfig.error };
   return {
     kind: 'options',
     options: {
@@ -168,23 +187,43 @@ export function readCliOptions(
         secretMode,
         ...(podCertificates ? { podCertificates } : {}),
         ...(namespaceRequirement ? { namespaceRequirement } : {}),
+        ...(maxNamespaces === undefined ? {} : { maxNamespaces }),
         sources,
       },
-      kubeconfig: kubeconfigPath(values.get('kubeconfig'), env),
+      kubeconfig,
+      ...(pkcs11 ? { pkcs11 } : {}),
     },
   };
 }
 
+/** The kubeconfig file status or renew reads, and the setting that chose it (errors name that setting). */
+export interface KubeconfigChoice {
+  readonly path: string;
+  readonly setting: '--kubeconfig' | '$KUBECONFIG' | '~/.kube/config';
+}
+
 /**
  * kubectl's choice of kubeconfig: the flag, else the first existing file of $KUBECONFIG, else
- * ~/.kube/config if it exists, else undefined (in-cluster). The controller's ESO_MTLS_KUBECONFIG is
- * not read: status acts with the user's credentials, not the controller's.
+ * ~/.kube/config if it exists, else undefined (in-cluster). As in kubectl, a set $KUBECONFIG is
+ * never followed by ~/.kube/config: when none of its files exists, that is an error naming it. The
+ * controller's ESO_MTLS_KUBECONFIG is not read: status acts with the user's credentials, not the
+ * controller's.
  */
-export function kubeconfigPath(flag: string | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
-  if (flag !== undefined) return flag;
-  const listed = (env.KUBECONFIG ?? '').split(process.platform === 'win32' ? ';' : ':').filter((p) => p !== '');
-  if (listed.length > 0) return listed.find((p) => existsSync(p)) ?? listed[0];
-  const home = env.HOME ?? homedir();
-  const fallback = join(home, '.kube', 'config');
-  return existsSync(fallback) ? fallback : undefined;
+export function chooseKubeconfig(
+  flag: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): KubeconfigChoice | undefined | { readonly error: string } {
+  if (flag !== undefined) return { path: flag, setting: '--kubeconfig' };
+  const separator = process.platform === 'win32' ? ';' : ':';
+  const listed = (env.KUBECONFIG ?? '').split(separator).filter((p) => p !== '');
+  if (listed.length > 0) {
+    const found = listed.find((p) => existsSync(p));
+    if (found !== undefined) return { path: found, setting: '$KUBECONFIG' };
+    const which = listed.length === 1 ? 'no such file' : 'none of the files it lists exists';
+    return {
+      error: `$KUBECONFIG ${env.KUBECONFIG}: ${which}; as with kubectl, ~/.kube/config is not read while KUBECONFIG is set: correct it, unset it, or pass --kubeconfig`,
+    };
+  }
+  const fallback = join(env.HOME ?? homedir(), '.kube', 'config');
+  return existsSync(fallback) ? { path: fallback, setting: '~/.kube/config' } : undefined;
 }

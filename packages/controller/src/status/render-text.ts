@@ -1,3 +1,4 @@
+import { counted } from './counted.js';
 import type { CertificateFacts, Checked, LeafReport, PodCertificatesReport, Problem, ReasonCount, StatusReport } from './report.js';
 
 /** SGR colours, or none: plain text when piped, under NO_COLOR, or on a dumb terminal. */
@@ -26,13 +27,13 @@ export function paletteFor(isTTY: boolean | undefined, env: Readonly<Record<stri
 const yesNo = (v: boolean | null | undefined, p: Palette): string => (v === null || v === undefined ? p.warn('unknown') : v ? p.ok('yes') : p.bad('no'));
 
 function days(c: Pick<CertificateFacts, 'daysLeft'>, p: Palette): string {
-  const text = c.daysLeft < 0 ? `expired ${-c.daysLeft} days ago` : `${c.daysLeft} days left`;
+  const text = c.daysLeft < 0 ? `expired ${counted(-c.daysLeft, 'day')} ago` : `${counted(c.daysLeft, 'day')} left`;
   return c.daysLeft < 0 ? p.bad(text) : text;
 }
 
 function verdict(r: Pick<Checked, 'checked' | 'problems'>, p: Palette): string {
   if (!r.checked) return p.warn('NOT CHECKED');
-  return r.problems.length === 0 ? p.ok('OK') : p.bad(`${r.problems.length} PROBLEM${r.problems.length === 1 ? '' : 'S'}`);
+  return r.problems.length === 0 ? p.ok('OK') : p.bad(counted(r.problems.length, 'PROBLEM'));
 }
 
 function problems(list: readonly Problem[], p: Palette): string[] {
@@ -67,6 +68,11 @@ function podCertificateLines(pods: PodCertificatesReport, p: Palette): string[] 
     if (b.ours) out.push(`  holds the CA Secret's bundle: ${yesNo(b.current, p)}`);
     out.push(...problems(b.problems, p), '');
   }
+  const strays = pods.strays;
+  out.push(`${p.bold('Other trust bundles')} selected by the projections of our signers  ${verdict(strays, p)}`);
+  if (!strays.checked) out.push(`  ${p.warn(strays.unchecked ?? '')}`);
+  else if (strays.names.length === 0) out.push(`  ${p.dim('none')}`);
+  out.push(...problems(strays.problems, p), '');
   for (const r of pods.signers) {
     out.push(`${p.bold('Requests')} ${r.signerName}  ${verdict(r, p)}`);
     if (!r.checked) out.push(`  ${p.warn(r.unchecked ?? '')}`);
@@ -79,7 +85,7 @@ function podCertificateLines(pods: PodCertificatesReport, p: Palette): string[] 
   }
   out.push(
     p.dim(
-      `Requests are those the apiserver still holds (it deletes each 30 minutes after creation); pending longer than ${pods.pendingThreshold} needs attention.`,
+      `Requests are those the apiserver still holds (it deletes each 30 minutes after creation); a request pending longer than ${pods.pendingThreshold} needs attention.`,
     ),
     '',
   );
@@ -109,7 +115,12 @@ export function renderText(report: StatusReport, p: Palette): string {
   if (pol.requireNamespaceLabel) {
     out.push(`  provider namespaces served: only those labelled ${pol.requireNamespaceLabel} ${src('require-namespace-label')}`);
   }
-  if (report.namespaceFilter) out.push(p.dim(`  only namespace ${report.namespaceFilter} was read: the CA schedule below sees its bundle only`));
+  if (pol.maxNamespaces !== undefined) {
+    out.push(`  provider namespaces served: at most ${pol.maxNamespaces}, the newest beyond it left out ${src('max-namespaces')}`);
+  }
+  // With a cap every namespace is read, to rank them as the controller does.
+  if (report.namespaceFilter && pol.maxNamespaces === undefined)
+    out.push(p.dim(`  only namespace ${report.namespaceFilter} was read: the CA schedule below sees its bundle only`));
   out.push('');
 
   const ca = report.ca;
@@ -122,6 +133,7 @@ export function renderText(report: StatusReport, p: Palette): string {
   for (const c of ca.certificates) out.push(`  ${c.slot.padEnd(8)} ${c.subject}, serial ${c.serialNumber}, notAfter ${c.notAfter} (${days(c, p)})`);
   if (ca.checked && !ca.certificates.some((c) => c.slot === 'next')) out.push(`  ${'next'.padEnd(8)} ${p.dim('none')}`);
   if (ca.checked && !ca.certificates.some((c) => c.slot === 'retired')) out.push(`  ${'retired'.padEnd(8)} ${p.dim('none')}`);
+  for (const k of ca.keys ?? []) out.push(`  ${'key'.padEnd(8)} ${k.slot} CA (${k.field}): ${k.checked ? p.ok(k.detail) : p.warn(k.detail)}`);
   if (ca.due) out.push(`  due now: ${ca.due.phases.join(', ')}${ca.due.reason ? ` (${ca.due.reason})` : ''}`);
   if (ca.signingPausedUntil) out.push(`  no CA signs until ${ca.signingPausedUntil}`);
   out.push(...problems(ca.problems, p), '');
@@ -146,8 +158,8 @@ export function renderText(report: StatusReport, p: Palette): string {
   if (report.podCertificates) out.push(...podCertificateLines(report.podCertificates, p));
 
   const s = report.summary;
-  const parts = [s.problems === 0 ? p.ok('no problem') : p.bad(`${s.problems} problem${s.problems === 1 ? '' : 's'} need attention`)];
-  if (s.unchecked > 0) parts.push(p.warn(`${s.unchecked} object${s.unchecked === 1 ? '' : 's'} not checked for lack of rights`));
+  const parts = [s.problems === 0 ? p.ok('no problem') : p.bad(`${counted(s.problems, 'problem')} ${s.problems === 1 ? 'needs' : 'need'} attention`)];
+  if (s.unchecked > 0) parts.push(p.warn(`${counted(s.unchecked, 'object')} not checked for lack of rights`));
   out.push(`${p.bold('Summary')}: ${parts.join('; ')} (exit code ${s.exitCode})`);
   out.push(p.dim('Private keys were read only to check that each matches its certificate; none is printed, logged or written.'));
   return `${out.join('\n')}\n`;

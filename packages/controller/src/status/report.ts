@@ -14,6 +14,8 @@ export type ProblemKind =
   | 'expired' // past notAfter
   | 'refused' // a labelled Service left out of the certificate, or its rotation request ignored
   | 'not_allowed' // a provider namespace without the label of --require-namespace-label: not served at all
+  | 'not_served' // a provider namespace the cap on namespaces (--max-namespaces) leaves out: not served at all
+  | 'unreachable' // a CA key in a PKCS#11 token that the token, given with --hsm-module, could not be asked about
   | 'pending'; // a write due now that the controller has not made yet, or a request it has not decided
 
 /** One problem, in a sentence that names the object. */
@@ -56,9 +58,25 @@ export interface CaCertificateReport extends CertificateFacts {
   readonly slot: 'active' | 'next' | 'retired';
 }
 
+/**
+ * A CA key kept in a PKCS#11 token: the CA Secret holds a reference to it (`ca.key-ref`,
+ * `next.key-ref`) instead of the key.
+ */
+export interface CaKeyReport {
+  readonly slot: 'active' | 'next';
+  /** The CA Secret's key holding the reference. */
+  readonly field: string;
+  /** True when the token was asked (`--hsm-module`) and holds the CA's key. */
+  readonly checked: boolean;
+  /** What was found, or why it was not checked. */
+  readonly detail: string;
+}
+
 /** The CA Secret. */
 export interface CaReport extends Checked {
   readonly certificates: readonly CaCertificateReport[];
+  /** The CA keys kept in a PKCS#11 token; absent when every key is in the CA Secret. */
+  readonly keys?: readonly CaKeyReport[];
   /** The CA write due now, if any (phases as in docs/ca-rotation.md). */
   readonly due?: { readonly phases: readonly string[]; readonly reason?: string; readonly message: string };
   /** While no CA signs (a recovery waits for its new CA): when one is expected to. */
@@ -116,6 +134,8 @@ export interface PolicyReport {
   readonly podCertificateMaxValidity?: string;
   /** `key=value` a namespace must carry to be served (`--require-namespace-label`); absent when none is required. */
   readonly requireNamespaceLabel?: string;
+  /** The most provider namespaces served (`--max-namespaces`); absent without a cap. */
+  readonly maxNamespaces?: number;
   /** Flag name → `flag`, `env` or `default`. */
   readonly sources: Readonly<Record<string, string>>;
 }
@@ -175,11 +195,27 @@ export interface SignerRequestsReport {
   readonly problems: readonly Problem[];
 }
 
+/**
+ * ClusterTrustBundles the shipped projections select besides ours: our label and one of our
+ * signer names, under another name. Pods trust what they hold; the controller reports each as a
+ * conflict and leaves it alone.
+ */
+export interface StrayBundlesReport {
+  /** False when they could not be listed; `unchecked` says why. */
+  readonly checked: boolean;
+  readonly unchecked?: string;
+  /** Their names. */
+  readonly names: readonly string[];
+  readonly problems: readonly Problem[];
+}
+
 /** The pod-certificate mode: each signer's trust bundle and requests. */
 export interface PodCertificatesReport {
   /** How long a request may stay pending before it needs attention. */
   readonly pendingThreshold: string;
   readonly trustBundles: readonly TrustBundleReport[];
+  /** Other bundles the projections select. */
+  readonly strays: StrayBundlesReport;
   readonly signers: readonly SignerRequestsReport[];
 }
 

@@ -19,9 +19,12 @@ export async function runCli(command: 'status' | 'renew', argv: readonly string[
   return { code, stdout, stderr };
 }
 
-/** The controller in-process with `kubeconfig`, no servers, silent. */
-export async function startTestController(kubeconfig: string): Promise<RunningController> {
-  const parsed = parseControllerConfig(['--kubeconfig', kubeconfig, '--metrics-bind-address=0', '--health-probe-bind-address=0', '--log-level=silent'], {});
+/** The controller in-process with `kubeconfig` and `flags`, no servers, silent. */
+export async function startTestController(kubeconfig: string, flags: readonly string[] = []): Promise<RunningController> {
+  const parsed = parseControllerConfig(
+    ['--kubeconfig', kubeconfig, '--metrics-bind-address=0', '--health-probe-bind-address=0', '--log-level=silent', ...flags],
+    {},
+  );
   if (parsed.kind !== 'config') throw new Error(`controller flags: ${JSON.stringify(parsed)}`);
   const config: ControllerConfig = parsed.config;
   const controller = await startController(config, { logger: createLogger('silent'), identity: 'status-test' });
