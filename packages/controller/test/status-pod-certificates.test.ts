@@ -66,7 +66,7 @@ describe('eso-mtls status in pod-certificate mode', () => {
       {},
     );
     if (parsed.kind !== 'config') throw new Error(`controller flags: ${JSON.stringify(parsed)}`);
-    const logger = createLogger('warn', { write: (line: string) => void logLines.push(line) });
+    const logger = createLogger('warn', { destination: { write: (line: string) => void logLines.push(line) } });
     controller = await startController(parsed.config, { logger, identity: 'status-pod-test' });
     await controller.synced;
   };
