@@ -1,6 +1,6 @@
 /**
- * One PKCS#11 token, found by its label: sessions, login, and the few operations a CA needs
- * (generate a key pair, read a public key, sign, list and destroy keys). Every failure becomes a
+ * One PKCS#11 token, found by its label (its sessions in {@link TokenSessions}), and the few
+ * operations a CA needs (generate a key pair, read a public key, sign, list and destroy keys). Every failure becomes a
  * {@link CaKeyUnavailableError} that names the token and the Cryptoki return value; the sessions
  * are then closed and the module finalised and initialised again before the next use, with backoff
  * (see {@link ReopenBackoff}), so a token that came back is used again without a restart.
@@ -8,20 +8,13 @@
 import { createHash } from 'node:crypto';
 import { endianness } from 'node:os';
 import { CaKeyUnavailableError, ConcurrencyLimit, type KeyAlgorithm } from '@eso-mtls/core';
-import { type Attribute, type Handle, type Pkcs11Binding, type Pkcs11Failure, type Pkcs11Module, loadBinding } from './binding.js';
+import type { Attribute, Handle, Pkcs11Module } from './binding.js';
 import { type ReopenBackoffOptions, ReopenBackoff } from './reopen.js';
+import { type Open, type SessionOptions, TokenSessions } from './session.js';
 import { ecdsaDerSignature, p256Spki, rsaSpki } from './spki.js';
 
-/** How to reach a token. */
-export interface TokenOptions {
-  /** Path of the PKCS#11 module (.so) to load. */
-  readonly modulePath: string;
-  /** CKA_LABEL of the token (blank padding ignored). */
-  readonly tokenLabel: string;
-  /** The user PIN, read at each login so that a corrected PIN file is used without a restart. */
-  readonly pin: () => string;
-  /** The binding, loaded already (default: loaded at first use). */
-  readonly binding?: Pkcs11Binding;
+/** How to reach a token, and how to reopen it after a failure. */
+export interface TokenOptions extends SessionOptions {
   /** Timing of the reopen after a failure (default: at once, then 1 s doubling to 10 s). */
   readonly reopenBackoff?: ReopenBackoffOptions;
   /** Told once when the token works again after a failure (for a log line). */
@@ -38,34 +31,19 @@ export interface TokenKey {
 const P256_PARAMS = Buffer.from('06082a8648ce3d030107', 'hex');
 const MODULUS_BITS: Partial<Record<KeyAlgorithm, number>> = { 'RSA-2048': 2048, 'RSA-3072': 3072 };
 
-interface Open {
-  readonly module: Pkcs11Module;
-  /** The token's slot, asked whether the token is still there when a key is not found. */
-  readonly slot: Handle;
-  /** For the synchronous lookups the planner makes while observing. */
-  readonly lookup: Handle;
-  /** For generation, signing and destruction, one operation at a time. */
-  readonly work: Handle;
-}
-
 /** A key the token does not hold, while the token itself answers: no reason to reopen it. */
 class KeyNotInToken extends CaKeyUnavailableError {}
 
 /** A token, opened on first use and reopened after a failure. */
 export class Pkcs11Token {
-  private open?: Open;
-  private binding?: Pkcs11Binding;
-  private loaded?: Pkcs11Module;
-  private initialized = false;
-  /** A PIN the token refused, and why: never presented again, so retries cannot lock the token. */
-  private refused?: { readonly pin: string; readonly why: string };
+  private readonly sessions: TokenSessions;
   private readonly serial = new ConcurrencyLimit(1);
   private readonly recovery: ReopenBackoff;
   /** Asynchronous operations under way (on libuv's threads): the module is not finalised under them. */
   private busy = 0;
 
   constructor(private readonly options: TokenOptions) {
-    this.binding = options.binding;
+    this.sessions = new TokenSessions(options);
     this.recovery = new ReopenBackoff(options.reopenBackoff);
   }
 
@@ -173,15 +151,7 @@ export class Pkcs11Token {
 
   /** Closes the sessions and finalises the module. */
   close(): void {
-    this.drop();
-    if (this.initialized) {
-      try {
-        this.loaded?.C_Finalize();
-      } catch {
-        // already finalised
-      }
-      this.initialized = false;
-    }
+    this.sessions.close();
   }
 
   /**
@@ -216,7 +186,7 @@ export class Pkcs11Token {
     return rsaSpki(new Uint8Array(n!.value!), new Uint8Array(e!.value!));
   }
 
-  /** Opens the module, the token's sessions and logs in, unless already done; after a failure, reopens them (see {@link ReopenBackoff}). */
+  /** The open token; after a failure, reopened once the backoff allows (see {@link ReopenBackoff}). */
   private ensureOpen(): Open {
     const failure = this.recovery.failure;
     if (failure) {
@@ -224,71 +194,15 @@ export class Pkcs11Token {
       // operation on libuv's threads would pull the module from under it: a later call reopens.
       if (!this.recovery.due() || this.busy > 0) throw failure;
       this.recovery.reopening();
-      this.close();
+      this.sessions.close();
     }
-    if (this.open) return this.open;
-    this.binding ??= loadBinding();
-    const c = this.binding.constants;
-    if (!this.loaded) {
-      const loaded = new this.binding.PKCS11();
-      loaded.load(this.options.modulePath);
-      this.loaded = loaded;
-    }
-    const module = this.loaded;
-    if (!this.initialized) {
-      try {
-        // Async signing runs on libuv's threads while lookups run on the main one: the module must lock.
-        module.C_Initialize({ flags: c.CKF_OS_LOCKING_OK! });
-      } catch (e) {
-        // Another user of the same module in this process initialised it first.
-        if ((e as Pkcs11Failure).code !== c.CKR_CRYPTOKI_ALREADY_INITIALIZED) throw e;
-      }
-      this.initialized = true;
-    }
-    const slot = module.C_GetSlotList(true).find((s) => module.C_GetTokenInfo(s).label.trim() === this.label);
-    if (slot === undefined) throw new CaKeyUnavailableError(`no token labelled ${JSON.stringify(this.label)} in PKCS#11 module ${this.options.modulePath}`);
-    const flags = c.CKF_SERIAL_SESSION! | c.CKF_RW_SESSION!;
-    const lookup = module.C_OpenSession(slot, flags);
-    let work: Handle | undefined;
-    try {
-      work = module.C_OpenSession(slot, flags);
-      this.login(module, lookup, c);
-    } catch (e) {
-      for (const s of [lookup, work]) if (s) closeQuietly(module, s);
-      throw e;
-    }
-    this.open = { module, slot, lookup, work };
-    return this.open;
-  }
-
-  private login(module: Pkcs11Module, session: Handle, c: Readonly<Record<string, number>>): void {
-    const pin = this.options.pin();
-    if (pin === this.refused?.pin) {
-      throw new CaKeyUnavailableError(
-        `PKCS#11 token ${JSON.stringify(this.label)} refused this PIN (${this.refused.why}); it is not presented again until the PIN read changes`,
-      );
-    }
-    try {
-      module.C_Login(session, c.CKU_USER!, pin);
-    } catch (e) {
-      const code = (e as Pkcs11Failure).code;
-      if (code === c.CKR_USER_ALREADY_LOGGED_IN) return;
-      if (code === c.CKR_PIN_INCORRECT || code === c.CKR_PIN_LOCKED) this.refused = { pin, why: (e as Error).message };
-      throw e;
-    }
-    this.refused = undefined;
-  }
-
-  private drop(): void {
-    const open = this.open;
-    this.open = undefined;
-    if (open) for (const s of [open.work, open.lookup]) closeQuietly(open.module, s);
+    return this.sessions.open();
   }
 
   private guardSync<T>(what: string, f: (o: Open, c: Readonly<Record<string, number>>) => T): T {
     try {
       const o = this.ensureOpen();
-      return this.succeeded(f(o, this.binding!.constants));
+      return this.succeeded(f(o, this.sessions.constants));
     } catch (e) {
       throw this.failure(what, e);
     }
@@ -299,7 +213,7 @@ export class Pkcs11Token {
       const o = this.ensureOpen();
       this.busy++;
       try {
-        return this.succeeded(await f(o, this.binding!.constants));
+        return this.succeeded(await f(o, this.sessions.constants));
       } finally {
         this.busy--;
       }
@@ -326,17 +240,9 @@ export class Pkcs11Token {
       e instanceof CaKeyUnavailableError
         ? e
         : new CaKeyUnavailableError(`PKCS#11 token ${JSON.stringify(this.label)}: ${what} failed: ${(e as Error)?.message ?? String(e)}`);
-    if (this.busy === 0) this.drop();
+    if (this.busy === 0) this.sessions.drop();
     this.recovery.fail(error);
     return error;
-  }
-}
-
-function closeQuietly(module: Pkcs11Module, session: Handle): void {
-  try {
-    module.C_CloseSession(session);
-  } catch {
-    // the session is gone already
   }
 }
 
