@@ -36,7 +36,7 @@ export interface Pkcs11Options {
   readonly onKeyDestroyed?: (reference: string) => void;
   /**
    * Timing of the reopen after a failure: the first at the next use, then at most one per delay,
-   * 1 s doubling to 10 s while the token stays away (the defaults).
+   * 1 s doubling to 5 s while the token stays away (the defaults).
    */
   readonly reopenBackoff?: ReopenBackoffOptions;
   /** Told once when the token works again after a failure (for a log line). */

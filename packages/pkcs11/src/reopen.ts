@@ -11,14 +11,20 @@
 export interface ReopenBackoffOptions {
   /** The delay after the first reopen that failed again (default 1 s). */
   readonly initialMs?: number;
-  /** The longest delay between two reopens while the token stays away (default 10 s). */
+  /** The longest delay between two reopens while the token stays away (default 5 s). */
   readonly maxMs?: number;
   /** A monotonic clock in milliseconds (default performance.now); injectable for tests. */
   readonly now?: () => number;
 }
 
-/** Default longest delay between two reopens: well under the reconciler's shortest retry at its longest backoff (15 s). */
-export const DEFAULT_REOPEN_MAX_MS = 10_000;
+/**
+ * Default longest delay between two reopens. The reconciler retries a failed round after a delay
+ * drawn between half a ceiling and all of it, the ceiling doubling from 100 ms to 30 s: only
+ * retries under a 6.4 s ceiling can come within 5 s of a reopen, so the retries held back and the
+ * next one (ceiling 12.8 s) span under 26 s, and later retries (15 to 30 s apart) are never held
+ * back. Issuing therefore resumes at most 30 s after the token is back.
+ */
+export const DEFAULT_REOPEN_MAX_MS = 5_000;
 
 /** The failure state of one token and the backoff of its reopens. */
 export class ReopenBackoff {

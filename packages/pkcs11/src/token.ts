@@ -15,7 +15,7 @@ import { ecdsaDerSignature, p256Spki, rsaSpki } from './spki.js';
 
 /** How to reach a token, and how to reopen it after a failure. */
 export interface TokenOptions extends SessionOptions {
-  /** Timing of the reopen after a failure (default: at once, then 1 s doubling to 10 s). */
+  /** Timing of the reopen after a failure (default: at once, then 1 s doubling to 5 s). */
   readonly reopenBackoff?: ReopenBackoffOptions;
   /** Told once when the token works again after a failure (for a log line). */
   readonly onRecovered?: () => void;

@@ -127,7 +127,7 @@ describe('the adapter with the CA key in a PKCS#11 token', () => {
   it('issues again once a token moved away is restored, without a restart', async () => {
     const eso = await suite.cluster.namespace('eso-hsm-back');
     await labelled('hsm-back-a');
-    // The reopen backoff is shortened (defaults: 1 s doubling to 10 s) so that the wait below is
+    // The reopen backoff is shortened (defaults: 1 s doubling to 5 s) so that the wait below is
     // the reconciler's own retry, not a sleep; the deadline is generous, nothing is timed.
     const recovered: string[] = [];
     const run = await controllerLike(eso, token.backend({ reopenBackoff: { initialMs: 100, maxMs: 1000 }, onRecovered: () => recovered.push('back') }));
