@@ -208,6 +208,7 @@ describe('a provider namespace being deleted', () => {
     // No namespace controller runs here: the deleted namespace keeps its `kubernetes` finalizer and
     // its Service, and stays Terminating, as a namespace held by a finalizer does in a real cluster.
     const core = suite.cluster.core;
+    expect((await core.readNamespace({ name: 'fa-term-gone' })).spec?.finalizers).toEqual(['kubernetes']);
     await core.deleteNamespace({ name: 'fa-term-gone' });
     expect((await core.readNamespace({ name: 'fa-term-gone' })).status?.phase).toBe('Terminating');
 
