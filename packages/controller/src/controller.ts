@@ -182,6 +182,7 @@ interface Pkcs11Package {
     keyLabelPrefix: string;
     keepRetiredKeys: boolean;
     onKeyDestroyed: (reference: string) => void;
+    onRecovered: () => void;
   }): CryptoBackend & { close(): void };
 }
 
@@ -212,5 +213,7 @@ export async function loadPkcs11Backend(
     keyLabelPrefix: config.keyLabelPrefix,
     keepRetiredKeys: config.keepRetiredKeys,
     onKeyDestroyed: (reference) => logger.info({ key: reference }, 'destroyed the key of a CA that has left every bundle'),
+    // The failures were counted and logged by the CA failure path; the end of them is said once.
+    onRecovered: () => logger.info({ module: config.modulePath, token: config.tokenLabel }, 'the PKCS#11 token works again'),
   });
 }

@@ -1,12 +1,14 @@
-/** What an apiserver error says: HTTP code, Status reason (`AlreadyExists`, `Conflict`, ...) and message. */
+/** What an apiserver error says: HTTP code, Status reason (`AlreadyExists`, `Conflict`, ...), message and causes. */
 export interface ApiErrorInfo {
   readonly code: number | undefined;
   readonly reason: string | undefined;
   readonly message: string;
+  /** The reasons of the Status's `details.causes` (`NamespaceTerminating`, `FieldValueInvalid`, ...). */
+  readonly causes: readonly string[];
 }
 
-/** The `reason` and `message` of a JSON Status body (a string or already parsed); empty when it is not one. */
-export function statusOf(body: unknown): { reason?: string; message?: string } {
+/** The `reason`, `message` and cause reasons of a JSON Status body (a string or already parsed); empty when it is not one. */
+export function statusOf(body: unknown): { reason?: string; message?: string; causes?: string[] } {
   let status: unknown = body;
   if (typeof body === 'string') {
     try {
@@ -16,8 +18,15 @@ export function statusOf(body: unknown): { reason?: string; message?: string } {
     }
   }
   if (typeof status !== 'object' || status === null) return {};
-  const { reason, message } = status as { reason?: unknown; message?: unknown };
-  return { ...(typeof reason === 'string' ? { reason } : {}), ...(typeof message === 'string' ? { message } : {}) };
+  const { reason, message, details } = status as { reason?: unknown; message?: unknown; details?: { causes?: unknown } };
+  const causes = Array.isArray(details?.causes)
+    ? details.causes.map((c: { reason?: unknown }) => c?.reason).filter((r): r is string => typeof r === 'string')
+    : [];
+  return {
+    ...(typeof reason === 'string' ? { reason } : {}),
+    ...(typeof message === 'string' ? { message } : {}),
+    ...(causes.length > 0 ? { causes } : {}),
+  };
 }
 
 /**
@@ -30,5 +39,12 @@ export function apiErrorOf(error: unknown): ApiErrorInfo {
   const status = statusOf(e?.body);
   const message = status.message ?? (typeof e?.message === 'string' ? e.message : String(error));
   const reason = status.reason;
-  return { code, reason, message: code === undefined ? message : `${code}${reason ? ` ${reason}` : ''}: ${message}` };
+  return { code, reason, message: code === undefined ? message : `${code}${reason ? ` ${reason}` : ''}: ${message}`, causes: status.causes ?? [] };
 }
+
+/**
+ * True when the apiserver refused to create an object because its namespace is being deleted
+ * (403 with cause `NamespaceTerminating`, from the NamespaceLifecycle admission plugin): expected
+ * while a namespace goes away, not a failure. Updates and deletes are still allowed there.
+ */
+export const isNamespaceTerminating = (error: ApiErrorInfo): boolean => error.code === 403 && error.causes.includes('NamespaceTerminating');

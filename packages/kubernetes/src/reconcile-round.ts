@@ -25,6 +25,7 @@ import type { SecretWriter } from './secret-writer.js';
 import { ServiceDirectory } from './service-directory.js';
 import type { BuiltSnapshot, SnapshotBuilder } from './snapshot-builder.js';
 import { StandingReports } from './standing-reports.js';
+import { StateReporter } from './state-reporter.js';
 import type { TrustBundles } from './trust-bundles.js';
 
 /** Callbacks for metrics and tests; each must be cheap and must not throw. */
@@ -106,6 +107,8 @@ export class ReconcileRound {
   private readonly reports: StandingReports;
   // When each trust bundle's problem was last reported (pod-certificate mode).
   private readonly bundleReports = new Map<string, Instant>();
+  // Namespaces being deleted refuse every write of every round: logged once, when first seen.
+  private readonly terminating = new StateReporter();
 
   constructor(private readonly deps: RoundDependencies) {
     this.reports = new StandingReports(deps.logger, deps.events, deps.hooks, deps.policy.reconcileInterval);
@@ -139,11 +142,31 @@ export class ReconcileRound {
     // CA it signs with, through the same accounting as a CA write: a token that stopped answering,
     // a wrong PIN or a deleted key is seen at the next reconcile (every reconcile interval at the
     // latest), not weeks later when a leaf next falls due.
-    if (isPlanEmpty(plan) && !pods && !this.deps.crypto.caSigner) return { plan, written: 0, stale: 0, failed: 0, fenced: 0 };
+    if (isPlanEmpty(plan) && !pods && !this.deps.crypto.caSigner) {
+      this.reportTerminating(new Map(), now);
+      return { plan, written: 0, stale: 0, failed: 0, fenced: 0 };
+    }
     const writes = new RoundWrites(this.deps, built, plan, services, clock);
     const result = withoutEagerRetry(await writes.run());
+    this.reportTerminating(writes.terminating, now);
     // Pods are signed only by a CA that is stored: after the CA write landed, or when there was none.
     return pods && writes.signing ? this.signPods(result, writes.signing, clock) : result;
+  }
+
+  /**
+   * One info line when a namespace first refuses a write because it is being deleted. Its writes
+   * are tried again in later rounds without a word, and succeed if it comes back (created anew).
+   */
+  private reportTerminating(namespaces: ReadonlyMap<string, string>, now: Instant): void {
+    const { report } = this.terminating.track(
+      [...namespaces],
+      ([namespace]) => namespace,
+      () => '',
+      now,
+    );
+    for (const [namespace, error] of report) {
+      this.deps.logger.info({ namespace, error }, 'namespace is being deleted: nothing new is written in it (not a failure)');
+    }
   }
 
   /** Pod-certificate mode, after the Secret writes: the trust bundles follow the CA, then pending requests are decided. */

@@ -32,6 +32,8 @@ export class RoundWrites {
   private halted = false;
   /** The CAs after the plan, once the CA write (if any) has landed: what signs pod certificates. */
   signing: MaterializedCa | undefined;
+  /** Namespaces that refused a write because they are being deleted, with the apiserver's message. */
+  readonly terminating = new Map<string, string>();
 
   constructor(
     private readonly deps: RoundDependencies,
@@ -120,6 +122,10 @@ export class RoundWrites {
       case 'fenced':
         this.counts.fenced++;
         this.halted = true;
+        break;
+      case 'terminating':
+        // Expected while a namespace goes away: no failure counted, no Event, no retry; the round logs it once.
+        this.terminating.set(outcome.namespace, outcome.message);
         break;
       case 'failed':
         this.counts.failed++;

@@ -1,6 +1,6 @@
 import { PROVIDER_SECRET_NAME, type SecretTarget, type SecretWrite, describeTarget } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apiErrorOf } from './api-error.js';
+import { apiErrorOf, isNamespaceTerminating } from './api-error.js';
 import { type SecretComponent, ownershipMetadata } from './ownership.js';
 import { type KubeRestClient, WriteFencedError, corePath } from './rest-client.js';
 
@@ -20,6 +20,8 @@ export type WriteOutcome =
   | { readonly kind: 'stale'; readonly status: 'AlreadyExists' | 'Conflict' | 'NotFound'; readonly message: string }
   /** writesAllowed() said no (leadership lost): nothing was sent. */
   | { readonly kind: 'fenced' }
+  /** 403 NamespaceTerminating: the namespace is being deleted, so nothing new is created there. Expected, not a failure. */
+  | { readonly kind: 'terminating'; readonly namespace: string; readonly message: string }
   | { readonly kind: 'failed'; readonly code: number | undefined; readonly message: string };
 
 /** Names and fencing for {@link SecretWriter}. */
@@ -98,6 +100,7 @@ export class SecretWriter {
       const error = apiErrorOf(e);
       if (error.code === 409) return { kind: 'stale', status: error.reason === 'AlreadyExists' ? 'AlreadyExists' : 'Conflict', message: error.message };
       if (error.code === 404 && !write.create) return { kind: 'stale', status: 'NotFound', message: error.message };
+      if (isNamespaceTerminating(error)) return { kind: 'terminating', namespace: where.namespace, message: error.message };
       return { kind: 'failed', code: error.code, message: error.message };
     }
   }

@@ -195,3 +195,58 @@ describe('leaves waiting for a recovered CA', () => {
     expect(await metrics.registry.metrics()).not.toMatch(/^eso_ca_signing_paused_until_timestamp_seconds /m);
   });
 });
+
+describe('a provider namespace being deleted', () => {
+  it('is skipped and logged once, with no failure counted, recorded or alerted; the others are served, and it is again once it comes back', async () => {
+    const eso = await suite.cluster.namespace('eso-fa-term');
+    for (const ns of ['fa-term-ok', 'fa-term-gone']) {
+      await suite.cluster.namespace(ns);
+      await suite.cluster.labelledService(ns, 'provider');
+      suite.deleteAfterTest(ns, 'provider');
+    }
+    // No namespace controller runs here: the deleted namespace keeps its `kubernetes` finalizer and
+    // its Service, and stays Terminating, as a namespace held by a finalizer does in a real cluster.
+    const core = suite.cluster.core;
+    expect((await core.readNamespace({ name: 'fa-term-gone' })).spec?.finalizers).toEqual(['kubernetes']);
+    await core.deleteNamespace({ name: 'fa-term-gone' });
+    expect((await core.readNamespace({ name: 'fa-term-gone' })).status?.phase).toBe('Terminating');
+
+    const { adapter, metrics, logger, scrapes } = await controllerLike(eso, {});
+    for (let i = 0; i < 3; i++) await scrapes.scrape(); // the counters are exported at 0 before anything runs
+    await adapter.start();
+    await eventually(async () => expect(text(await suite.cluster.secret('fa-term-ok'), 'tls.crt')).toContain('BEGIN CERTIFICATE'));
+    await converge(adapter);
+    // Each round plans the namespace's Secret again and is refused again: nothing to retry, nothing failed.
+    for (let i = 0; i < 3; i++) {
+      expect(await adapter.reconcileNow()).toMatchObject({ failed: 0, stale: 0 });
+      await scrapes.scrape();
+    }
+
+    expect(await suite.cluster.secret('fa-term-gone')).toBeUndefined();
+    const failures = 'eso_provider_certificate_rotation_failures_total';
+    expect(await counterValue(metrics, failures, { namespace: 'fa-term-gone' })).toBe(0);
+    expect(await counterValue(metrics, 'eso_ca_certificate_rotation_failures_total')).toBe(0);
+    for (const alert of ['EsoProviderCertificateRotationFailed', 'EsoCaCertificateRotationFailed']) {
+      const r = scrapes.expectFiring(alert, []);
+      expect([alert, r.status, r.stdout + r.stderr]).toEqual([alert, 0, expect.stringContaining('SUCCESS')]);
+    }
+    await adapter.flushEvents();
+    const about = logger.lines.filter((l) => JSON.stringify(l.fields).includes('fa-term-gone'));
+    expect(about).toEqual([
+      {
+        level: 'info',
+        message: 'namespace is being deleted: nothing new is written in it (not a failure)',
+        fields: { namespace: 'fa-term-gone', error: expect.stringContaining('because it is being terminated') },
+      },
+    ]);
+
+    // It comes back (its deletion completes and it is created anew): served as any other.
+    await suite.cluster.deleteService('fa-term-gone', 'provider');
+    await core.replaceNamespaceFinalize({ name: 'fa-term-gone', body: { metadata: { name: 'fa-term-gone' }, spec: { finalizers: [] } } });
+    await eventually(async () => expect(await core.readNamespace({ name: 'fa-term-gone' }).catch((e: { code?: number }) => e.code)).toBe(404));
+    await suite.cluster.namespace('fa-term-gone');
+    await suite.cluster.labelledService('fa-term-gone', 'provider');
+    await eventually(async () => expect(text(await suite.cluster.secret('fa-term-gone'), 'tls.crt')).toContain('BEGIN CERTIFICATE'));
+    expect(await counterValue(metrics, failures, { namespace: 'fa-term-gone' })).toBe(0);
+  });
+});

@@ -11,6 +11,7 @@
 import type { CaSigner, CryptoBackend } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { loadBinding } from './binding.js';
+import type { ReopenBackoffOptions } from './reopen.js';
 import { createPkcs11CaSigner } from './signer.js';
 import { Pkcs11Token } from './token.js';
 
@@ -33,7 +34,16 @@ export interface Pkcs11Options {
   readonly base?: CryptoBackend;
   /** Told each retired key destroyed, by its `pkcs11:` URI (for a log line). */
   readonly onKeyDestroyed?: (reference: string) => void;
+  /**
+   * Timing of the reopen after a failure: the first at the next use, then at most one per delay,
+   * 1 s doubling to 5 s while the token stays away (the defaults).
+   */
+  readonly reopenBackoff?: ReopenBackoffOptions;
+  /** Told once when the token works again after a failure (for a log line). */
+  readonly onRecovered?: () => void;
 }
+
+export type { ReopenBackoffOptions } from './reopen.js';
 
 /** A {@link CryptoBackend} whose CA keys live in a PKCS#11 token. */
 export interface Pkcs11CryptoBackend extends CryptoBackend {
@@ -47,15 +57,24 @@ export interface Pkcs11CryptoBackend extends CryptoBackend {
 export const DEFAULT_KEY_LABEL_PREFIX = 'eso-mtls-ca-';
 
 /**
- * The software backend with a PKCS#11 {@link CaSigner}: the token is opened on first use, and
- * reopened after any failure; every failure is a CaKeyUnavailableError naming the token. Its
+ * The software backend with a PKCS#11 {@link CaSigner}: the token is opened on first use; after
+ * any failure its sessions are closed and the module finalised and initialised again before the
+ * next use, with backoff (see {@link Pkcs11Options.reopenBackoff}), so a token that comes back is
+ * used again without a restart. Every failure is a CaKeyUnavailableError naming the token. Its
  * verifier answers key checks of `pkcs11:` references from the token. Throws at once when the
  * pkcs11js binding cannot be loaded.
  */
 export function createPkcs11CryptoBackend(options: Pkcs11Options): Pkcs11CryptoBackend {
   const base = options.base ?? createNodeCryptoBackend();
   // The binding is loaded now, so that a missing native build stops a controller at start-up.
-  const token = new Pkcs11Token({ modulePath: options.modulePath, tokenLabel: options.tokenLabel, pin: options.pin, binding: loadBinding() });
+  const token = new Pkcs11Token({
+    modulePath: options.modulePath,
+    tokenLabel: options.tokenLabel,
+    pin: options.pin,
+    binding: loadBinding(),
+    ...(options.reopenBackoff ? { reopenBackoff: options.reopenBackoff } : {}),
+    ...(options.onRecovered ? { onRecovered: options.onRecovered } : {}),
+  });
   const caSigner = createPkcs11CaSigner(token, {
     keyLabelPrefix: options.keyLabelPrefix ?? DEFAULT_KEY_LABEL_PREFIX,
     keepRetiredKeys: options.keepRetiredKeys ?? false,

@@ -1,25 +1,24 @@
 /**
- * One PKCS#11 token, found by its label: sessions, login, and the few operations a CA needs
- * (generate a key pair, read a public key, sign, list and destroy keys). Every failure becomes a
+ * One PKCS#11 token, found by its label (its sessions in {@link TokenSessions}), and the few
+ * operations a CA needs (generate a key pair, read a public key, sign, list and destroy keys). Every failure becomes a
  * {@link CaKeyUnavailableError} that names the token and the Cryptoki return value; the sessions
- * are then dropped, so the next call starts afresh (a token that came back is used again).
+ * are then closed and the module finalised and initialised again before the next use, with backoff
+ * (see {@link ReopenBackoff}), so a token that came back is used again without a restart.
  */
 import { createHash } from 'node:crypto';
 import { endianness } from 'node:os';
 import { CaKeyUnavailableError, ConcurrencyLimit, type KeyAlgorithm } from '@eso-mtls/core';
-import { type Attribute, type Handle, type Pkcs11Binding, type Pkcs11Failure, type Pkcs11Module, loadBinding } from './binding.js';
+import type { Attribute, Handle, Pkcs11Module } from './binding.js';
+import { type ReopenBackoffOptions, ReopenBackoff } from './reopen.js';
+import { type Open, type SessionOptions, TokenSessions } from './session.js';
 import { ecdsaDerSignature, p256Spki, rsaSpki } from './spki.js';
 
-/** How to reach a token. */
-export interface TokenOptions {
-  /** Path of the PKCS#11 module (.so) to load. */
-  readonly modulePath: string;
-  /** CKA_LABEL of the token (blank padding ignored). */
-  readonly tokenLabel: string;
-  /** The user PIN, read at each login so that a corrected PIN file is used without a restart. */
-  readonly pin: () => string;
-  /** The binding, loaded already (default: loaded at first use). */
-  readonly binding?: Pkcs11Binding;
+/** How to reach a token, and how to reopen it after a failure. */
+export interface TokenOptions extends SessionOptions {
+  /** Timing of the reopen after a failure (default: at once, then 1 s doubling to 5 s). */
+  readonly reopenBackoff?: ReopenBackoffOptions;
+  /** Told once when the token works again after a failure (for a log line). */
+  readonly onRecovered?: () => void;
 }
 
 /** A key pair in the token: its CKA_ID and CKA_LABEL. */
@@ -32,25 +31,20 @@ export interface TokenKey {
 const P256_PARAMS = Buffer.from('06082a8648ce3d030107', 'hex');
 const MODULUS_BITS: Partial<Record<KeyAlgorithm, number>> = { 'RSA-2048': 2048, 'RSA-3072': 3072 };
 
-interface Open {
-  readonly module: Pkcs11Module;
-  /** For the synchronous lookups the planner makes while observing. */
-  readonly lookup: Handle;
-  /** For generation, signing and destruction, one operation at a time. */
-  readonly work: Handle;
-}
+/** A key the token does not hold, while the token itself answers: no reason to reopen it. */
+class KeyNotInToken extends CaKeyUnavailableError {}
 
 /** A token, opened on first use and reopened after a failure. */
 export class Pkcs11Token {
-  private open?: Open;
-  private binding?: Pkcs11Binding;
-  private initialized?: Pkcs11Module;
-  /** A PIN the token refused, and why: never presented again, so retries cannot lock the token. */
-  private refused?: { readonly pin: string; readonly why: string };
+  private readonly sessions: TokenSessions;
   private readonly serial = new ConcurrencyLimit(1);
+  private readonly recovery: ReopenBackoff;
+  /** Asynchronous operations under way (on libuv's threads): the module is not finalised under them. */
+  private busy = 0;
 
   constructor(private readonly options: TokenOptions) {
-    this.binding = options.binding;
+    this.sessions = new TokenSessions(options);
+    this.recovery = new ReopenBackoff(options.reopenBackoff);
   }
 
   /** The token's label. */
@@ -100,7 +94,7 @@ export class Pkcs11Token {
   publicKey(id: Uint8Array): Uint8Array {
     return this.guardSync(`reading public key ${hex(id)}`, (o, c) => {
       const handle = this.find(o.module, o.lookup, c.CKO_PUBLIC_KEY!, id, c);
-      if (handle === undefined) throw new CaKeyUnavailableError(`token ${JSON.stringify(this.label)} holds no public key with id ${hex(id)}`);
+      if (handle === undefined) throw this.notFound(o, `token ${JSON.stringify(this.label)} holds no public key with id ${hex(id)}`);
       return this.spkiOf(o.module, o.lookup, handle, c);
     });
   }
@@ -110,7 +104,7 @@ export class Pkcs11Token {
     return this.serial.run(() =>
       this.guard(`signing with key ${hex(id)}`, async (o, c) => {
         const key = this.find(o.module, o.work, c.CKO_PRIVATE_KEY!, id, c);
-        if (key === undefined) throw new CaKeyUnavailableError(`token ${JSON.stringify(this.label)} holds no private key with id ${hex(id)}`);
+        if (key === undefined) throw this.notFound(o, `token ${JSON.stringify(this.label)} holds no private key with id ${hex(id)}`);
         const [type] = o.module.C_GetAttributeValue(o.work, key, [{ type: c.CKA_KEY_TYPE! }]);
         const isEc = ulong(type?.value) === c.CKK_EC;
         if (isEc) {
@@ -157,15 +151,17 @@ export class Pkcs11Token {
 
   /** Closes the sessions and finalises the module. */
   close(): void {
-    this.drop();
-    if (this.initialized) {
-      try {
-        this.initialized.C_Finalize();
-      } catch {
-        // already finalised
-      }
-      this.initialized = undefined;
-    }
+    this.sessions.close();
+  }
+
+  /**
+   * A lookup found no such key. A token that went away can answer an open session's search with
+   * nothing (SoftHSM2 does when its files are moved), so the token is asked first: if it no longer
+   * answers, that failure is raised (and the token reopened); otherwise the key is missing.
+   */
+  private notFound(o: Open, message: string): Error {
+    o.module.C_GetTokenInfo(o.slot);
+    return new KeyNotInToken(message);
   }
 
   private find(module: Pkcs11Module, session: Handle, cls: number, id: Uint8Array, c: Readonly<Record<string, number>>): Handle | undefined {
@@ -190,68 +186,23 @@ export class Pkcs11Token {
     return rsaSpki(new Uint8Array(n!.value!), new Uint8Array(e!.value!));
   }
 
-  /** Opens the module, the token's sessions and logs in, unless already done. */
+  /** The open token; after a failure, reopened once the backoff allows (see {@link ReopenBackoff}). */
   private ensureOpen(): Open {
-    if (this.open) return this.open;
-    this.binding ??= loadBinding();
-    const c = this.binding.constants;
-    if (!this.initialized) {
-      const module = new this.binding.PKCS11();
-      module.load(this.options.modulePath);
-      try {
-        // Async signing runs on libuv's threads while lookups run on the main one: the module must lock.
-        module.C_Initialize({ flags: c.CKF_OS_LOCKING_OK! });
-      } catch (e) {
-        // Another user of the same module in this process initialised it first.
-        if ((e as Pkcs11Failure).code !== c.CKR_CRYPTOKI_ALREADY_INITIALIZED) throw e;
-      }
-      this.initialized = module;
+    const failure = this.recovery.failure;
+    if (failure) {
+      // Until the delay has run, fail at once without touching the token. Finalising under an
+      // operation on libuv's threads would pull the module from under it: a later call reopens.
+      if (!this.recovery.due() || this.busy > 0) throw failure;
+      this.recovery.reopening();
+      this.sessions.close();
     }
-    const module = this.initialized;
-    const slot = module.C_GetSlotList(true).find((s) => module.C_GetTokenInfo(s).label.trim() === this.label);
-    if (slot === undefined) throw new CaKeyUnavailableError(`no token labelled ${JSON.stringify(this.label)} in PKCS#11 module ${this.options.modulePath}`);
-    const flags = c.CKF_SERIAL_SESSION! | c.CKF_RW_SESSION!;
-    const lookup = module.C_OpenSession(slot, flags);
-    let work: Handle | undefined;
-    try {
-      work = module.C_OpenSession(slot, flags);
-      this.login(module, lookup, c);
-    } catch (e) {
-      for (const s of [lookup, work]) if (s) closeQuietly(module, s);
-      throw e;
-    }
-    this.open = { module, lookup, work };
-    return this.open;
-  }
-
-  private login(module: Pkcs11Module, session: Handle, c: Readonly<Record<string, number>>): void {
-    const pin = this.options.pin();
-    if (pin === this.refused?.pin) {
-      throw new CaKeyUnavailableError(
-        `PKCS#11 token ${JSON.stringify(this.label)} refused this PIN (${this.refused.why}); it is not presented again until the PIN read changes`,
-      );
-    }
-    try {
-      module.C_Login(session, c.CKU_USER!, pin);
-    } catch (e) {
-      const code = (e as Pkcs11Failure).code;
-      if (code === c.CKR_USER_ALREADY_LOGGED_IN) return;
-      if (code === c.CKR_PIN_INCORRECT || code === c.CKR_PIN_LOCKED) this.refused = { pin, why: (e as Error).message };
-      throw e;
-    }
-    this.refused = undefined;
-  }
-
-  private drop(): void {
-    const open = this.open;
-    this.open = undefined;
-    if (open) for (const s of [open.work, open.lookup]) closeQuietly(open.module, s);
+    return this.sessions.open();
   }
 
   private guardSync<T>(what: string, f: (o: Open, c: Readonly<Record<string, number>>) => T): T {
     try {
       const o = this.ensureOpen();
-      return f(o, this.binding!.constants);
+      return this.succeeded(f(o, this.sessions.constants));
     } catch (e) {
       throw this.failure(what, e);
     }
@@ -260,26 +211,38 @@ export class Pkcs11Token {
   private async guard<T>(what: string, f: (o: Open, c: Readonly<Record<string, number>>) => Promise<T>): Promise<T> {
     try {
       const o = this.ensureOpen();
-      return await f(o, this.binding!.constants);
+      this.busy++;
+      try {
+        return this.succeeded(await f(o, this.sessions.constants));
+      } finally {
+        this.busy--;
+      }
     } catch (e) {
       throw this.failure(what, e);
     }
   }
 
-  /** The error to raise: a missing key as it is; a Cryptoki failure drops the sessions and names the token. */
-  private failure(what: string, e: unknown): Error {
-    if (e instanceof CaKeyUnavailableError) return e;
-    this.drop();
-    const message = (e as Error)?.message ?? String(e);
-    return new CaKeyUnavailableError(`PKCS#11 token ${JSON.stringify(this.label)}: ${what} failed: ${message}`);
+  private succeeded<T>(result: T): T {
+    if (this.recovery.succeeded()) this.options.onRecovered?.();
+    return result;
   }
-}
 
-function closeQuietly(module: Pkcs11Module, session: Handle): void {
-  try {
-    module.C_CloseSession(session);
-  } catch {
-    // the session is gone already
+  /**
+   * The error to raise: a missing key, or the failure a reopen waits on, as it is; any other
+   * failure names the token, drops the sessions unless an operation still uses them, and has the
+   * module reopened before the next use.
+   */
+  private failure(what: string, e: unknown): Error {
+    const waitedOn = this.recovery.failure;
+    if (e instanceof KeyNotInToken) return e;
+    if (waitedOn !== undefined && e === waitedOn) return waitedOn;
+    const error =
+      e instanceof CaKeyUnavailableError
+        ? e
+        : new CaKeyUnavailableError(`PKCS#11 token ${JSON.stringify(this.label)}: ${what} failed: ${(e as Error)?.message ?? String(e)}`);
+    if (this.busy === 0) this.sessions.drop();
+    this.recovery.fail(error);
+    return error;
   }
 }
 

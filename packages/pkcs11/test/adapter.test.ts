@@ -124,6 +124,35 @@ describe('the adapter with the CA key in a PKCS#11 token', () => {
     expect(await caEvents(eso)).toContainEqual(expect.stringContaining('holds no public key'));
   });
 
+  it('issues again once a token moved away is restored, without a restart', async () => {
+    const eso = await suite.cluster.namespace('eso-hsm-back');
+    await labelled('hsm-back-a');
+    // The reopen backoff is shortened (defaults: 1 s doubling to 5 s) so that the wait below is
+    // the reconciler's own retry, not a sleep; the deadline is generous, nothing is timed.
+    const recovered: string[] = [];
+    const run = await controllerLike(eso, token.backend({ reopenBackoff: { initialMs: 100, maxMs: 1000 }, onRecovered: () => recovered.push('back') }));
+    await run.adapter.start();
+    await eventually(async () => expect(text(await suite.cluster.secret('hsm-back-a'), 'tls.crt')).toContain('BEGIN CERTIFICATE'));
+    await converge(run.adapter);
+
+    // The token's folder is moved away while a new namespace waits for its certificate: loud failure.
+    const restore = token.moveAway();
+    await labelled('hsm-back-b');
+    await eventually(async () => expect(await caFailures(run.metrics)).toBeGreaterThan(1));
+    await run.adapter.flushEvents();
+    expect(await caEvents(eso)).toContainEqual(expect.stringMatching(/PKCS#11 token "eso-mtls-test": .* failed: /));
+    expect(await suite.cluster.secret('hsm-back-b')).toBeUndefined();
+    expect(recovered).toEqual([]);
+
+    // Put back: the same adapter, no restart, issues for the waiting namespace with the same key.
+    restore();
+    const reference = text(await suite.cluster.secret(eso, CA_SECRET), 'ca.key-ref');
+    // The reconciler retries the failed round at most 30 s apart: twice that is the deadline.
+    await eventually(async () => expect(text(await suite.cluster.secret('hsm-back-b'), 'tls.crt')).toContain('BEGIN CERTIFICATE'), 60_000);
+    expect(text(await suite.cluster.secret(eso, CA_SECRET), 'ca.key-ref')).toBe(reference);
+    expect(recovered).toEqual(['back']);
+  }, 180_000);
+
   it('rotates the CA with overlap, each new key made in the token and the retired one destroyed', async () => {
     const eso = await suite.cluster.namespace('eso-hsm-rot');
     await labelled('hsm-rot');

@@ -1,10 +1,10 @@
 // A SoftHSM2 token per test, in a temporary folder: SOFTHSM2_CONF points the module at it.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Pkcs11CryptoBackend, createPkcs11CryptoBackend } from '../../src/index.js';
+import { type Pkcs11CryptoBackend, type Pkcs11Options, createPkcs11CryptoBackend } from '../../src/index.js';
 
 const ENSURE_SCRIPT = fileURLToPath(new URL('../../../../scripts/ensure-softhsm.sh', import.meta.url));
 let modulePath: string | undefined;
@@ -25,7 +25,9 @@ export interface TestToken {
    * A backend on this token, `pin` overriding the right one. Any earlier backend is closed first:
    * one per process, as in the controller (a PKCS#11 login holds for every session of a process).
    */
-  backend(options?: { pin?: string; keepRetiredKeys?: boolean }): Pkcs11CryptoBackend;
+  backend(options?: { pin?: string; keepRetiredKeys?: boolean } & Pick<Pkcs11Options, 'reopenBackoff' | 'onRecovered'>): Pkcs11CryptoBackend;
+  /** Moves the token's folder out of the token directory, as an operator's mistake would; returns what puts it back. */
+  moveAway(): () => void;
   /** Deletes the objects with CKA_ID `id` from another process, as an operator with pkcs11-tool would. */
   deleteKeyElsewhere(id: Uint8Array): void;
   /** The private keys in the token (hex CKA_ID), read from another process. */
@@ -95,6 +97,8 @@ export function createTestToken(label = 'eso-mtls-test'): TestToken {
         tokenLabel: label,
         pin: () => options.pin ?? pin,
         keepRetiredKeys: options.keepRetiredKeys ?? false,
+        ...(options.reopenBackoff ? { reopenBackoff: options.reopenBackoff } : {}),
+        ...(options.onRecovered ? { onRecovered: options.onRecovered } : {}),
       });
       opened.push(backend);
       return backend;
@@ -117,9 +121,18 @@ export function createTestToken(label = 'eso-mtls-test'): TestToken {
           [],
         ),
       ) as string[],
+    moveAway: () => {
+      // softhsm2-util made one folder per token (named by its serial) in the token directory.
+      const [folder, ...more] = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory());
+      if (folder === undefined || more.length > 0) throw new Error(`expected one token folder in ${dir}`);
+      const away = `${dir}-away`;
+      renameSync(join(dir, folder.name), away);
+      return () => renameSync(away, join(dir, folder.name));
+    },
     remove: () => {
       for (const b of opened) b.close();
       rmSync(dir, { recursive: true, force: true });
+      rmSync(`${dir}-away`, { recursive: true, force: true });
     },
   };
 }
