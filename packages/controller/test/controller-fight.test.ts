@@ -158,7 +158,13 @@ describe('two controllers of one installation with different policies', () => {
     const named = new Set(events.map((e) => e.namespace));
     expect([...named].every((ns) => NAMESPACES.includes(ns) || ns === ESO_NS)).toBe(true);
     expect(
-      [a, b].some((p) => p.lines.some((l) => l.msg.startsWith('another controller replaced a Secret') && (l.secret === `${ESO_NS}/${CLIENT_SECRET}` || String(l.secret).endsWith(PROVIDER_SECRET)))),
+      [a, b].some((p) =>
+        p.lines.some(
+          (l) =>
+            l.msg.startsWith('another controller replaced a Secret') &&
+            (l.secret === `${ESO_NS}/${CLIENT_SECRET}` || String(l.secret).endsWith(PROVIDER_SECRET)),
+        ),
+      ),
     ).toBe(true);
   }, 240_000);
 });
