@@ -39,6 +39,7 @@ export {
   MANAGED_BY,
   MANAGED_BY_LABEL,
   POLICY_ANNOTATION,
+  type SecretComponent,
   WRITER_ANNOTATION,
   type WriterStamp,
 } from './ownership.js';
