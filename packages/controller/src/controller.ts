@@ -75,7 +75,10 @@ export async function startController(config: ControllerConfig, deps: Controller
   const lock = new LeaseLock(leaseApi, le.namespace, le.leaseName);
   if (!le.enabled) {
     // Without leader election, yield to a controller that holds this installation's Lease (docs/controller.md#two-controllers).
-    leaseYield = new LeaseYield({ lock, identity, retryPeriod: le.retryPeriod, clock, logger, onChange: (yielding) => yielding || adapter.requestReconcile() });
+    const onChange = (yielding: boolean): void => {
+      if (!yielding) adapter.requestReconcile();
+    };
+    leaseYield = new LeaseYield({ lock, identity, retryPeriod: le.retryPeriod, clock, logger, onChange });
   } else {
     elector = new LeaderElector({
       lock,
