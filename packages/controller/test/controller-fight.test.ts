@@ -16,7 +16,8 @@ import { applyAll, kustomizeBuild, serviceAccountKubeConfig } from './support/ma
 // The bound (docs/controller.md#two-controllers): a controller without leader election writes
 // nothing while a leader holds the Lease; without a Lease between them, each contested Secret is
 // written at most twice per reconcile interval (once by each), plus the first write of each.
-// Before the fix each re-issued the other's certificates as fast as it could (about 32 writes/s).
+// Before the fix each re-issued the other's certificates without end: 306 and 265 writes in the
+// 30 s window of the two tests below (measured on a loaded 2-core machine).
 const NAMESPACES = ['fight-1', 'fight-2', 'fight-3'];
 const INTERVAL_S = 10;
 const WINDOW_MS = 30_000;
