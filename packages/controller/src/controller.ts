@@ -9,6 +9,7 @@ import type { ControllerConfig, Pkcs11Config } from './config.js';
 import { loadConnection } from './kube-config.js';
 import { LeaderElector } from './leader-election.js';
 import { LeaseLock } from './lease-lock.js';
+import { LeaseYield } from './lease-yield.js';
 import { type ProbeCheck, type ProbeServer, pingCheck, startProbeServer } from './probes.js';
 import { wireProviderCertificates } from './wiring.js';
 
@@ -56,7 +57,8 @@ export async function startController(config: ControllerConfig, deps: Controller
   const now = deps.now ?? Date.now;
   let stopping = false;
   let elector: LeaderElector | undefined;
-  const leading = (): boolean => (elector ? elector.writesAllowed() : true);
+  let leaseYield: LeaseYield | undefined;
+  const leading = (): boolean => (elector ? elector.writesAllowed() : !leaseYield?.yielding());
   const writesAllowed = (): boolean => !stopping && leading();
 
   const { connection, source } = await loadConnection(config.kubeconfig, deps.env);
@@ -69,12 +71,18 @@ export async function startController(config: ControllerConfig, deps: Controller
   }
 
   const le = config.leaderElection;
-  let leaseApi: KubeRestClient | undefined;
-  if (le.enabled) {
-    // Lease traffic has its own client, unfenced and apart from the adapter's connection pool.
-    leaseApi = new KubeRestClient(connection, { maxSockets: 2, requestTimeoutMs: le.renewDeadline });
+  // Lease traffic has its own client, unfenced and apart from the adapter's connection pool.
+  const leaseApi = new KubeRestClient(connection, { maxSockets: 2, requestTimeoutMs: le.renewDeadline });
+  const lock = new LeaseLock(leaseApi, le.namespace, le.leaseName);
+  if (!le.enabled) {
+    // Without leader election, yield to a controller that holds this installation's Lease (docs/controller.md#two-controllers).
+    const onChange = (yielding: boolean): void => {
+      if (!yielding) adapter.requestReconcile();
+    };
+    leaseYield = new LeaseYield({ lock, identity, retryPeriod: le.retryPeriod, clock, logger, onChange });
+  } else {
     elector = new LeaderElector({
-      lock: new LeaseLock(leaseApi, le.namespace, le.leaseName),
+      lock,
       identity,
       timings: le,
       clock,
@@ -124,6 +132,7 @@ export async function startController(config: ControllerConfig, deps: Controller
     if (metricsServer) started.push(metricsServer);
     logger.info({ probes: probeServer?.url ?? 'disabled', metrics: metricsServer?.url ?? 'disabled' }, 'serving probes and metrics');
 
+    leaseYield?.start();
     // Campaign only once the caches are in: a replica that cannot read (RBAC, network) must not
     // hold the Lease while a healthy one waits. Not awaited, so SIGTERM works during a long sync.
     const synced = adapter.start().then(() => {
@@ -145,7 +154,8 @@ export async function startController(config: ControllerConfig, deps: Controller
           stopping = true;
           await adapter.stop();
           await elector?.stopAndRelease();
-          leaseApi?.close();
+          await leaseYield?.stop();
+          leaseApi.close();
           await Promise.all(started.map((s) => s.close()));
           pkcs11?.close();
           logger.info('stopped');
@@ -154,7 +164,8 @@ export async function startController(config: ControllerConfig, deps: Controller
   } catch (e) {
     stopping = true;
     await adapter.stop().catch(() => undefined);
-    leaseApi?.close();
+    await leaseYield?.stop();
+    leaseApi.close();
     await Promise.all(started.map((s) => s.close().catch(() => undefined)));
     pkcs11?.close();
     throw e;

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { type Clock, sleep, systemClock } from './clock.js';
 import type { LeaderElectionTimings } from './config.js';
 import { type LeaseLock, type LeaseRecord, LeaseRaceError, type ObservedLease } from './lease-lock.js';
+import { heldByAnother, leaseRecordChanged } from './lease-liveness.js';
 
 /** Options of {@link LeaderElector}. */
 export interface LeaderElectorOptions {
@@ -86,8 +87,7 @@ export class LeaderElector {
   leaseKnown(): boolean {
     if (this.writesAllowed()) return true;
     const r = this.observed?.record;
-    if (!r || r.holderIdentity === '' || r.holderIdentity === this.options.identity) return false;
-    return this.observedAtMs + r.leaseDurationSeconds * 1000 > this.clock.monotonicMs();
+    return r !== undefined && heldByAnother(r, this.options.identity, this.observedAtMs, this.clock.monotonicMs());
   }
 
   /** Holder of the Lease as last observed ('' when released, undefined before the first read). */
@@ -213,8 +213,7 @@ export class LeaderElector {
     }
     this.recordLease(current);
     const r = current.record;
-    const heldByOther = r.holderIdentity !== '' && r.holderIdentity !== identity;
-    if (heldByOther && this.observedAtMs + r.leaseDurationSeconds * 1000 > this.clock.monotonicMs()) return false;
+    if (heldByAnother(r, identity, this.observedAtMs, this.clock.monotonicMs())) return false;
     const ours = r.holderIdentity === identity;
     const updated = await lock.update(current, mine(ours ? (r.acquireTime ?? now) : now, ours ? r.leaseTransitions : r.leaseTransitions + 1));
     return this.commit(token, updated, startedMs);
@@ -231,13 +230,7 @@ export class LeaderElector {
   private recordLease(lease: ObservedLease): void {
     const before = this.observed?.record;
     const r = lease.record;
-    if (
-      !before ||
-      before.holderIdentity !== r.holderIdentity ||
-      before.renewTime?.getTime() !== r.renewTime?.getTime() ||
-      before.leaseTransitions !== r.leaseTransitions ||
-      before.leaseDurationSeconds !== r.leaseDurationSeconds
-    ) {
+    if (leaseRecordChanged(before, r)) {
       this.observedAtMs = this.clock.monotonicMs();
       if (before?.holderIdentity !== r.holderIdentity && r.holderIdentity !== this.options.identity) {
         this.options.logger?.info({ lease: this.leaseName(), holder: r.holderIdentity || null }, 'observed leader lease holder');

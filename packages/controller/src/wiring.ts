@@ -39,6 +39,7 @@ export async function wireProviderCertificates(options: ProviderCertificateWirin
       onCaRotationFailure: () => guard(logger, () => metrics.recordCaRotationFailure()),
       onPodCertificateRequest: (signer, result, reason) => guard(logger, () => metrics.recordPodCertificateRequest(signer, result, reason)),
       onSecretPruned: (_namespace, result) => guard(logger, () => metrics.recordOrphanDeletion(result)),
+      onWriteConflict: (component) => guard(logger, () => metrics.recordWriteConflict(component)),
     },
   });
   const metrics = new ControllerMetrics({

@@ -97,6 +97,7 @@ export {
   type WaitingLeaf,
 } from './plan.js';
 export { DEFAULT_POLICY, KEY_ALGORITHMS, type KeyAlgorithm, type Policy, PolicyError, resolvePolicy, validatePolicy } from './policy.js';
+export { policyFingerprint } from './policy-fingerprint.js';
 export { renewalTime, ROTATION_REASONS, type RotationReason } from './rules.js';
 export { seededRandom } from './seeded-random.js';
 export { sha256 } from './sha256.js';

@@ -4,11 +4,14 @@ import {
   type CryptoBackend,
   IssuanceLedger,
   type Instant,
+  policyFingerprint,
   type NamespaceRequirement,
   type Policy,
   resolvePolicy,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { CertificateStatusView, informerServices } from './certificate-status.js';
 import type { Timers } from './clock.js';
 import { ClusterInformers } from './cluster-informers.js';
@@ -17,7 +20,7 @@ import { EventRecorder, type EventRecorderStats } from './event-recorder.js';
 import type { InformerStats } from './informer.js';
 import { type Logger, silentLogger } from './logger.js';
 import { validateAdapterOptions } from './options.js';
-import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME, installationId } from './ownership.js';
+import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME, type WriterStamp, installationId } from './ownership.js';
 import { type AdapterHooks, ReconcileRound, type RoundResult } from './reconcile-round.js';
 import { Reconciler } from './reconciler.js';
 import type { RequestCounter } from './request-counter.js';
@@ -27,6 +30,7 @@ import { SnapshotBuilder } from './snapshot-builder.js';
 import { type PodCertificateOptions, PodCertificateSigner } from './pod-signer.js';
 import { OrphanPruner } from './pruner.js';
 import { TrustBundles } from './trust-bundles.js';
+import { WriteConflicts } from './write-conflicts.js';
 import type { Informer, ObjectWithMeta } from './informer.js';
 
 /** Options of {@link ProviderCertificateAdapter}. */
@@ -82,7 +86,10 @@ export interface AdapterOptions {
    * NamespaceNotAllowed. Needs get, list and watch on namespaces (docs/label-policy.md).
    */
   readonly namespaceRequirement?: NamespaceRequirement;
-  /** `reportingInstance` of our Events, e.g. the pod name. */
+  /**
+   * `reportingInstance` of our Events, e.g. the pod name, and the writer identity stamped on every
+   * Secret we write (`eso-mtls.io/written-by`; default `<hostname>_<random UUID>`, new per adapter).
+   */
   readonly eventInstance?: string;
   /**
    * The Secret mode: provider Secrets in every namespace with a labelled Service (default true).
@@ -114,6 +121,8 @@ interface Fences {
 export class ProviderCertificateAdapter {
   readonly policy: Policy;
   readonly installation: string;
+  /** Who this adapter writes as, under which issuing policy: the stamp on every Secret it writes. */
+  readonly writer: WriterStamp;
   readonly caSecretName: string;
   readonly clientSecretName: string;
   /** API requests made, by verb and resource. */
@@ -142,6 +151,7 @@ export class ProviderCertificateAdapter {
     this.caSecretName = options.caSecretName ?? DEFAULT_CA_SECRET_NAME;
     this.clientSecretName = options.clientSecretName ?? DEFAULT_CLIENT_SECRET_NAME;
     this.installation = installationId(this.policy.esoNamespace, this.caSecretName);
+    this.writer = { identity: options.eventInstance ?? `${hostname()}_${randomUUID()}`, policy: policyFingerprint(this.policy) };
     this.requests = api.counter;
     const now = options.now ?? Date.now;
     const logger = options.logger ?? silentLogger;
@@ -218,7 +228,8 @@ export class ProviderCertificateAdapter {
     const round = new ReconcileRound({
       informers: this.informers,
       builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName, secretMode),
-      writer: new SecretWriter(api, { ...scope, installation: this.installation, writesAllowed }),
+      writer: new SecretWriter(api, { ...scope, installation: this.installation, writer: this.writer, writesAllowed }),
+      conflicts: new WriteConflicts(this.writer, this.policy.reconcileInterval),
       events: this.events,
       ledger,
       policy: this.policy,

@@ -10,6 +10,7 @@ export type EventReason =
   | 'Rotated'
   | 'Failed'
   | 'Conflict'
+  | 'WriteConflict'
   | 'WaitingForCA'
   | 'RotateRequestRefused'
   | 'NamesRefused'

@@ -46,6 +46,10 @@ export {
   isOurTrustBundle,
   MANAGED_BY,
   MANAGED_BY_LABEL,
+  POLICY_ANNOTATION,
+  type SecretComponent,
+  WRITER_ANNOTATION,
+  type WriterStamp,
 } from './ownership.js';
 export { type ProxyChoice, redactProxyUrl } from './proxy.js';
 export { MIN_PRUNE_GRACE } from './pruner.js';

@@ -8,6 +8,21 @@ export const MANAGED_BY = 'eso-mtls';
 export const COMPONENT_LABEL = 'app.kubernetes.io/component';
 /** Annotation carrying the installation that owns a Secret, so two installations never fight over one. */
 export const INSTALLATION_ANNOTATION = 'eso-mtls.io/installation';
+/**
+ * Annotation naming the controller that last wrote a Secret (its Lease holder identity and Event
+ * reportingInstance). Not part of ownership: a Secret an older version wrote, without it, is ours alike.
+ */
+export const WRITER_ANNOTATION = 'eso-mtls.io/written-by';
+/** Annotation carrying the fingerprint of the issuing policy of that writer (core's policyFingerprint). */
+export const POLICY_ANNOTATION = 'eso-mtls.io/policy';
+
+/** Who writes, under which issuing policy: stamped on every Secret we write. */
+export interface WriterStamp {
+  /** The controller's identity: Lease holder identity and Event reportingInstance. */
+  readonly identity: string;
+  /** Fingerprint of its issuing policy. */
+  readonly policy: string;
+}
 
 /** The three kinds of Secret we write, and their {@link COMPONENT_LABEL} values. */
 export type SecretComponent = 'ca' | 'client-tls' | 'provider-tls';
@@ -42,14 +57,22 @@ export function installationId(esoNamespace: string, caSecretName: string): stri
 export function ownershipMetadata(
   component: SecretComponent,
   installation: string,
+  writer: WriterStamp,
 ): {
   labels: Record<string, string>;
   annotations: Record<string, string>;
 } {
   return {
     labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [COMPONENT_LABEL]: component },
-    annotations: { [INSTALLATION_ANNOTATION]: installation },
+    annotations: { [INSTALLATION_ANNOTATION]: installation, [WRITER_ANNOTATION]: writer.identity, [POLICY_ANNOTATION]: writer.policy },
   };
+}
+
+/** The writer a Secret names, or undefined when it names none (written by an earlier release, or by hand). */
+export function writerOf(secret: SecretLike): { readonly identity: string; readonly policy: string | undefined } | undefined {
+  const annotations = secret.metadata?.annotations ?? {};
+  const identity = annotations[WRITER_ANNOTATION];
+  return identity === undefined || identity === '' ? undefined : { identity, policy: annotations[POLICY_ANNOTATION] };
 }
 
 const PLACEHOLDER_TYPES = new Set(['kubernetes.io/tls', 'Opaque']);

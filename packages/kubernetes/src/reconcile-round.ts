@@ -21,12 +21,14 @@ import type { PodCertificateSigner } from './pod-signer.js';
 import type { OrphanPruner } from './pruner.js';
 import { planContext } from './plan-context.js';
 import { RoundWrites } from './round-writes.js';
+import type { SecretComponent } from './ownership.js';
 import type { SecretWriter } from './secret-writer.js';
 import { ServiceDirectory } from './service-directory.js';
 import type { BuiltSnapshot, SnapshotBuilder } from './snapshot-builder.js';
 import { StandingReports } from './standing-reports.js';
 import { StateReporter } from './state-reporter.js';
 import type { TrustBundles } from './trust-bundles.js';
+import type { WriteConflict, WriteConflicts } from './write-conflicts.js';
 
 /** Callbacks for metrics and tests; each must be cheap and must not throw. */
 export interface AdapterHooks {
@@ -45,6 +47,8 @@ export interface AdapterHooks {
   onWrite?(write: SecretWrite): void;
   /** Pruning is on: a namespace's orphaned provider Secret was deleted, or its deletion failed (403, 5xx, network). */
   onSecretPruned?(namespace: string, result: 'deleted' | 'failed'): void;
+  /** One of our writes was replaced by another controller within a reconcile interval (see WriteConflicts). */
+  onWriteConflict?(component: SecretComponent, namespace: string): void;
 }
 
 /**
@@ -93,6 +97,8 @@ export interface RoundDependencies {
   readonly status?: CertificateStatusView;
   /** Pruning of orphaned provider Secrets (opt-in); runs after the writes, on the round's snapshot. */
   readonly pruner?: OrphanPruner;
+  /** Our writes another controller replaced: reported here, and held by {@link RoundWrites}. */
+  readonly conflicts?: WriteConflicts;
   /** Pod-certificate mode: the signer of both signer names, and their ClusterTrustBundles. */
   readonly pods?: { readonly signer: PodCertificateSigner; readonly trustBundles: TrustBundles; readonly caEventTarget: { namespace: string; name: string } };
 }
@@ -117,6 +123,7 @@ export class ReconcileRound {
   /** Plans at `clock()` and writes; each write is issued and stamped at the clock's time of writing. */
   async run(clock: () => Instant): Promise<RoundResult> {
     const built = this.deps.builder.build();
+    for (const conflict of this.deps.conflicts?.observe(built.secrets, clock()) ?? []) this.reportConflict(conflict);
     const result = await this.planAndWrite(built, clock);
     // The namespaces the plan leaves alone (no labelled Service) are the pruner's, from the same snapshot.
     await this.deps.pruner?.prune(built, clock(), this.deps.writesAllowed);
@@ -167,6 +174,34 @@ export class ReconcileRound {
     for (const [namespace, error] of report) {
       this.deps.logger.info({ namespace, error }, 'namespace is being deleted: nothing new is written in it (not a failure)');
     }
+  }
+
+  /** One log line, one count and one Warning Event on the Secret, per replaced write (so at most one per Secret and interval). */
+  private reportConflict(c: WriteConflict): void {
+    const { writer, logger, events, hooks, conflicts } = this.deps;
+    const where = writer.locate(c.target);
+    const ours = conflicts!.stamp;
+    const secret = `${where.namespace}/${where.name}`;
+    const afterSeconds = Math.max(0, Math.round((c.holdUntil - this.deps.policy.reconcileInterval - c.ourWriteAt) / 1000));
+    const samePolicy = c.writer.policy === ours.policy;
+    hooks.onWriteConflict?.(where.component, where.namespace);
+    logger.warn(
+      {
+        secret,
+        namespace: where.namespace,
+        writer: c.writer.identity,
+        writerPolicy: c.writer.policy ?? null,
+        identity: ours.identity,
+        policy: ours.policy,
+        holdUntil: new Date(c.holdUntil).toISOString(),
+      },
+      'another controller replaced a Secret this controller wrote: two controllers write this installation; this one leaves the Secret alone for one reconcile interval',
+    );
+    const text =
+      `Secret ${secret}, written by ${ours.identity} (policy ${ours.policy}), was replaced within ${afterSeconds}s by ${c.writer.identity} ` +
+      `(policy ${c.writer.policy ?? 'unknown'}${samePolicy ? ', the same' : ', a different one'}): two controllers write this installation's Secrets. ` +
+      `${ours.identity} leaves it alone until ${new Date(c.holdUntil).toISOString()}. Stop one of them (docs/operations.md#esosecretwriteconflict).`;
+    events.record({ kind: 'Secret', namespace: where.namespace, name: where.name, uid: c.secret.metadata?.uid }, 'Warning', 'WriteConflict', text);
   }
 
   /** Pod-certificate mode, after the Secret writes: the trust bundles follow the CA, then pending requests are decided. */

@@ -45,6 +45,8 @@ export class RoundWrites {
 
   /** Writes the plan; rejects only when the CA cannot be generated or signed (the reconciler retries). */
   async run(): Promise<RoundResult> {
+    // A CA we leave alone after a conflict is not generated; nothing it would sign is written.
+    if (this.plan.ca && this.deps.conflicts?.holds('ca', this.clock())) return this.result();
     const ca = await this.materializeCa();
     if (ca.write && (await this.send(ca.write)).kind !== 'written') {
       // Leaves signed by a CA that is not stored would be trusted by nobody: stop here.
@@ -90,6 +92,7 @@ export class RoundWrites {
       this.counts.fenced++;
       return;
     }
+    if (this.deps.conflicts?.holds(issuance.target, this.clock())) return;
     let write: SecretWrite;
     try {
       write = await materializeLeaf(this.plan, issuance, ca, this.ctx());
@@ -111,6 +114,8 @@ export class RoundWrites {
 
   /** Sends one write; each outcome is accounted for by its own method. */
   private async send(write: SecretWrite): Promise<WriteOutcome> {
+    // Held after a conflict: not written, not a failure; the hold ends within one reconcile interval.
+    if (this.deps.conflicts?.holds(write.target, this.clock())) return { kind: 'fenced' };
     const outcome = await this.deps.writer.write(write, this.existing(write.target));
     switch (outcome.kind) {
       case 'written':
@@ -141,6 +146,7 @@ export class RoundWrites {
     const { ledger, hooks, logger } = this.deps;
     this.counts.written++;
     this.informerOf(write.target).cacheAhead(secret);
+    this.deps.conflicts?.wrote(write.target, secret, this.clock());
     if (write.kind !== 'ca') ledger.record(write.target);
     this.deps.status?.recordWrite(write);
     hooks.onWrite?.(write);

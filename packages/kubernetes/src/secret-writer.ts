@@ -1,7 +1,7 @@
 import { PROVIDER_SECRET_NAME, type SecretTarget, type SecretWrite, describeTarget } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
 import { apiErrorOf, isNamespaceTerminating } from './api-error.js';
-import { type SecretComponent, ownershipMetadata } from './ownership.js';
+import { type SecretComponent, type WriterStamp, ownershipMetadata } from './ownership.js';
 import { type KubeRestClient, WriteFencedError, corePath } from './rest-client.js';
 
 /** Where a target lives, and what we call it. */
@@ -30,6 +30,8 @@ export interface SecretWriterScope {
   readonly caSecretName: string;
   readonly clientSecretName: string;
   readonly installation: string;
+  /** Who writes under which policy, stamped on every Secret written. */
+  readonly writer: WriterStamp;
   /** Checked immediately before every request; false stops writes at once. */
   readonly writesAllowed: () => boolean;
 }
@@ -60,7 +62,7 @@ export class SecretWriter {
   async write(write: SecretWrite, existing: V1Secret | undefined): Promise<WriteOutcome> {
     const where = this.locate(write.target);
     this.assertOurs(where);
-    const ours = ownershipMetadata(where.component, this.scope.installation);
+    const ours = ownershipMetadata(where.component, this.scope.installation, this.scope.writer);
     const data: Record<string, string> = {};
     for (const [key, text] of Object.entries(write.data)) data[key] = Buffer.from(text, 'utf8').toString('base64');
     if (!this.scope.writesAllowed()) return { kind: 'fenced' };

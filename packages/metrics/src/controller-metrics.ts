@@ -81,6 +81,11 @@ export type PodRequestResult = 'issued' | 'denied' | 'failed';
 /** Every `reason` the pod certificate request counter takes: the core's Denied reasons and the signer's own. */
 export const POD_REQUEST_REASONS: readonly string[] = Object.freeze([...POD_DENY_REASONS, 'Issued', 'CAUnavailable', 'StatusWriteFailed']);
 
+/** The Secret a write conflict concerns: its app.kubernetes.io/component (the `component` label). */
+export type WriteConflictComponent = 'ca' | 'client-tls' | 'provider-tls';
+/** All {@link WriteConflictComponent} values. */
+export const WRITE_CONFLICT_COMPONENTS: readonly WriteConflictComponent[] = Object.freeze(['ca', 'client-tls', 'provider-tls'] as const);
+
 /** Options of {@link ControllerMetrics}. */
 export interface ControllerMetricsOptions {
   /** Registry to register in; a fresh one by default. Never the global registry. */
@@ -114,6 +119,7 @@ export class ControllerMetrics {
   private readonly caRotationFailures: Counter;
   private readonly podRequests: Counter<'signer' | 'result' | 'reason'>;
   private readonly orphanDeletions: Counter<'result'>;
+  private readonly writeConflicts: Counter<'component'>;
   // Series each counter holds, so a departed Service's series can be removed.
   private readonly rotationSeries = new Map<string, ServiceLabels>();
   private readonly failureSeries = new Map<string, ServiceLabels>();
@@ -240,6 +246,15 @@ export class ControllerMetrics {
     // Both series start at 0 with pruning on, so the first deletion or failure is an increase().
     if (options.orphanPruning) for (const result of ['deleted', 'failed'] as const) this.orphanDeletions.inc({ result }, 0);
 
+    this.writeConflicts = new Counter({
+      name: METRIC_NAMES.secretWriteConflicts,
+      help: 'Secrets this controller wrote that another controller (another writer identity in eso-mtls.io/written-by) replaced within one reconcile interval, per component (ca, client-tls, provider-tls): two controllers write one installation. Warning Event WriteConflict on the Secret.',
+      labelNames: ['component'] as const,
+      registers,
+    });
+    // Every series starts at 0, so the first conflict is an increase() the alert sees.
+    for (const component of WRITE_CONFLICT_COMPONENTS) this.writeConflicts.inc({ component }, 0);
+
     this.caRotationFailures = new Counter({
       name: METRIC_NAMES.caCertificateRotationFailures,
       help: 'CA creations or rotations that failed: generating or signing a CA, or writing the CA Secret. Retried with backoff.',
@@ -327,6 +342,14 @@ export class ControllerMetrics {
   recordOrphanDeletion(result: 'deleted' | 'failed'): void {
     if (result !== 'deleted' && result !== 'failed') throw new MetricLabelError(`orphan deletion result ${JSON.stringify(result)} is not deleted or failed`);
     this.orphanDeletions.inc({ result });
+  }
+
+  /** Counts one of our writes that another controller replaced within a reconcile interval (the adapter's onWriteConflict hook). */
+  recordWriteConflict(component: WriteConflictComponent): void {
+    if (!WRITE_CONFLICT_COMPONENTS.includes(component)) {
+      throw new MetricLabelError(`write conflict component ${JSON.stringify(component)} is not one of ${WRITE_CONFLICT_COMPONENTS.join(', ')}`);
+    }
+    this.writeConflicts.inc({ component });
   }
 
   /** Counts one failed CA creation or rotation (a CA could not be generated or signed, or the CA Secret not written). */

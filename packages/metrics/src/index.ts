@@ -17,6 +17,8 @@ export {
   type ProviderCertificateEntry,
   REFUSAL_REASONS,
   type RefusedServiceEntry,
+  WRITE_CONFLICT_COMPONENTS,
+  type WriteConflictComponent,
 } from './controller-metrics.js';
 export { MetricLabelError, type ServiceLabels } from './labels.js';
 export { METRIC_NAMES, type MetricName } from './metric-names.js';

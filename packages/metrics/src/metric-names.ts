@@ -27,6 +27,8 @@ export const METRIC_NAMES = Object.freeze({
   podCertificatesStaleNames: 'eso_pod_certificates_stale_names',
   /** Controller counter: deletions of orphaned provider Secrets (opt-in pruning), per result (deleted, failed). */
   orphanedSecretDeletions: 'eso_orphaned_secret_deletions_total',
+  /** Controller counter: Secrets this controller wrote that another controller replaced within a reconcile interval, per component. */
+  secretWriteConflicts: 'eso_secret_write_conflicts_total',
   /** Provider counter: certificate pairs swapped in by the hot reload. */
   providerHotReloads: 'eso_provider_certificate_hot_reload_total',
   /** Provider counter: reload attempts that kept the last good pair. */

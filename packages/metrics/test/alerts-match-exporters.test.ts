@@ -157,6 +157,7 @@ describe('the alert rules and the real exporters', () => {
         sys.provider.recordReloadFailure();
         sys.controller.recordPodCertificateRequest('server', 'denied', 'NoProviderService');
         sys.controller.recordPodCertificateRequest('client', 'issued', 'Issued');
+        sys.controller.recordWriteConflict('provider-tls');
       }
     });
     const controller = { job: 'eso-mtls-controller', instance: 'controller-0:8080' };
@@ -173,6 +174,7 @@ describe('the alert rules and the real exporters', () => {
       firing('EsoProviderNamespacesNotServed', {}),
       firing('EsoProviderServiceRefused', { namespace: 'provider-aws', service: 'aws', reason: 'certificate_too_large' }),
       firing('EsoProviderServingStaleCertificate', vaultPod),
+      firing('EsoSecretWriteConflict', { component: 'provider-tls' }),
     ]);
     expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('SUCCESS')]);
   });
