@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
 import { DEFAULT_POLICY } from '@eso-mtls/core';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
 import { codeBlocks } from '../docs/markdown-blocks.js';
 import { type Manifest, find, kustomizeBuild, repoRoot } from '../../packages/controller/test/support/manifests.js';
-import { Helm, HelmError, chartDir, ensured } from './support/helm.js';
+import { Helm, HelmError, type Values, chartDir, ensured } from './support/helm.js';
 import {
   type CertificateState,
   type Installation,
@@ -39,6 +39,40 @@ function documentedBlock(file: string, flag: string): string {
 }
 
 const key = (m: Manifest): string => `${m.kind} ${m.metadata?.namespace ?? ''}/${m.metadata?.name}`;
+
+/** Each kustomize build and the chart values that render it (the chart README's list, in "Moving from kustomize to Helm"). */
+const BUILDS: Readonly<Record<string, Values>> = {
+  deploy: {},
+  'deploy/overlays/prometheus-rule': { metrics: { prometheusRule: { enabled: true } } },
+  'deploy/overlays/pod-certificates': { modes: ['pod-certificate'] },
+  'deploy/overlays/pod-certificates-migration': { modes: ['secret', 'pod-certificate'] },
+  'deploy/overlays/provider-label-policy': { providerLabelPolicy: { enabled: true, controllerCheck: true } },
+  'deploy/overlays/network-policies': { networkPolicies: { controller: { enabled: true, apiServerCIDRs: ['192.0.2.1/32'] } } },
+  'deploy/overlays/prune-orphaned-secrets': { pruneOrphanedSecrets: { enabled: true } },
+};
+
+describe('each kustomize build and its chart values', () => {
+  it('render the same objects under the same names, so that the documented marking hands every one of them to the release', () => {
+    const helm = new Helm();
+    try {
+      for (const [dir, values] of Object.entries(BUILDS)) {
+        const fromChart = helm.template(chartDir, RELEASE, NS, values).map(key).sort();
+        expect({ dir, objects: fromChart }).toEqual({ dir, objects: kustomizeBuild(dir).map(key).sort() });
+      }
+    } finally {
+      helm.remove();
+    }
+  });
+
+  it('cover every overlay in deploy/overlays', () => {
+    const overlays = readdirSync(join(repoRoot, 'deploy/overlays')).map((d) => `deploy/overlays/${d}`);
+    expect(
+      Object.keys(BUILDS)
+        .filter((d) => d !== 'deploy')
+        .sort(),
+    ).toEqual(overlays.sort());
+  });
+});
 
 describe('moving between the kustomize install and the Helm chart by the documented commands keeps every certificate', () => {
   let plane: ControlPlane;

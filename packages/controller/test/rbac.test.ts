@@ -367,7 +367,7 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     const extra = kustomizeBuild('deploy/overlays/prometheus-rule').filter((m) => m.kind === 'PrometheusRule');
     expect(extra).toHaveLength(1);
     await expect(applyAll(plane.adminKubeConfig, extra)).rejects.toThrow(
-      'applying PrometheusRule external-secrets-system/eso-mtls: Failed to fetch resource metadata for monitoring.coreos.com/v1/PrometheusRule: HTTP-Code: 404',
+      'applying PrometheusRule external-secrets-system/eso-mtls-controller: Failed to fetch resource metadata for monitoring.coreos.com/v1/PrometheusRule: HTTP-Code: 404',
     );
   });
 });
