@@ -10,10 +10,12 @@ const groups = parse(readFileSync(new URL('alerts.yaml', here), 'utf8')).groups;
 const rule = {
   apiVersion: 'monitoring.coreos.com/v1',
   kind: 'PrometheusRule',
+  // The chart's name for it (its fullname, as deploy/base names every object), so that moving between
+  // the kustomize install and the chart hands this rule over instead of leaving a duplicate.
   metadata: {
-    name: 'eso-mtls',
+    name: 'eso-mtls-controller',
     namespace: 'external-secrets-system',
-    labels: { 'app.kubernetes.io/name': 'eso-mtls', 'app.kubernetes.io/part-of': 'eso-mtls', 'app.kubernetes.io/component': 'alerts' },
+    labels: { 'app.kubernetes.io/name': 'eso-mtls-controller', 'app.kubernetes.io/part-of': 'eso-mtls', 'app.kubernetes.io/component': 'alerts' },
   },
   spec: { groups },
 };

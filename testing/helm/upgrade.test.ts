@@ -1,18 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AdmissionregistrationV1Api, AppsV1Api, CoordinationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
-import { ControllerProcess } from '../../packages/controller/test/support/controller-process.js';
 import { Helm, type Values, chartDir, previousChart } from './support/helm.js';
 import { type PreviousSources, extractPreviousSources } from './support/previous-release.js';
 import {
   type CertificateState,
   type Installation,
   convergedState,
-  deployedController,
   providerNamespace,
   resourceVersions,
+  runInstalledController,
   serials,
-  serviceAccountKubeconfigFile,
 } from './support/release.js';
 
 // The CA is never lost: the packaged first chart (0.1.0) is installed and the controller of that
@@ -71,28 +69,16 @@ describe('eso-mtls Helm chart: upgrade from the packaged 0.1.0, uninstall and re
   async function runController(name: string, namespace: string, root?: string): Promise<{ state: CertificateState; mark: number }> {
     await providerNamespace(admin, namespace, ['provider']);
     providers.set(namespace, ['provider']);
-    const kubeconfig = await serviceAccountKubeconfigFile(plane, NS, 'eso-mtls-controller');
-    const { args, env } = await deployedController(admin, NS, DEPLOYMENT, kubeconfig, `${name}-pod`);
     const mark = auditMark();
-    const controller = new ControllerProcess(name, args, env, root);
-    try {
-      const deadline = Date.now() + 90_000;
-      let state = await convergedState(admin, installation());
-      while (!state) {
-        if (!controller.alive || Date.now() > deadline) {
-          throw new Error(
-            `${name} did not converge within 90 s (alive: ${controller.alive}); stderr: ${controller.stderr.slice(-2000)}; last lines: ${controller.stdout.slice(-3000)}`,
-          );
-        }
-        await new Promise((r) => setTimeout(r, 250));
-        state = await convergedState(admin, installation());
-      }
-      controller.signal('SIGTERM');
-      expect(await controller.exited).toEqual({ code: 0, signal: null });
-      return { state, mark };
-    } finally {
-      await controller.kill();
-    }
+    const { state } = await runInstalledController(plane, {
+      name,
+      namespace: NS,
+      deployment: DEPLOYMENT,
+      serviceAccount: 'eso-mtls-controller',
+      installation: installation(),
+      ...(root === undefined ? {} : { root }),
+    });
+    return { state, mark };
   }
 
   /** How many audit events there are so far (the log is written before each response: blocking mode). */

@@ -133,7 +133,10 @@ describe('shipped NetworkPolicies on a real apiserver (nothing enforces them: no
     core = plane.adminKubeConfig.makeApiClient(CoreV1Api);
     kustomized = kustomizeBuild('deploy/overlays/network-policies');
     example = kustomizeBuild('deploy/examples/file-provider-network-policy');
-    answers = [...(await install(plane.adminKubeConfig, kustomized)), ...(await install(plane.adminKubeConfig, example))];
+    answers = [
+      ...(await install(plane.adminKubeConfig, [...kustomizeBuild('deploy/namespace'), ...kustomized])),
+      ...(await install(plane.adminKubeConfig, example)),
+    ];
     for (const [name, labels] of Object.entries(ESO_PODS)) {
       await core.createNamespacedPod({ namespace: ESO_NS, body: { metadata: { name, labels }, spec: { containers: [{ name: 'c', image: 'eso' }] } } });
     }

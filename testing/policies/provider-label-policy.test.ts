@@ -13,7 +13,15 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
-import { type Manifest, applyAll, find, kustomizeBuild, repoRoot, serviceAccountKubeConfig } from '../../packages/controller/test/support/manifests.js';
+import {
+  type Manifest,
+  applyAll,
+  find,
+  kustomizeBuild,
+  kustomizeInstall,
+  repoRoot,
+  serviceAccountKubeConfig,
+} from '../../packages/controller/test/support/manifests.js';
 import { Helm, chartDir } from '../helm/support/helm.js';
 import { answer, untilAnswer } from './support/answers.js';
 
@@ -85,7 +93,7 @@ describe('provider-label policy (deploy/overlays/provider-label-policy) on a rea
     rbacAlone = await answer(tenant.createNamespacedService({ namespace: 'team-closed', body: service('team-closed', 'before-policy') }));
     await admin.deleteNamespacedService({ namespace: 'team-closed', name: 'before-policy' }).catch(() => undefined);
 
-    await applyAll(plane.adminKubeConfig, kustomizeBuild(OVERLAY));
+    await applyAll(plane.adminKubeConfig, kustomizeInstall(OVERLAY));
     await untilAnswer(
       'a labelled Service in a namespace not allowed',
       () => tenant.createNamespacedService({ namespace: 'team-closed', body: service('team-closed', 'probe') }),

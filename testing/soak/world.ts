@@ -12,7 +12,7 @@ import { type ControlPlane, freePorts, startControlPlane } from '../envtest/src/
 import { SharedTimeOffset, fakedTimeEnv } from '../faketime/faketime.js';
 import { bindShippedRoles, CA_SECRET, CLIENT_SECRET, ESO_NS, leaseHolder, PROVIDER_SECRET } from '../../packages/controller/test/support/cluster.js';
 import { ControllerProcess } from '../../packages/controller/test/support/controller-process.js';
-import { applyAll, kustomizeBuild } from '../../packages/controller/test/support/manifests.js';
+import { applyAll, kustomizeInstall } from '../../packages/controller/test/support/manifests.js';
 import type { CallTarget } from '../../packages/controller/src/demo/eso-caller.js';
 import type { Delivery } from '../../packages/controller/src/demo/kubelet-volume.js';
 import { KubeletStandIn, type VolumeMount } from './kubelet.js';
@@ -101,7 +101,7 @@ export class SoakWorld {
     this.plane = await startControlPlane({ audit: { policyYaml: SOAK_AUDIT_POLICY }, identities: REPLICAS.map((name) => ({ name })) });
     this.admin = this.plane.adminKubeConfig;
     this.core = this.admin.makeApiClient(CoreV1Api);
-    await applyAll(this.admin, kustomizeBuild('deploy'));
+    await applyAll(this.admin, kustomizeInstall('deploy'));
     for (const r of REPLICAS) await bindShippedRoles(this.admin, r);
     for (const ns of new Set(services.map((s) => s.namespace))) await this.core.createNamespace({ body: { metadata: { name: ns } } });
     for (const s of services) await this.labelService(s, true);

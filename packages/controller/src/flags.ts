@@ -1,3 +1,4 @@
+import { DEFAULT_POLICY } from '@eso-mtls/core';
 import { type HelpRow, helpTable } from './cli/args.js';
 
 /**
@@ -39,7 +40,8 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
   {
     name: 'namespace',
     kind: 'string',
-    default: 'external-secrets-system',
+    // The design's namespace, which deploy/, the chart's docs and `eso-mtls status` share.
+    default: DEFAULT_POLICY.esoNamespace,
     accepts: 'a DNS-1123 label',
     help: 'namespace of ESO core, home of the CA and client Secrets',
   },

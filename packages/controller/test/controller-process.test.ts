@@ -19,7 +19,7 @@ import {
   writesBy,
 } from './support/cluster.js';
 import { ControllerProcess, timedGet } from './support/controller-process.js';
-import { applyAll, find, kustomizeBuild, serviceAccountKubeConfig } from './support/manifests.js';
+import { applyAll, find, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from './support/manifests.js';
 
 // `eso-mtls controller` as a real child process against a real apiserver with the shipped
 // manifests applied, authenticated with a real token of the shipped ServiceAccount.
@@ -40,7 +40,7 @@ describe('eso-mtls controller process', () => {
   beforeAll(async () => {
     plane = await startControlPlane({ audit: true, identities: [{ name: 'no-secret-rights' }, { name: 'no-rights-at-all' }] });
     admin = plane.adminKubeConfig;
-    await applyAll(admin, kustomizeBuild('deploy'));
+    await applyAll(admin, kustomizeInstall('deploy'));
     const { kc } = await serviceAccountKubeConfig(admin, plane.url, plane.caPem, ESO_NS, 'eso-mtls-controller');
     saKubeconfig = join(plane.dir, 'kubeconfig-sa.yaml');
     writeFileSync(saKubeconfig, kc.exportConfig(), { mode: 0o600 });

@@ -96,7 +96,7 @@ describe('eso-mtls dev-cluster', () => {
     const script = join(temp, 'build.sh');
     writeFileSync(script, `echo 'build-testbin: building etcd v3' >&2\nprintf 'build-testbin: building kube-apiserver' >&2\necho ${bin}\n`);
     const progress: string[] = [];
-    const clone = { root: temp, buildScript: script, deployBase: temp };
+    const clone = { root: temp, buildScript: script, deployBase: temp, deployNamespace: temp };
     expect(await locateBinaries(clone, (l) => progress.push(l))).toEqual({ kubeApiServer: join(bin, 'kube-apiserver'), etcd: join(bin, 'etcd') });
     expect(progress).toEqual(['build-testbin: building etcd v3', 'build-testbin: building kube-apiserver']);
 

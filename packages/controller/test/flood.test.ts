@@ -9,7 +9,7 @@ import { DEFAULT_POLICY, days } from '@eso-mtls/core';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { CONTROLLER_FLAGS } from '../src/flags.js';
 import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, converged, eventually } from './support/cluster.js';
-import { applyAll, find, kustomizeBuild, repoRoot, serviceAccountKubeConfig } from './support/manifests.js';
+import { applyAll, find, kustomizeInstall, repoRoot, serviceAccountKubeConfig } from './support/manifests.js';
 
 // Issue 16, T6 (docs/flood-control.md): thousands of labelled Services created at once while
 // certificates are due. The controller, from dist/ with its certificate clock moved past the
@@ -25,7 +25,7 @@ const BOUND = Number(CONTROLLER_FLAGS.find((f) => f.name === 'max-issuances-per-
 const CLOCK_OFFSET = DEFAULT_POLICY.leafValidity - DEFAULT_POLICY.leafLookahead + days(1);
 const CHILD = join(repoRoot, 'packages/controller/test/support/shifted-controller.child.mjs');
 
-const manifests = kustomizeBuild('deploy');
+const manifests = kustomizeInstall('deploy');
 const controllerContainer = find<V1Deployment>(manifests, 'Deployment', 'eso-mtls-controller').spec!.template.spec!.containers.find(
   (c) => c.name === 'controller',
 )!;

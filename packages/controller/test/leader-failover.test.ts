@@ -3,7 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { bindShippedRoles, converged, createProviderNamespace, createProviderService, eventually, leaseHolder, writesBy } from './support/cluster.js';
 import { ControllerProcess, timedGet } from './support/controller-process.js';
-import { applyAll, kustomizeBuild } from './support/manifests.js';
+import { applyAll, kustomizeInstall } from './support/manifests.js';
 
 // Two controller processes, each under its own identity bound to exactly the shipped roles, with
 // the apiserver's audit log as the record of who wrote what and when.
@@ -38,7 +38,7 @@ describe('two controller replicas with leader election', () => {
   beforeAll(async () => {
     plane = await startControlPlane({ audit: true, identities: [{ name: 'replica-a' }, { name: 'replica-b' }] });
     admin = plane.adminKubeConfig;
-    await applyAll(admin, kustomizeBuild('deploy'));
+    await applyAll(admin, kustomizeInstall('deploy'));
     for (const r of ['replica-a', 'replica-b']) await bindShippedRoles(admin, r);
     await addNamespace('ns-1', ['vault']);
     await addNamespace('ns-2', ['aws', 'gcp']);

@@ -8,7 +8,7 @@ import { type ControlPlane, startControlPlane } from '../../../testing/envtest/s
 import { ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace } from './support/cluster.js';
 import { ControllerProcess } from './support/controller-process.js';
 import { KubeletProbe, type ProbeVerdict, judge } from './support/kubelet-probe.js';
-import { applyAll, find, kustomizeBuild, serviceAccountKubeConfig } from './support/manifests.js';
+import { applyAll, find, kustomizeInstall, serviceAccountKubeConfig } from './support/manifests.js';
 
 // RSA-3072 key generation for many namespaces at once must not starve the event loop: the Lease
 // is renewed within its deadline throughout, and the kubelet, probing /healthz as the shipped
@@ -16,7 +16,7 @@ import { applyAll, find, kustomizeBuild, serviceAccountKubeConfig } from './supp
 // how fast /healthz answers is printed, not asserted (the machine may be loaded).
 const NAMESPACES = 30;
 const RENEW_DEADLINE_MS = 3000;
-const manifests = kustomizeBuild('deploy');
+const manifests = kustomizeInstall('deploy');
 const livenessProbe = find<V1Deployment>(manifests, 'Deployment', 'eso-mtls-controller').spec!.template.spec!.containers.find(
   (c) => c.name === 'controller',
 )!.livenessProbe!;

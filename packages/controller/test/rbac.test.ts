@@ -11,7 +11,7 @@ import {
 } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { answer } from '../../../testing/policies/support/answers.js';
-import { applyAll, kustomizeBuild, serviceAccountKubeConfig } from './support/manifests.js';
+import { applyAll, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from './support/manifests.js';
 
 // The shipped RBAC and admission policy on a real apiserver, exercised with a real token of the
 // shipped ServiceAccount (TokenRequest): what the controller needs works, everything else is refused.
@@ -50,7 +50,7 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
 
   beforeAll(async () => {
     plane = await startControlPlane();
-    await applyAll(plane.adminKubeConfig, kustomizeBuild('deploy'));
+    await applyAll(plane.adminKubeConfig, kustomizeInstall('deploy'));
     admin = plane.adminKubeConfig.makeApiClient(CoreV1Api);
     for (const ns of ['team-a', 'team-b', 'kube-system-like']) await admin.createNamespace({ body: { metadata: { name: ns } } });
     await admin.createNamespacedSecret({ namespace: 'team-a', body: { metadata: { name: 'database-password' }, stringData: { password: 'x' } } });
@@ -367,7 +367,7 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     const extra = kustomizeBuild('deploy/overlays/prometheus-rule').filter((m) => m.kind === 'PrometheusRule');
     expect(extra).toHaveLength(1);
     await expect(applyAll(plane.adminKubeConfig, extra)).rejects.toThrow(
-      'applying PrometheusRule external-secrets-system/eso-mtls: Failed to fetch resource metadata for monitoring.coreos.com/v1/PrometheusRule: HTTP-Code: 404',
+      'applying PrometheusRule external-secrets-system/eso-mtls-controller: Failed to fetch resource metadata for monitoring.coreos.com/v1/PrometheusRule: HTTP-Code: 404',
     );
   });
 });

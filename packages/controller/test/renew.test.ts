@@ -7,7 +7,7 @@ import { renewToken } from '../src/status/renew-request.js';
 import type { StatusReport } from '../src/status/report.js';
 import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace, eventually, privateKeyForms } from './support/cluster.js';
 import { bindClusterRole, runCli, startTestController } from './support/cli-run.js';
-import { applyAll, kustomizeBuild } from './support/manifests.js';
+import { applyAll, kustomizeBuild, kustomizeInstall } from './support/manifests.js';
 
 // `eso-mtls renew` as a user bound only to the shipped eso-mtls-renew ClusterRole, against a real
 // apiserver with the real controller running in-process: the annotation is set, and the controller
@@ -45,7 +45,7 @@ describe('eso-mtls renew', () => {
     plane = await startControlPlane({ identities: [{ name: 'renewer' }, { name: 'reader' }] });
     admin = plane.adminKubeConfig;
     core = admin.makeApiClient(CoreV1Api);
-    await applyAll(admin, [...kustomizeBuild('deploy'), ...kustomizeBuild('deploy/cli-rbac')]);
+    await applyAll(admin, [...kustomizeInstall('deploy'), ...kustomizeBuild('deploy/cli-rbac')]);
     await bindClusterRole(admin, 'renewer', 'eso-mtls-renew');
     await bindClusterRole(admin, 'reader', 'eso-mtls-status');
     renewer = plane.identity('renewer').kubeconfigPath;

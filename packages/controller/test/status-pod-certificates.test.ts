@@ -9,7 +9,7 @@ import { type RunningController, createLogger, parseControllerConfig, startContr
 import type { StatusReport } from '../src/status/report.js';
 import { ESO_NS, eventually } from './support/cluster.js';
 import { bindClusterRole, runCli } from './support/cli-run.js';
-import { applyAll, kustomizeBuild } from './support/manifests.js';
+import { applyAll, kustomizeBuild, kustomizeInstall } from './support/manifests.js';
 
 // `eso-mtls status --modes=pod-certificate` against a real apiserver with the Node authorizer and
 // NodeRestriction: the real controller signs in pod-certificate mode only, a kubelet stand-in asks
@@ -77,7 +77,7 @@ describe('eso-mtls status in pod-certificate mode', () => {
     plane = await startControlPlane({ nodeAuthorization: true, identities: [nodeIdentity('node-a'), { name: 'status-user' }, { name: 'secret-mode-user' }] });
     admin = plane.adminKubeConfig;
     api = new KubeRestClient(await connectionFromKubeConfig(admin));
-    await applyAll(admin, [...kustomizeBuild('deploy'), ...kustomizeBuild('deploy/cli-rbac')]);
+    await applyAll(admin, [...kustomizeInstall('deploy'), ...kustomizeBuild('deploy/cli-rbac')]);
     await bindClusterRole(admin, 'status-user', 'eso-mtls-status');
     // The status role as it was before pod-certificate mode: Services and our Secrets only.
     await admin.makeApiClient(RbacAuthorizationV1Api).createClusterRole({

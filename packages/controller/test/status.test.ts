@@ -6,7 +6,7 @@ import type { StatusReport } from '../src/status/report.js';
 import { rogueCa } from '../../kubernetes/test/support/pki.js';
 import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace, eventually, privateKeyForms } from './support/cluster.js';
 import { type CliRun, bindClusterRole, runCli, startTestController } from './support/cli-run.js';
-import { applyAll, kustomizeBuild } from './support/manifests.js';
+import { applyAll, kustomizeBuild, kustomizeInstall } from './support/manifests.js';
 
 // `eso-mtls status` against a real apiserver: after the real controller has issued, under the
 // admin, under a user bound only to the shipped eso-mtls-status ClusterRole, and under a user who
@@ -37,7 +37,7 @@ describe('eso-mtls status', () => {
     plane = await startControlPlane({ identities: [{ name: 'status-user' }, { name: 'no-secret-user' }, { name: 'nobody' }] });
     admin = plane.adminKubeConfig;
     core = admin.makeApiClient(CoreV1Api);
-    await applyAll(admin, [...kustomizeBuild('deploy'), ...kustomizeBuild('deploy/cli-rbac')]);
+    await applyAll(admin, [...kustomizeInstall('deploy'), ...kustomizeBuild('deploy/cli-rbac')]);
     await bindClusterRole(admin, 'status-user', 'eso-mtls-status');
     await admin.makeApiClient(RbacAuthorizationV1Api).createClusterRole({
       body: { metadata: { name: 'services-only' }, rules: [{ apiGroups: [''], resources: ['services'], verbs: ['get', 'list'] }] },

@@ -19,7 +19,7 @@ import {
   startProviderServer,
 } from '../../grpc/src/index.js';
 import { probe } from '../../grpc/test/support/tls-probe.js';
-import { applyAll, find, kustomizeBuild, serviceAccountKubeConfig } from '../../controller/test/support/manifests.js';
+import { applyAll, find, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from '../../controller/test/support/manifests.js';
 import { type ControlPlane, nodeIdentity, startControlPlane } from '../../../testing/envtest/src/index.js';
 import {
   KUBELET_KEY_TYPES,
@@ -178,7 +178,7 @@ describe('pod-certificate mode on kube-apiserver v1.37.2, as the controller Serv
     plane = await startControlPlane({ nodeAuthorization: true, identities: [nodeIdentity(NODE)] });
     core = plane.adminKubeConfig.makeApiClient(CoreV1Api);
     admin = new KubeRestClient(await connectionFromKubeConfig(plane.adminKubeConfig));
-    await applyAll(plane.adminKubeConfig, kustomizeBuild('deploy/overlays/pod-certificates'));
+    await applyAll(plane.adminKubeConfig, kustomizeInstall('deploy/overlays/pod-certificates'));
     saKc = (await serviceAccountKubeConfig(plane.adminKubeConfig, plane.url, plane.caPem, ESO_NS, CONTROLLER_SA)).kc;
     sa = new KubeRestClient(await connectionFromKubeConfig(saKc));
     // The ClusterRoleBinding reaches the authorizer's cache a moment after it is created.

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { PROVIDER_SECRET_NAME } from '@eso-mtls/core';
 import { type KubeConfig, RbacAuthorizationV1Api, type V1ClusterRole } from '@kubernetes/client-node';
-import { applyAll, find, kustomizeBuild, serviceAccountKubeConfig } from '../../controller/test/support/manifests.js';
+import { applyAll, find, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from '../../controller/test/support/manifests.js';
 import { type AdapterOptions, ProviderCertificateAdapter } from '../src/index.js';
 import { TestClock, converge, eventually } from './support/cluster.js';
 import { useControlPlane } from './support/installations.js';
@@ -259,7 +259,7 @@ describe('pruning orphaned provider Secrets', () => {
 describe('pruning under the shipped RBAC', () => {
   it('cannot delete without the pruning overlay (403: counted, logged as an error, Warning Event), and can with it', async () => {
     const eso = 'external-secrets-system';
-    await applyAll(suite.plane.adminKubeConfig, kustomizeBuild('deploy/base'));
+    await applyAll(suite.plane.adminKubeConfig, kustomizeInstall('deploy/base'));
     const { kc } = await serviceAccountKubeConfig(suite.plane.adminKubeConfig, suite.plane.url, suite.plane.caPem, eso, 'eso-mtls-controller');
     const ns = await provider('prune-rbac');
     const run = await startPruning(eso, {}, kc);

@@ -14,7 +14,7 @@ export const previousChart = resolve(repoRoot, 'testing/helm/fixtures/eso-mtls-0
 
 const tools = new Map<string, string>();
 /** The path a scripts/ensure-*.sh prints (helm is built once from the Go module proxy and cached). */
-function ensured(script: string): string {
+export function ensured(script: string): string {
   let path = tools.get(script);
   if (path === undefined) {
     path = execFileSync('bash', [resolve(repoRoot, 'scripts', script)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
@@ -61,9 +61,9 @@ export class Helm {
 
   constructor(private readonly kubeconfigPath?: string) {}
 
-  /** Runs helm; resolves with stdout, or throws a HelmError carrying stderr. */
-  run(args: readonly string[]): string {
-    const env: NodeJS.ProcessEnv = {
+  /** The environment helm runs in: this helm's folders as HOME and helm's homes, and the kubeconfig. */
+  env(): NodeJS.ProcessEnv {
+    return {
       PATH: process.env.PATH,
       HOME: this.home,
       HELM_CONFIG_HOME: join(this.home, 'config'),
@@ -71,8 +71,12 @@ export class Helm {
       HELM_DATA_HOME: join(this.home, 'data'),
       ...(this.kubeconfigPath ? { KUBECONFIG: this.kubeconfigPath } : {}),
     };
+  }
+
+  /** Runs helm; resolves with stdout, or throws a HelmError carrying stderr. */
+  run(args: readonly string[]): string {
     try {
-      return execFileSync(ensured('ensure-helm.sh'), args, { encoding: 'utf8', env, maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'pipe'] });
+      return execFileSync(ensured('ensure-helm.sh'), args, { encoding: 'utf8', env: this.env(), maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (e) {
       throw new HelmError(args, String((e as { stderr?: string }).stderr ?? e));
     }

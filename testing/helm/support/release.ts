@@ -1,9 +1,11 @@
+import { expect } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Deployment, type V1Secret } from '@kubernetes/client-node';
 import type { ControlPlane } from '../../../testing/envtest/src/index.js';
 import { type ConfigResult, type ControllerConfig, parseControllerConfig } from '../../../packages/controller/src/index.js';
+import { ControllerProcess } from '../../../packages/controller/test/support/controller-process.js';
 import { serviceAccountKubeConfig } from '../../../packages/controller/test/support/manifests.js';
 
 /** Only loopback, free ports; and short Lease timings, so a test waits seconds for leadership, not 15 s. */
@@ -158,4 +160,46 @@ export function serials(state: CertificateState): Record<string, string> {
 /** resourceVersions, by Secret: unchanged means nobody wrote the Secret at all. */
 export function resourceVersions(state: CertificateState): Record<string, string> {
   return Object.fromEntries([state.ca, state.client, ...state.providers.values()].map((c) => [c.secret, c.resourceVersion]));
+}
+
+/** The controller to run from an installed Deployment, and what it must converge to. */
+export interface InstalledController {
+  /** A name for the process and its pod (the leader-election identity). */
+  readonly name: string;
+  /** Where the Deployment and its ServiceAccount are (ESO's namespace). */
+  readonly namespace: string;
+  readonly deployment: string;
+  readonly serviceAccount: string;
+  readonly installation: Installation;
+  /** Another version's sources (support/previous-release.ts); the working tree by default. */
+  readonly root?: string;
+}
+
+/**
+ * Runs the controller with the installed Deployment's args and env, as its ServiceAccount, until
+ * `installation` converges, then stops it with SIGTERM and expects a clean exit. Returns the state
+ * and the process (its log lines).
+ */
+export async function runInstalledController(plane: ControlPlane, run: InstalledController): Promise<{ state: CertificateState; process: ControllerProcess }> {
+  const kubeconfig = await serviceAccountKubeconfigFile(plane, run.namespace, run.serviceAccount);
+  const { args, env } = await deployedController(plane.adminKubeConfig, run.namespace, run.deployment, kubeconfig, `${run.name}-pod`);
+  const controller = new ControllerProcess(run.name, args, env, run.root);
+  try {
+    const deadline = Date.now() + 90_000;
+    let state = await convergedState(plane.adminKubeConfig, run.installation);
+    while (!state) {
+      if (!controller.alive || Date.now() > deadline) {
+        throw new Error(
+          `${run.name} did not converge within 90 s (alive: ${controller.alive}); stderr: ${controller.stderr.slice(-2000)}; last lines: ${controller.stdout.slice(-3000)}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 250));
+      state = await convergedState(plane.adminKubeConfig, run.installation);
+    }
+    controller.signal('SIGTERM');
+    expect(await controller.exited).toEqual({ code: 0, signal: null });
+    return { state, process: controller };
+  } finally {
+    await controller.kill();
+  }
 }

@@ -8,8 +8,10 @@ export interface Clone {
   readonly root: string;
   /** testing/envtest/build-testbin.sh: builds kube-apiserver and etcd once, prints their folder. */
   readonly buildScript: string;
-  /** deploy/base: the shipped manifests (the controller's Namespace and ServiceAccount among them). */
+  /** deploy/base: the shipped manifests (the controller's ServiceAccount among them). */
   readonly deployBase: string;
+  /** deploy/namespace: ESO's namespace, which deploy/base does not own. */
+  readonly deployNamespace: string;
 }
 
 /** Where kube-apiserver and etcd are. */
@@ -25,8 +27,16 @@ export interface ControlPlaneBinaries {
  */
 export function findClone(here = fileURLToPath(new URL('.', import.meta.url))): Clone | undefined {
   const root = resolve(here, '..', '..', '..', '..');
-  const clone = { root, buildScript: join(root, 'testing', 'envtest', 'build-testbin.sh'), deployBase: join(root, 'deploy', 'base') };
-  return existsSync(clone.buildScript) && existsSync(join(clone.deployBase, 'serviceaccount.yaml')) ? clone : undefined;
+  const clone = {
+    root,
+    buildScript: join(root, 'testing', 'envtest', 'build-testbin.sh'),
+    deployBase: join(root, 'deploy', 'base'),
+    deployNamespace: join(root, 'deploy', 'namespace'),
+  };
+  const complete = [clone.buildScript, join(clone.deployBase, 'serviceaccount.yaml'), join(clone.deployNamespace, 'namespace.yaml')].every((p) =>
+    existsSync(p),
+  );
+  return complete ? clone : undefined;
 }
 
 /** What to tell someone who runs dev-cluster from an installed package. */

@@ -31,19 +31,22 @@ export function writeKubeconfig(path: string, kc: KubeConfig): void {
 }
 
 /**
- * Creates (server-side apply, so a later `kubectl apply --server-side -k deploy` shares the
- * fields) the controller's Namespace and ServiceAccount from deploy/base, which must exist before
+ * Creates (server-side apply, so a later `kubectl apply --server-side -k deploy/namespace` and
+ * `-k deploy` share the fields) ESO's Namespace from deploy/namespace and the controller's
+ * ServiceAccount from deploy/base, which must exist before
  * a token can be requested for it. The RBAC that gives the account its rights is applied by the
  * user with the rest of deploy/, so the controller runs under exactly the shipped rules.
  */
 export async function createControllerServiceAccount(admin: KubeConfig, clone: Clone): Promise<ServiceAccountRef> {
-  const objects = ['namespace.yaml', 'serviceaccount.yaml'].flatMap((f) => loadAllYaml(readFileSync(join(clone.deployBase, f), 'utf8')) as KubernetesObject[]);
+  const objects = [join(clone.deployNamespace, 'namespace.yaml'), join(clone.deployBase, 'serviceaccount.yaml')].flatMap(
+    (f) => loadAllYaml(readFileSync(f, 'utf8')) as KubernetesObject[],
+  );
   const api = KubernetesObjectApi.makeApiClient(admin);
   for (const object of objects) {
     try {
       await api.patch(object, undefined, undefined, 'eso-mtls-dev-cluster', true, PatchStrategy.ServerSideApply);
     } catch (e) {
-      throw new Error(`creating ${object.kind} ${object.metadata?.name} from ${clone.deployBase}: ${(e as Error).message}`, { cause: e });
+      throw new Error(`creating ${object.kind} ${object.metadata?.name} from ${join(clone.root, 'deploy')}: ${(e as Error).message}`, { cause: e });
     }
   }
   const account = objects.find((o) => o.kind === 'ServiceAccount');

@@ -22,6 +22,14 @@ export function kustomizeBuild(dir: string): Manifest[] {
   });
 }
 
+/**
+ * What the documented kustomize install creates: ESO's namespace (`kubectl apply -k deploy/namespace`,
+ * which no other build renders) and then `dir`, in that order.
+ */
+export function kustomizeInstall(dir: string): Manifest[] {
+  return [...kustomizeBuild('deploy/namespace'), ...kustomizeBuild(dir)];
+}
+
 /** The one manifest of `kind` named `name`; throws listing what there is otherwise. */
 export function find<T = Manifest>(manifests: readonly Manifest[], kind: string, name: string): T {
   const found = manifests.filter((m) => m.kind === kind && m.metadata?.name === name);
