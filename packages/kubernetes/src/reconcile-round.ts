@@ -22,6 +22,7 @@ import type { OrphanPruner } from './pruner.js';
 import { RoundWrites } from './round-writes.js';
 import type { SecretWriter } from './secret-writer.js';
 import { ServiceDirectory } from './service-directory.js';
+import type { PodSigningLane } from './signing-lane.js';
 import type { BuiltSnapshot, SnapshotBuilder } from './snapshot-builder.js';
 import { StandingReports } from './standing-reports.js';
 import type { TrustBundles } from './trust-bundles.js';
@@ -91,8 +92,16 @@ export interface RoundDependencies {
   readonly status?: CertificateStatusView;
   /** Pruning of orphaned provider Secrets (opt-in); runs after the writes, on the round's snapshot. */
   readonly pruner?: OrphanPruner;
-  /** Pod-certificate mode: the signer of both signer names, and their ClusterTrustBundles. */
-  readonly pods?: { readonly signer: PodCertificateSigner; readonly trustBundles: TrustBundles; readonly caEventTarget: { namespace: string; name: string } };
+  /**
+   * Pod-certificate mode: the signer of both signer names, the lane it signs in (beside the
+   * rounds), and their ClusterTrustBundles.
+   */
+  readonly pods?: {
+    readonly signer: PodCertificateSigner;
+    readonly lane: PodSigningLane;
+    readonly trustBundles: TrustBundles;
+    readonly caEventTarget: { namespace: string; name: string };
+  };
 }
 
 /**
@@ -140,14 +149,20 @@ export class ReconcileRound {
     // a wrong PIN or a deleted key is seen at the next reconcile (every reconcile interval at the
     // latest), not weeks later when a leaf next falls due.
     if (isPlanEmpty(plan) && !pods && !this.deps.crypto.caSigner) return { plan, written: 0, stale: 0, failed: 0, fenced: 0 };
+    // No pod certificate is signed by a CA a write replaces: the lane gives the CA back first, and
+    // its signatures in flight (at most its concurrency) are written before the CA write is sent.
+    if (pods && plan.ca) await pods.lane.withdraw();
     const writes = new RoundWrites(this.deps, built, plan, services, clock);
     const result = withoutEagerRetry(await writes.run());
     // Pods are signed only by a CA that is stored: after the CA write landed, or when there was none.
-    return pods && writes.signing ? this.signPods(result, writes.signing, clock) : result;
+    return pods && writes.signing ? this.handOver(result, writes.signing, clock) : result;
   }
 
-  /** Pod-certificate mode, after the Secret writes: the trust bundles follow the CA, then pending requests are decided. */
-  private async signPods(result: RoundResult, ca: MaterializedCa, clock: () => Instant): Promise<RoundResult> {
+  /**
+   * Pod-certificate mode, after the Secret writes: the trust bundles follow the CA, then the CA goes
+   * to the signing lane, which decides pending requests beside the rounds (the round does not wait).
+   */
+  private async handOver(result: RoundResult, ca: MaterializedCa, clock: () => Instant): Promise<RoundResult> {
     const { pods, logger, hooks, events, writesAllowed } = this.deps;
     if (!pods || !writesAllowed()) return result;
     const now = clock();
@@ -163,12 +178,7 @@ export class ReconcileRound {
       logger.warn({ trustBundle: f.name, error: f.message }, 'publishing a trust bundle failed; retrying');
       events.record({ kind: 'Secret', ...pods.caEventTarget }, 'Warning', 'Failed', f.message);
     }
-    const signed = await pods.signer.signPending(ca, clock, writesAllowed);
-    pods.signer.refreshStaleNames(clock());
-    return {
-      ...result,
-      written: result.written + published.written + signed.issued + signed.denied + signed.failed,
-      failed: result.failed + published.failed.length + signed.errors,
-    };
+    pods.lane.use(ca);
+    return { ...result, written: result.written + published.written, failed: result.failed + published.failed.length };
   }
 }
