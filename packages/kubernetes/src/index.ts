@@ -27,7 +27,7 @@ export { Limiter } from './limiter.js';
 export { type Logger, silentLogger } from './logger.js';
 export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './options.js';
 export { terminalCondition } from './pod-requests.js';
-export { type PodCertificateOptions, type PodCertificateSigner, type PodSigningResult } from './pod-signer.js';
+export { type PodCertificateOptions, type PodCertificateSigner, type PodSigningResult, type SigningCa } from './pod-signer.js';
 export { TRUST_BUNDLE_LABEL, trustBundleName } from './trust-bundles.js';
 export {
   COMPONENT_LABEL,

@@ -43,7 +43,7 @@ export interface PodSigningResult {
   readonly failed: number;
   /** Status writes that did not land (409, 5xx, network) and pods that could not be read: retried with backoff. */
   readonly errors: number;
-  /** Pending requests left for a CA that signs (none yet, none active, or one being replaced). */
+  /** Pending requests left for a CA that signs (the CA has no active certificate). */
   readonly waiting: number;
 }
 
@@ -153,7 +153,8 @@ export class PodCertificateSigner {
               // An unreadable pod is retried like a status write that did not land.
               return outcome === undefined ? 'errors' : this.write(request, role, outcome, clock);
             });
-            counts[result ?? 'waiting']++;
+            // No CA handed over (one is being replaced, or the lane stopped): the next pass takes it.
+            if (result !== undefined) counts[result]++;
           }),
         );
       }
