@@ -184,8 +184,9 @@ export class ProviderCertificateAdapter {
           cache: this.certificateCache,
           events: this.events,
           logger,
-          // Its own bound: a backlog of requests never queues ahead of a Secret write, nor the other way round.
-          limiter: new ConcurrencyLimit(options.writeConcurrency ?? 16),
+          // Its own bound, half the connections: a backlog of requests never queues ahead of a Secret
+          // write (which always finds a connection free), nor the other way round.
+          limiter: new ConcurrencyLimit(Math.max(1, Math.floor((options.writeConcurrency ?? 16) / 2))),
           services: () => this.informers.services.list(),
           ...(options.namespaceRequirement && this.informers.allowedNamespaces
             ? { namespaces: { requirement: options.namespaceRequirement, allowed: this.informers.allowedNamespaces } }
