@@ -198,14 +198,13 @@ export class ProviderCertificateAdapter {
       );
     const lane = signer && new PodSigningLane(signer, { now, timers: options.timers, debounceMs: options.debounceMs, writesAllowed, logger });
     this.podLane = lane;
-    const pods = options.podCertificates &&
-      signer &&
+    const pods = signer &&
       lane && {
         signer,
         lane,
         trustBundles: new TrustBundles(
           api,
-          [options.podCertificates.serverSignerName, options.podCertificates.clientSignerName],
+          [signer.options.serverSignerName, signer.options.clientSignerName],
           this.installation,
           this.certificateCache,
           informerOptions,

@@ -161,7 +161,10 @@ export class PodCertificateSigner {
     }
     // Requests deleted (with their pods) are forgotten too: `written` is bounded by the cache.
     for (const uid of this.written.keys()) if (!listed.has(uid)) this.written.delete(uid);
-    await Promise.all(tasks);
+    // The pass ends with its last request, also when one threw (a CA key that stopped answering):
+    // the lane's next pass must not meet requests this one is still signing.
+    const failure = (await Promise.allSettled(tasks)).find((r) => r.status === 'rejected');
+    if (failure) throw failure.reason;
     if (counts.waiting > 0) this.deps.logger.info({ requests: counts.waiting }, 'pod certificate requests wait for a CA that signs');
     return counts;
   }
