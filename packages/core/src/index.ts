@@ -51,6 +51,7 @@ export { MAX_STUB_REQUEST_BYTES } from './stub-request.js';
 export { type AllowedNamespaces, type NamespaceRequirement, formatNamespaceRequirement, parseNamespaceRequirement } from './namespace-requirement.js';
 export {
   decidePodRequest,
+  isExternalName,
   POD_DENY_REASONS,
   type PodDenyReason,
   type PodMetadataView,

@@ -33,6 +33,17 @@ export interface PodMetadataView {
 export interface SelectingService {
   readonly name: string;
   readonly selector?: Readonly<Record<string, string>>;
+  /** `spec.type` (undefined: ClusterIP); see {@link isExternalName}. */
+  readonly type?: string;
+}
+
+/**
+ * An ExternalName Service is a DNS alias (a CNAME) of another host: Kubernetes ignores its
+ * selector, so its names never lead to the pods the selector matches, and no pod gets a
+ * certificate for them.
+ */
+export function isExternalName(service: { readonly type?: string }): boolean {
+  return service.type === 'ExternalName';
 }
 
 /**
@@ -47,7 +58,8 @@ export type PodDenyReason =
   | 'PodMismatch'
   | 'UnauthorizedServiceAccount'
   | 'InvalidStubRequest'
-  | 'InvalidServiceName';
+  | 'InvalidServiceName'
+  | 'ExternalNameService';
 
 /** Every {@link PodDenyReason}, for metrics that list each one. */
 export const POD_DENY_REASONS: readonly PodDenyReason[] = [
@@ -59,6 +71,7 @@ export const POD_DENY_REASONS: readonly PodDenyReason[] = [
   'UnauthorizedServiceAccount',
   'InvalidStubRequest',
   'InvalidServiceName',
+  'ExternalNameService',
 ];
 
 /** What the signer does with a request. */
@@ -141,8 +154,8 @@ function decideServer({ request, pod, services, policy, namespaceRequirement, na
 
 /**
  * The DNS names a server certificate for a pod with `labels` carries now: the design's four for
- * every labelled Service of the namespace selecting it, within the certificate size budget; or
- * why none can be issued. The stale-names gauge compares what pods serve with this.
+ * every labelled Service of the namespace selecting it, within the certificate size budget (an
+ * ExternalName Service's selector counts for nothing: {@link isExternalName}); or why none can be issued. The stale-names gauge compares what pods serve with this.
  */
 export function serverNames(
   namespace: string,
@@ -154,7 +167,16 @@ export function serverNames(
   | { readonly kind: 'names'; readonly dnsNames: readonly string[]; readonly services: readonly string[]; readonly refused: readonly string[] }
   | Extract<PodRequestDecision, { kind: 'deny' }> {
   const request = { namespace, podName };
-  const selecting = services.filter((s) => selects(s.selector, labels));
+  const matching = services.filter((s) => selects(s.selector, labels));
+  const selecting = matching.filter((s) => !isExternalName(s));
+  const alias = matching.find(isExternalName);
+  if (selecting.length === 0 && alias !== undefined) {
+    return {
+      kind: 'deny',
+      reason: 'ExternalNameService',
+      message: `Service ${request.namespace}/${shown(alias.name, 253)} selects pod ${shown(request.podName, 253)} but is of type ExternalName, an alias of another host: its names do not lead to the pod; label a ClusterIP or headless Service that selects the pod instead`,
+    };
+  }
   if (selecting.length === 0) {
     return {
       kind: 'deny',

@@ -193,6 +193,19 @@ describe('decidePodRequest: the server signer', () => {
     expect(issued(decide(request(), [PROVIDER, { ...bad, selector: { app: 'other' } }])).services).toEqual(['provider']);
   });
 
+  it('Denies ExternalNameService when only an ExternalName Service selects the pod (its selector is ignored by Kubernetes); leaves one out beside a Service that selects', () => {
+    const alias = { name: 'alias', selector: { app: 'provider' }, type: 'ExternalName' };
+    expect(decide(request(), [alias])).toEqual({
+      kind: 'deny',
+      reason: 'ExternalNameService',
+      message:
+        'Service team-a/alias selects pod provider-0 but is of type ExternalName, an alias of another host: its names do not lead to the pod; label a ClusterIP or headless Service that selects the pod instead',
+    });
+    const d = issued(decide(request(), [alias, PROVIDER]));
+    expect([d.services, d.refused, [...d.dnsNames].sort()]).toEqual([['provider'], [], fourNames('provider', 'team-a').sort()]);
+    expect(issued(decide(request(), [{ ...alias, type: 'ClusterIP' }])).services).toEqual(['alias']);
+  });
+
   it('leaves out the Services whose names would make the certificate too large, rather than failing', () => {
     const namespace = `ns-${'n'.repeat(60)}`;
     const services = Array.from({ length: 300 }, (_, i) => ({ name: `svc-${String(i).padStart(3, '0')}-${'s'.repeat(55)}`, selector: { app: 'provider' } }));
@@ -281,6 +294,7 @@ describe('Deny reasons and messages', () => {
       decide(request({ stubPkcs10Request: stubs.get('RSA-2048')! })),
       decide(request(), []),
       decide(request(), [{ name: 'X', selector: { app: 'provider' } }]),
+      decide(request(), [{ name: 'alias', selector: { app: 'provider' }, type: 'ExternalName' }]),
       decide(clientRequest({ serviceAccountName: 'x' })),
       decidePodRequest({ request: request(), pod, services: [PROVIDER], policy, namespaceRequirement: { key: 'k', value: 'v' }, namespaceAllowed: false }),
     ].map((d) => (d.kind === 'deny' ? d.reason : d.kind));

@@ -27,9 +27,11 @@ import type { RequestCounter } from './request-counter.js';
 import { KubeRestClient } from './rest-client.js';
 import { SecretWriter } from './secret-writer.js';
 import { SnapshotBuilder } from './snapshot-builder.js';
+import type { PodCertificateRequest } from './pod-requests.js';
 import { type PodCertificateOptions, PodCertificateSigner } from './pod-signer.js';
 import { OrphanPruner } from './pruner.js';
-import { TrustBundles } from './trust-bundles.js';
+import { PodSigningLane } from './signing-lane.js';
+import { type ClusterTrustBundle, TrustBundles } from './trust-bundles.js';
 import { WriteConflicts } from './write-conflicts.js';
 import type { Informer, ObjectWithMeta } from './informer.js';
 
@@ -138,6 +140,10 @@ export class ProviderCertificateAdapter {
   /** Pod-certificate mode: the signer (its request informers and the stale-names count); undefined otherwise. */
   readonly podSigner: PodCertificateSigner | undefined;
   private readonly podInformers: readonly Informer<ObjectWithMeta>[];
+  private readonly podRequestInformers: readonly Informer<PodCertificateRequest>[];
+  private readonly trustBundleInformer: Informer<ClusterTrustBundle> | undefined;
+  /** Pod-certificate mode: where pending requests are signed, beside the reconcile rounds. */
+  private readonly podLane: PodSigningLane | undefined;
   private readonly pruner: OrphanPruner | undefined;
   private unsubscribe: (() => void) | undefined;
 
@@ -183,8 +189,9 @@ export class ProviderCertificateAdapter {
     );
     const writeLimiter = new ConcurrencyLimit(options.writeConcurrency ?? 16);
     const informerOptions = { watch: api, counter: api.counter, ...tuning };
-    const pods = options.podCertificates && {
-      signer: new PodCertificateSigner(
+    const signer =
+      options.podCertificates &&
+      new PodCertificateSigner(
         {
           api,
           policy: this.policy,
@@ -192,7 +199,9 @@ export class ProviderCertificateAdapter {
           cache: this.certificateCache,
           events: this.events,
           logger,
-          limiter: writeLimiter,
+          // Its own bound, half the connections: a backlog of requests never queues ahead of a Secret
+          // write (which always finds a connection free), nor the other way round.
+          limiter: new ConcurrencyLimit(Math.max(1, Math.floor((options.writeConcurrency ?? 16) / 2))),
           services: () => this.informers.services.list(),
           ...(options.namespaceRequirement && this.informers.allowedNamespaces
             ? { namespaces: { requirement: options.namespaceRequirement, allowed: this.informers.allowedNamespaces } }
@@ -201,18 +210,26 @@ export class ProviderCertificateAdapter {
           informerOptions,
         },
         options.podCertificates,
-      ),
-      trustBundles: new TrustBundles(
-        api,
-        [options.podCertificates.serverSignerName, options.podCertificates.clientSignerName],
-        this.installation,
-        this.certificateCache,
-        informerOptions,
-      ),
-      caEventTarget: { namespace: this.policy.esoNamespace, name: this.caSecretName },
-    };
+      );
+    const lane = signer && new PodSigningLane(signer, { now, timers: options.timers, debounceMs: options.debounceMs, writesAllowed, logger });
+    this.podLane = lane;
+    const pods = signer &&
+      lane && {
+        signer,
+        lane,
+        trustBundles: new TrustBundles(
+          api,
+          [signer.options.serverSignerName, signer.options.clientSignerName],
+          this.installation,
+          this.certificateCache,
+          informerOptions,
+        ),
+        caEventTarget: { namespace: this.policy.esoNamespace, name: this.caSecretName },
+      };
     this.podSigner = pods?.signer;
-    this.podInformers = pods ? ([...pods.signer.requests.values(), pods.trustBundles.informer] as Informer<ObjectWithMeta>[]) : [];
+    this.podRequestInformers = pods ? [...pods.signer.requests.values()] : [];
+    this.trustBundleInformer = pods?.trustBundles.informer;
+    this.podInformers = pods ? ([...this.podRequestInformers, pods.trustBundles.informer] as Informer<ObjectWithMeta>[]) : [];
     this.pruner = options.pruneOrphanedSecretsAfter
       ? new OrphanPruner({
           api,
@@ -272,7 +289,13 @@ export class ProviderCertificateAdapter {
   /** Lists and watches; resolves once every cache has synced, with the first reconcile under way. */
   async start(): Promise<void> {
     if (!this.unsubscribe) {
-      const off = [this.informers.onChange(() => this.reconciler.trigger()), ...this.podInformers.map((i) => i.onChange(() => this.reconciler.trigger()))];
+      // A request event wakes the signing lane, not a round: a backlog of requests makes no Secret-mode work.
+      // The trust bundles are the rounds' (the CA activation reads them).
+      const off = [
+        this.informers.onChange(() => this.reconciler.trigger()),
+        ...this.podRequestInformers.map((i) => i.onChange(() => this.podLane?.trigger())),
+        ...(this.trustBundleInformer ? [this.trustBundleInformer.onChange(() => this.reconciler.trigger())] : []),
+      ];
       // Leader or not: a Service event while another replica leads still restarts the orphan time.
       const pruner = this.pruner;
       if (pruner) off.push(this.informers.services.onChange((e) => pruner.serviceChanged(e.object.metadata?.namespace ?? '')));
@@ -280,12 +303,14 @@ export class ProviderCertificateAdapter {
     }
     for (const i of this.podInformers) i.start();
     await Promise.all([this.informers.start(), ...this.podInformers.map((i) => i.synced)]);
+    this.podLane?.start();
     this.reconciler.start();
   }
 
   /** Stops reconciling (finishing the round in flight), the watches, and Event delivery. */
   async stop(): Promise<void> {
     await this.reconciler.stop();
+    await this.podLane?.stop();
     this.unsubscribe?.();
     this.unsubscribe = undefined;
     await Promise.all([this.informers.stop(), ...this.podInformers.map((i) => i.stop())]);
@@ -299,9 +324,18 @@ export class ProviderCertificateAdapter {
     return this.informers.hasSynced && this.podInformers.every((i) => i.hasSynced);
   }
 
-  /** Asks for a reconcile soon, e.g. after this replica became the leader. */
+  /**
+   * Asks for a reconcile soon, e.g. after this replica became the leader. Pod signing waits for
+   * that reconcile's CA: another leader may have replaced the one this replica last saw.
+   */
   requestReconcile(): void {
+    this.podLane?.forget();
     this.reconciler.trigger();
+  }
+
+  /** Pod-certificate mode: resolves once the signing lane has no pass running or due (tests, benchmarks). */
+  podSigningIdle(): Promise<void> {
+    return this.podLane?.whenIdle() ?? Promise.resolve();
   }
 
   /** Runs one reconcile now (after any in flight); undefined when writes are not allowed. */

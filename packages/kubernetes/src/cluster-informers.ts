@@ -6,6 +6,7 @@ import {
   PROVIDER_SECRET_NAME,
   ROTATE_ANNOTATION,
   formatNamespaceRequirement,
+  isExternalName,
 } from '@eso-mtls/core';
 import type { V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { BackoffOptions } from './backoff.js';
@@ -46,7 +47,7 @@ export interface InformerTuning {
 /**
  * What the adapter reads of a Service: name, namespace, uid, resourceVersion, creationTimestamp
  * (a namespace's oldest labelled Service dates it, for the cap on namespaces), the provider label
- * and the rotate annotation. Everything else a tenant put there is dropped, and a rotate value
+ * and the rotate annotation, its selector, and its type when it is ExternalName. Everything else a tenant put there is dropped, and a rotate value
  * too long to be honoured is kept as a copy of its first bytes, enough to be refused.
  *
  * @internal Shared with \@eso-mtls/controller; not part of the supported API.
@@ -56,6 +57,8 @@ export function trimService(s: V1Service): V1Service {
   const label = m.labels?.[PROVIDER_LABEL];
   const rotate = m.annotations?.[ROTATE_ANNOTATION];
   const selector = boundedSelector(s.spec?.selector);
+  // The type only when ExternalName: its selector selects no pod for a certificate.
+  const spec = { ...(selector === undefined ? {} : { selector }), ...(isExternalName(s.spec ?? {}) ? { type: 'ExternalName' } : {}) };
   return {
     metadata: {
       name: m.name,
@@ -66,7 +69,7 @@ export function trimService(s: V1Service): V1Service {
       ...(label === undefined ? {} : { labels: { [PROVIDER_LABEL]: label } }),
       ...(rotate === undefined ? {} : { annotations: { [ROTATE_ANNOTATION]: boundedCopy(rotate, MAX_ROTATE_REQUEST_BYTES + 1) } }),
     },
-    ...(selector === undefined ? {} : { spec: { selector } }),
+    ...(Object.keys(spec).length === 0 ? {} : { spec }),
   };
 }
 

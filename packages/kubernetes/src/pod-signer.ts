@@ -42,10 +42,16 @@ export interface PodSigningResult {
   readonly denied: number;
   /** Failed on purpose (no CA can sign what the apiserver accepts). */
   readonly failed: number;
-  /** Status writes that did not land (409, 5xx, network), retried next round. */
+  /** Status writes that did not land (409, 5xx, network) and pods that could not be read: retried with backoff. */
   readonly errors: number;
-  /** Pending requests left for a CA that signs. */
+  /** Pending requests left for a CA that signs (the CA has no active certificate). */
   readonly waiting: number;
+}
+
+/** Where a signing pass takes its CA from, request by request (the adapter's signing lane). */
+export interface SigningCa {
+  /** Runs `sign` with the CA that signs now; undefined, without calling it, while there is none. */
+  withCa<T>(sign: (ca: MaterializedCa) => Promise<T>): Promise<T | undefined>;
 }
 
 /** Called once per decided request, for metrics. */
@@ -59,6 +65,7 @@ export interface PodSignerDependencies {
   readonly cache: CertificateCache;
   readonly events: EventRecorder;
   readonly logger: Logger;
+  /** The signer's own bound on requests in flight: Secret writes have theirs, so neither queues behind the other. */
   readonly limiter: ConcurrencyLimit;
   /** The labelled Services (with selectors), from the adapter's cache. */
   readonly services: () => Iterable<V1Service>;
@@ -119,8 +126,12 @@ export class PodCertificateSigner {
     return role === 'server' ? this.options.serverSignerName : this.options.clientSignerName;
   }
 
-  /** Decides every pending request; `ca.active` signs. Never throws for one request's failure. */
-  async signPending(ca: MaterializedCa, clock: () => Instant, writesAllowed: () => boolean): Promise<PodSigningResult> {
+  /**
+   * Decides every pending request, each with the CA `signing` holds when its turn comes (`active`
+   * signs); a request met while it holds none waits for the next pass. Never throws for one
+   * request's failure.
+   */
+  async signPending(signing: SigningCa, clock: () => Instant, writesAllowed: () => boolean): Promise<PodSigningResult> {
     const counts = { issued: 0, denied: 0, failed: 0, errors: 0, waiting: 0 };
     const services = servicesByNamespace(this.deps.services());
     const tasks: Promise<void>[] = [];
@@ -134,23 +145,27 @@ export class PodCertificateSigner {
           continue;
         }
         if (this.alreadyWritten(request)) continue;
-        if (!ca.active) {
-          counts.waiting++;
-          continue;
-        }
         tasks.push(
           this.deps.limiter.run(async () => {
             if (!writesAllowed()) return;
-            const outcome = await this.sign(request, role, services.get(request.metadata?.namespace ?? '') ?? [], ca, clock());
-            if (outcome === undefined) return;
-            counts[await this.write(request, role, outcome, clock)]++;
+            const result = await signing.withCa(async (ca) => {
+              if (!ca.active) return 'waiting';
+              const outcome = await this.sign(request, role, services.get(request.metadata?.namespace ?? '') ?? [], ca, clock());
+              // An unreadable pod is retried like a status write that did not land.
+              return outcome === undefined ? 'errors' : this.write(request, role, outcome, clock);
+            });
+            // No CA handed over (one is being replaced, or the lane stopped): the next pass takes it.
+            if (result !== undefined) counts[result]++;
           }),
         );
       }
     }
     // Requests deleted (with their pods) are forgotten too: `written` is bounded by the cache.
     for (const uid of this.written.keys()) if (!listed.has(uid)) this.written.delete(uid);
-    await Promise.all(tasks);
+    // The pass ends with its last request, also when one threw (a CA key that stopped answering):
+    // the lane's next pass must not meet requests this one is still signing.
+    const failure = (await Promise.allSettled(tasks)).find((r) => r.status === 'rejected');
+    if (failure) throw failure.reason;
     if (counts.waiting > 0) this.deps.logger.info({ requests: counts.waiting }, 'pod certificate requests wait for a CA that signs');
     return counts;
   }
@@ -195,7 +210,7 @@ export class PodCertificateSigner {
     return false;
   }
 
-  /** The outcome for one request, or undefined when the pod could not be read (retried next round). */
+  /** The outcome for one request, or undefined when the pod could not be read (retried with backoff). */
   private async sign(
     request: PodCertificateRequest,
     role: PodSignerRole,
@@ -318,7 +333,7 @@ function servicesByNamespace(services: Iterable<V1Service>): Map<string, Selecti
     if (!namespace || !name) continue;
     let list = byNamespace.get(namespace);
     if (!list) byNamespace.set(namespace, (list = []));
-    list.push({ name, ...(s.spec?.selector ? { selector: s.spec.selector } : {}) });
+    list.push({ name, ...(s.spec?.selector ? { selector: s.spec.selector } : {}), ...(s.spec?.type ? { type: s.spec.type } : {}) });
   }
   return byNamespace;
 }

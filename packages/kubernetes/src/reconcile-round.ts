@@ -24,6 +24,7 @@ import { RoundWrites } from './round-writes.js';
 import type { SecretComponent } from './ownership.js';
 import type { SecretWriter } from './secret-writer.js';
 import { ServiceDirectory } from './service-directory.js';
+import type { PodSigningLane } from './signing-lane.js';
 import type { BuiltSnapshot, SnapshotBuilder } from './snapshot-builder.js';
 import { StandingReports } from './standing-reports.js';
 import { StateReporter } from './state-reporter.js';
@@ -99,8 +100,16 @@ export interface RoundDependencies {
   readonly pruner?: OrphanPruner;
   /** Our writes another controller replaced: reported here, and held by {@link RoundWrites}. */
   readonly conflicts?: WriteConflicts;
-  /** Pod-certificate mode: the signer of both signer names, and their ClusterTrustBundles. */
-  readonly pods?: { readonly signer: PodCertificateSigner; readonly trustBundles: TrustBundles; readonly caEventTarget: { namespace: string; name: string } };
+  /**
+   * Pod-certificate mode: the signer of both signer names, the lane it signs in (beside the
+   * rounds), and their ClusterTrustBundles.
+   */
+  readonly pods?: {
+    readonly signer: PodCertificateSigner;
+    readonly lane: PodSigningLane;
+    readonly trustBundles: TrustBundles;
+    readonly caEventTarget: { namespace: string; name: string };
+  };
 }
 
 /**
@@ -153,11 +162,14 @@ export class ReconcileRound {
       this.reportTerminating(new Map(), now);
       return { plan, written: 0, stale: 0, failed: 0, fenced: 0 };
     }
+    // No pod certificate is signed by a CA a write replaces: the lane gives the CA back first, and
+    // its signatures in flight (at most its concurrency) are written before the CA write is sent.
+    if (pods && plan.ca) await pods.lane.withdraw();
     const writes = new RoundWrites(this.deps, built, plan, services, clock);
     const result = withoutEagerRetry(await writes.run());
     this.reportTerminating(writes.terminating, now);
     // Pods are signed only by a CA that is stored: after the CA write landed, or when there was none.
-    return pods && writes.signing ? this.signPods(result, writes.signing, clock) : result;
+    return pods && writes.signing ? this.handOver(result, writes.signing, clock) : result;
   }
 
   /**
@@ -204,8 +216,11 @@ export class ReconcileRound {
     events.record({ kind: 'Secret', namespace: where.namespace, name: where.name, uid: c.secret.metadata?.uid }, 'Warning', 'WriteConflict', text);
   }
 
-  /** Pod-certificate mode, after the Secret writes: the trust bundles follow the CA, then pending requests are decided. */
-  private async signPods(result: RoundResult, ca: MaterializedCa, clock: () => Instant): Promise<RoundResult> {
+  /**
+   * Pod-certificate mode, after the Secret writes: the trust bundles follow the CA, then the CA goes
+   * to the signing lane, which decides pending requests beside the rounds (the round does not wait).
+   */
+  private async handOver(result: RoundResult, ca: MaterializedCa, clock: () => Instant): Promise<RoundResult> {
     const { pods, logger, hooks, events, writesAllowed } = this.deps;
     if (!pods || !writesAllowed()) return result;
     const now = clock();
@@ -222,12 +237,7 @@ export class ReconcileRound {
       logger.warn({ trustBundle: f.name, error: f.message }, conflict ? `trust bundle conflict: ${f.message}` : 'publishing a trust bundle failed; retrying');
       events.record({ kind: 'Secret', ...pods.caEventTarget }, 'Warning', conflict ? 'Conflict' : 'Failed', f.message);
     }
-    const signed = await pods.signer.signPending(ca, clock, writesAllowed);
-    pods.signer.refreshStaleNames(clock());
-    return {
-      ...result,
-      written: result.written + published.written + signed.issued + signed.denied + signed.failed,
-      failed: result.failed + published.failed.length + signed.errors,
-    };
+    pods.lane.use(ca);
+    return { ...result, written: result.written + published.written, failed: result.failed + published.failed.length };
   }
 }
