@@ -1,4 +1,5 @@
-import { ApiException } from '@kubernetes/client-node';
+import { type RequestOptions, request } from 'node:https';
+import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 
 /** The HTTP status and message of an API call's answer (200 and '' when it succeeded). */
 export interface Answer {
@@ -46,4 +47,41 @@ export async function untilAnswer(
     last = await answer(attempt());
   }
   return last;
+}
+
+/**
+ * One plain HTTPS request to the apiserver with `kc`'s credentials, for what client-node has no
+ * method or parameter for (fieldValidation, an arbitrary subresource). The answer as {@link answer}
+ * gives it: 200 and '' for any 2xx.
+ */
+export async function rawAnswer(kc: KubeConfig, method: string, path: string, body: unknown, contentType = 'application/json'): Promise<Answer> {
+  const server = new URL(kc.getCurrentCluster()!.server);
+  const options: RequestOptions = {
+    hostname: server.hostname,
+    port: server.port,
+    method,
+    path,
+    headers: { 'Content-Type': contentType, Accept: 'application/json' },
+  };
+  await kc.applyToHTTPSOptions(options);
+  return new Promise<Answer>((resolve, reject) => {
+    const req = request(options, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const code = res.statusCode ?? 0;
+        if (code >= 200 && code < 300) return resolve({ code: 200, message: '' });
+        let message = text;
+        try {
+          message = (JSON.parse(text) as { message?: string }).message ?? text;
+        } catch {
+          // not JSON (a proxied backend's answer): keep the raw body
+        }
+        resolve({ code, message });
+      });
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
 }

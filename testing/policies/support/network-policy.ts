@@ -1,6 +1,5 @@
-import { type RequestOptions, request } from 'node:https';
 import type { KubeConfig, V1LabelSelector, V1NetworkPolicyEgressRule, V1NetworkPolicyPeer, V1NetworkPolicyPort, V1ObjectMeta } from '@kubernetes/client-node';
-import type { Answer } from './answers.js';
+import { type Answer, rawAnswer } from './answers.js';
 
 /**
  * A NetworkPolicy as YAML and the apiserver's JSON spell it. client-node's model renames the
@@ -45,30 +44,7 @@ export function ingressPorts(policy: NetworkPolicy): (string | number)[][] {
  * parameter, so this is one plain HTTPS request with the KubeConfig's credentials.
  */
 export async function createNetworkPolicyStrictly(kc: KubeConfig, policy: NetworkPolicy, dryRun = true): Promise<Answer> {
-  const server = new URL(kc.getCurrentCluster()!.server);
   const namespace = policy.metadata!.namespace!;
   const query = `fieldValidation=Strict${dryRun ? '&dryRun=All' : ''}`;
-  const options: RequestOptions = {
-    hostname: server.hostname,
-    port: server.port,
-    method: 'POST',
-    path: `/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/networkpolicies?${query}`,
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-  };
-  await kc.applyToHTTPSOptions(options);
-  const body = JSON.stringify(policy);
-  return new Promise<Answer>((resolve, reject) => {
-    const req = request(options, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const code = res.statusCode ?? 0;
-        if (code >= 200 && code < 300) resolve({ code: 200, message: '' });
-        else resolve({ code, message: (JSON.parse(text) as { message?: string }).message ?? text });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+  return rawAnswer(kc, 'POST', `/apis/networking.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/networkpolicies?${query}`, policy);
 }
