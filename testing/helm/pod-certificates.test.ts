@@ -250,6 +250,8 @@ describe('pod-certificate manifests on a real apiserver (v1.37.2)', () => {
   beforeAll(async () => {
     plane = await startControlPlane();
     kubectl = new Kubectl(plane.adminKubeconfigPath);
+    // ESO's namespace comes from its own build, applied once before any overlay (deploy/README.md).
+    apply(kustomizeBuild('deploy/namespace'));
   }, 180_000);
   afterAll(async () => {
     kubectl?.remove();
