@@ -6,7 +6,7 @@ import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-no
 import { type AuditEvent, type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, SA_USER, converged, createProviderNamespace, eventually, leaseHolder } from './support/cluster.js';
 import { ControllerProcess, timedGet } from './support/controller-process.js';
-import { applyAll, kustomizeBuild, serviceAccountKubeConfig } from './support/manifests.js';
+import { applyAll, kustomizeInstall, serviceAccountKubeConfig } from './support/manifests.js';
 
 // Issue 23 item 10: two controllers of one installation with different policies. Two real
 // `eso-mtls controller` processes (the shipped entry point) against a real apiserver with the
@@ -41,7 +41,7 @@ describe('two controllers of one installation with different policies', () => {
     plane = await startControlPlane({ audit: true });
     admin = plane.adminKubeConfig;
     core = admin.makeApiClient(CoreV1Api);
-    await applyAll(admin, kustomizeBuild('deploy'));
+    await applyAll(admin, kustomizeInstall('deploy'));
     const { kc } = await serviceAccountKubeConfig(admin, plane.url, plane.caPem, ESO_NS, 'eso-mtls-controller');
     saKubeconfig = join(plane.dir, 'kubeconfig-sa.yaml');
     writeFileSync(saKubeconfig, kc.exportConfig(), { mode: 0o600 });
