@@ -10,6 +10,7 @@ import {
   type V1Service,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { DEFAULT_POLICY, PROVIDER_LABEL } from '@eso-mtls/core';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
 import { applyAll, kustomizeBuild } from '../../packages/controller/test/support/manifests.js';
 import { type Answer, answer, rawAnswer, untilAnswer } from './support/answers.js';
@@ -21,8 +22,7 @@ import { type Answer, answer, rawAnswer, untilAnswer } from './support/answers.j
 // Scale: one control plane, two namespaces, two Services; a few dozen requests.
 
 const POLICY = 'deploy/overlays/provider-label-policy/policy';
-const ESO_NS = 'external-secrets-system';
-const PROVIDER_LABEL = 'external-secrets.io/provider';
+const ESO_NS = DEFAULT_POLICY.esoNamespace;
 const ALLOW_LABEL = 'eso-mtls.io/providers-allowed';
 const TENANT = { name: 'tenant', groups: ['tenants'] };
 // Who finalizes a deleted namespace (kube-controller-manager's namespace controller); not an admin.

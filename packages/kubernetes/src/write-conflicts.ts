@@ -1,4 +1,4 @@
-import { type Instant, type SecretTarget, describeTarget } from '@eso-mtls/core';
+import { type Instant, type SecretTarget, describeTarget, shown } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
 import { type WriterStamp, writerOf } from './ownership.js';
 
@@ -21,10 +21,6 @@ interface OurWrite {
   readonly at: Instant;
 }
 
-// The annotations are on Secrets a tenant may edit: what we repeat of them is bounded.
-const MAX_SHOWN = 128;
-const shown = (s: string): string => (s.length > MAX_SHOWN ? `${s.slice(0, MAX_SHOWN - 3)}...` : s);
-
 /**
  * True when a Secret we wrote at `ours` now carries another writer's stamp, within one interval of
  * our write: two controllers are writing one installation's Secrets. A change that keeps our stamp
@@ -34,6 +30,7 @@ export function replacedBy(secret: V1Secret, ours: OurWrite, identity: string, n
   if (secret.metadata?.resourceVersion === ours.resourceVersion || now - ours.at > intervalMs) return undefined;
   const writer = writerOf(secret);
   if (!writer || writer.identity === identity) return undefined;
+  // The annotations are on Secrets a tenant may edit: what we repeat of them is bounded.
   return { identity: shown(writer.identity), policy: writer.policy === undefined ? undefined : shown(writer.policy) };
 }
 
