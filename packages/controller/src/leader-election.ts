@@ -157,7 +157,7 @@ export class LeaderElector {
       await sleep(retryPeriod, signal);
       if (signal.aborted) return undefined;
       const left = this.renewedFromMs + renewDeadline - this.clock.monotonicMs();
-      if (left <= 0) return `not renewed for ${renewDeadline - left}ms, more than renewDeadline ${renewDeadline}ms (process stalled or apiserver unreachable)`;
+      if (left <= 0) return this.pastRenewDeadline();
       const previous = this.renewedFromMs;
       if (await this.attempt(left)) {
         this.stats.renewals++;
@@ -166,8 +166,18 @@ export class LeaderElector {
       }
       const holder = this.observed?.record.holderIdentity;
       if (holder !== undefined && holder !== '' && holder !== this.options.identity) return `lease taken by ${holder}`;
-      if (!this.writesAllowed()) return `could not renew within renewDeadline ${renewDeadline}ms`;
+      if (!this.writesAllowed()) return this.pastRenewDeadline();
     }
+  }
+
+  /**
+   * The one reason for a term that outran renewDeadline, whether the deadline passed while asleep
+   * or while an attempt was in flight (a stalled process resumes in either).
+   */
+  private pastRenewDeadline(): string {
+    const { renewDeadline } = this.options.timings;
+    const since = this.clock.monotonicMs() - this.renewedFromMs;
+    return `not renewed for ${Math.round(since)}ms, more than renewDeadline ${renewDeadline}ms (process stalled or apiserver unreachable)`;
   }
 
   /** One tryAcquireOrRenew, abandoned (its outcome ignored) after `timeoutMs`. */
