@@ -2,8 +2,12 @@
 // GetSecret back to back on one grpc.ClientConn, presenting the newest good client certificate
 // of the mounted Secret -cert-dir and verifying the provider against its newest ca.crt and the
 // host of -addr. Each load, reload and refusal of -cert-dir is one JSON line on stdout, then
-// "READY"; each of the first 5 failed calls as {"event":"call_failed","error":..}; when stdin
-// closes, one summary line: {"event":"summary","calls":..,"failed":..}.
+// "READY"; each of the first 5 failed calls as {"event":"call_failed","error":..,"at":..}; when
+// stdin closes, one summary line: {"event":"summary","calls":..,"failed":..}.
+//
+// In a pod (-report-every > 0) stdin is not used: it calls until SIGTERM or SIGINT, pausing
+// -interval between calls, and prints the running totals as {"event":"progress",..} every
+// -report-every, so a test reads them from the pod's log while it runs.
 package main
 
 import (
@@ -14,7 +18,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	gointerop "eso-mtls/testing/go-interop"
@@ -29,8 +35,10 @@ func main() {
 	certDir := flag.String("cert-dir", "/etc/eso/client-certs", "the mounted client Secret eso-provider-client-tls")
 	key := flag.String("key", "db/password", "remoteRef.key to read")
 	poll := flag.Duration("poll", 10*time.Second, "re-read period, in case a folder event is lost")
+	reportEvery := flag.Duration("report-every", 0, "in a pod: print running totals this often and run until SIGTERM instead of until stdin closes")
+	interval := flag.Duration("interval", 0, "pause between calls")
 	flag.Parse()
-	if err := run(*addr, *connectTo, *certDir, *key, *poll); err != nil {
+	if err := run(*addr, *connectTo, *certDir, *key, *poll, *reportEvery, *interval); err != nil {
 		fmt.Fprintln(os.Stderr, "reloading-client:", err)
 		os.Exit(1)
 	}
@@ -38,12 +46,34 @@ func main() {
 
 type summary struct {
 	Event    string   `json:"event"`
+	At       string   `json:"at"`
 	Calls    int      `json:"calls"`
 	Failed   int      `json:"failed"`
 	Failures []string `json:"failures"` // the first few
 }
 
-func run(addr, connectTo, certDir, key string, poll time.Duration) error {
+func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// stopSignal closes when the run should end: stdin closing, or in a pod SIGTERM/SIGINT.
+func stopSignal(inPod bool) <-chan struct{} {
+	stopped := make(chan struct{})
+	if inPod {
+		signals := make(chan os.Signal, 1)
+		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+		go func() {
+			<-signals
+			close(stopped)
+		}()
+		return stopped
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(stopped)
+	}()
+	return stopped
+}
+
+func run(addr, connectTo, certDir, key string, poll, reportEvery, interval time.Duration) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out sync.Mutex // event lines come from the watcher's goroutine
@@ -78,18 +108,28 @@ func run(addr, connectTo, certDir, key string, poll time.Duration) error {
 	fmt.Println("READY")
 	out.Unlock()
 
-	stopped := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		close(stopped)
-	}()
+	stopped := stopSignal(reportEvery > 0)
 	s := summary{Event: "summary", Failures: []string{}}
+	var report <-chan time.Time
+	if reportEvery > 0 {
+		ticker := time.NewTicker(reportEvery)
+		defer ticker.Stop()
+		report = ticker.C
+	}
 	for {
 		select {
 		case <-stopped:
+			s.At = now()
 			emit(s)
 			return nil
+		case <-report:
+			progress := s
+			progress.Event, progress.At = "progress", now()
+			emit(progress)
 		default:
+		}
+		if interval > 0 {
+			time.Sleep(interval)
 		}
 		callCtx, done := context.WithTimeout(ctx, 10*time.Second)
 		_, err := provider.GetSecret(callCtx, &pb.GetSecretRequest{RemoteRef: &pb.ExternalSecretDataRemoteRef{Key: key}})
@@ -99,7 +139,7 @@ func run(addr, connectTo, certDir, key string, poll time.Duration) error {
 			s.Failed++
 			if len(s.Failures) < 5 {
 				s.Failures = append(s.Failures, err.Error())
-				emit(map[string]string{"event": "call_failed", "error": err.Error()})
+				emit(map[string]string{"event": "call_failed", "error": err.Error(), "at": now()})
 			}
 		}
 	}
