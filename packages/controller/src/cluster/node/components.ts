@@ -1,0 +1,97 @@
+import { accessSync, constants } from 'node:fs';
+import { join } from 'node:path';
+import { NODE_NETWORK } from './addresses.js';
+import { type NodePaths, kubeletArgs } from './configs.js';
+
+/** The node's executables: the cached build of testing/node/build-node-bins.sh, plus Debian's runc and CNI plugins. */
+export interface NodeBinaries {
+  readonly dir: string;
+  readonly kubelet: string;
+  readonly kubeControllerManager: string;
+  readonly kubeScheduler: string;
+  readonly kubeProxy: string;
+  readonly containerd: string;
+  readonly ctr: string;
+  readonly coredns: string;
+  readonly runc: string;
+  readonly cniBinDir: string;
+}
+
+/** Debian's runc and CNI plugins (packages runc and containernetworking-plugins). */
+const DEBIAN_RUNC = '/usr/sbin/runc';
+const DEBIAN_CNI = '/usr/lib/cni';
+
+/** The node's binaries in `dir` (testing/node/build-node-bins.sh's folder), or the first one missing. */
+export function nodeBinariesIn(dir: string): NodeBinaries | string {
+  const bins: NodeBinaries = {
+    dir,
+    kubelet: join(dir, 'kubelet'),
+    kubeControllerManager: join(dir, 'kube-controller-manager'),
+    kubeScheduler: join(dir, 'kube-scheduler'),
+    kubeProxy: join(dir, 'kube-proxy'),
+    containerd: join(dir, 'containerd'),
+    ctr: join(dir, 'ctr'),
+    coredns: join(dir, 'coredns'),
+    runc: DEBIAN_RUNC,
+    cniBinDir: DEBIAN_CNI,
+  };
+  const missing = [bins.kubelet, bins.kubeControllerManager, bins.kubeScheduler, bins.kubeProxy, bins.containerd, bins.ctr, join(dir, 'containerd-shim-runc-v2'), bins.coredns, bins.runc, join(bins.cniBinDir, 'bridge')].find((f) => !executable(f));
+  return missing ?? bins;
+}
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** One process of the node: its name (also its log's), and its command line. */
+export interface ComponentCommand {
+  readonly name: string;
+  readonly argv: readonly string[];
+}
+
+/** The files each component reads, written by the caller before it starts them. */
+export interface ComponentFiles {
+  readonly containerdConfig: string;
+  readonly kubeletConfig: string;
+  readonly kubeProxyConfig: string;
+  readonly corefile: string;
+  /** Kubeconfig per component user, all against the apiserver's address inside the namespace. */
+  readonly kubeconfigs: { readonly kubelet: string; readonly controllerManager: string; readonly scheduler: string; readonly proxy: string; readonly coredns: string };
+  /** The apiserver's serving CA, which kube-controller-manager publishes as `kube-root-ca.crt`. */
+  readonly apiServerCa: string;
+  /** The key that signs ServiceAccount tokens (the apiserver's --service-account-signing-key-file). */
+  readonly serviceAccountKey: string;
+}
+
+/** The command lines, in start order: the runtime, the kubelet, the controllers, the network. */
+export function componentCommands(bins: NodeBinaries, paths: NodePaths, files: ComponentFiles): ComponentCommand[] {
+  const k = files.kubeconfigs;
+  return [
+    { name: 'containerd', argv: [bins.containerd, `--config=${files.containerdConfig}`] },
+    { name: 'kubelet', argv: [bins.kubelet, ...kubeletArgs(paths, files.kubeletConfig, k.kubelet)] },
+    {
+      name: 'kube-controller-manager',
+      argv: [
+        bins.kubeControllerManager,
+        `--kubeconfig=${k.controllerManager}`,
+        '--leader-elect=false',
+        '--use-service-account-credentials=true',
+        `--service-account-private-key-file=${files.serviceAccountKey}`,
+        `--root-ca-file=${files.apiServerCa}`,
+        `--service-cluster-ip-range=${NODE_NETWORK.serviceCidr}`,
+        '--bind-address=127.0.0.1',
+        '--secure-port=10257',
+        // Controllers of a cloud or of node IPAM have nothing to do here; the rest run as in a cluster.
+        '--controllers=*,-cloud-node-lifecycle-controller,-node-ipam-controller,-service-lb-controller,-node-route-controller',
+      ],
+    },
+    { name: 'kube-scheduler', argv: [bins.kubeScheduler, `--kubeconfig=${k.scheduler}`, '--leader-elect=false', '--bind-address=127.0.0.1', '--secure-port=10259'] },
+    { name: 'kube-proxy', argv: [bins.kubeProxy, `--config=${files.kubeProxyConfig}`] },
+    { name: 'coredns', argv: [bins.coredns, '-conf', files.corefile] },
+  ];
+}

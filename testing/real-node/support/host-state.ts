@@ -1,0 +1,35 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/**
+ * What the real node must never change on the host: its routes, addresses and links, its
+ * firewall rules (nft and legacy iptables), forwarding, conntrack's size and the host-wide
+ * kernel settings the kubelet writes.
+ */
+export function hostNetworkState(): Record<string, string> {
+  const run = (command: string, args: readonly string[]): string => {
+    try {
+      return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    } catch {
+      return `(${command} failed)`;
+    }
+  };
+  const sysctl = (path: string): string => {
+    try {
+      return readFileSync(`/proc/sys/${path}`, 'utf8').trim();
+    } catch {
+      return '(absent)';
+    }
+  };
+  return {
+    routes: run('ip', ['route', 'show', 'table', 'all']),
+    addresses: run('ip', ['-br', 'addr']),
+    nftables: run('iptables-nft-save', []).replace(/^#.*$/gm, ''),
+    legacy: run('iptables-legacy-save', []).replace(/^#.*$/gm, ''),
+    ipForward: sysctl('net/ipv4/ip_forward'),
+    conntrackMax: sysctl('net/netfilter/nf_conntrack_max'),
+    panic: sysctl('kernel/panic'),
+    panicOnOops: sysctl('kernel/panic_on_oops'),
+    overcommit: sysctl('vm/overcommit_memory'),
+  };
+}

@@ -1,0 +1,73 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Manifest } from '../../../packages/controller/test/support/manifests.js';
+
+/** The key every caller reads, and the data file that holds it. */
+const REMOTE_KEY = 'db/password';
+const DATA_FILE = `secrets:\n  ${REMOTE_KEY}:\n    value: real-node\n`;
+
+/**
+ * The shipped example (deploy/examples/file-provider, built by kustomize) once per namespace, with
+ * the locally built image (never pulled) and a data file from a ConfigMap in place of the empty
+ * folder it ships with, so GetSecret has something to return.
+ */
+export function providerManifests(example: readonly Manifest[], namespaces: readonly string[], image: string): Manifest[] {
+  return namespaces.flatMap((ns) => [
+    ...example.map((m) => inNamespace(structuredClone(m), ns, image)),
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'file-provider-data', namespace: ns }, data: { 'secrets.yaml': DATA_FILE } } as Manifest,
+  ]);
+}
+
+function inNamespace(m: Manifest, ns: string, image: string): Manifest {
+  const meta = m.metadata as { name: string; namespace?: string };
+  if (m.kind === 'Namespace') meta.name = ns;
+  else meta.namespace = ns;
+  if (m.kind === 'Deployment') {
+    const spec = (m as unknown as { spec: { template: { spec: { containers: { image: string; imagePullPolicy?: string }[]; volumes: { name: string; emptyDir?: object; configMap?: object }[] } } } }).spec.template.spec;
+    for (const c of spec.containers) Object.assign(c, { image, imagePullPolicy: 'Never' });
+    const data = spec.volumes.find((v) => v.name === 'data');
+    if (data === undefined) throw new Error('the example Deployment has no volume "data" any more: update testing/real-node');
+    delete data.emptyDir;
+    data.configMap = { name: 'file-provider-data' };
+  }
+  return m;
+}
+
+/**
+ * ESO core's side: one pod in ESO's namespace mounting the client Secret, with one Go reloading
+ * client per provider, each calling `file-provider.<ns>.svc:8443` (Service DNS, then the ClusterIP)
+ * 20 times a second and printing its running totals every 2 s.
+ */
+export function clientPod(image: string, providers: readonly string[]): V1Pod {
+  return {
+    metadata: { name: 'eso-client' },
+    spec: {
+      automountServiceAccountToken: false,
+      securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 },
+      containers: providers.map((ns) => ({
+        name: ns,
+        image,
+        imagePullPolicy: 'Never',
+        args: [`-addr=file-provider.${ns}.svc:8443`, '-cert-dir=/etc/eso/client-certs', `-key=${REMOTE_KEY}`, '-report-every=2s', '-interval=50ms', '-poll=5s'],
+        volumeMounts: [{ name: 'client-tls', mountPath: '/etc/eso/client-certs', readOnly: true }],
+      })),
+      volumes: [{ name: 'client-tls', secret: { secretName: 'eso-provider-client-tls' } }],
+    },
+  };
+}
+
+/** A caller's running totals, from its newest progress line. */
+export interface CallerProgress {
+  readonly provider: string;
+  readonly calls: number;
+  readonly failed: number;
+  readonly failures: readonly string[];
+}
+
+/** The newest `{"event":"progress",...}` line of a caller's log (zeros before its first). */
+export function lastProgress(log: string): Omit<CallerProgress, 'provider'> {
+  const lines = log.split('\n').filter((l) => l.startsWith('{"event":"progress"'));
+  const last = lines.at(-1);
+  if (last === undefined) return { calls: 0, failed: 0, failures: [] };
+  const p = JSON.parse(last) as { calls: number; failed: number; failures: string[] };
+  return { calls: p.calls, failed: p.failed, failures: p.failures };
+}
