@@ -67,9 +67,13 @@ export function provisionIdentities(specs: readonly IdentitySpec[], tokenFile: s
   return all;
 }
 
-/** Writes the CSV `token,user,uid,"group1,group2"` the apiserver reads with `--token-auth-file`. */
+/**
+ * Writes the CSV `token,user,uid,"group1,group2"` the apiserver reads with `--token-auth-file`;
+ * without groups the column is left out, as an empty one would put the user in group "".
+ */
 export function writeTokenFile(path: string, identities: ReadonlyMap<string, StaticIdentity>): void {
-  const lines = [...identities.values()].map(({ name, groups, token }) => `${token},${name},uid-${name},"${(groups ?? []).join(',')}"`);
+  const groupsColumn = (groups: readonly string[] | undefined): string => (groups?.length ? `,"${groups.join(',')}"` : '');
+  const lines = [...identities.values()].map(({ name, groups, token }) => `${token},${name},uid-${name}${groupsColumn(groups)}`);
   writeFileSync(path, lines.join('\n') + '\n', { mode: 0o600 });
 }
 

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync } from 'node:fs';
 
 /**
  * Turns a command line into the one actually started, e.g. `nsenter --target PID --net --mount
@@ -100,14 +100,31 @@ export class ServerProcess {
   }
 }
 
-/** Whether any process (a zombie included) is still in process group `pgid`. */
+/**
+ * Whether a process of group `pgid` still runs. A zombie does not count: a wrapped server whose
+ * wrapper died is reparented to PID 1, which may reap it late or never (a container's shell).
+ * Where there is no /proc, any member counts.
+ */
 export function groupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
-    return true;
   } catch {
-    return false;
+    return false; // ESRCH: no member at all
   }
+  if (!existsSync('/proc/self/stat')) return true;
+  return readdirSync('/proc').some((entry) => /^\d+$/.test(entry) && runsInGroup(`/proc/${entry}/stat`, pgid));
+}
+
+// /proc/<pid>/stat is "pid (comm) state ppid pgrp ...", and comm may hold spaces and parentheses.
+function runsInGroup(statPath: string, pgid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(statPath, 'utf8');
+  } catch {
+    return false; // exited meanwhile
+  }
+  const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(pgrp) === pgid && state !== 'Z';
 }
 
 /** Sends `signal` to every process of the group; a group already gone is not an error. */
