@@ -4,8 +4,9 @@ import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseDevClusterArgs, readyText, shellPath } from '../src/cli/dev-cluster.js';
-import { findClone, locateBinaries } from '../src/dev-cluster/clone.js';
-import { prepareDataDir } from '../src/dev-cluster/control-plane.js';
+import { locateBinaries } from '../src/cluster/binaries.js';
+import { findClone } from '../src/dev-cluster/clone.js';
+import { prepareDataDir } from '../src/dev-cluster/data-dir.js';
 import { repoRoot } from './support/manifests.js';
 
 // `eso-mtls dev-cluster` without its servers: flags, what it prints, the folder it may use, and
@@ -96,13 +97,13 @@ describe('eso-mtls dev-cluster', () => {
     const script = join(temp, 'build.sh');
     writeFileSync(script, `echo 'build-testbin: building etcd v3' >&2\nprintf 'build-testbin: building kube-apiserver' >&2\necho ${bin}\n`);
     const progress: string[] = [];
-    const clone = { root: temp, buildScript: script, deployBase: temp, deployNamespace: temp };
-    expect(await locateBinaries(clone, (l) => progress.push(l))).toEqual({ kubeApiServer: join(bin, 'kube-apiserver'), etcd: join(bin, 'etcd') });
+    expect(await locateBinaries(script, (l) => progress.push(l))).toEqual({ kubeApiServer: join(bin, 'kube-apiserver'), etcd: join(bin, 'etcd') });
     expect(progress).toEqual(['build-testbin: building etcd v3', 'build-testbin: building kube-apiserver']);
 
     writeFileSync(script, `echo "build-testbin: error: 'go' not found" >&2\nexit 1\n`);
-    await expect(locateBinaries(clone, () => undefined)).rejects.toThrow(
-      `${script} could not provide kube-apiserver and etcd (exit code 1).\nbuild-testbin: error: 'go' not found\nIt needs Go (https://go.dev/dl); or set KUBEBUILDER_ASSETS`,
+    await expect(locateBinaries(script, () => undefined)).rejects.toThrow(
+      `${script} could not provide kube-apiserver and etcd: it failed (exit code 1).\nbuild-testbin: error: 'go' not found\n` +
+        'Install Go (https://go.dev/dl) so the script can build them, or set KUBEBUILDER_ASSETS to a folder holding kube-apiserver and etcd.',
     );
   });
 

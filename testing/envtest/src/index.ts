@@ -1,5 +1,12 @@
-export { startControlPlane, stopAllControlPlanes, type ControlPlane, type ControlPlaneOptions, type AuditEvent } from './control-plane.js';
-export { ADMIN, nodeIdentity, type Identity, type IdentitySpec } from './identities.js';
+export {
+  startControlPlane,
+  stopAllControlPlanes,
+  liveProcessGroups,
+  type ControlPlane,
+  type ControlPlaneOptions,
+  type AuditEvent,
+  type Identity,
+} from './control-plane.js';
+export { ADMIN, nodeIdentity, type IdentitySpec } from '../../../packages/controller/src/cluster/identities.js';
 export { locateTestBinaries, type TestBinaries } from './binaries.js';
-export { liveProcessGroups } from './process-group.js';
-export { freePort, freePorts } from './ports.js';
+export { freePort, freePorts } from '../../../packages/controller/src/cluster/ports.js';

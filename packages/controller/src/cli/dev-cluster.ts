@@ -1,15 +1,12 @@
 import { rmSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { NOT_A_CLONE, findClone, locateBinaries } from '../dev-cluster/clone.js';
-import { type DevControlPlane, prepareDataDir, startDevControlPlane } from '../dev-cluster/control-plane.js';
-import {
-  type ServiceAccountRef,
-  TOKEN_LIFETIME_SECONDS,
-  createControllerServiceAccount,
-  kubeconfigFor,
-  serviceAccountToken,
-  writeKubeconfig,
-} from '../dev-cluster/identities.js';
+import { locateBinaries } from '../cluster/binaries.js';
+import { type LaunchedControlPlane, launchControlPlane } from '../cluster/control-plane.js';
+import { tokenKubeConfig, writeKubeconfig } from '../cluster/identities.js';
+import type { ServerProcess } from '../cluster/process-group.js';
+import { NOT_A_CLONE, findClone } from '../dev-cluster/clone.js';
+import { prepareDataDir } from '../dev-cluster/data-dir.js';
+import { type ServiceAccountRef, TOKEN_LIFETIME_SECONDS, createControllerServiceAccount, serviceAccountToken } from '../dev-cluster/service-account.js';
 import { type FlagSyntax, helpTable, readArgv } from './args.js';
 import type { CliStreams } from './controller.js';
 
@@ -75,7 +72,7 @@ export interface DevClusterFiles {
 }
 
 /** What dev-cluster prints once the cluster is up: where things are, what does not run, and the next commands. */
-export function readyText(plane: Pick<DevControlPlane, 'url'>, account: ServiceAccountRef, files: DevClusterFiles, keep: boolean): string {
+export function readyText(plane: Pick<LaunchedControlPlane, 'url'>, account: ServiceAccountRef, files: DevClusterFiles, keep: boolean): string {
   const p = (path: string): string => shellPath(path, files.cwd);
   const cd = relative(files.cwd, files.repositoryRoot) === '' ? [] : [`cd ${shellPath(files.repositoryRoot, files.cwd)}`];
   // Once in the repository's root, the kubeconfig paths are spelt from there.
@@ -145,7 +142,7 @@ export async function runDevClusterCommand(argv: readonly string[], streams: Cli
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
-  let plane: DevControlPlane | undefined;
+  let plane: LaunchedControlPlane | undefined;
   let created = false;
   const cleanUp = async (): Promise<void> => {
     await plane?.stop();
@@ -154,7 +151,7 @@ export async function runDevClusterCommand(argv: readonly string[], streams: Cli
   try {
     say(`${COMMAND}: getting kube-apiserver and etcd (${relative(clone.root, clone.buildScript)}; cached in ~/.cache/eso-mtls/testbin)`);
     let building = false;
-    const binaries = await locateBinaries(clone, (line) => {
+    const binaries = await locateBinaries(clone.buildScript, (line) => {
       if (!building && /building/.test(line)) {
         building = true;
         say('  not built yet: building them once from the Go module proxy, which takes 5 to 20 minutes on 2 cores; later starts take seconds');
@@ -165,13 +162,13 @@ export async function runDevClusterCommand(argv: readonly string[], streams: Cli
     const { reused } = prepareDataDir(args.dir);
     created = true;
     say(`${COMMAND}: starting etcd and kube-apiserver in ${shellPath(args.dir, process.cwd())}${reused ? ' (kept from an earlier run)' : ''}`);
-    plane = await startDevControlPlane(binaries, args.dir);
+    plane = await launchControlPlane({ binaries, dir: args.dir });
     const adminKubeconfig = join(args.dir, 'admin.kubeconfig');
-    const admin = kubeconfigFor(plane, 'admin', plane.adminToken, 'default');
+    const admin = plane.kubeconfigFor('admin');
     writeKubeconfig(adminKubeconfig, admin);
     const account = await createControllerServiceAccount(admin, clone);
     const controllerKubeconfig = join(args.dir, 'controller.kubeconfig');
-    writeKubeconfig(controllerKubeconfig, kubeconfigFor(plane, account.name, await serviceAccountToken(admin, account), account.namespace));
+    writeKubeconfig(controllerKubeconfig, tokenKubeConfig(plane, account.name, await serviceAccountToken(admin, account), account.namespace));
     if (stopRequested) {
       await cleanUp();
       return 0;
@@ -185,7 +182,7 @@ export async function runDevClusterCommand(argv: readonly string[], streams: Cli
     return 1;
   }
 
-  const died = await Promise.race([stopped.then(() => undefined), plane.died]);
+  const died = await Promise.race([stopped.then(() => undefined), ...plane.processes().map((p) => p.whenExited().then((): ServerProcess => p))]);
   if (died !== undefined) {
     complain(`${died.name} exited by itself; the end of its log (${died.logPath}, kept with its folder):\n${died.logTail()}`);
     await plane.stop();

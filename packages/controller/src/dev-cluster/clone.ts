@@ -1,5 +1,4 @@
-import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -12,12 +11,6 @@ export interface Clone {
   readonly deployBase: string;
   /** deploy/namespace: ESO's namespace, which deploy/base does not own. */
   readonly deployNamespace: string;
-}
-
-/** Where kube-apiserver and etcd are. */
-export interface ControlPlaneBinaries {
-  readonly kubeApiServer: string;
-  readonly etcd: string;
 }
 
 /**
@@ -44,52 +37,3 @@ export const NOT_A_CLONE =
   'dev-cluster runs from a clone of the eso-mtls repository: it builds kube-apiserver and etcd from the ' +
   'Go modules in testing/envtest and reads the manifests in deploy/, and the npm package ships neither. ' +
   'Clone the repository, run `npm ci` in it, then `npx eso-mtls dev-cluster` there.';
-
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** kube-apiserver and etcd in `dir`, if both are there and executable. */
-export function binariesIn(dir: string): ControlPlaneBinaries | undefined {
-  const found = { kubeApiServer: join(dir, 'kube-apiserver'), etcd: join(dir, 'etcd') };
-  return executable(found.kubeApiServer) && executable(found.etcd) ? found : undefined;
-}
-
-/**
- * Runs the clone's build script, which answers at once from its cache (or from
- * `KUBEBUILDER_ASSETS`) and otherwise builds both binaries from the Go module proxy, once.
- * Its progress lines go to `progress` as they come, so a long first build is never silent.
- */
-export function locateBinaries(clone: Clone, progress: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<ControlPlaneBinaries> {
-  return new Promise((resolveBinaries, reject) => {
-    const child = spawn('bash', [clone.buildScript], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderrTail = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    let partial = '';
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderrTail = (stderrTail + d).slice(-4000);
-      const lines = (partial + d).split('\n');
-      partial = lines.pop()!;
-      for (const line of lines) progress(line);
-    });
-    child.once('error', (e) => reject(new Error(`cannot run ${clone.buildScript}: ${e.message}`)));
-    child.once('close', (code) => {
-      if (partial !== '') progress(partial);
-      const dir = stdout.trim().split('\n').pop() ?? '';
-      const found = code === 0 ? binariesIn(dir) : undefined;
-      if (found) return resolveBinaries(found);
-      reject(
-        new Error(
-          `${clone.buildScript} could not provide kube-apiserver and etcd (exit code ${code}).\n${stderrTail.trim()}\n` +
-            'It needs Go (https://go.dev/dl); or set KUBEBUILDER_ASSETS to a folder holding kube-apiserver and etcd.',
-        ),
-      );
-    });
-  });
-}

@@ -1,8 +1,7 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type KubernetesObject, KubernetesObjectApi, PatchStrategy, loadAllYaml } from '@kubernetes/client-node';
 import type { Clone } from './clone.js';
-import type { DevControlPlane } from './control-plane.js';
 
 /** The controller's ServiceAccount as deploy/base ships it. */
 export interface ServiceAccountRef {
@@ -12,23 +11,6 @@ export interface ServiceAccountRef {
 
 /** How long the controller's token is valid; dev-cluster mints a new one each time it starts. */
 export const TOKEN_LIFETIME_SECONDS = 24 * 3600;
-
-/** A kubeconfig (JSON, which is YAML) for `user` with a bearer token, trusting the apiserver's CA. */
-export function kubeconfigFor(plane: Pick<DevControlPlane, 'url' | 'caPem'>, user: string, token: string, namespace: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'eso-mtls-dev', server: plane.url, caData: Buffer.from(plane.caPem).toString('base64'), skipTLSVerify: false }],
-    users: [{ name: user, token }],
-    contexts: [{ name: user, cluster: 'eso-mtls-dev', user, namespace }],
-    currentContext: user,
-  });
-  return kc;
-}
-
-/** Writes `kc` to `path`, readable by its owner only (it holds a token). */
-export function writeKubeconfig(path: string, kc: KubeConfig): void {
-  writeFileSync(path, `${kc.exportConfig()}\n`, { mode: 0o600 });
-}
 
 /**
  * Creates (server-side apply, so a later `kubectl apply --server-side -k deploy/namespace` and
