@@ -3,7 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { type RealCluster, locateBinaries, locateNodeBinaries, realNodeUnavailable, startRealCluster } from '@eso-mtls/controller';
+import { locateBinaries } from '../../../packages/controller/src/cluster/binaries.js';
+import { type RealCluster, realNodeUnavailable, startRealCluster } from '../../../packages/controller/src/cluster/node/cluster.js';
+import { locateNodeBinaries } from '../../../packages/controller/src/cluster/node/components.js';
 import { type TestImages, ensureImages } from '../../images/ensure.js';
 
 const root = resolve(import.meta.dirname, '../../..');

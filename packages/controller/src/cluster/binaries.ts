@@ -26,10 +26,34 @@ export function binariesIn(dir: string): ControlPlaneBinaries | undefined {
 /**
  * Runs a clone's testing/envtest/build-testbin.sh, which answers at once from its cache (or from
  * `KUBEBUILDER_ASSETS`) and otherwise builds both binaries from the Go module proxy, once.
- * Its progress lines go to `progress` as they come, so a long first build is never silent.
  */
-export function locateBinaries(buildScript: string, progress: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<ControlPlaneBinaries> {
-  return new Promise((resolveBinaries, reject) => {
+export async function locateBinaries(buildScript: string, progress: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<ControlPlaneBinaries> {
+  return runBuildScript(buildScript, progress, CONTROL_PLANE_BUILD, env);
+}
+
+/** What a build script provides, how to check it, and what else a user can do. */
+export interface BuildScriptProduct<T> {
+  /** e.g. "kube-apiserver and etcd". */
+  readonly provides: string;
+  /** The binaries in the folder the script printed, or undefined if any is missing. */
+  readonly found: (dir: string) => T | undefined;
+  /** The way around a build, e.g. "set KUBEBUILDER_ASSETS to a folder holding kube-apiserver and etcd". */
+  readonly otherwise: string;
+}
+
+const CONTROL_PLANE_BUILD: BuildScriptProduct<ControlPlaneBinaries> = {
+  provides: 'kube-apiserver and etcd',
+  found: binariesIn,
+  otherwise: 'set KUBEBUILDER_ASSETS to a folder holding kube-apiserver and etcd',
+};
+
+/**
+ * Runs one of a clone's build scripts (they print the folder holding their binaries on stdout, and
+ * build into a cache outside the clone only when it lacks them). Its progress lines go to
+ * `progress` as they come, so a long first build is never silent.
+ */
+export function runBuildScript<T>(buildScript: string, progress: (line: string) => void, product: BuildScriptProduct<T>, env: NodeJS.ProcessEnv = process.env): Promise<T> {
+  return new Promise((resolveFound, reject) => {
     const child = spawn('bash', [buildScript], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderrTail = '';
@@ -45,13 +69,13 @@ export function locateBinaries(buildScript: string, progress: (line: string) => 
     child.once('close', (code) => {
       if (partial !== '') progress(partial);
       const dir = stdout.trim().split('\n').pop() ?? '';
-      const found = code === 0 ? binariesIn(dir) : undefined;
-      if (found) return resolveBinaries(found);
-      const said = code === 0 ? `reported ${JSON.stringify(dir)}, which lacks executable kube-apiserver and etcd` : `failed (exit code ${code})`;
+      const found = code === 0 ? product.found(dir) : undefined;
+      if (found !== undefined) return resolveFound(found);
+      const said = code === 0 ? `reported ${JSON.stringify(dir)}, which lacks executable ${product.provides}` : `failed (exit code ${code})`;
       reject(
         new Error(
-          `${buildScript} could not provide kube-apiserver and etcd: it ${said}.\n${stderrTail.trim()}\n` +
-            'Install Go (https://go.dev/dl) so the script can build them, or set KUBEBUILDER_ASSETS to a folder holding kube-apiserver and etcd.',
+          `${buildScript} could not provide ${product.provides}: it ${said}.\n${stderrTail.trim()}\n` +
+            `Install Go (https://go.dev/dl) so the script can build them, or ${product.otherwise}.`,
         ),
       );
     });

@@ -1,5 +1,6 @@
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
+import { type BuildScriptProduct, runBuildScript } from '../binaries.js';
 import { NODE_NETWORK } from './addresses.js';
 import { type NodePaths, kubeletArgs } from './configs.js';
 
@@ -20,6 +21,23 @@ export interface NodeBinaries {
 /** Debian's runc and CNI plugins (packages runc and containernetworking-plugins). */
 const DEBIAN_RUNC = '/usr/sbin/runc';
 const DEBIAN_CNI = '/usr/lib/cni';
+
+/**
+ * Runs a clone's testing/node/build-node-bins.sh (cached; the first build takes 15-30 minutes on 2
+ * cores) and returns the node's binaries.
+ */
+export function locateNodeBinaries(buildScript: string, progress: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<NodeBinaries> {
+  return runBuildScript(buildScript, progress, NODE_BUILD, env);
+}
+
+const NODE_BUILD: BuildScriptProduct<NodeBinaries> = {
+  provides: `the node's binaries (kubelet, kube-controller-manager, kube-scheduler, kube-proxy, containerd, CoreDNS) and Debian's runc and CNI plugins`,
+  found: (dir) => {
+    const bins = nodeBinariesIn(dir);
+    return typeof bins === 'string' ? undefined : bins;
+  },
+  otherwise: 'set ESO_MTLS_NODE_BINS to a folder holding them (and apt-get install runc containernetworking-plugins)',
+};
 
 /** The node's binaries in `dir` (testing/node/build-node-bins.sh's folder), or the first one missing. */
 export function nodeBinariesIn(dir: string): NodeBinaries | string {
