@@ -80,6 +80,16 @@ ensure_image() {
   echo "$tarball"
 }
 
+# The builds' npm reaches the registry as the host's does: where the host trusts an extra CA (a
+# TLS-intercepting proxy, say), so does the build. Build-time mounts only: nothing of them enters
+# an image, and npm ci still checks every package against the lockfile's integrity hashes.
+npm_mounts=(-v "$images_cache/npm-cache:/root/.npm")
+host_ca="${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}"
+if [[ -r "$host_ca" ]]; then
+  printf 'cafile=/root/.npmrc-ca.crt\n' >"$work/npmrc"
+  npm_mounts+=(-v "$host_ca:/root/.npmrc-ca.crt:ro" -v "$work/npmrc:/root/.npmrc:ro")
+fi
+
 declare -A tarball_of name_of
 roles=()
 
@@ -100,7 +110,7 @@ for role in controller controller-hsm file-provider; do
   # The npm cache is shared between builds (content-addressed: it changes no result, only the time).
   tarball_of[$role]="$(ensure_image "$role" "$name" "$key" -f "$file" --ignorefile "$file.dockerignore" \
     --build-arg "VERSION=$version" --build-arg "REVISION=$revision" --build-arg "CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-    -v "$images_cache/npm-cache:/root/.npm" "$ctx")"
+    "${npm_mounts[@]}" "$ctx")"
   name_of[$role]="$name"
   roles+=("$role")
 done
