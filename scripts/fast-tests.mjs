@@ -1,6 +1,7 @@
-// `npm run test:fast`: every jest suite that needs no control plane, for the inner loop. A suite
-// needs one when it imports testing/envtest, directly or through its own test helpers; this
-// follows relative imports from each test file, so a new suite is sorted without a list to keep.
+// `npm run test:fast`: every jest suite that needs no control plane and builds no image, for the
+// inner loop. A suite needs one when it imports testing/envtest (or testing/images), directly or
+// through its own test helpers; this follows relative imports from each test file, so a new suite
+// is sorted without a list to keep.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -16,6 +17,7 @@ function testFiles(dir) {
   });
 }
 
+const HEAVY = [join('testing', 'envtest'), join('testing', 'images')];
 const memo = new Map();
 function needsControlPlane(file, seen = new Set()) {
   if (memo.has(file)) return memo.get(file);
@@ -25,7 +27,7 @@ function needsControlPlane(file, seen = new Set()) {
   let needs = false;
   for (const m of source.matchAll(IMPORT)) {
     const target = resolve(dirname(file), (m[1] ?? m[2]).replace(/\.js$/, '.ts'));
-    if (relative(root, target).startsWith(join('testing', 'envtest')) || needsControlPlane(target, seen)) {
+    if (HEAVY.some((dir) => relative(root, target).startsWith(dir)) || needsControlPlane(target, seen)) {
       needs = true;
       break;
     }
@@ -36,7 +38,7 @@ function needsControlPlane(file, seen = new Set()) {
 
 const all = ['packages', 'examples', 'testing'].flatMap((d) => testFiles(join(root, d)));
 const fast = all.filter((f) => !needsControlPlane(f)).map((f) => relative(root, f));
-console.error(`test:fast: ${fast.length} of ${all.length} suites (the others start kube-apiserver and etcd)`);
+console.error(`test:fast: ${fast.length} of ${all.length} suites (the others start kube-apiserver and etcd, or build images)`);
 const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
 const run = spawnSync(process.execPath, ['--experimental-vm-modules', jest, ...process.argv.slice(2), '--runTestsByPath', ...fast], {
   cwd: root,

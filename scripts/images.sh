@@ -9,9 +9,11 @@
 #   IMAGE_REPOSITORY_PREFIX          where the images go (default eso-mtls; e.g. ghcr.io/you)
 #   IMAGE_TAG                        tag (default: the controller package's version)
 #
-# Exit status: 0 built (and pushed); 1 a build or push failed; 2 bad arguments; 3 no builder found.
+# Exit status: 0 built (and pushed); 1 a build or push failed; 2 bad arguments; 3 no builder found;
+# 4 --push refused: an image is, or would be, built on a local stand-in base (docs/images.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/image-storage.sh # STAND_IN_LABEL, dockerfile_bases
 
 push=false
 for arg in "$@"; do
@@ -56,6 +58,42 @@ tag="${IMAGE_TAG:-$version}"
 revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
 created="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
+# What a local image of the builder stands in for (its io.eso-mtls.stand-in.for label), or nothing:
+# an image that is not local, or not a stand-in, or not built on one.
+stand_in_for() {
+  local format="{{ index .Config.Labels \"$STAND_IN_LABEL\" }} {{ index .Config.Labels \"$STAND_IN_LABEL.for\" }}" out
+  case "$builder" in
+    buildah) format="${format//.Config./.OCIv1.Config.}" && out="$(buildah inspect --type image --format "$format" "$1" 2>/dev/null)" ;;
+    *) out="$("$builder" image inspect --format "$format" "$1" 2>/dev/null)" ;;
+  esac || return 0
+  out="${out//<no value>/}"
+  if [[ "$out" == true* ]]; then
+    local what="${out#true}"
+    echo "${what# }"
+  fi
+}
+
+refuse_stand_in() { # IMAGE WHAT-IT-IS REAL-IMAGE
+  {
+    echo "images: refusing to push: $2 carries $STAND_IN_LABEL=true: it is, or is built on, a local stand-in for $3,"
+    echo "images: made by scripts/image-stand-ins.sh for the tests because no registry was reachable. Nothing built on one may"
+    echo "images: reach a registry. Push from a builder whose storage holds the real base images (pull them), or drop --push"
+    echo "images: to build locally only; docs/images.md#stand-in-base-images says how a stand-in differs."
+  } >&2
+  exit 4
+}
+
+# With --push, refuse before building anything when a base image the builder would use is a stand-in:
+# the build stage's base counts too, though only the runtime base's labels reach the image.
+if $push; then
+  for name in controller file-provider; do
+    while read -r base; do
+      for_what="$(stand_in_for "$base")"
+      [[ -z "$for_what" ]] || refuse_stand_in "$base" "deploy/docker/$name.Dockerfile's base image $base" "$for_what"
+    done < <(dockerfile_bases "deploy/docker/$name.Dockerfile")
+  done
+fi
+
 build() { # NAME: deploy/docker/NAME.Dockerfile -> $prefix/NAME:$tag
   local name="$1" file="deploy/docker/$1.Dockerfile" image="$prefix/$1:$tag"
   local args=(-f "$file" -t "$image" --build-arg "VERSION=$version" --build-arg "REVISION=$revision" --build-arg "CREATED=$created")
@@ -66,6 +104,9 @@ build() { # NAME: deploy/docker/NAME.Dockerfile -> $prefix/NAME:$tag
   echo "images: $builder building $image from $file" >&2
   "$builder" build "${args[@]}" .
   if $push; then
+    # A base that turned into a stand-in during the build still shows here: labels are inherited.
+    for_what="$(stand_in_for "$image")"
+    [[ -z "$for_what" ]] || refuse_stand_in "$image" "the image $image just built" "$for_what"
     echo "images: $builder pushing $image" >&2
     "$builder" push "$image"
   fi

@@ -4,7 +4,9 @@
 #     kubectl and zlint, and the Prometheus operator's CRDs (copied from its Go module);
 #   from Debian's packages, when missing and we are root: promtool and the Prometheus server
 #     (`prometheus`), a headless browser (`chromium`) for the chart tests, and SoftHSM2 (`softhsm2`) with
-#     the pkcs11js binding for the HSM tests.
+#     the pkcs11js binding for the HSM tests;
+#   with buildah and debootstrap (Debian's) and the npm registry: the images the real-node suite runs,
+#     on local stand-ins for their base images (scripts/ensure-images.sh, docs/images.md).
 # Each step prints where its tool is; a step that cannot provide its tool fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,3 +30,4 @@ step "prometheus at" scripts/ensure-prometheus.sh
 step "libfaketime at" scripts/ensure-faketime.sh
 step "chromium at" scripts/ensure-chromium.sh
 step "SoftHSM2 at" scripts/ensure-softhsm.sh
+step "images (tarballs and manifest.json) in" scripts/ensure-images.sh

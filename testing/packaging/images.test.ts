@@ -6,8 +6,9 @@ import { delimiter, join, resolve } from 'node:path';
 
 // The images' Node is a line we claim and test: package.json "engines", the Node matrix
 // (scripts/node-releases.json, run by `npm run test:node-matrix`) and the Dockerfiles' base images
-// must agree. No container engine runs here, so the Dockerfiles are read, not built; the manifest
-// side (entrypoint, user) is checked in packages/controller/test/manifests.test.ts.
+// must agree. Here the Dockerfiles are read; built-images.test.ts builds them all (the HSM one too)
+// on the stand-in bases and runs them; the manifest side (entrypoint, user) is checked in
+// packages/controller/test/manifests.test.ts.
 const root = resolve(import.meta.dirname, '../..');
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
 const manifest = (path: string) => JSON.parse(read(path)) as { version: string; license: string; engines: { node: string }; workspaces?: string[] };
@@ -16,7 +17,7 @@ const rootManifest = manifest('package.json');
 const nodeReleases = JSON.parse(read('scripts/node-releases.json')) as { main: string; releases: Record<string, string> };
 /** The images `npm run images` builds. */
 const IMAGES = ['controller', 'file-provider'] as const;
-/** Every Dockerfile of deploy/docker: those images, and the HSM-capable controller one builds by hand (docs/hsm.md). */
+/** Every Dockerfile of deploy/docker: those images, and the HSM-capable controller one builds by hand (docs/hsm.md); the test suite builds all three. */
 const DOCKERFILES = [...IMAGES, 'controller-hsm'] as const;
 const dockerfile = (name: string) => read(`deploy/docker/${name}.Dockerfile`);
 
@@ -183,8 +184,8 @@ describe('deploy/docker/controller-hsm.Dockerfile: the controller image with a P
 });
 
 describe('npm run images (scripts/images.sh)', () => {
-  // No container engine runs here: a stand-in builder on PATH shows which builder is chosen and
-  // what it is asked to build; the Dockerfiles themselves are checked above.
+  // A stand-in builder on PATH shows which builder is chosen and what it is asked to build (and
+  // forces a built image to carry the stand-in label); built-images.test.ts runs the real buildah.
   function runImages(builder: string, script: string, args: string[] = []) {
     const bin = mkdtempSync(join(tmpdir(), 'eso-mtls-images-'));
     try {
@@ -232,5 +233,17 @@ describe('npm run images (scripts/images.sh)', () => {
       expect(call.endsWith(' .')).toBe(true);
     }
     expect(r.calls.filter((c) => c.startsWith('push '))).toEqual(IMAGES.map((n) => `push eso-mtls/${n}:${version}`));
+  });
+
+  it('with --push, refuses to push an image it built that carries the stand-in label, and pushes nothing', () => {
+    // The bases look real to the builder; the built controller image says it was built on a stand-in.
+    const standInBuilt = `case "$*" in "image inspect "*eso-mtls/controller:*) echo "true gcr.io/distroless/nodejs24-debian13:nonroot" ;; esac; exit 0`;
+    const r = runImages('podman', standInBuilt, ['--push']);
+    expect(r.status).toBe(4);
+    const version = manifest('packages/controller/package.json').version;
+    expect(r.stderr).toContain(`refusing to push: the image eso-mtls/controller:${version} just built carries io.eso-mtls.stand-in=true`);
+    expect(r.stderr).toContain('gcr.io/distroless/nodejs24-debian13:nonroot');
+    expect(r.calls.filter((c) => c.startsWith('build ')).length).toBe(1);
+    expect(r.calls.filter((c) => c.startsWith('push '))).toEqual([]);
   });
 });

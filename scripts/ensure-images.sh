@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Builds (once per set of inputs, cached outside the clone) every image the real-node suite runs, and
+# prints ONLY the folder holding them on stdout: one docker-archive per image, ready for
+# `ctr -n k8s.io images import FILE`, and manifest.json:
+#   { "images": { "<image name>": { "role": "controller", "tarball": "controller.tar",
+#                                   "standIn": true, "inputs": "sha256:…" }, … } }
+# standIn is true when the image carries io.eso-mtls.stand-in (it is, or is built on, a local
+# stand-in for an image we could not pull; docs/images.md). The images:
+#   controller, controller-hsm, file-provider   deploy/docker/<role>.Dockerfile, unchanged, on the
+#                                               stand-in bases of scripts/image-stand-ins.sh
+#   eso-client                                  testing/images/eso-client.Dockerfile (testing/go-interop's
+#                                               reloading client, static)
+#   pause                                       testing/images/pause.Dockerfile, named as containerd pins it
+# Each is keyed by a hash of its inputs: the Dockerfile and ignore file, every file of its build
+# context (the worktree's files, tracked or not, that git does not ignore, under the paths the ignore
+# file lets in: the build sees exactly these), its base images' ids and the version; for the Go
+# images, the static binary itself. Built with buildah --isolation chroot in the private storage
+# root of scripts/image-storage.sh, never the host's.
+#
+#   ESO_MTLS_IMAGES_CACHE   cache root (default: $HOME/.cache/eso-mtls/images)
+#   ESO_MTLS_IMAGES_KEEP    how many sets of images to keep, newest used first (default 4)
+#   GO                      go command (default: go on PATH)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/image-storage.sh
+images_storage_init
+
+for tool in buildah debootstrap "${GO:-go}" git; do
+  command -v "$tool" >/dev/null 2>&1 || images_die "'$tool' not found: building the test images needs buildah and debootstrap (apt-get install --no-install-recommends buildah debootstrap), Go (https://go.dev/dl) and git"
+done
+[[ "$(id -u)" == 0 ]] || images_die "building the test images needs root (debootstrap, buildah --isolation chroot); run as root, or in a root container"
+
+mkdir -p "$images_cache/tarballs" "$images_cache/sets" "$images_cache/npm-cache"
+exec 9>"$images_cache/.lock"
+if ! flock -n 9; then
+  images_log "another ensure-images is running; waiting for it"
+  flock 9
+fi
+
+bash scripts/image-stand-ins.sh
+
+version="$(node -p 'require("./packages/controller/package.json").version')"
+revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+work="$(mktemp -d "$images_cache/.work.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+digest() { sha256sum | cut -c1-64; }
+
+# The worktree's files a Dockerfile's build context takes: those under the `!path` lines of its
+# ignore file that git tracks or would track (node_modules, dist/ and the like are ignored there).
+context_files() {
+  local paths
+  mapfile -t paths < <(sed -n 's/^!//p' "$1")
+  git ls-files -z -co --exclude-standard -- "${paths[@]}" | while IFS= read -r -d '' f; do
+    [[ -f "$f" ]] && printf '%s\0' "$f" # a tracked file deleted in the worktree is not in the context
+  done
+}
+
+# ensure_image ROLE NAME KEY BUILD_ARGS... : the image NAME in storage and its tarball, building when
+# missing. Prints the tarball's path.
+ensure_image() {
+  local role="$1" name="$2" key="$3"
+  shift 3
+  local tarball="$images_cache/tarballs/$role-$key.tar"
+  if [[ "$(image_label "$name" io.eso-mtls.inputs)" != "sha256:$key" ]]; then
+    if [[ -f "$tarball" ]]; then
+      bah pull --quiet "docker-archive:$tarball" >/dev/null # the storage was pruned or reset
+    else
+      images_log "building $name"
+      local start=$SECONDS
+      bah bud --isolation chroot --pull-never --layers=false --quiet --label "io.eso-mtls.inputs=sha256:$key" -t "$name" "$@" >"$work/$role.build.log" 2>&1 \
+        || { tail -n 40 "$work/$role.build.log" >&2; images_die "building $name failed (the last lines above)"; }
+      images_log "built $name in $((SECONDS - start)) s"
+    fi
+  fi
+  if [[ ! -f "$tarball" ]]; then
+    bah push --quiet "$name" "docker-archive:$work/$role.tar:$name" >&2
+    mv "$work/$role.tar" "$tarball"
+  fi
+  echo "$tarball"
+}
+
+# The builds' npm reaches the registry as the host's does: where the host trusts an extra CA (a
+# TLS-intercepting proxy, say), so does the build. Build-time mounts only: nothing of them enters
+# an image, and npm ci still checks every package against the lockfile's integrity hashes.
+npm_mounts=(-v "$images_cache/npm-cache:/root/.npm")
+host_ca="${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}"
+if [[ -r "$host_ca" ]]; then
+  printf 'cafile=/root/.npmrc-ca.crt\n' >"$work/npmrc"
+  npm_mounts+=(-v "$host_ca:/root/.npmrc-ca.crt:ro" -v "$work/npmrc:/root/.npmrc:ro")
+fi
+
+declare -A tarball_of name_of
+roles=()
+
+# The images of deploy/docker: their Dockerfiles unchanged, on the stand-in bases.
+for role in controller controller-hsm file-provider; do
+  file="deploy/docker/$role.Dockerfile"
+  ctx="$work/$role.context"
+  mkdir -p "$ctx"
+  context_files "$file.dockerignore" | tar --null -T - -cf - | tar -xf - -C "$ctx"
+  bases="$(dockerfile_bases "$file" | while read -r ref; do printf '%s=%s\n' "$ref" "$(bah inspect --type image --format '{{.FromImageID}}' "$ref")"; done)"
+  key="$({
+    printf 'recipe 1\nversion %s\n%s\n' "$version" "$bases"
+    cat "$file" "$file.dockerignore"
+    (cd "$ctx" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+  } | digest)"
+  key="${key:0:16}"
+  name="localhost/eso-mtls/$role:$key"
+  # The npm cache is shared between builds (content-addressed: it changes no result, only the time).
+  tarball_of[$role]="$(ensure_image "$role" "$name" "$key" -f "$file" --ignorefile "$file.dockerignore" \
+    --build-arg "VERSION=$version" --build-arg "REVISION=$revision" --build-arg "CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    "${npm_mounts[@]}" "$ctx")"
+  name_of[$role]="$name"
+  roles+=("$role")
+done
+
+# A static Go program in an image of its own: the key is the binary itself (-trimpath and no VCS
+# stamp make it depend on the sources and the Go version only).
+go_image() { # ROLE NAME-WITHOUT-TAG|FULL-NAME MODULE-DIR PACKAGE BINARY DOCKERFILE
+  local role="$1" name="$2" module="$3" package="$4" binary="$5" file="$6" ctx="$work/$1.context"
+  mkdir -p "$ctx"
+  (cd "$module" && CGO_ENABLED=0 "${GO:-go}" build -mod=readonly -buildvcs=false -trimpath -ldflags='-s -w' -o "$ctx/$binary" "$package") >&2 \
+    || images_die "go build of $package in $module failed"
+  local key
+  key="$(cat "$file" "$ctx/$binary" | digest)"
+  key="${key:0:16}"
+  [[ "$name" == *:* ]] || name="$name:$key"
+  tarball_of[$role]="$(ensure_image "$role" "$name" "$key" -f "$file" "$ctx")"
+  name_of[$role]="$name"
+  roles+=("$role")
+}
+
+go_image eso-client localhost/eso-mtls/eso-client testing/go-interop ./cmd/reloading-client reloading-client testing/images/eso-client.Dockerfile
+
+# The sandbox image under the name the containerd we run pins (its DefaultSandboxImage).
+containerd_src="$(cd testing/node/containerd && "${GO:-go}" mod download -json github.com/containerd/containerd/v2 | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).Dir))')"
+pause_name="$(sed -n 's/^\s*DefaultSandboxImage\s*=\s*"\([^"]*\)".*/\1/p' "$containerd_src/internal/cri/config/config.go" 2>/dev/null | head -n 1)"
+[[ -n "$pause_name" ]] || images_die "cannot read DefaultSandboxImage from $containerd_src/internal/cri/config/config.go (containerd of testing/node/containerd/go.mod)"
+go_image pause "$pause_name" testing/images/pause . pause testing/images/pause.Dockerfile
+
+# This set's folder: hard links to the tarballs and manifest.json. Another worktree's set (other
+# inputs) has a folder of its own, so a test importing one is never disturbed by a build of another.
+set_key="$(for r in "${roles[@]}"; do echo "$r ${name_of[$r]} ${tarball_of[$r]}"; done | digest)"
+set_dir="$images_cache/sets/${set_key:0:16}"
+if [[ ! -f "$set_dir/manifest.json" ]]; then
+  tmp_set="$(mktemp -d "$images_cache/sets/.new.XXXXXX")"
+  entries=()
+  for r in "${roles[@]}"; do
+    ln "${tarball_of[$r]}" "$tmp_set/$r.tar"
+    entries+=("${name_of[$r]}" "$r" "$(image_label "${name_of[$r]}" "$STAND_IN_LABEL")" "$(image_label "${name_of[$r]}" io.eso-mtls.inputs)")
+  done
+  node -e '
+    const a = process.argv.slice(1), images = {};
+    for (let i = 0; i < a.length; i += 4) images[a[i]] = { role: a[i + 1], tarball: `${a[i + 1]}.tar`, standIn: a[i + 2] === "true", inputs: a[i + 3] };
+    process.stdout.write(JSON.stringify({ images }, null, 2) + "\n");
+  ' "${entries[@]}" >"$tmp_set/manifest.json"
+  rm -rf "$set_dir"
+  mv "$tmp_set" "$set_dir"
+fi
+touch "$set_dir"
+
+# Keep the newest sets used; drop the tarballs and images no kept set refers to.
+keep="${ESO_MTLS_IMAGES_KEEP:-4}"
+ls -1dt "$images_cache/sets"/*/ | tail -n +"$((keep + 1))" | xargs -r rm -rf
+find "$images_cache/tarballs" -name '*.tar' -links 1 -delete
+kept="$(cat "$images_cache"/sets/*/manifest.json)"
+bah images --noheading --filter label=io.eso-mtls.inputs --format '{{.Name}}:{{.Tag}}' | while read -r image; do
+  grep -qF "\"$image\"" <<<"$kept" || bah rmi "$image" >/dev/null 2>&1 || true
+done
+
+echo "$set_dir"
