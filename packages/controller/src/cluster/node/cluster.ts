@@ -82,7 +82,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
   const dir = options.dir;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const paths = nodePaths(join(dir, 'node'));
-  for (const d of [paths.containerdRoot, paths.containerdState, paths.kubeletRoot, paths.podLogs, paths.cniConfDir, paths.cniDataDir, join(dir, 'logs')]) mkdirSync(d, { recursive: true });
+  for (const d of [join(dir, 'control-plane'), paths.containerdRoot, paths.containerdState, paths.kubeletRoot, paths.podLogs, paths.cniConfDir, paths.cniDataDir, join(dir, 'logs')]) mkdirSync(d, { recursive: true });
   const cgroupRoot = runCgroupRoot(options.runId);
   const started: ServerProcess[] = [];
   let sandbox: Sandbox | undefined;
@@ -122,7 +122,8 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
       dir: join(dir, 'control-plane'),
       identities: [...COMPONENT_USERS, ...(options.identities ?? [])],
       nodeAuthorization: true,
-      apiServerFlags: options.apiServerFlags,
+      // The kubelet by the address it registered, never by its name (nothing inside resolves it).
+      apiServerFlags: ['--kubelet-preferred-address-types=InternalIP', ...(options.apiServerFlags ?? [])],
       wrap: enter,
       bindAddress: '0.0.0.0',
       advertiseAddress: NODE_NETWORK.nodeIp,

@@ -104,8 +104,6 @@ export function componentCommands(bins: NodeBinaries, paths: NodePaths, files: C
         `--service-cluster-ip-range=${NODE_NETWORK.serviceCidr}`,
         '--bind-address=127.0.0.1',
         '--secure-port=10257',
-        // Controllers of a cloud or of node IPAM have nothing to do here; the rest run as in a cluster.
-        '--controllers=*,-cloud-node-lifecycle-controller,-node-ipam-controller,-service-lb-controller,-node-route-controller',
       ],
     },
     { name: 'kube-scheduler', argv: [bins.kubeScheduler, `--kubeconfig=${k.scheduler}`, '--leader-elect=false', '--bind-address=127.0.0.1', '--secure-port=10259'] },

@@ -27,7 +27,7 @@ export interface Sandbox {
 
 /**
  * The set-up run as PID 1 before it starts reaping: /var and /run overlaid with upper layers
- * under `root`, private copies of the host-wide sysctls, the node's veth with its address and a
+ * under `root`, private copies of the host-wide sysctls, an empty /etc/resolv.conf, the node's veth with its address and a
  * default route (inside; nothing routes out: the veth's peer is also inside), forwarding and
  * bridge netfilter on, both per network namespace.
  */
@@ -45,6 +45,9 @@ export function sandboxSetupScript(root: string): string {
       const copy = `"$root/sysctl/${s.replace(/\//g, '.')}"`;
       return `if [ -e /proc/sys/${s} ]; then cat /proc/sys/${s} > ${copy}; mount --bind ${copy} /proc/sys/${s}; fi`;
     }),
+    // No name of the host's resolver is asked from inside: components that look a name up find nothing.
+    ': > "$root/resolv.conf.host"',
+    'mount --bind "$root/resolv.conf.host" /etc/resolv.conf',
     'ip link set lo up',
     'ip link add eth0 type veth peer name eth0-peer',
     `ip addr add ${nodeIp}/${nodePrefixLength} dev eth0`,
