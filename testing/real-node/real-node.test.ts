@@ -102,7 +102,7 @@ describe('the chart, the images and the example provider on a real node', () => 
   it("exports every gauge from the controller pod's /metrics, and eso_namespaces_not_served counts a namespace past the cap", async () => {
     const metrics = await scrapeLeader();
     // The gauges the controller's metrics source feeds (ControllerMetrics), each with at least one series.
-    for (const name of [METRIC_NAMES.providerCertificateExpiry, METRIC_NAMES.clientCertificateExpiry, METRIC_NAMES.caCertificateExpiry, METRIC_NAMES.namespacesNotServed]) expect(metrics).toMatch(new RegExp(`^${name}{`, 'm'));
+    for (const name of [METRIC_NAMES.providerCertificateExpiry, METRIC_NAMES.clientCertificateExpiry, METRIC_NAMES.caCertificateExpiry, METRIC_NAMES.namespacesNotServed]) expect(metrics).toMatch(new RegExp(`^${name}[{ ]`, "m"));
     expect(gauge(metrics, `${METRIC_NAMES.namespacesNotServed}{reason="cap"}`)).toBe(0);
     await core.createNamespace({ body: { metadata: { name: 'provider-d' } } });
     await core.createNamespacedService({
