@@ -67,7 +67,11 @@ describe('the chart, the images and the example provider on a real node', () => 
         },
       },
     });
-    await eventually(async () => (await core.readNamespacedPod({ namespace: 'default', name: 'dns-probe' })).status?.phase === 'Succeeded', 120_000, 'the DNS probe pod to succeed');
+    await eventually(
+      async () => (await core.readNamespacedPod({ namespace: 'default', name: 'dns-probe' })).status?.phase === 'Succeeded',
+      120_000,
+      'the DNS probe pod to succeed',
+    );
     const log = await core.readNamespacedPodLog({ namespace: 'default', name: 'dns-probe' });
     expect(JSON.parse(log.trim())).toEqual({ address: '10.96.0.1', tls: 'TLSv1.3' });
   }, 180_000);
@@ -80,7 +84,11 @@ describe('the chart, the images and the example provider on a real node', () => 
       floodControl: { maxNamespaces: PROVIDERS.length },
     });
     const apps = admin.makeApiClient(AppsV1Api);
-    await eventually(async () => (await apps.readNamespacedDeployment({ namespace: ESO_NS, name: 'eso-mtls-controller' })).status?.readyReplicas === 2, 240_000, 'both controller replicas Ready');
+    await eventually(
+      async () => (await apps.readNamespacedDeployment({ namespace: ESO_NS, name: 'eso-mtls-controller' })).status?.readyReplicas === 2,
+      240_000,
+      'both controller replicas Ready',
+    );
     const lease = await admin.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: ESO_NS, name: 'eso-mtls-controller' });
     const pods = await controllerPods();
     expect(pods.map((p) => p.metadata!.name)).toContain(lease.spec?.holderIdentity);
@@ -88,28 +96,49 @@ describe('the chart, the images and the example provider on a real node', () => 
   }, 300_000);
 
   it('serves three providers of the example image, which ESO reaches through Service DNS with no failed call', async () => {
-    await applyAll(admin, providerManifests(kustomizeBuild(join(repoRoot, 'deploy/examples/file-provider')), PROVIDERS, tc.images.byRole['file-provider'].name));
+    await applyAll(
+      admin,
+      providerManifests(kustomizeBuild(join(repoRoot, 'deploy/examples/file-provider')), PROVIDERS, tc.images.byRole['file-provider'].name),
+    );
     const apps = admin.makeApiClient(AppsV1Api);
     for (const ns of PROVIDERS) {
       await eventually(() => secretExists(ns, PROVIDER_SECRET), 60_000, `${ns}'s provider Secret`);
-      await eventually(async () => (await apps.readNamespacedDeployment({ namespace: ns, name: 'file-provider' })).status?.readyReplicas === 1, 180_000, `${ns}'s provider Ready`);
+      await eventually(
+        async () => (await apps.readNamespacedDeployment({ namespace: ns, name: 'file-provider' })).status?.readyReplicas === 1,
+        180_000,
+        `${ns}'s provider Ready`,
+      );
     }
     await core.createNamespacedPod({ namespace: ESO_NS, body: clientPod(tc.images.byRole['eso-client'].name, PROVIDERS) });
     await eventually(async () => (await callers()).every((c) => c.calls >= 20), 180_000, 'every caller to make 20 calls');
-    for (const c of await callers()) expect({ provider: c.provider, failed: c.failed, failures: c.failures }).toEqual({ provider: c.provider, failed: 0, failures: [] });
+    for (const c of await callers())
+      expect({ provider: c.provider, failed: c.failed, failures: c.failures }).toEqual({ provider: c.provider, failed: 0, failures: [] });
   }, 420_000);
 
   it("exports every gauge from the controller pod's /metrics, and eso_namespaces_not_served counts a namespace past the cap", async () => {
     const metrics = await scrapeLeader();
     // The gauges the controller's metrics source feeds (ControllerMetrics), each with at least one series.
-    for (const name of [METRIC_NAMES.providerCertificateExpiry, METRIC_NAMES.clientCertificateExpiry, METRIC_NAMES.caCertificateExpiry, METRIC_NAMES.namespacesNotServed]) expect(metrics).toMatch(new RegExp(`^${name}[{ ]`, "m"));
+    for (const name of [
+      METRIC_NAMES.providerCertificateExpiry,
+      METRIC_NAMES.clientCertificateExpiry,
+      METRIC_NAMES.caCertificateExpiry,
+      METRIC_NAMES.namespacesNotServed,
+    ])
+      expect(metrics).toMatch(new RegExp(`^${name}[{ ]`, 'm'));
     expect(gauge(metrics, `${METRIC_NAMES.namespacesNotServed}{reason="cap"}`)).toBe(0);
     await core.createNamespace({ body: { metadata: { name: 'provider-d' } } });
     await core.createNamespacedService({
       namespace: 'provider-d',
-      body: { metadata: { name: 'file-provider', labels: { 'external-secrets.io/provider': 'true' } }, spec: { ports: [{ port: 8443 }], selector: { app: 'none' } } },
+      body: {
+        metadata: { name: 'file-provider', labels: { 'external-secrets.io/provider': 'true' } },
+        spec: { ports: [{ port: 8443 }], selector: { app: 'none' } },
+      },
     });
-    await eventually(async () => gauge(await scrapeLeader(), `${METRIC_NAMES.namespacesNotServed}{reason="cap"}`) === 1, 120_000, 'the cap to leave provider-d out');
+    await eventually(
+      async () => gauge(await scrapeLeader(), `${METRIC_NAMES.namespacesNotServed}{reason="cap"}`) === 1,
+      120_000,
+      'the cap to leave provider-d out',
+    );
   }, 180_000);
 
   it('keeps serving when a provider pod is deleted: its replacement mounts the same Secret and the callers recover', async () => {
@@ -120,7 +149,11 @@ describe('the chart, the images and the example provider on a real node', () => 
     await eventually(
       async () => {
         const pods = (await core.listNamespacedPod({ namespace: 'provider-a' })).items;
-        return pods.length === 1 && pods[0]!.metadata!.name !== victim!.metadata!.name && (await apps.readNamespacedDeployment({ namespace: 'provider-a', name: 'file-provider' })).status?.readyReplicas === 1;
+        return (
+          pods.length === 1 &&
+          pods[0]!.metadata!.name !== victim!.metadata!.name &&
+          (await apps.readNamespacedDeployment({ namespace: 'provider-a', name: 'file-provider' })).status?.readyReplicas === 1
+        );
       },
       180_000,
       'the replacement provider pod Ready',
@@ -148,7 +181,9 @@ describe('the chart, the images and the example provider on a real node', () => 
     );
   }
   async function callers(): Promise<CallerProgress[]> {
-    return Promise.all(PROVIDERS.map(async (p) => ({ ...lastProgress(await core.readNamespacedPodLog({ namespace: ESO_NS, name: 'eso-client', container: p })), provider: p })));
+    return Promise.all(
+      PROVIDERS.map(async (p) => ({ ...lastProgress(await core.readNamespacedPodLog({ namespace: ESO_NS, name: 'eso-client', container: p })), provider: p })),
+    );
   }
   async function scrapeLeader(): Promise<string> {
     const lease = await admin.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: ESO_NS, name: 'eso-mtls-controller' });

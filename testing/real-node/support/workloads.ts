@@ -22,7 +22,13 @@ function inNamespace(m: Manifest, ns: string, image: string): Manifest {
   if (m.kind === 'Namespace') meta.name = ns;
   else meta.namespace = ns;
   if (m.kind === 'Deployment') {
-    const spec = (m as unknown as { spec: { template: { spec: { containers: { image: string; imagePullPolicy?: string }[]; volumes: { name: string; emptyDir?: object; configMap?: object }[] } } } }).spec.template.spec;
+    const spec = (
+      m as unknown as {
+        spec: {
+          template: { spec: { containers: { image: string; imagePullPolicy?: string }[]; volumes: { name: string; emptyDir?: object; configMap?: object }[] } };
+        };
+      }
+    ).spec.template.spec;
     for (const c of spec.containers) Object.assign(c, { image, imagePullPolicy: 'Never' });
     const data = spec.volumes.find((v) => v.name === 'data');
     if (data === undefined) throw new Error('the example Deployment has no volume "data" any more: update testing/real-node');

@@ -39,7 +39,11 @@ export function bootstrapObjects(): readonly Record<string, unknown>[] {
     {
       apiVersion: 'discovery.k8s.io/v1',
       kind: 'EndpointSlice',
-      metadata: { name: 'kube-dns-node', namespace: 'kube-system', labels: { 'kubernetes.io/service-name': 'kube-dns', 'endpointslice.kubernetes.io/managed-by': 'eso-mtls-real-node' } },
+      metadata: {
+        name: 'kube-dns-node',
+        namespace: 'kube-system',
+        labels: { 'kubernetes.io/service-name': 'kube-dns', 'endpointslice.kubernetes.io/managed-by': 'eso-mtls-real-node' },
+      },
       addressType: 'IPv4',
       endpoints: [{ addresses: [NODE_NETWORK.nodeIp], conditions: { ready: true } }],
       ports,

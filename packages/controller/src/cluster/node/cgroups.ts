@@ -44,7 +44,8 @@ export function cgroupSupport(host: CgroupHost): CgroupSupport {
         'Run it in a container or VM without systemd as PID 1 (CI runners and our dev machines are such), or use `eso-mtls dev-cluster` without --node.',
     };
   }
-  if (host.version === 2) return { ok: true, driver: 'cgroupfs', note: 'cgroup v2 without systemd: the cgroupfs driver on the unified tree is untested here (our machines run v1)' };
+  if (host.version === 2)
+    return { ok: true, driver: 'cgroupfs', note: 'cgroup v2 without systemd: the cgroupfs driver on the unified tree is untested here (our machines run v1)' };
   return { ok: true, driver: 'cgroupfs' };
 }
 

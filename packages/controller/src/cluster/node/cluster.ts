@@ -63,7 +63,7 @@ export function realNodeUnavailable(): string | undefined {
   for (const tool of ['unshare', 'nsenter', 'setpriv', 'ip', 'iptables', 'conntrack', 'runc']) {
     if (!onPath(tool)) return `'${tool}' is not on PATH (Debian: apt-get install util-linux iproute2 iptables conntrack runc)`;
   }
-  if (!existsSync('/usr/lib/cni/bridge')) return "the CNI plugins are missing: /usr/lib/cni/bridge (Debian: apt-get install containernetworking-plugins)";
+  if (!existsSync('/usr/lib/cni/bridge')) return 'the CNI plugins are missing: /usr/lib/cni/bridge (Debian: apt-get install containernetworking-plugins)';
   return undefined;
 }
 
@@ -82,7 +82,17 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
   const dir = options.dir;
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const paths = nodePaths(join(dir, 'node'));
-  for (const d of [join(dir, 'control-plane'), paths.containerdRoot, paths.containerdState, paths.kubeletRoot, paths.podLogs, paths.cniConfDir, paths.cniDataDir, join(dir, 'logs')]) mkdirSync(d, { recursive: true });
+  for (const d of [
+    join(dir, 'control-plane'),
+    paths.containerdRoot,
+    paths.containerdState,
+    paths.kubeletRoot,
+    paths.podLogs,
+    paths.cniConfDir,
+    paths.cniDataDir,
+    join(dir, 'logs'),
+  ])
+    mkdirSync(d, { recursive: true });
   const cgroupRoot = runCgroupRoot(options.runId);
   const started: ServerProcess[] = [];
   let sandbox: Sandbox | undefined;
@@ -102,7 +112,8 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     const sb = await createSandbox(dir);
     sandbox = sb;
     const binDir = options.nodeBinaries.dir;
-    const enter = (argv: readonly string[]): string[] => sb.enter(['env', `PATH=${binDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`, ...argv]);
+    const enter = (argv: readonly string[]): string[] =>
+      sb.enter(['env', `PATH=${binDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`, ...argv]);
     const start = (c: ComponentCommand): ServerProcess => {
       const p = ServerProcess.start(c.name, c.argv[0]!, c.argv.slice(1), join(dir, 'logs', `${c.name}.log`), enter);
       started.push(p);

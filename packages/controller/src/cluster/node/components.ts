@@ -53,7 +53,18 @@ export function nodeBinariesIn(dir: string): NodeBinaries | string {
     runc: DEBIAN_RUNC,
     cniBinDir: DEBIAN_CNI,
   };
-  const missing = [bins.kubelet, bins.kubeControllerManager, bins.kubeScheduler, bins.kubeProxy, bins.containerd, bins.ctr, join(dir, 'containerd-shim-runc-v2'), bins.coredns, bins.runc, join(bins.cniBinDir, 'bridge')].find((f) => !executable(f));
+  const missing = [
+    bins.kubelet,
+    bins.kubeControllerManager,
+    bins.kubeScheduler,
+    bins.kubeProxy,
+    bins.containerd,
+    bins.ctr,
+    join(dir, 'containerd-shim-runc-v2'),
+    bins.coredns,
+    bins.runc,
+    join(bins.cniBinDir, 'bridge'),
+  ].find((f) => !executable(f));
   return missing ?? bins;
 }
 
@@ -79,7 +90,13 @@ export interface ComponentFiles {
   readonly kubeProxyConfig: string;
   readonly corefile: string;
   /** Kubeconfig per component user, all against the apiserver's address inside the namespace. */
-  readonly kubeconfigs: { readonly kubelet: string; readonly controllerManager: string; readonly scheduler: string; readonly proxy: string; readonly coredns: string };
+  readonly kubeconfigs: {
+    readonly kubelet: string;
+    readonly controllerManager: string;
+    readonly scheduler: string;
+    readonly proxy: string;
+    readonly coredns: string;
+  };
   /** The apiserver's serving CA, which kube-controller-manager publishes as `kube-root-ca.crt`. */
   readonly apiServerCa: string;
   /** The key that signs ServiceAccount tokens (the apiserver's --service-account-signing-key-file). */
@@ -106,7 +123,10 @@ export function componentCommands(bins: NodeBinaries, paths: NodePaths, files: C
         '--secure-port=10257',
       ],
     },
-    { name: 'kube-scheduler', argv: [bins.kubeScheduler, `--kubeconfig=${k.scheduler}`, '--leader-elect=false', '--bind-address=127.0.0.1', '--secure-port=10259'] },
+    {
+      name: 'kube-scheduler',
+      argv: [bins.kubeScheduler, `--kubeconfig=${k.scheduler}`, '--leader-elect=false', '--bind-address=127.0.0.1', '--secure-port=10259'],
+    },
     { name: 'kube-proxy', argv: [bins.kubeProxy, `--config=${files.kubeProxyConfig}`] },
     { name: 'coredns', argv: [bins.coredns, '-conf', files.corefile] },
   ];

@@ -88,7 +88,12 @@ export function cniConfig(paths: NodePaths): string {
           isGateway: true,
           ipMasq: true,
           hairpinMode: true,
-          ipam: { type: 'host-local', dataDir: paths.cniDataDir, ranges: [[{ subnet: NODE_NETWORK.podCidr, gateway: NODE_NETWORK.podGateway }]], routes: [{ dst: '0.0.0.0/0' }] },
+          ipam: {
+            type: 'host-local',
+            dataDir: paths.cniDataDir,
+            ranges: [[{ subnet: NODE_NETWORK.podCidr, gateway: NODE_NETWORK.podGateway }]],
+            routes: [{ dst: '0.0.0.0/0' }],
+          },
         },
         { type: 'portmap', capabilities: { portMappings: true } },
       ],

@@ -6,7 +6,13 @@ import { NODE_NETWORK } from './addresses.js';
  * The kernel settings the kubelet writes although they are host-wide (kernel.*, vm.*): inside the
  * sandbox each is a private copy bind-mounted over the real file, so the host keeps its values.
  */
-export const PRIVATE_SYSCTLS = ['kernel/panic', 'kernel/panic_on_oops', 'vm/overcommit_memory', 'kernel/keys/root_maxkeys', 'kernel/keys/root_maxbytes'] as const;
+export const PRIVATE_SYSCTLS = [
+  'kernel/panic',
+  'kernel/panic_on_oops',
+  'vm/overcommit_memory',
+  'kernel/keys/root_maxkeys',
+  'kernel/keys/root_maxbytes',
+] as const;
 
 /**
  * Mount, network and PID namespaces that hold the whole cluster. Their first process (PID 1
@@ -66,9 +72,30 @@ export function sandboxSetupScript(root: string): string {
 
 /** Creates the namespaces, runs the set-up, and resolves once PID 1 is ready. Rejects with its output on failure. */
 export async function createSandbox(root: string, timeoutMs = 30_000): Promise<Sandbox> {
-  const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', 'unshare', '--net', '--mount', '--pid', '--fork', '--kill-child', '--mount-proc', '--propagation', 'private', '--', 'bash', '-c', sandboxSetupScript(root)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    'setpriv',
+    [
+      '--pdeathsig',
+      'KILL',
+      '--',
+      'unshare',
+      '--net',
+      '--mount',
+      '--pid',
+      '--fork',
+      '--kill-child',
+      '--mount-proc',
+      '--propagation',
+      'private',
+      '--',
+      'bash',
+      '-c',
+      sandboxSetupScript(root),
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';
   child.stdout!.setEncoding('utf8');
@@ -109,7 +136,8 @@ export async function createSandbox(root: string, timeoutMs = 30_000): Promise<S
 function firstChild(unshare: ChildProcess): number {
   const children = readFileSync(`/proc/${unshare.pid}/task/${unshare.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
   const [pid] = children;
-  if (pid === undefined || !Number.isInteger(pid) || children.length !== 1) throw new Error(`cannot find the node namespaces' first process under unshare (pid ${unshare.pid}): children '${children.join(' ')}'`);
+  if (pid === undefined || !Number.isInteger(pid) || children.length !== 1)
+    throw new Error(`cannot find the node namespaces' first process under unshare (pid ${unshare.pid}): children '${children.join(' ')}'`);
   return pid;
 }
 

@@ -14,7 +14,8 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, timeo
       if (e instanceof StopWaiting) throw e;
       lastError = e;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError instanceof Error ? ` (last: ${lastError.message})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError instanceof Error ? ` (last: ${lastError.message})` : ''}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
