@@ -77,3 +77,19 @@ export function lastProgress(log: string): Omit<CallerProgress, 'provider'> {
   const p = JSON.parse(last) as { calls: number; failed: number; failures: string[] };
   return { calls: p.calls, failed: p.failed, failures: p.failures };
 }
+
+/** One failed call of a caller, from its log. */
+export interface FailedCall {
+  readonly provider: string;
+  readonly at: number;
+  readonly error: string;
+}
+
+/** Every `{"event":"call_failed",...}` line of a caller's log. */
+export function failedCalls(provider: string, log: string): FailedCall[] {
+  return log
+    .split('\n')
+    .filter((l) => l.startsWith('{"event":"call_failed"'))
+    .map((l) => JSON.parse(l) as { at: string; error: string })
+    .map((f) => ({ provider, at: Date.parse(f.at), error: f.error }));
+}
