@@ -265,7 +265,8 @@ describe('status flags and environment', () => {
     expect(fromEnv).toMatchObject({ kind: 'options', options: { assumed: { policy: { propagationDelay: 120_000 } } } });
     expect(read(['--propagation-delay=5s'])).toEqual({
       kind: 'error',
-      message: 'invalid value "5s" for --propagation-delay (env ESO_MTLS_PROPAGATION_DELAY): accepts a duration such as 500ms, 15s, 10m or 1h30m, from 10s to 1h',
+      message:
+        'invalid value "5s" for --propagation-delay (env ESO_MTLS_PROPAGATION_DELAY): accepts a duration such as 500ms, 15s, 10m or 1h30m, from 10s to 1h',
     });
     const unread = { kind: 'unreadable', why: 'HTTP 403 Forbidden' } as const;
     const state: ClusterState = { services: [], providerSecrets: [], unreadableNamespaces: new Map(), caSecret: unread, clientSecret: unread };
