@@ -90,7 +90,7 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     kind: 'string',
     default: formatDuration(DEFAULT_POLICY.propagationDelay),
     accepts: `${DURATION}, from ${formatDuration(MIN_PROPAGATION_DELAY)} to ${formatDuration(MAX_PROPAGATION_DELAY)}`,
-    help: "longest a Secret or ClusterTrustBundle update takes to reach every pod: a new CA signs, and a replaced one leaves the bundles, only this long after. Keep the default in production; below the kubelet's syncFrequency x 1.5 plus its Secret cache TTL and the provider's reload, calls fail during CA rotation (docs/ca-rotation.md)",
+    help: "longest a Secret or ClusterTrustBundle update takes to reach every pod: a new CA signs, and a replaced one leaves the bundles, only this long after. Keep the default in production; below the kubelet's syncFrequency x 1.5 plus its Secret cache TTL and the provider's reload, calls fail during CA rotation (docs/controller.md)",
   },
   {
     name: 'max-issuances-per-reconcile',
