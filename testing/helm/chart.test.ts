@@ -72,6 +72,7 @@ const OTHER_VALUES: Values = {
   replicaCount: 3,
   logLevel: 'debug',
   reconcileInterval: '5m',
+  propagationDelay: '30s',
   floodControl: { maxIssuancesPerReconcile: 200, maxNamespaces: 50 },
   image: { repository: 'registry.example/eso-mtls/controller', digest: `sha256:${'0123456789abcdef'.repeat(4)}` },
   podDisruptionBudget: { enabled: true },
@@ -165,7 +166,7 @@ describe('eso-mtls Helm chart, rendered by helm', () => {
       'platform-leader',
       'debug',
     ]);
-    expect(c.policy.reconcileInterval).toBe(5 * 60_000);
+    expect([c.policy.reconcileInterval, c.policy.propagationDelay]).toEqual([5 * 60_000, 30_000]);
     expect([c.maxIssuancesPerReconcile, c.maxNamespaces]).toEqual([200, 50]);
     expect(deployment.spec!.replicas).toBe(3);
     expect(deployment.spec!.template.spec!.containers[0]!.image).toBe(`registry.example/eso-mtls/controller@sha256:${'0123456789abcdef'.repeat(4)}`);

@@ -11,7 +11,7 @@ import { containerInput } from './support/release.js';
 // exactly when the controller would refuse it at start-up (exit 2, a crash-looping pod). The
 // controller decides: each probe value is put into the args the chart renders and read by the
 // controller's own parser (parseControllerConfig), and helm must agree with its verdict.
-// Scale: about 120 `helm template` runs, no apiserver.
+// Scale: about 140 `helm template` runs, no apiserver.
 
 const NAMESPACE = 'external-secrets-system';
 const HSM = { enabled: true, modulePath: '/opt/hsm/libsofthsm2.so', tokenLabel: 'eso', pinSecret: { name: 'pin' } };
@@ -56,6 +56,10 @@ const DURATION_PROBES = ['0', '0s', '0.5ms', '1.5ms', '999ms', '1s', '1.5s', '1.
 
 const MAPPINGS: readonly Mapping[] = [
   { path: 'reconcileInterval', flag: 'reconcile-interval', probes: [...DURATION_PROBES, `${reconcileMax}ms`, `${reconcileMax + 1}ms`, '22d', '527h25m'] },
+  { path: 'propagationDelay', flag: 'propagation-delay', probes: [...DURATION_PROBES, '9999ms', '10s', '5m', '1h', '3600001ms', '2h'] },
+  // The two share the CA's lookahead: the longer the delay, the shorter the longest interval.
+  { path: 'propagationDelay', flag: 'propagation-delay', base: { reconcileInterval: '527h' }, probes: ['10s', '30m', '1800001ms', '1h'] },
+  { path: 'reconcileInterval', flag: 'reconcile-interval', base: { propagationDelay: '1h' }, probes: ['10m', '526h30m', '526h30m1ms'] },
   {
     path: 'leaderElection.leaseDuration',
     flag: 'leader-election-lease-duration',
@@ -167,7 +171,7 @@ describe('chart values that become controller flags: refused by the chart exactl
   const helm = new Helm();
   afterAll(() => helm.remove());
 
-  it.each(MAPPINGS.map((m) => [m.path, m] as const))('%s', (_path, m) => {
+  it.each(MAPPINGS.map((m) => [m.base ? `${m.path} with ${JSON.stringify(m.base)}` : m.path, m] as const))('%s', (_title, m) => {
     const base = m.base ?? {};
     const { args, env } = rendered(helm, base);
     const rows = m.probes.map((probe) => {
@@ -195,6 +199,10 @@ describe('chart values that become controller flags: refused by the chart exactl
       (values) => helm.template(chartDir, 'r', NAMESPACE, values),
       [
         [{ reconcileInterval: '0s' }, 'reconcileInterval is "0s": the controller needs at least 1s (--reconcile-interval) and exits at start-up otherwise'],
+        [
+          { propagationDelay: '5s' },
+          'propagationDelay is "5s": the controller accepts from 10s to 1h (--propagation-delay) and exits at start-up otherwise. Keep the default 5m in production',
+        ],
         [
           { leaderElection: { renewDeadline: '20s' } },
           'leaderElection.leaseDuration (15s) must be greater than leaderElection.renewDeadline (20s): a leader must give up before another may take over',

@@ -17,7 +17,7 @@ import { type BindAddress, parseBindAddress } from './bind-address.js';
 import { MIN_PRUNE_GRACE, type PodCertificateOptions, isSignerName } from '@eso-mtls/kubernetes';
 import { readArgv } from './cli/args.js';
 import { parseDuration } from './duration.js';
-import { CONTROLLER_FLAGS, type FlagSpec, PIN_ENV, controllerUsage, envVarOf } from './flags.js';
+import { CONTROLLER_FLAGS, type FlagSpec, MAX_PROPAGATION_DELAY, MIN_PROPAGATION_DELAY, PIN_ENV, controllerUsage, envVarOf } from './flags.js';
 
 /** Minimum level of log lines, as pino names them. */
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
@@ -229,8 +229,8 @@ function modesFrom(read: <T>(name: string, convert: (s: string) => T | undefined
     throw new ConfigError(`--server-signer-name and --client-signer-name are both ${JSON.stringify(serverSignerName)}: the two signers need different names`);
   }
   const maxValidity = read('pod-certificate-max-validity', (s) => {
-    const d = parseDuration(s);
-    return d !== undefined && d >= MIN_POD_LIFETIME && d <= MAX_POD_LIFETIME && d % 1000 === 0 ? d : undefined;
+    const d = durationWithin(MIN_POD_LIFETIME, MAX_POD_LIFETIME)(s);
+    return d !== undefined && d % 1000 === 0 ? d : undefined;
   });
   return {
     secretMode: modes.has('secret'),
@@ -250,6 +250,7 @@ const POLICY_FLAGS: Partial<Record<keyof Policy, string>> = {
   clusterDomain: 'cluster-domain',
   serviceAccount: 'service-account',
   reconcileInterval: 'reconcile-interval',
+  propagationDelay: 'propagation-delay',
   keyAlgorithm: 'key-algorithm',
 };
 
@@ -259,6 +260,8 @@ function policyFrom(read: <T>(name: string, convert: (s: string) => T | undefine
     clusterDomain: read('cluster-domain', (s) => s),
     serviceAccount: read('service-account', (s) => s),
     reconcileInterval: read('reconcile-interval', parseDuration),
+    // The bounds are the flag's, not the core's: a simulation or a test may model any delivery time.
+    propagationDelay: read('propagation-delay', durationWithin(MIN_PROPAGATION_DELAY, MAX_PROPAGATION_DELAY)),
     keyAlgorithm: read('key-algorithm', (s) => KEY_ALGORITHMS.find((k) => k === s) as KeyAlgorithm | undefined),
   };
   try {
@@ -282,6 +285,14 @@ function culprit(overrides: Partial<Policy>): string | undefined {
     }
   }
   return undefined;
+}
+
+/** A reader of durations from `min` to `max`, both included. */
+function durationWithin(min: Duration, max: Duration): (s: string) => Duration | undefined {
+  return (s) => {
+    const d = parseDuration(s);
+    return d !== undefined && d >= min && d <= max ? d : undefined;
+  };
 }
 
 function positiveDuration(s: string): Duration | undefined {

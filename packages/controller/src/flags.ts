@@ -1,4 +1,4 @@
-import { DEFAULT_POLICY } from '@eso-mtls/core';
+import { DEFAULT_POLICY, type Duration, formatDuration, hours, seconds } from '@eso-mtls/core';
 import { type HelpRow, helpTable } from './cli/args.js';
 
 /**
@@ -26,6 +26,17 @@ export function envVarOf(flag: string): string {
 export const PIN_ENV = 'ESO_MTLS_HSM_PIN';
 
 const DURATION = 'a duration such as 500ms, 15s, 10m or 1h30m';
+
+/**
+ * Bounds of --propagation-delay. The floor is the least a tuned node can deliver in: the kubelet
+ * re-syncs a pod's Secret volumes and ClusterTrustBundle projections every syncFrequency plus up to
+ * half again (its jitter), plus the watch or cache delay and the peer's reload; below 10 s no
+ * kubelet setting covers that on a loaded node. The ceiling bounds how long every CA activation, and
+ * a recovery's pause in signing, waits: 1 h still covers the default kubelet twenty-fold.
+ */
+export const MIN_PROPAGATION_DELAY: Duration = seconds(10);
+/** See {@link MIN_PROPAGATION_DELAY}. */
+export const MAX_PROPAGATION_DELAY: Duration = hours(1);
 const ADDRESS = 'host:port such as :8080 or 127.0.0.1:8080, or 0 to disable';
 
 /** The controller's flags, in help order. */
@@ -74,6 +85,13 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     help: 'service account of ESO core, part of the client certificate identity',
   },
   { name: 'reconcile-interval', kind: 'string', default: '10m', accepts: `${DURATION}, at least 1s`, help: 'safety-net period between full reconciles' },
+  {
+    name: 'propagation-delay',
+    kind: 'string',
+    default: formatDuration(DEFAULT_POLICY.propagationDelay),
+    accepts: `${DURATION}, from ${formatDuration(MIN_PROPAGATION_DELAY)} to ${formatDuration(MAX_PROPAGATION_DELAY)}`,
+    help: "longest a Secret or ClusterTrustBundle update takes to reach every pod: a new CA signs, and a replaced one leaves the bundles, only this long after. Keep the default in production; below the kubelet's syncFrequency x 1.5 plus its Secret cache TTL and the provider's reload, calls fail during CA rotation (docs/controller.md)",
+  },
   {
     name: 'max-issuances-per-reconcile',
     kind: 'string',

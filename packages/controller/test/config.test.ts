@@ -186,3 +186,39 @@ describe('parseControllerConfig', () => {
     }
   });
 });
+
+describe('--propagation-delay', () => {
+  it("feeds the policy's propagationDelay, from the flag or its variable; the default is the core's 5 minutes", () => {
+    expect(ok(parseControllerConfig([], {})).policy.propagationDelay).toBe(DEFAULT_POLICY.propagationDelay);
+    expect(DEFAULT_POLICY.propagationDelay).toBe(minutes(5));
+    expect(ok(parseControllerConfig(['--propagation-delay=30s'], {})).policy.propagationDelay).toBe(seconds(30));
+    expect(ok(parseControllerConfig([], { ESO_MTLS_PROPAGATION_DELAY: '2m' })).policy.propagationDelay).toBe(minutes(2));
+    expect(ok(parseControllerConfig(['--propagation-delay', '10s'], { ESO_MTLS_PROPAGATION_DELAY: '2m' })).policy.propagationDelay).toBe(seconds(10));
+    expect(ok(parseControllerConfig(['--propagation-delay=1h'], {})).policy.propagationDelay).toBe(minutes(60));
+  });
+
+  it.each(['9s', '9999ms', '0', '1h1ms', '2h', '5', 'soon'])('refuses %j, naming the value, the flag, its variable and the bounds', (value) => {
+    expect(error(parseControllerConfig([`--propagation-delay=${value}`], {}))).toBe(
+      `invalid value ${JSON.stringify(value)} for --propagation-delay (env ESO_MTLS_PROPAGATION_DELAY): accepts a duration such as 500ms, 15s, 10m or 1h30m, from 10s to 1h`,
+    );
+    expect(error(parseControllerConfig([], { ESO_MTLS_PROPAGATION_DELAY: value }))).toMatch(
+      new RegExp(`^invalid value ${JSON.stringify(value)} for ESO_MTLS_PROPAGATION_DELAY \\(flag --propagation-delay\\): .*from 10s to 1h$`),
+    );
+  });
+
+  it("holds to the core's rules with --reconcile-interval: the two together fit in the CA's lookahead", () => {
+    // caLookahead 60d >= leafLookahead 35d + leafJitter 3d + maxConnectionAge 30m + both: at most 527h30m together.
+    expect(ok(parseControllerConfig(['--reconcile-interval=526h30m', '--propagation-delay=1h'], {})).policy.propagationDelay).toBe(minutes(60));
+    expect(error(parseControllerConfig(['--reconcile-interval=526h30m1s', '--propagation-delay=1h'], {}))).toMatch(
+      /^--reconcile-interval \(env ESO_MTLS_RECONCILE_INTERVAL\): invalid policy: caLookahead=60d: must be at least/,
+    );
+  });
+
+  it('says in --help that production keeps the default, and what a lower value breaks', () => {
+    const help = parseControllerConfig(['--help'], {});
+    const text = (help.kind === 'help' ? help.text : '').replace(/\s+/g, ' ');
+    expect(text).toContain('Keep the default in production');
+    expect(text).toContain('(default 5m)');
+    expect(text).toMatch(/syncFrequency x 1\.5 plus its Secret cache TTL/);
+  });
+});

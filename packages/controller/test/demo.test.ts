@@ -4,6 +4,7 @@ import { parseControllerConfig } from '../src/config.js';
 import { parseDemoArgs, runDemoCommand } from '../src/cli/demo.js';
 import { runDemo } from '../src/demo/run-demo.js';
 import { minDemoDuration } from '../src/demo/scenario.js';
+import { DEMO_SCHEDULE } from '../src/demo/schedule.js';
 import { type DemoSummary, demoExitCode } from '../src/demo/summary.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -134,10 +135,12 @@ describe('eso-mtls demo', () => {
     for (const f of ['--duration', '--providers', '--seed', '--json', '--metrics-bind-address']) expect(out).toContain(f);
   });
 
-  it('the controller accepts no compressed schedule: --demo-schedule is an unknown flag to it, and it has no propagation or connection-age flag', () => {
+  it("the controller accepts no compressed schedule: --demo-schedule is an unknown flag to it, its --propagation-delay refuses the demo's 3s, and it has no connection-age flag", () => {
     const parsed = parseControllerConfig(['--demo-schedule'], {});
     expect(parsed.kind).toBe('error');
     expect(parsed.kind === 'error' && parsed.error.message).toMatch(/unknown flag --demo-schedule/);
-    for (const flag of ['--propagation-delay=3s', '--max-connection-age=8s']) expect(parseControllerConfig([flag], {}).kind).toBe('error');
+    const propagation = parseControllerConfig([`--propagation-delay=${DEMO_SCHEDULE.propagationDelay}ms`], {});
+    expect(propagation.kind === 'error' && propagation.error.message).toMatch(/for --propagation-delay .*from 10s to 1h/);
+    expect(parseControllerConfig(['--max-connection-age=8s'], {}).kind).toBe('error');
   });
 });

@@ -256,6 +256,26 @@ describe('status flags and environment', () => {
     expect(commandUsage('eso-mtls status', 'x', STATUS_FLAGS)).toContain('env ESO_MTLS_REQUIRE_NAMESPACE_LABEL, as for the controller');
   });
 
+  it('reads --propagation-delay as the controller does into the policy it plans with, and says which it assumed', () => {
+    const fromFlag = read(['--propagation-delay=30s'], { ESO_MTLS_PROPAGATION_DELAY: '2m' });
+    if (fromFlag.kind !== 'options') throw new Error(JSON.stringify(fromFlag));
+    expect(fromFlag.options.assumed.policy.propagationDelay).toBe(30_000);
+    expect(fromFlag.options.assumed.sources.get('propagation-delay')).toBe('flag');
+    const fromEnv = read([], { ESO_MTLS_PROPAGATION_DELAY: '2m' });
+    expect(fromEnv).toMatchObject({ kind: 'options', options: { assumed: { policy: { propagationDelay: 120_000 } } } });
+    expect(read(['--propagation-delay=5s'])).toEqual({
+      kind: 'error',
+      message:
+        'invalid value "5s" for --propagation-delay (env ESO_MTLS_PROPAGATION_DELAY): accepts a duration such as 500ms, 15s, 10m or 1h30m, from 10s to 1h',
+    });
+    const unread = { kind: 'unreadable', why: 'HTTP 403 Forbidden' } as const;
+    const state: ClusterState = { services: [], providerSecrets: [], unreadableNamespaces: new Map(), caSecret: unread, clientSecret: unread };
+    const report = evaluateStatus(state, fromFlag.options.assumed, NOW, new CertificateCache(crypto.verifier));
+    expect(report.policy.propagationDelay).toBe('30s');
+    expect(renderText(report, paletteFor(false, {}))).toContain('reconcile interval 10m (default), propagation delay 30s (flag)');
+    expect(commandUsage('eso-mtls status', 'x', STATUS_FLAGS)).toContain('env ESO_MTLS_PROPAGATION_DELAY, as for the controller');
+  });
+
   it('words errors with the flag as status names it', () => {
     expect(read(['--reconcile-interval', 'soon'])).toEqual({
       kind: 'error',

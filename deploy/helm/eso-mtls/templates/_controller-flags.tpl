@@ -15,6 +15,7 @@ checks that the two agree; change both together.
 - --client-secret-name={{ .Values.clientSecretName }}
 - --key-algorithm={{ .Values.keyAlgorithm }}
 - --reconcile-interval={{ .Values.reconcileInterval }}
+- --propagation-delay={{ .Values.propagationDelay }}
 - --max-issuances-per-reconcile={{ int .Values.floodControl.maxIssuancesPerReconcile }}
 - --max-namespaces={{ int .Values.floodControl.maxNamespaces }}
 {{- if .Values.providerLabelPolicy.controllerCheck }}
@@ -52,7 +53,7 @@ Every flag `eso-mtls controller` knows (packages/controller/src/flags.ts), and w
 switches that need no value. An unknown flag in extraArgs makes the controller exit 2.
 */}}
 {{- define "eso-mtls.controllerFlagNames" -}}
-kubeconfig namespace cluster-domain ca-secret-name client-secret-name service-account reconcile-interval max-issuances-per-reconcile max-namespaces require-namespace-label key-algorithm modes server-signer-name client-signer-name pod-certificate-max-validity prune-orphaned-secrets-after leader-elect leader-election-namespace leader-election-id leader-election-identity leader-election-lease-duration leader-election-renew-deadline leader-election-retry-period metrics-bind-address health-probe-bind-address hsm-module hsm-token-label hsm-key-label-prefix hsm-pin-file hsm-keep-retired-keys log-level
+kubeconfig namespace cluster-domain ca-secret-name client-secret-name service-account reconcile-interval propagation-delay max-issuances-per-reconcile max-namespaces require-namespace-label key-algorithm modes server-signer-name client-signer-name pod-certificate-max-validity prune-orphaned-secrets-after leader-elect leader-election-namespace leader-election-id leader-election-identity leader-election-lease-duration leader-election-renew-deadline leader-election-retry-period metrics-bind-address health-probe-bind-address hsm-module hsm-token-label hsm-key-label-prefix hsm-pin-file hsm-keep-retired-keys log-level
 {{- end -}}
 {{- define "eso-mtls.controllerBoolFlags" -}}
 leader-elect hsm-keep-retired-keys
@@ -87,12 +88,13 @@ invalid
 {{- end -}}
 
 {{/*
-The longest --reconcile-interval the controller's certificate policy accepts (packages/core/src/policy.ts,
-with its defaults): a CA must enter rotation at least leafLookahead + leafJitter + propagationDelay +
-maxConnectionAge + reconcileInterval before its notAfter, so 60d - (35d + 3d + 5m + 30m) = 527h25m.
+The longest --reconcile-interval plus --propagation-delay the controller's certificate policy accepts
+(packages/core/src/policy.ts, with its defaults): a CA must enter rotation at least leafLookahead +
+leafJitter + propagationDelay + maxConnectionAge + reconcileInterval before its notAfter, so
+60d - (35d + 3d + 30m) = 527h30m (527h25m for reconcileInterval with the default propagationDelay 5m).
 */}}
-{{- define "eso-mtls.maxReconcileIntervalMs" -}}
-1898700000
+{{- define "eso-mtls.maxReconcilePlusPropagationMs" -}}
+1899000000
 {{- end -}}
 
 {{/* Fails with `message` when duration `value` of `name` is not one the controller reads; returns its milliseconds. Call with (list name value). */}}
@@ -109,13 +111,18 @@ maxConnectionAge + reconcileInterval before its notAfter, so 60d - (35d + 3d + 5
 {{/* The controller's start-up checks on the values it gets as flags; each failure names the value, the flag and what to do. */}}
 {{- define "eso-mtls.validateControllerFlags" -}}
 {{- $v := .Values -}}
+{{- $propagation := include "eso-mtls.requireDurationMs" (list "propagationDelay" $v.propagationDelay) | int64 -}}
+{{- /* 10s and 1h: MIN_PROPAGATION_DELAY and MAX_PROPAGATION_DELAY in packages/controller/src/flags.ts. */ -}}
+{{- if or (lt $propagation 10000) (gt $propagation 3600000) -}}
+{{- fail (printf "propagationDelay is %q: the controller accepts from 10s to 1h (--propagation-delay) and exits at start-up otherwise. Keep the default 5m in production: below the kubelet's syncFrequency x 1.5 plus its Secret cache TTL and the provider's reload, calls fail during CA rotation" (toString $v.propagationDelay)) -}}
+{{- end -}}
 {{- $reconcile := include "eso-mtls.requireDurationMs" (list "reconcileInterval" $v.reconcileInterval) | int64 -}}
-{{- $maxReconcile := include "eso-mtls.maxReconcileIntervalMs" . | int64 -}}
+{{- $maxReconcile := sub (include "eso-mtls.maxReconcilePlusPropagationMs" . | int64) $propagation -}}
 {{- if lt $reconcile 1000 -}}
 {{- fail (printf "reconcileInterval is %q: the controller needs at least 1s (--reconcile-interval) and exits at start-up otherwise. Use the default 10m" (toString $v.reconcileInterval)) -}}
 {{- end -}}
 {{- if gt $reconcile $maxReconcile -}}
-{{- fail (printf "reconcileInterval is %q: the controller accepts at most 527h25m (--reconcile-interval): a CA must start rotating a reconcile interval earlier than its leaves' renewal needs, within its 60-day lookahead. Use the default 10m" (toString $v.reconcileInterval)) -}}
+{{- fail (printf "reconcileInterval is %q with propagationDelay %q: the controller accepts at most 527h30m for the two together (--reconcile-interval, --propagation-delay; 527h25m with the default 5m): a CA must start rotating a reconcile interval and a propagation delay earlier than its leaves' renewal needs, within its 60-day lookahead. Use the default 10m" (toString $v.reconcileInterval) (toString $v.propagationDelay)) -}}
 {{- end -}}
 {{- if $v.leaderElection.enabled -}}
 {{- $le := $v.leaderElection -}}

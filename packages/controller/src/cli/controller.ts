@@ -52,6 +52,7 @@ export async function runControllerCommand(
       namespace: config.policy.esoNamespace,
       keyAlgorithm: config.policy.keyAlgorithm,
       reconcileIntervalMs: config.policy.reconcileInterval,
+      propagationDelayMs: config.policy.propagationDelay,
       leaderElect: config.leaderElection.enabled,
       ...operatingModes(config),
     },

@@ -5,7 +5,8 @@ import { type Duration, type Policy, resolvePolicy, seconds } from '@eso-mtls/co
  * connections to end are short, so a full overlap CA rotation fits in seconds. Certificate
  * lifetimes stay the design's (TLS checks them against the real clock), and the policy still goes
  * through the controller's validator unchanged. `eso-mtls controller` has no way to ask for this:
- * it has no propagation-delay or connection-age flag, and refuses `--demo-schedule`.
+ * its --propagation-delay refuses anything under 10 s, it has no connection-age flag, and it refuses
+ * `--demo-schedule`.
  */
 export const DEMO_SCHEDULE = Object.freeze({
   /** The longest the demo's kubelet takes to deliver a Secret change to a folder, with margin. */

@@ -243,6 +243,7 @@ function policyReport(assumed: AssumedPolicy): PolicyReport {
     clientSecretName: assumed.clientSecretName,
     keyAlgorithm: p.keyAlgorithm,
     reconcileInterval: formatDuration(p.reconcileInterval),
+    propagationDelay: formatDuration(p.propagationDelay),
     leafValidity: formatDuration(p.leafValidity),
     leafLookahead: formatDuration(p.leafLookahead),
     leafJitter: formatDuration(p.leafJitter),

@@ -19,6 +19,7 @@ const POLICY_FLAG_NAMES = [
   'client-secret-name',
   'service-account',
   'reconcile-interval',
+  'propagation-delay',
   'key-algorithm',
   'modes',
   'server-signer-name',

@@ -102,7 +102,7 @@ export function renderText(report: StatusReport, p: Palette): string {
     `  ESO namespace ${pol.esoNamespace} ${src('eso-namespace')}, cluster domain ${pol.clusterDomain} ${src('cluster-domain')}, service account ${pol.serviceAccount} ${src('service-account')}`,
   );
   out.push(
-    `  CA Secret ${pol.caSecretName} ${src('ca-secret-name')}, client Secret ${pol.clientSecretName} ${src('client-secret-name')}, key algorithm ${pol.keyAlgorithm} ${src('key-algorithm')}, reconcile interval ${pol.reconcileInterval} ${src('reconcile-interval')}`,
+    `  CA Secret ${pol.caSecretName} ${src('ca-secret-name')}, client Secret ${pol.clientSecretName} ${src('client-secret-name')}, key algorithm ${pol.keyAlgorithm} ${src('key-algorithm')}, reconcile interval ${pol.reconcileInterval} ${src('reconcile-interval')}, propagation delay ${pol.propagationDelay} ${src('propagation-delay')}`,
   );
   out.push(
     `  leaves: valid ${pol.leafValidity}, renewed ${pol.leafLookahead} before notAfter (up to ${pol.leafJitter} earlier); CA: valid ${pol.caValidity}, rotated ${pol.caLookahead} before notAfter`,

@@ -119,6 +119,8 @@ export interface PolicyReport {
   readonly clientSecretName: string;
   readonly keyAlgorithm: string;
   readonly reconcileInterval: string;
+  /** How long the controller waits for a Secret or ClusterTrustBundle update to reach every pod. */
+  readonly propagationDelay: string;
   readonly leafValidity: string;
   readonly leafLookahead: string;
   readonly leafJitter: string;
