@@ -1,24 +1,43 @@
 // The product as users run it, on a real node: containerd, runc and the kubelet run the pods,
 // kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS make Deployments, ServiceAccounts,
 // ClusterIPs and `svc` names real. The chart installs the locally built controller image (2
-// replicas), the shipped example deploys three file providers from their image, and ESO's client
-// (the Go reloading client, its own image) calls each of them through Service DNS the whole time.
+// replicas, modes secret and pod-certificate), the shipped examples deploy three file providers
+// whose Secret the kubelet mounts and one whose key the kubelet generates (pod certificate, trust
+// from a ClusterTrustBundle projection), and ESO's client (the Go reloading client, its own image)
+// calls each of them through Service DNS the whole time, through an overlap CA rotation.
 // Every assertion comes from outside the controller: the apiserver, pod logs, the metrics scraped
 // from the controller pod, and the host's own network state.
-// Scale: one node, 2 controller replicas, 3 providers, 1 ESO client pod (3 callers); about 4 minutes warm.
+// Scale: one node, 2 controller replicas, 4 providers, 1 ESO client pod (4 callers); about 5 minutes warm.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { AppsV1Api, CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  KubernetesObjectApi,
+  type KubernetesObject,
+  PatchStrategy,
+  type V1Pod,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { ROTATE_ANNOTATION } from '@eso-mtls/core';
+import { X509Certificate } from 'node:crypto';
 import { METRIC_NAMES } from '@eso-mtls/metrics';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Helm, chartDir } from '../helm/support/helm.js';
-import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, eventually } from '../../packages/controller/test/support/cluster.js';
+import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, eventually } from '../../packages/controller/test/support/cluster.js';
 import { applyAll, kustomizeBuild, repoRoot } from '../../packages/controller/test/support/manifests.js';
 import { type TestCluster, inside, startTestCluster } from './support/cluster.js';
 import { hostNetworkState } from './support/host-state.js';
 import { type CallerProgress, clientPod, lastProgress, providerManifests } from './support/workloads.js';
 
-const PROVIDERS = ['provider-a', 'provider-b', 'provider-c'] as const;
+/** Secret-mode providers (the shipped example), and one in pod-certificate mode (its pod-certificate overlay). */
+const SECRET_PROVIDERS = ['provider-a', 'provider-b', 'provider-c'] as const;
+const POD_PROVIDER = 'provider-pod';
+const PROVIDERS = [...SECRET_PROVIDERS, POD_PROVIDER] as const;
+/** Short enough for npm test, above the kubelet's 10 s sync (the chart's default is 5m; docs/pod-certificates.md). */
+const PROPAGATION_DELAY = '30s';
 const RELEASE = 'eso-mtls';
 
 describe('the chart, the images and the example provider on a real node', () => {
@@ -27,11 +46,13 @@ describe('the chart, the images and the example provider on a real node', () => 
   let admin: KubeConfig;
   let core: CoreV1Api;
   let helm: Helm;
+  let objects: KubernetesObjectApi;
 
   beforeAll(async () => {
     tc = await startTestCluster({ syncFrequency: '10s' });
     admin = tc.cluster.controlPlane.kubeconfigFor('admin');
     core = admin.makeApiClient(CoreV1Api);
+    objects = KubernetesObjectApi.makeApiClient(admin);
     const kubeconfig = join(tc.cluster.controlPlane.dir, 'admin-kubeconfig.json');
     writeFileSync(kubeconfig, admin.exportConfig(), { mode: 0o600 });
     helm = new Helm(kubeconfig);
@@ -81,6 +102,8 @@ describe('the chart, the images and the example provider on a real node', () => 
     helm.install(chartDir, RELEASE, ESO_NS, {
       image: { repository, tag, pullPolicy: 'Never' },
       replicaCount: 2,
+      modes: ['secret', 'pod-certificate'],
+      propagationDelay: PROPAGATION_DELAY,
       floodControl: { maxNamespaces: PROVIDERS.length },
     });
     const apps = admin.makeApiClient(AppsV1Api);
@@ -95,20 +118,24 @@ describe('the chart, the images and the example provider on a real node', () => 
     await eventually(() => secretExists(ESO_NS, CLIENT_SECRET), 60_000, "ESO's client Secret");
   }, 300_000);
 
-  it('serves three providers of the example image, which ESO reaches through Service DNS with no failed call', async () => {
-    await applyAll(
-      admin,
-      providerManifests(kustomizeBuild(join(repoRoot, 'deploy/examples/file-provider')), PROVIDERS, tc.images.byRole['file-provider'].name),
-    );
+  it('serves four providers of the example image, Secret and pod-certificate mode, which ESO reaches through Service DNS with no failed call', async () => {
+    const image = tc.images.byRole['file-provider'].name;
+    await applyAll(admin, [
+      ...providerManifests(kustomizeBuild(join(repoRoot, 'deploy/examples/file-provider')), SECRET_PROVIDERS, image),
+      ...providerManifests(kustomizeBuild(join(repoRoot, 'deploy/examples/file-provider-pod-certificates')), [POD_PROVIDER], image),
+    ]);
     const apps = admin.makeApiClient(AppsV1Api);
+    for (const ns of SECRET_PROVIDERS) await eventually(() => secretExists(ns, PROVIDER_SECRET), 60_000, `${ns}'s provider Secret`);
     for (const ns of PROVIDERS) {
-      await eventually(() => secretExists(ns, PROVIDER_SECRET), 60_000, `${ns}'s provider Secret`);
       await eventually(
         async () => (await apps.readNamespacedDeployment({ namespace: ns, name: 'file-provider' })).status?.readyReplicas === 1,
         180_000,
         `${ns}'s provider Ready`,
       );
     }
+    // The pod-certificate provider's key was made by the kubelet: no Secret, an issued request.
+    expect(await secretExists(POD_PROVIDER, PROVIDER_SECRET)).toBe(false);
+    expect((await podCertificateRequests(POD_PROVIDER)).some((r) => (r.status?.certificateChain ?? '') !== '')).toBe(true);
     await core.createNamespacedPod({ namespace: ESO_NS, body: clientPod(tc.images.byRole['eso-client'].name, PROVIDERS) });
     await eventually(async () => (await callers()).every((c) => c.calls >= 20), 180_000, 'every caller to make 20 calls');
     for (const c of await callers())
@@ -140,6 +167,42 @@ describe('the chart, the images and the example provider on a real node', () => 
       'the cap to leave provider-d out',
     );
   }, 180_000);
+
+  it('rotates the CA with overlap in both modes, with no failed call: Secret-mode leaves move to the new CA, every bundle holds both', async () => {
+    const before = await callers();
+    const oldCas = caCertificates((await core.readNamespacedSecret({ namespace: ESO_NS, name: CA_SECRET })).data!['ca.crt']!);
+    await core.patchNamespacedSecret(
+      { namespace: ESO_NS, name: CA_SECRET, body: { metadata: { annotations: { [ROTATE_ANNOTATION]: `real-node-${Date.now()}` } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const issuedByNewCa = async (namespace: string, name: string): Promise<boolean> => {
+      const secret = await core.readNamespacedSecret({ namespace, name });
+      const leaf = new X509Certificate(Buffer.from(secret.data!['tls.crt']!, 'base64'));
+      return !oldCas.some((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey));
+    };
+    // Past propagationDelay (30 s) the next CA signs; every Secret-mode leaf and ESO's client move to it.
+    await eventually(
+      async () =>
+        (await Promise.all([...SECRET_PROVIDERS.map((ns) => issuedByNewCa(ns, PROVIDER_SECRET)), issuedByNewCa(ESO_NS, CLIENT_SECRET)])).every(Boolean),
+      300_000,
+      'every leaf issued by the new CA',
+    );
+    const bundles = await objects.list<TrustBundle>(
+      'certificates.k8s.io/v1',
+      'ClusterTrustBundle',
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      'eso-mtls.io/trust-bundle=true',
+    );
+    expect(bundles.items.length).toBeGreaterThan(0);
+    for (const b of bundles.items) expect(caCertificates(Buffer.from(b.spec.trustBundle).toString('base64')).length).toBeGreaterThanOrEqual(2);
+    const progressed = (c: CallerProgress): boolean => c.calls >= before.find((b) => b.provider === c.provider)!.calls + 40;
+    await eventually(async () => (await callers()).every(progressed), 180_000, 'every caller to make 40 more calls after the rotation');
+    for (const c of await callers())
+      expect({ provider: c.provider, failed: c.failed, failures: c.failures }).toEqual({ provider: c.provider, failed: 0, failures: [] });
+  }, 600_000);
 
   it('keeps serving when a provider pod is deleted: its replacement mounts the same Secret and the callers recover', async () => {
     const before = await callers();
@@ -185,11 +248,24 @@ describe('the chart, the images and the example provider on a real node', () => 
       PROVIDERS.map(async (p) => ({ ...lastProgress(await core.readNamespacedPodLog({ namespace: ESO_NS, name: 'eso-client', container: p })), provider: p })),
     );
   }
+  async function podCertificateRequests(namespace: string): Promise<PodCertificateRequest[]> {
+    return (await objects.list<PodCertificateRequest>('certificates.k8s.io/v1', 'PodCertificateRequest', namespace)).items;
+  }
   async function scrapeLeader(): Promise<string> {
     const lease = await admin.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: ESO_NS, name: 'eso-mtls-controller' });
     return core.connectGetNamespacedPodProxyWithPath({ namespace: ESO_NS, name: `${lease.spec!.holderIdentity}:8080`, path: 'metrics' });
   }
 });
+
+/** The parts of certificates.k8s.io/v1 objects read here (the client library has no types for them yet). */
+type TrustBundle = KubernetesObject & { spec: { trustBundle: string } };
+type PodCertificateRequest = KubernetesObject & { status?: { certificateChain?: string } };
+
+/** The certificates of a base64 PEM bundle. */
+function caCertificates(base64: string): X509Certificate[] {
+  const pem = Buffer.from(base64, 'base64').toString('utf8');
+  return (pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map((b) => new X509Certificate(b));
+}
 
 function splitImage(name: string): [string, string] {
   const at = name.lastIndexOf(':');
