@@ -1,4 +1,8 @@
-import { describe, expect, it } from '@jest/globals';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { XMLValidator } from 'fast-xml-parser';
 import { METRIC_NAMES } from '@eso-mtls/metrics';
 import { parseControllerConfig } from '../src/config.js';
 import { parseDemoArgs, runDemoCommand } from '../src/cli/demo.js';
@@ -33,55 +37,103 @@ function captureWithScrape(): { out: { write(t: string): boolean; isTTY: false }
   };
 }
 
+/** The `<path>` items Vega drew inside the mark group `<name>_marks` of an SVG it rendered. */
+function itemsOf(svg: string, name: string): string[] {
+  const open = new RegExp(`<g class="[^"]*\\b${name}_marks"[^>]*?(/>|>)`).exec(svg);
+  if (open === null) throw new Error(`no ${name}_marks group in the SVG`);
+  if (open[1] === '/>') return [];
+  const body = svg.slice(open.index + open[0].length, svg.indexOf('</g>', open.index));
+  return body.match(/<path [^>]*>/g) ?? [];
+}
+
+/** What the shortest run wrote: its exit code, stdout, stderr, the mid-run scrapes and the chart it drew. */
+interface ShortestRun {
+  readonly code: number;
+  readonly text: string;
+  readonly err: string;
+  readonly scrapes: Promise<string[]>[];
+  readonly chartFile: string;
+}
+
 describe('eso-mtls demo', () => {
-  it(
-    'a shortest run shows every step with real mTLS calls, none failed, as JSON lines with ISO timestamps, and serves /metrics',
+  // One shortest run (about 45 s) serves the assertions on its output, its /metrics and its chart:
+  // each is a separate test, so a failure names what broke.
+  let dir: string;
+  let run: ShortestRun;
+  beforeAll(
     async () => {
-      const duration = minDemoDuration(3);
+      dir = await mkdtemp(join(tmpdir(), 'eso-mtls-demo-'));
+      const chartFile = join(dir, 'demo.svg');
       const capture = captureWithScrape();
       let err = '';
-      const code = await runDemoCommand(['--duration', `${duration / 1000}s`, '--json', '--metrics-bind-address', '127.0.0.1:0'], {
-        stdout: capture.out,
-        stderr: { write: (t: string) => (err += t) },
-      });
-      const lines = capture
-        .text()
-        .split('\n')
-        .filter((l) => l !== '');
-      const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-      for (const r of records) {
-        expect(r.time).toMatch(ISO);
-        expect(new Date(r.time as string).toISOString()).toBe(r.time);
-      }
-      expect(records[0]!.event).toBe('start');
-      const summary = records.at(-1) as unknown as DemoSummary & { event: string };
-      expect(summary.event).toBe('summary');
-      expect(err).toBe('');
-      expect(summary.calls.failed).toBe(0);
-      expect(summary.calls.made).toBeGreaterThan(0);
-      expect(summary.handshakes).toBeGreaterThan(0);
-      expect(summary.rotations).toMatchObject({ initial: 4, ca_rotated: 4, secret_missing: 1, dns_changed: 2 });
-      expect(summary.rotations.forced).toBeGreaterThanOrEqual(3 * 3 + 1);
-      expect(summary.caPhases).toMatchObject({ create: 1, prepare: 1, activate: 1, retire: 1 });
-      expect(Object.values(summary.serverRotations).every((n) => n >= 3)).toBe(true);
-      expect(summary.reloads).toBeGreaterThan(0);
-      expect(summary.refusedReloads).toBeGreaterThanOrEqual(1);
-      expect(summary.checks.filter((c) => !c.ok)).toEqual([]);
-      expect(code).toBe(0);
-      // Every event line says who did what and how many calls went by since the line before.
-      const events = records.slice(1, -1);
-      expect(events.length).toBeGreaterThan(20);
-      for (const e of events)
-        expect(e).toEqual(expect.objectContaining({ source: expect.any(String), event: expect.any(String), callsOk: expect.any(Number), callsFailed: 0 }));
-      expect(events.some((e) => e.source === 'provider' && e.reason === 'garbage_pem')).toBe(true);
-
-      const [controllerMetrics, providerMetrics] = await capture.scrapes[0]!;
-      expect(controllerMetrics).toContain(`${METRIC_NAMES.providerCertificateExpiry}{namespace="provider-aws",service="provider-aws"}`);
-      expect(controllerMetrics).toContain(`${METRIC_NAMES.providerCertificateRotations}{namespace="provider-aws",service="provider-aws",reason="initial"} 1`);
-      expect(providerMetrics).toContain(`${METRIC_NAMES.providerHotReloads}{namespace="provider-aws",service="provider-aws"}`);
+      const argv = ['--duration', `${minDemoDuration(3) / 1000}s`, '--json', '--metrics-bind-address', '127.0.0.1:0', '--chart', chartFile];
+      const code = await runDemoCommand(argv, { stdout: capture.out, stderr: { write: (t: string) => (err += t) } });
+      run = { code, text: capture.text(), err, scrapes: capture.scrapes, chartFile };
     },
     minDemoDuration(3) + 60_000,
   );
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a shortest run shows every step with real mTLS calls, none failed, as JSON lines with ISO timestamps, and serves /metrics', async () => {
+    const lines = run.text.split('\n').filter((l) => l !== '');
+    const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    for (const r of records) {
+      expect(r.time).toMatch(ISO);
+      expect(new Date(r.time as string).toISOString()).toBe(r.time);
+    }
+    expect(records[0]!.event).toBe('start');
+    const summary = records.at(-1) as unknown as DemoSummary & { event: string };
+    expect(summary.event).toBe('summary');
+    // Nothing on stderr but the line naming the chart.
+    expect(run.err).toBe(`rotation timeline drawn in ${run.chartFile}\n`);
+    expect(summary.calls.failed).toBe(0);
+    expect(summary.calls.made).toBeGreaterThan(0);
+    expect(summary.handshakes).toBeGreaterThan(0);
+    expect(summary.rotations).toMatchObject({ initial: 4, ca_rotated: 4, secret_missing: 1, dns_changed: 2 });
+    expect(summary.rotations.forced).toBeGreaterThanOrEqual(3 * 3 + 1);
+    expect(summary.caPhases).toMatchObject({ create: 1, prepare: 1, activate: 1, retire: 1 });
+    expect(Object.values(summary.serverRotations).every((n) => n >= 3)).toBe(true);
+    expect(summary.reloads).toBeGreaterThan(0);
+    expect(summary.refusedReloads).toBeGreaterThanOrEqual(1);
+    expect(summary.checks.filter((c) => !c.ok)).toEqual([]);
+    expect(run.code).toBe(0);
+    // Every event line says who did what and how many calls went by since the line before.
+    const events = records.slice(1, -1);
+    expect(events.length).toBeGreaterThan(20);
+    for (const e of events)
+      expect(e).toEqual(expect.objectContaining({ source: expect.any(String), event: expect.any(String), callsOk: expect.any(Number), callsFailed: 0 }));
+    expect(events.some((e) => e.source === 'provider' && e.reason === 'garbage_pem')).toBe(true);
+
+    const [controllerMetrics, providerMetrics] = await run.scrapes[0]!;
+    expect(controllerMetrics).toContain(`${METRIC_NAMES.providerCertificateExpiry}{namespace="provider-aws",service="provider-aws"}`);
+    expect(controllerMetrics).toContain(`${METRIC_NAMES.providerCertificateRotations}{namespace="provider-aws",service="provider-aws",reason="initial"} 1`);
+    expect(providerMetrics).toContain(`${METRIC_NAMES.providerHotReloads}{namespace="provider-aws",service="provider-aws"}`);
+  });
+
+  it('--chart draws the run: two CA rows (the overlap rotation), a leaf row per Secret, a diamond per rotation by reason', async () => {
+    expect(run.code).toBe(0);
+    const summary = JSON.parse(run.text.trim().split('\n').at(-1)!) as DemoSummary;
+    const svg = await readFile(run.chartFile, 'utf8');
+    expect(XMLValidator.validate(svg)).toBe(true);
+    const rotations = itemsOf(svg, 'rotation');
+    expect(rotations).toHaveLength(Object.values(summary.rotations).reduce((a, b) => a + (b ?? 0), 0));
+    // Each diamond's label names its reason (Vega writes the encoded fields into aria-label).
+    for (const [reason, n] of Object.entries(summary.rotations)) expect(rotations.filter((p) => p.includes(`rotation reason: ${reason}"`))).toHaveLength(n!);
+    const caRows = new Set(itemsOf(svg, 'ca_phase').map((p) => /row: (CA \d+)/.exec(p)?.[1]));
+    expect(caRows).toEqual(new Set(['CA 1', 'CA 2']));
+    const leafRows = new Set(itemsOf(svg, 'certificate').map((p) => /row: ([^;]+);/.exec(p)?.[1]));
+    expect(leafRows).toEqual(new Set(['client', 'namespace/provider-aws', 'namespace/provider-vault', 'namespace/provider-gcp']));
+    expect(itemsOf(svg, 'violation')).toEqual([]);
+  });
+
+  it('refuses a chart file name it cannot write before the run, naming the value', async () => {
+    let err = '';
+    const code = await runDemoCommand(['--chart', 'timeline.pdf'], { stdout: { write: () => true }, stderr: { write: (t: string) => (err += t) } });
+    expect(code).toBe(2);
+    expect(err).toBe('eso-mtls demo: --chart: "timeline.pdf" is not a file name ending in .svg or .html\n');
+  });
 
   it('a failed call fails the run: the failure is printed, counted, and the exit code is 1', async () => {
     let text = '';
