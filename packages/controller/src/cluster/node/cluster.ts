@@ -46,6 +46,8 @@ export interface RealCluster {
   readonly components: ReadonlyMap<string, ServerProcess>;
   /** The sandbox's PID, for `nsenter --target` (tests reach pods from inside). */
   readonly sandboxPid: number;
+  /** The run's cgroup subtree (the kubelet's cgroupRoot), removed by stop(). */
+  readonly cgroupRoot: string;
   /** `argv` prefixed to run inside the node's namespaces. */
   enter(argv: readonly string[]): string[];
   /** Stops the kubelet and starts it again (it then forgets its pod-certificate state). */
@@ -203,6 +205,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
       controlPlane: plane,
       components,
       sandboxPid: sb.pid,
+      cgroupRoot,
       enter,
       restartComponent: async (name) => {
         const p = components.get(name);

@@ -1,0 +1,185 @@
+import { X509Certificate } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { ROTATE_ANNOTATION } from '@eso-mtls/core';
+import { CA_SECRET, ESO_NS, PROVIDER_SECRET, eventually } from '../../../packages/controller/test/support/cluster.js';
+import { applyAll, kustomizeBuild, repoRoot } from '../../../packages/controller/test/support/manifests.js';
+import { Helm, type Values, chartDir } from '../../helm/support/helm.js';
+import type { TestCluster } from './cluster.js';
+import { type CallerProgress, type FailedCall, clientPod, failedCalls, lastProgress, providerManifests } from './workloads.js';
+
+/** Secret-mode providers (the shipped example), and one in pod-certificate mode (its pod-certificate overlay). */
+export const SECRET_PROVIDERS = ['provider-a', 'provider-b', 'provider-c'] as const;
+export const POD_PROVIDER = 'provider-pod';
+export const PROVIDERS: readonly string[] = [...SECRET_PROVIDERS, POD_PROVIDER];
+export const RELEASE = 'eso-mtls';
+const LEASE = 'eso-mtls-controller';
+const CLIENT_POD = 'eso-client';
+
+/** The parts of certificates.k8s.io/v1 objects read here (the client library has no types for them yet). */
+export type TrustBundle = KubernetesObject & { spec: { trustBundle: string } };
+export type PodCertificateRequest = KubernetesObject & { status?: { certificateChain?: string } };
+
+/**
+ * What both real-node suites set up and read: the chart installed from the local image, the four
+ * providers, ESO's client pod, and the views of them the assertions take (all from the apiserver:
+ * objects, pod logs, the pod proxy).
+ */
+export class World {
+  readonly admin: KubeConfig;
+  readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
+  readonly objects: KubernetesObjectApi;
+  readonly helm: Helm;
+
+  constructor(readonly tc: TestCluster) {
+    this.admin = tc.cluster.controlPlane.kubeconfigFor('admin');
+    this.core = this.admin.makeApiClient(CoreV1Api);
+    this.apps = this.admin.makeApiClient(AppsV1Api);
+    this.objects = KubernetesObjectApi.makeApiClient(this.admin);
+    const kubeconfig = join(tc.cluster.controlPlane.dir, 'admin-kubeconfig.json');
+    writeFileSync(kubeconfig, this.admin.exportConfig(), { mode: 0o600 });
+    this.helm = new Helm(kubeconfig);
+  }
+
+  /** The chart's values for the locally built controller image (never pulled), plus `values`. */
+  chartValues(values: Values): Values {
+    const name = this.tc.images.byRole.controller.name;
+    const at = name.lastIndexOf(':');
+    return { image: { repository: name.slice(0, at), tag: name.slice(at + 1), pullPolicy: 'Never' }, replicaCount: 2, ...values };
+  }
+
+  /** `helm install` of the chart; resolves once both replicas are Ready and ESO's client Secret exists. */
+  async install(values: Values): Promise<void> {
+    this.helm.install(chartDir, RELEASE, ESO_NS, this.chartValues(values));
+    await this.controllerReady();
+  }
+
+  async controllerReady(): Promise<void> {
+    await this.deploymentReady(ESO_NS, 'eso-mtls-controller', 2, 240_000);
+    await eventually(() => this.secretExists(ESO_NS, 'eso-provider-client-tls'), 60_000, "ESO's client Secret");
+  }
+
+  async deploymentReady(namespace: string, name: string, replicas: number, timeoutMs: number): Promise<void> {
+    await eventually(
+      async () => {
+        const d = await this.apps.readNamespacedDeployment({ namespace, name });
+        return d.status?.readyReplicas === replicas && d.status.updatedReplicas === replicas && (d.status.replicas ?? 0) === replicas;
+      },
+      timeoutMs,
+      `${namespace}/${name} to have ${replicas} Ready replica(s)`,
+    );
+  }
+
+  /** The four providers from the shipped examples and the local file-provider image; resolves once each is Ready. */
+  async deployProviders(): Promise<void> {
+    const image = this.tc.images.byRole['file-provider'].name;
+    await applyAll(this.admin, [
+      ...providerManifests(kustomizeBuild(join(repoRoot, 'deploy/examples/file-provider')), SECRET_PROVIDERS, image),
+      ...providerManifests(kustomizeBuild(join(repoRoot, 'deploy/examples/file-provider-pod-certificates')), [POD_PROVIDER], image),
+    ]);
+    for (const ns of SECRET_PROVIDERS) await eventually(() => this.secretExists(ns, PROVIDER_SECRET), 60_000, `${ns}'s provider Secret`);
+    for (const ns of PROVIDERS) await this.deploymentReady(ns, 'file-provider', 1, 180_000);
+  }
+
+  /** ESO's client pod, one caller per provider; resolves once each has made `calls` calls. */
+  async startCallers(calls: number): Promise<void> {
+    await this.core.createNamespacedPod({ namespace: ESO_NS, body: clientPod(this.tc.images.byRole['eso-client'].name, PROVIDERS) });
+    await eventually(async () => (await this.callers()).every((c) => c.calls >= calls), 180_000, `every caller to make ${calls} calls`);
+  }
+
+  async callers(): Promise<CallerProgress[]> {
+    return Promise.all(PROVIDERS.map(async (p) => ({ ...lastProgress(await this.callerLog(p)), provider: p })));
+  }
+
+  async failedCalls(): Promise<FailedCall[]> {
+    return (await Promise.all(PROVIDERS.map(async (p) => failedCalls(p, await this.callerLog(p))))).flat();
+  }
+
+  /** Resolves once every caller has made `more` calls beyond `before`. */
+  async callersProgressed(before: readonly CallerProgress[], more: number, timeoutMs: number): Promise<void> {
+    const progressed = (c: CallerProgress): boolean => c.calls >= (before.find((b) => b.provider === c.provider)?.calls ?? 0) + more;
+    await eventually(async () => (await this.callers()).every(progressed), timeoutMs, `every caller to make ${more} more calls`);
+  }
+
+  private callerLog(provider: string): Promise<string> {
+    return this.core.readNamespacedPodLog({ namespace: ESO_NS, name: CLIENT_POD, container: provider });
+  }
+
+  async secretExists(namespace: string, name: string): Promise<boolean> {
+    return this.core.readNamespacedSecret({ namespace, name }).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  async podCertificateRequests(namespace: string): Promise<PodCertificateRequest[]> {
+    return (await this.objects.list<PodCertificateRequest>('certificates.k8s.io/v1', 'PodCertificateRequest', namespace)).items;
+  }
+
+  async trustBundles(): Promise<TrustBundle[]> {
+    return (
+      await this.objects.list<TrustBundle>(
+        'certificates.k8s.io/v1',
+        'ClusterTrustBundle',
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        'eso-mtls.io/trust-bundle=true',
+      )
+    ).items;
+  }
+
+  async leaseHolder(): Promise<string | undefined> {
+    return (await this.admin.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: ESO_NS, name: LEASE })).spec?.holderIdentity;
+  }
+
+  /** The leader pod's /metrics, through the apiserver's pod proxy. */
+  async scrapeLeader(): Promise<string> {
+    return this.core.connectGetNamespacedPodProxyWithPath({ namespace: ESO_NS, name: `${await this.leaseHolder()}:8080`, path: 'metrics' });
+  }
+
+  /** The CA certificates the CA Secret holds now. */
+  async caCertificates(): Promise<X509Certificate[]> {
+    return pemCertificates(
+      Buffer.from((await this.core.readNamespacedSecret({ namespace: ESO_NS, name: CA_SECRET })).data!['ca.crt']!, 'base64').toString('utf8'),
+    );
+  }
+
+  /** Asks for a rotation with the `eso-mtls.io/rotate` annotation (a new value each time): of the CA, or of a provider Service's leaf. */
+  async requestRotation(target: { readonly secret: string } | { readonly service: string }, namespace: string): Promise<void> {
+    const body = { metadata: { annotations: { [ROTATE_ANNOTATION]: `real-node-${Date.now()}` } } };
+    const options = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+    if ('secret' in target) await this.core.patchNamespacedSecret({ namespace, name: target.secret, body }, options);
+    else await this.core.patchNamespacedService({ namespace, name: target.service, body }, options);
+  }
+
+  /** The leaf in a Secret, and whether one of `cas` signed it. */
+  async leafSignedBy(namespace: string, name: string, cas: readonly X509Certificate[]): Promise<boolean> {
+    const leaf = new X509Certificate(Buffer.from((await this.core.readNamespacedSecret({ namespace, name })).data!['tls.crt']!, 'base64'));
+    return cas.some((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey));
+  }
+}
+
+/** The certificates of a PEM bundle. */
+export function pemCertificates(pem: string): X509Certificate[] {
+  return (pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map((b) => new X509Certificate(b));
+}
+
+/** The value of one series in a Prometheus scrape. */
+export function gauge(scrape: string, series: string): number {
+  const line = scrape.split('\n').find((l) => l.startsWith(`${series} `));
+  if (line === undefined) throw new Error(`no ${series} in the scrape`);
+  return Number(line.slice(series.length + 1));
+}
