@@ -26,6 +26,8 @@ const config: Config = {
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/examples/*/test/**/*.test.ts', '<rootDir>/testing/**/*.test.ts'],
+  // The real node's long run (production timings, every fault) is `npm run test:real-node`.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/testing/real-node/long/'],
   testTimeout: 60_000,
 };
 
