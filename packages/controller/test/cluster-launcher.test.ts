@@ -120,6 +120,8 @@ describe('the control-plane launcher, set up as the real node uses it', () => {
   it('stops every wrapped server through its process group, and a second launch on the same folder keeps the data and the tokens', async () => {
     const before = plane.processes().map((p) => p.pgid);
     const kubelet = plane.identity('system:node:n1').token;
+    const core = plane.kubeconfigFor('admin').makeApiClient(CoreV1Api);
+    const minted = await core.createNamespacedServiceAccountToken({ name: 'probe', namespace: 'default', body: { spec: { audiences: [] } } });
     await plane.stopApiServer();
     expect(groupAlive(before[1]!)).toBe(false);
     await plane.startApiServer();
@@ -130,6 +132,9 @@ describe('the control-plane launcher, set up as the real node uses it', () => {
     expect(plane.identity('system:node:n1').token).toBe(kubelet);
     const node = await plane.kubeconfigFor('admin').makeApiClient(CoreV1Api).readNode({ name: 'n1' });
     expect(node.metadata?.name).toBe('n1');
+    // The service-account key was kept too: a token signed before the restart still authenticates.
+    const kept = tokenKubeConfig(plane, 'probe', minted.status!.token);
+    expect((await whoAmI(kept)).username).toBe('system:serviceaccount:default:probe');
   }, 120_000);
 });
 

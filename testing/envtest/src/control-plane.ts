@@ -201,7 +201,12 @@ function installExitHook(): void {
 
 /** Process-group ids of every server started by this process and not yet exited. */
 export function liveProcessGroups(): number[] {
-  return [...live.values()].flatMap((plane) => plane.processes().filter((p) => p.running).map((p) => p.pgid));
+  return [...live.values()].flatMap((plane) =>
+    plane
+      .processes()
+      .filter((p) => p.running)
+      .map((p) => p.pgid),
+  );
 }
 
 /** Stops every control plane this process started and has not stopped (for afterAll hooks). */

@@ -7,6 +7,13 @@ export {
   type AuditEvent,
   type Identity,
 } from './control-plane.js';
-export { ADMIN, nodeIdentity, type IdentitySpec } from '../../../packages/controller/src/cluster/identities.js';
+export {
+  ADMIN,
+  KUBE_CONTROLLER_MANAGER,
+  KUBE_PROXY,
+  KUBE_SCHEDULER,
+  nodeIdentity,
+  type IdentitySpec,
+} from '../../../packages/controller/src/cluster/identities.js';
 export { locateTestBinaries, type TestBinaries } from './binaries.js';
 export { freePort, freePorts } from '../../../packages/controller/src/cluster/ports.js';

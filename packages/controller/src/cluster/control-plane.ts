@@ -175,7 +175,9 @@ async function launchOnce(launch: ControlPlaneLaunch): Promise<LaunchedControlPl
   const identity = (name: string): StaticIdentity => {
     const found = identities.get(name);
     if (found) return found;
-    throw new Error(`identity ${JSON.stringify(name)} was not declared; declared: ${[...identities.keys()].join(', ')}. Add it to the control plane's identities`);
+    throw new Error(
+      `identity ${JSON.stringify(name)} was not declared; declared: ${[...identities.keys()].join(', ')}. Add it to the control plane's identities`,
+    );
   };
   return {
     url,
@@ -262,7 +264,9 @@ async function waitReady(url: string, token: string, apiServer: ServerProcess, e
     if (last === '200') return;
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`kube-apiserver at ${url} was not ready after ${timeoutMs / 1000}s (last /readyz: ${last}); the end of ${apiServer.logPath}:\n${apiServer.logTail(LOG_TAIL_BYTES)}`);
+  throw new Error(
+    `kube-apiserver at ${url} was not ready after ${timeoutMs / 1000}s (last /readyz: ${last}); the end of ${apiServer.logPath}:\n${apiServer.logTail(LOG_TAIL_BYTES)}`,
+  );
 }
 
 function probe(url: string, token: string): Promise<string> {
