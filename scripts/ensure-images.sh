@@ -117,16 +117,17 @@ done
 
 # A static Go program in an image of its own: the key is the binary itself (-trimpath and no VCS
 # stamp make it depend on the sources and the Go version only).
-go_image() { # ROLE NAME-WITHOUT-TAG|FULL-NAME MODULE-DIR PACKAGE BINARY DOCKERFILE
+go_image() { # ROLE NAME-WITHOUT-TAG|FULL-NAME MODULE-DIR PACKAGE BINARY DOCKERFILE [BUILD-FLAGS...]
   local role="$1" name="$2" module="$3" package="$4" binary="$5" file="$6" ctx="$work/$1.context"
+  shift 6
   mkdir -p "$ctx"
   (cd "$module" && CGO_ENABLED=0 "${GO:-go}" build -mod=readonly -buildvcs=false -trimpath -ldflags='-s -w' -o "$ctx/$binary" "$package") >&2 \
     || images_die "go build of $package in $module failed"
   local key
-  key="$(cat "$file" "$ctx/$binary" | digest)"
+  key="$({ printf '%s\n' "$@"; cat "$file" "$ctx/$binary"; } | digest)"
   key="${key:0:16}"
   [[ "$name" == *:* ]] || name="$name:$key"
-  tarball_of[$role]="$(ensure_image "$role" "$name" "$key" -f "$file" "$ctx")"
+  tarball_of[$role]="$(ensure_image "$role" "$name" "$key" -f "$file" "$@" "$ctx")"
   name_of[$role]="$name"
   roles+=("$role")
 }
@@ -137,7 +138,9 @@ go_image eso-client localhost/eso-mtls/eso-client testing/go-interop ./cmd/reloa
 containerd_src="$(cd testing/node/containerd && "${GO:-go}" mod download -json github.com/containerd/containerd/v2 | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).Dir))')"
 pause_name="$(sed -n 's/^\s*DefaultSandboxImage\s*=\s*"\([^"]*\)".*/\1/p' "$containerd_src/internal/cri/config/config.go" 2>/dev/null | head -n 1)"
 [[ -n "$pause_name" ]] || images_die "cannot read DefaultSandboxImage from $containerd_src/internal/cri/config/config.go (containerd of testing/node/containerd/go.mod)"
-go_image pause "$pause_name" testing/images/pause . pause testing/images/pause.Dockerfile
+# It stands in for the real image of that name, and says so: nothing may push it.
+go_image pause "$pause_name" testing/images/pause . pause testing/images/pause.Dockerfile \
+  --label "$STAND_IN_LABEL=true" --label "$STAND_IN_LABEL.for=$pause_name"
 
 # This set's folder: hard links to the tarballs and manifest.json. Another worktree's set (other
 # inputs) has a folder of its own, so a test importing one is never disturbed by a build of another.

@@ -66,7 +66,10 @@ describe('scripts/ensure-images.sh', () => {
   });
 
   it('names the sandbox image as the containerd the node runs pins it (its DefaultSandboxImage)', () => {
-    const dir = execFileSync('go', ['mod', 'download', '-json', 'github.com/containerd/containerd/v2'], { cwd: join(root, 'testing/node/containerd'), encoding: 'utf8' });
+    const dir = execFileSync('go', ['mod', 'download', '-json', 'github.com/containerd/containerd/v2'], {
+      cwd: join(root, 'testing/node/containerd'),
+      encoding: 'utf8',
+    });
     const source = readFileSync(join((JSON.parse(dir) as { Dir: string }).Dir, 'internal/cri/config/config.go'), 'utf8');
     const pinned = /DefaultSandboxImage\s*=\s*"([^"]+)"/.exec(source)?.[1];
     expect(pinned).toMatch(/^registry\.k8s\.io\/pause:/);
