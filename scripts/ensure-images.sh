@@ -30,14 +30,25 @@ for tool in buildah debootstrap "${GO:-go}" git; do
 done
 [[ "$(id -u)" == 0 ]] || images_die "building the test images needs root (debootstrap, buildah --isolation chroot); run as root, or in a root container"
 
-mkdir -p "$images_cache/tarballs" "$images_cache/sets" "$images_cache/npm-cache"
-exec 9>"$images_cache/.lock"
-if ! flock -n 9; then
-  images_log "another ensure-images is running; waiting for it"
-  flock 9
-fi
+mkdir -p "$images_cache/tarballs" "$images_cache/sets" "$images_cache/locks" "$images_cache/npm-cache"
 
-bash scripts/image-stand-ins.sh
+# Several worktrees and test processes share the cache: each step locks only what it changes, so a
+# run that finds its images cached never waits for another worktree's build of other inputs.
+locked() { # LOCK-FILE WHAT COMMAND...: COMMAND under an exclusive lock, saying when it waits
+  local lock="$1" what="$2" fd
+  shift 2
+  exec {fd}>"$lock"
+  if ! flock -n "$fd"; then
+    images_log "waiting for another run building $what"
+    flock "$fd"
+  fi
+  "$@"
+  local status=$?
+  exec {fd}>&-
+  return "$status"
+}
+
+locked "$images_cache/.stand-ins.lock" "the stand-in bases" bash scripts/image-stand-ins.sh
 
 version="$(node -p 'require("./packages/controller/package.json").version')"
 revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
@@ -59,6 +70,14 @@ context_files() {
 # ensure_image ROLE NAME KEY BUILD_ARGS... : the image NAME in storage and its tarball, building when
 # missing. Prints the tarball's path.
 ensure_image() {
+  local tarball="$images_cache/tarballs/$1-$3.tar"
+  locked "$images_cache/locks/$1-$3.lock" "$2" build_image "$@"
+  # Used now: the pruning below keeps what was used in the last hours.
+  touch "$tarball"
+  echo "$tarball"
+}
+
+build_image() {
   local role="$1" name="$2" key="$3"
   shift 3
   local tarball="$images_cache/tarballs/$role-$key.tar"
@@ -77,7 +96,6 @@ ensure_image() {
     bah push --quiet "$name" "docker-archive:$work/$role.tar:$name" >&2
     mv "$work/$role.tar" "$tarball"
   fi
-  echo "$tarball"
 }
 
 # The builds' npm reaches the registry as the host's does: where the host trusts an extra CA (a
@@ -117,16 +135,17 @@ done
 
 # A static Go program in an image of its own: the key is the binary itself (-trimpath and no VCS
 # stamp make it depend on the sources and the Go version only).
-go_image() { # ROLE NAME-WITHOUT-TAG|FULL-NAME MODULE-DIR PACKAGE BINARY DOCKERFILE
+go_image() { # ROLE NAME-WITHOUT-TAG|FULL-NAME MODULE-DIR PACKAGE BINARY DOCKERFILE [BUILD-FLAGS...]
   local role="$1" name="$2" module="$3" package="$4" binary="$5" file="$6" ctx="$work/$1.context"
+  shift 6
   mkdir -p "$ctx"
   (cd "$module" && CGO_ENABLED=0 "${GO:-go}" build -mod=readonly -buildvcs=false -trimpath -ldflags='-s -w' -o "$ctx/$binary" "$package") >&2 \
     || images_die "go build of $package in $module failed"
   local key
-  key="$(cat "$file" "$ctx/$binary" | digest)"
+  key="$({ printf '%s\n' "$@"; cat "$file" "$ctx/$binary"; } | digest)"
   key="${key:0:16}"
   [[ "$name" == *:* ]] || name="$name:$key"
-  tarball_of[$role]="$(ensure_image "$role" "$name" "$key" -f "$file" "$ctx")"
+  tarball_of[$role]="$(ensure_image "$role" "$name" "$key" -f "$file" "$@" "$ctx")"
   name_of[$role]="$name"
   roles+=("$role")
 }
@@ -137,36 +156,49 @@ go_image eso-client localhost/eso-mtls/eso-client testing/go-interop ./cmd/reloa
 containerd_src="$(cd testing/node/containerd && "${GO:-go}" mod download -json github.com/containerd/containerd/v2 | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).Dir))')"
 pause_name="$(sed -n 's/^\s*DefaultSandboxImage\s*=\s*"\([^"]*\)".*/\1/p' "$containerd_src/internal/cri/config/config.go" 2>/dev/null | head -n 1)"
 [[ -n "$pause_name" ]] || images_die "cannot read DefaultSandboxImage from $containerd_src/internal/cri/config/config.go (containerd of testing/node/containerd/go.mod)"
-go_image pause "$pause_name" testing/images/pause . pause testing/images/pause.Dockerfile
+# It stands in for the real image of that name, and says so: nothing may push it.
+go_image pause "$pause_name" testing/images/pause . pause testing/images/pause.Dockerfile \
+  --label "$STAND_IN_LABEL=true" --label "$STAND_IN_LABEL.for=$pause_name"
 
 # This set's folder: hard links to the tarballs and manifest.json. Another worktree's set (other
 # inputs) has a folder of its own, so a test importing one is never disturbed by a build of another.
-set_key="$(for r in "${roles[@]}"; do echo "$r ${name_of[$r]} ${tarball_of[$r]}"; done | digest)"
-set_dir="$images_cache/sets/${set_key:0:16}"
-if [[ ! -f "$set_dir/manifest.json" ]]; then
-  tmp_set="$(mktemp -d "$images_cache/sets/.new.XXXXXX")"
-  entries=()
-  for r in "${roles[@]}"; do
-    ln "${tarball_of[$r]}" "$tmp_set/$r.tar"
-    entries+=("${name_of[$r]}" "$r" "$(image_label "${name_of[$r]}" "$STAND_IN_LABEL")" "$(image_label "${name_of[$r]}" io.eso-mtls.inputs)")
+make_set() {
+  local set_key set_dir tmp_set entries=() r
+  set_key="$(for r in "${roles[@]}"; do echo "$r ${name_of[$r]} ${tarball_of[$r]}"; done | digest)"
+  set_dir="$images_cache/sets/${set_key:0:16}"
+  if [[ ! -f "$set_dir/manifest.json" ]]; then
+    tmp_set="$(mktemp -d "$images_cache/sets/.new.XXXXXX")"
+    for r in "${roles[@]}"; do
+      ln "${tarball_of[$r]}" "$tmp_set/$r.tar"
+      entries+=("${name_of[$r]}" "$r" "$(image_label "${name_of[$r]}" "$STAND_IN_LABEL")" "$(image_label "${name_of[$r]}" io.eso-mtls.inputs)")
+    done
+    node -e '
+      const a = process.argv.slice(1), images = {};
+      for (let i = 0; i < a.length; i += 4) images[a[i]] = { role: a[i + 1], tarball: `${a[i + 1]}.tar`, standIn: a[i + 2] === "true", inputs: a[i + 3] };
+      process.stdout.write(JSON.stringify({ images }, null, 2) + "\n");
+    ' "${entries[@]}" >"$tmp_set/manifest.json"
+    rm -rf "$set_dir"
+    mv "$tmp_set" "$set_dir"
+  fi
+  touch "$set_dir"
+  prune
+  echo "$set_dir"
+}
+
+# Keeps the newest sets used; drops the tarballs no kept set links and no run used in the last
+# 3 hours (a run touches each tarball it uses before making its set), then the images in storage
+# whose tarball is gone.
+prune() {
+  local keep="${ESO_MTLS_IMAGES_KEEP:-4}" image key
+  ls -1dt "$images_cache/sets"/*/ | tail -n +"$((keep + 1))" | xargs -r rm -rf
+  find "$images_cache/tarballs" -name '*.tar' -links 1 -mmin +180 -delete
+  find "$images_cache/locks" -name '*.lock' -mmin +1440 -delete
+  bah images --noheading --filter "label=io.eso-mtls.inputs" --format '{{.ID}} {{.Name}}:{{.Tag}}' | while read -r id image; do
+    key="$(image_label "$id" io.eso-mtls.inputs)"
+    local repo="${image%:*}"
+    # An untagged one was replaced under its name (the pause image's name is fixed).
+    [[ "$image" != "<none>:<none>" && -f "$images_cache/tarballs/${repo##*/}-${key#sha256:}.tar" ]] || bah rmi "$id" >/dev/null 2>&1 || true
   done
-  node -e '
-    const a = process.argv.slice(1), images = {};
-    for (let i = 0; i < a.length; i += 4) images[a[i]] = { role: a[i + 1], tarball: `${a[i + 1]}.tar`, standIn: a[i + 2] === "true", inputs: a[i + 3] };
-    process.stdout.write(JSON.stringify({ images }, null, 2) + "\n");
-  ' "${entries[@]}" >"$tmp_set/manifest.json"
-  rm -rf "$set_dir"
-  mv "$tmp_set" "$set_dir"
-fi
-touch "$set_dir"
+}
 
-# Keep the newest sets used; drop the tarballs and images no kept set refers to.
-keep="${ESO_MTLS_IMAGES_KEEP:-4}"
-ls -1dt "$images_cache/sets"/*/ | tail -n +"$((keep + 1))" | xargs -r rm -rf
-find "$images_cache/tarballs" -name '*.tar' -links 1 -delete
-kept="$(cat "$images_cache"/sets/*/manifest.json)"
-bah images --noheading --filter label=io.eso-mtls.inputs --format '{{.Name}}:{{.Tag}}' | while read -r image; do
-  grep -qF "\"$image\"" <<<"$kept" || bah rmi "$image" >/dev/null 2>&1 || true
-done
-
-echo "$set_dir"
+locked "$images_cache/.sets.lock" "a set of images" make_set
