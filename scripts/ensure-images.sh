@@ -58,12 +58,20 @@ trap 'rm -rf "$work"' EXIT
 digest() { sha256sum | cut -c1-64; }
 
 # The worktree's files a Dockerfile's build context takes: those under the `!path` lines of its
-# ignore file that git tracks or would track (node_modules, dist/ and the like are ignored there).
+# ignore file that git tracks or would track (node_modules, dist/ and the like are ignored there),
+# less those its other lines leave out again (packages/*/test, say), so that a change to a file
+# the build never sees does not change the key.
 context_files() {
-  local paths
+  local paths excluded pattern
   mapfile -t paths < <(sed -n 's/^!//p' "$1")
+  mapfile -t excluded < <(grep -v -e '^!' -e '^#' -e '^\*$' -e '^$' "$1")
   git ls-files -z -co --exclude-standard -- "${paths[@]}" | while IFS= read -r -d '' f; do
-    [[ -f "$f" ]] && printf '%s\0' "$f" # a tracked file deleted in the worktree is not in the context
+    [[ -f "$f" ]] || continue # a tracked file deleted in the worktree is not in the context
+    for pattern in "${excluded[@]}"; do
+      # shellcheck disable=SC2053 # the pattern is a glob on purpose
+      [[ "$f" == $pattern || "$f" == $pattern/* ]] && continue 2
+    done
+    printf '%s\0' "$f"
   done
 }
 
