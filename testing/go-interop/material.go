@@ -24,11 +24,20 @@ func refuse(reason, format string, args ...any) error {
 	return &MaterialError{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// SecretFiles are the three values of a mounted kubernetes.io/tls Secret with a bundle.
+// SecretFiles are the three values of a mounted certificate folder: a kubernetes.io/tls Secret
+// with a bundle, or a pod certificate's credentials.pem split into key and chain, and its ca.crt.
 type SecretFiles struct {
-	Certificate []byte // tls.crt: the leaf, optionally followed by intermediates
-	PrivateKey  []byte // tls.key
-	CABundle    []byte // ca.crt: one CA, two or three during a CA rotation
+	Certificate []byte     // tls.crt: the leaf, optionally followed by intermediates
+	PrivateKey  []byte     // tls.key
+	CABundle    []byte     // ca.crt: one CA, two or three during a CA rotation
+	names       *partNames // where the parts came from, for messages; nil: the Secret's files
+}
+
+func (f SecretFiles) partNames() partNames {
+	if f.names != nil {
+		return *f.names
+	}
+	return secretNames
 }
 
 func (f SecretFiles) equal(o SecretFiles) bool {
@@ -53,50 +62,51 @@ const ClockSkewTolerance = 5 * time.Minute
 // holds only CAs, the leaf carries the purpose's extendedKeyUsage, is within its validity (5
 // minutes of tolerance) and chains to a CA of ca.crt. Nothing half-checked is ever returned.
 func CheckMaterial(f SecretFiles, purpose x509.ExtKeyUsage, now time.Time) (*Material, error) {
+	n := f.partNames() // tls.crt, tls.key, ca.crt; or credentials.pem, its key, ca.crt
 	blank := func(b []byte) bool { return len(bytes.TrimSpace(b)) == 0 }
 	switch {
 	case blank(f.Certificate) && blank(f.PrivateKey) && blank(f.CABundle):
-		return nil, refuse("empty", "tls.crt, tls.key and ca.crt are all empty; the Secret has not been issued yet")
+		return nil, refuse("empty", "%s, %s and %s are all empty; the Secret has not been issued yet", n.certificate, n.privateKey, n.caBundle)
 	case blank(f.Certificate):
-		return nil, refuse("missing_certificate", "tls.crt is empty")
+		return nil, refuse("missing_certificate", "%s is empty", n.certificate)
 	case blank(f.PrivateKey):
-		return nil, refuse("missing_key", "tls.key is empty")
+		return nil, refuse("missing_key", "%s is empty", n.privateKey)
 	case blank(f.CABundle):
-		return nil, refuse("missing_ca_bundle", "ca.crt is empty; it must hold the CA certificate(s) to trust")
+		return nil, refuse("missing_ca_bundle", "%s is empty; it must hold the CA certificate(s) to trust", n.caBundle)
 	}
-	chain, err := parseCertificates(f.Certificate, "tls.crt")
+	chain, err := parseCertificates(f.Certificate, n.certificate)
 	if err != nil {
 		return nil, err
 	}
 	if !privateKeyParses(f.PrivateKey) {
-		return nil, refuse("garbage_pem", "tls.key is not a PEM private key")
+		return nil, refuse("garbage_pem", "%s is not a PEM private key", n.privateKey)
 	}
-	cas, err := parseCertificates(f.CABundle, "ca.crt")
+	cas, err := parseCertificates(f.CABundle, n.caBundle)
 	if err != nil {
 		return nil, err
 	}
 	pair, err := tls.X509KeyPair(f.Certificate, f.PrivateKey)
 	if err != nil {
-		return nil, refuse("key_mismatch", "tls.key is not the private key of tls.crt %s (%v); a half-updated pair?", describe(chain[0]), err)
+		return nil, refuse("key_mismatch", "%s is not the private key of %s %s (%v); a half-updated pair?", n.privateKey, n.certificate, describe(chain[0]), err)
 	}
 	leaf := chain[0]
 	pair.Leaf = leaf
 	roots := x509.NewCertPool()
 	for _, ca := range cas {
 		if !ca.IsCA {
-			return nil, refuse("not_a_ca", "ca.crt holds %s, which is not a CA certificate", describe(ca))
+			return nil, refuse("not_a_ca", "%s holds %s, which is not a CA certificate", n.caBundle, describe(ca))
 		}
 		roots.AddCert(ca)
 	}
 	// Go treats a leaf without extendedKeyUsage as good for anything; ours requires the purpose.
 	if !slices.Contains(leaf.ExtKeyUsage, purpose) {
-		return nil, refuse("wrong_purpose", "tls.crt %s lacks extendedKeyUsage %s", describe(leaf), purposeName(purpose))
+		return nil, refuse("wrong_purpose", "%s %s lacks extendedKeyUsage %s", n.certificate, describe(leaf), purposeName(purpose))
 	}
 	if now.Before(leaf.NotBefore.Add(-ClockSkewTolerance)) {
-		return nil, refuse("not_yet_valid", "tls.crt %s is valid only from %s (now %s); check the clocks", describe(leaf), leaf.NotBefore.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+		return nil, refuse("not_yet_valid", "%s %s is valid only from %s (now %s); check the clocks", n.certificate, describe(leaf), leaf.NotBefore.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	if now.After(leaf.NotAfter.Add(ClockSkewTolerance)) {
-		return nil, refuse("expired", "tls.crt %s expired at %s (now %s)", describe(leaf), leaf.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+		return nil, refuse("expired", "%s %s expired at %s (now %s)", n.certificate, describe(leaf), leaf.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	intermediates := x509.NewCertPool()
 	for _, c := range chain[1:] {
@@ -110,7 +120,7 @@ func CheckMaterial(f SecretFiles, purpose x509.ExtKeyUsage, now time.Time) (*Mat
 		at = leaf.NotAfter
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, CurrentTime: at, KeyUsages: []x509.ExtKeyUsage{purpose}}); err != nil {
-		return nil, refuse("untrusted", "tls.crt %s does not chain to a CA of ca.crt valid now (%v); was the bundle updated before the CA that signs it?", describe(leaf), err)
+		return nil, refuse("untrusted", "%s %s does not chain to a CA of %s valid now (%v); was the bundle updated before the CA that signs it?", n.certificate, describe(leaf), n.caBundle, err)
 	}
 	return &Material{Certificate: pair, Roots: roots, CACertificates: cas, files: f}, nil
 }

@@ -25,11 +25,13 @@ type Event struct {
 
 // doc:begin watcher
 
-// CertificateWatcher keeps the newest good tls.crt, tls.key and ca.crt of one mounted Secret
-// folder. A new version replaces the one in use only once CheckMaterial accepts it; anything
-// unusable is reported once and the last good material keeps being used.
+// CertificateWatcher keeps the newest good material of one mounted folder: tls.crt, tls.key and
+// ca.crt of a Secret, or credentials.pem and ca.crt of a pod certificate. A new version replaces
+// the one in use only once CheckMaterial accepts it; anything unusable is reported once and the
+// last good material keeps being used.
 type CertificateWatcher struct {
 	dir     string
+	layout  Layout           // LayoutSecret, or LayoutPodCertificate for a podCertificate projection
 	purpose x509.ExtKeyUsage // ExtKeyUsageServerAuth for a provider, ExtKeyUsageClientAuth for ESO
 	onEvent func(Event)
 
@@ -40,9 +42,10 @@ type CertificateWatcher struct {
 	readyOnce sync.Once
 }
 
-// NewCertificateWatcher watches dir; onEvent (called from the watching goroutine) may log or count.
-func NewCertificateWatcher(dir string, purpose x509.ExtKeyUsage, onEvent func(Event)) *CertificateWatcher {
-	return &CertificateWatcher{dir: dir, purpose: purpose, onEvent: onEvent, ready: make(chan struct{})}
+// NewCertificateWatcher watches dir, which holds layout; onEvent (called from the watching
+// goroutine) may log or count.
+func NewCertificateWatcher(dir string, layout Layout, purpose x509.ExtKeyUsage, onEvent func(Event)) *CertificateWatcher {
+	return &CertificateWatcher{dir: dir, layout: layout, purpose: purpose, onEvent: onEvent, ready: make(chan struct{})}
 }
 
 // Current is the material in use, nil until the first good load.
@@ -52,7 +55,7 @@ func (w *CertificateWatcher) Current() *Material { return w.current.Load() }
 func (w *CertificateWatcher) Ready() <-chan struct{} { return w.ready }
 
 // Run watches the folder until ctx ends. The kubelet never rewrites a mounted file: it renames
-// the `..data` symlink, so the folder is watched (a watch on tls.crt would keep watching the old
+// the `..data` symlink, so the folder is watched (a watch on a file would keep watching the old
 // inode), and it is re-read every poll in case an event is lost or the folder was replaced.
 func (w *CertificateWatcher) Run(ctx context.Context, poll time.Duration) error {
 	fsw, err := fsnotify.NewWatcher()
@@ -85,7 +88,7 @@ func (w *CertificateWatcher) Run(ctx context.Context, poll time.Duration) error 
 func (w *CertificateWatcher) Check() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	files, err := ReadSecretFolder(w.dir)
+	files, err := ReadFolder(w.dir, w.layout)
 	var next *Material
 	if err == nil {
 		if cur := w.current.Load(); cur != nil && cur.files.equal(files) {

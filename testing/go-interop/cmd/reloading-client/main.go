@@ -1,7 +1,8 @@
 // Command reloading-client calls a provider as ESO core would, for as long as stdin stays open:
 // GetSecret back to back on one grpc.ClientConn, presenting the newest good client certificate
-// of the mounted Secret -cert-dir and verifying the provider against its newest ca.crt and the
-// host of -addr. Each load, reload and refusal of -cert-dir is one JSON line on stdout, then
+// of -cert-dir (the mounted Secret, or with -cert-layout=pod-certificate the pod's own
+// credentials.pem and ca.crt) and verifying the provider against its newest ca.crt and the host
+// of -addr. Each load, reload and refusal of -cert-dir is one JSON line on stdout, then
 // "READY"; each of the first 5 failed calls (in a pod: every one) as
 // {"event":"call_failed","error":..,"at":..}; when stdin closes, one summary line:
 // {"event":"summary","calls":..,"failed":..}.
@@ -33,13 +34,18 @@ import (
 func main() {
 	addr := flag.String("addr", "", "provider address as ESO is given it, <service>.<namespace>.svc:<port>")
 	connectTo := flag.String("connect-to", "", "dial this host:port instead, still verifying the host of -addr (tests, port-forwards)")
-	certDir := flag.String("cert-dir", "/etc/eso/client-certs", "the mounted client Secret eso-provider-client-tls")
+	certDir := flag.String("cert-dir", "/etc/eso/client-certs", "the mounted client Secret eso-provider-client-tls, or the pod-certificate projection")
+	certLayout := flag.String("cert-layout", string(gointerop.LayoutSecret), "what -cert-dir holds: secret (ca.crt, tls.crt, tls.key) or pod-certificate (credentials.pem and ca.crt, projected by the kubelet)")
 	key := flag.String("key", "db/password", "remoteRef.key to read")
 	poll := flag.Duration("poll", 10*time.Second, "re-read period, in case a folder event is lost")
 	reportEvery := flag.Duration("report-every", 0, "in a pod: print running totals this often and run until SIGTERM instead of until stdin closes")
 	interval := flag.Duration("interval", 0, "pause between calls")
 	flag.Parse()
-	if err := run(*addr, *connectTo, *certDir, *key, *poll, *reportEvery, *interval); err != nil {
+	layout, err := gointerop.ParseLayout(*certLayout)
+	if err == nil {
+		err = run(*addr, *connectTo, *certDir, layout, *key, *poll, *reportEvery, *interval)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "reloading-client:", err)
 		os.Exit(1)
 	}
@@ -74,7 +80,7 @@ func stopSignal(inPod bool) <-chan struct{} {
 	return stopped
 }
 
-func run(addr, connectTo, certDir, key string, poll, reportEvery, interval time.Duration) error {
+func run(addr, connectTo, certDir string, layout gointerop.Layout, key string, poll, reportEvery, interval time.Duration) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out sync.Mutex // event lines come from the watcher's goroutine
@@ -84,7 +90,7 @@ func run(addr, connectTo, certDir, key string, poll, reportEvery, interval time.
 		_ = json.NewEncoder(os.Stdout).Encode(v)
 	}
 	// doc:begin client-main
-	watcher := gointerop.NewCertificateWatcher(certDir, x509.ExtKeyUsageClientAuth, func(e gointerop.Event) { emit(e) })
+	watcher := gointerop.NewCertificateWatcher(certDir, layout, x509.ExtKeyUsageClientAuth, func(e gointerop.Event) { emit(e) })
 	go func() { _ = watcher.Run(ctx, poll) }()
 	<-watcher.Ready()
 

@@ -1,5 +1,6 @@
 // Command reloading-provider is a provider written in Go as docs/provider-developers.md shows it:
-// it serves provider.v1 over mTLS from the mounted Secret folder -cert-dir, swapping in every
+// it serves provider.v1 over mTLS from the mounted folder -cert-dir (a Secret, or with
+// -cert-layout=pod-certificate a podCertificate and clusterTrustBundle projection), swapping in every
 // new good pair and bundle without a restart and keeping the last good one when a new version is
 // refused. Each load, reload and refusal is one JSON line on stdout; "HEALTH <host:port>" once
 // /healthz and /readyz (plain HTTP) listen, "LISTENING <host:port>" once gRPC does. It serves
@@ -54,23 +55,28 @@ func (s *secrets) GetSecretMap(ctx context.Context, r *pb.GetSecretMapRequest) (
 func main() {
 	addr := flag.String("addr", ":8080", "gRPC (mTLS) listen address")
 	healthAddr := flag.String("health-addr", ":8081", "plain-HTTP /healthz and /readyz listen address")
-	certDir := flag.String("cert-dir", "/etc/provider/certs", "the mounted Secret external-secrets-provider-tls")
+	certDir := flag.String("cert-dir", "/etc/provider/certs", "the mounted Secret external-secrets-provider-tls, or the pod-certificate projection")
+	certLayout := flag.String("cert-layout", string(gointerop.LayoutSecret), "what -cert-dir holds: secret (ca.crt, tls.crt, tls.key) or pod-certificate (credentials.pem and ca.crt, projected by the kubelet)")
 	poll := flag.Duration("poll", 10*time.Second, "re-read period, in case a folder event is lost")
 	maxAge := flag.Duration("max-connection-age", 20*time.Minute, "connections are closed (GOAWAY) after this long")
 	grace := flag.Duration("max-connection-age-grace", 10*time.Minute, "time calls get to finish after that; at least the longest call deadline")
 	flag.Parse()
-	if err := run(*addr, *healthAddr, *certDir, *poll, *maxAge, *grace); err != nil {
+	layout, err := gointerop.ParseLayout(*certLayout)
+	if err == nil {
+		err = run(*addr, *healthAddr, *certDir, layout, *poll, *maxAge, *grace)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "reloading-provider:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, healthAddr, certDir string, poll, maxAge, grace time.Duration) error {
+func run(addr, healthAddr, certDir string, layout gointerop.Layout, poll, maxAge, grace time.Duration) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logLine := json.NewEncoder(os.Stdout)
 	// doc:begin provider-watch
-	watcher := gointerop.NewCertificateWatcher(certDir, x509.ExtKeyUsageServerAuth, func(e gointerop.Event) {
+	watcher := gointerop.NewCertificateWatcher(certDir, layout, x509.ExtKeyUsageServerAuth, func(e gointerop.Event) {
 		_ = logLine.Encode(e) // and count e.Kind in your metrics: reloads and refusals
 	})
 	go func() { _ = watcher.Run(ctx, poll) }()
@@ -94,7 +100,7 @@ func run(addr, healthAddr, certDir string, poll, maxAge, grace time.Duration) er
 	go func() { _ = http.Serve(healthLis, probes) }()
 
 	// doc:begin provider-serve
-	<-watcher.Ready() // until the Secret is issued and mounted, /readyz says why we wait
+	<-watcher.Ready() // until the certificate is issued and mounted, /readyz says why we wait
 	srv := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(gointerop.ServerTLSConfig(watcher))),
 		grpc.UnaryInterceptor(gointerop.RequireESOClient),
