@@ -102,6 +102,8 @@ export interface GoProgram {
   nextLine(match: (line: string) => boolean, from: number, timeoutMs?: number): Promise<{ line: string; index: number }>;
   /** Closes stdin, the program's stop signal, and resolves with its exit code once it has exited. */
   stop(): Promise<number | null>;
+  /** Sends SIGTERM, the stop signal of a program run as in a pod, and resolves with its exit code once it has exited. */
+  terminate(): Promise<number | null>;
 }
 
 /** Starts `file` with `args`, collecting its stdout by line; stderr is kept for error messages. */
@@ -152,6 +154,10 @@ export function spawnGoProgram(file: string, args: readonly string[]): GoProgram
       }),
     stop: () => {
       if (!closed) child.stdin.end();
+      return exited;
+    },
+    terminate: () => {
+      if (!closed) child.kill('SIGTERM');
       return exited;
     },
   };
