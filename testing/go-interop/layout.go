@@ -95,13 +95,17 @@ func splitCredentialBundle(data []byte, file string) (key, chain []byte, err err
 	var blocks []*pem.Block
 	for rest := bytes.TrimSpace(data); len(rest) > 0; rest = bytes.TrimSpace(rest) {
 		var block *pem.Block
+		next := rest
 		if bytes.HasPrefix(rest, []byte("-----BEGIN ")) {
-			block, rest = pem.Decode(rest)
+			block, next = pem.Decode(rest)
 		}
-		if block == nil || len(block.Headers) > 0 {
+		// pem.Decode skips a broken block to the next good one: what it read must be one block.
+		read := rest[:len(rest)-len(next)]
+		if block == nil || len(block.Headers) > 0 || bytes.Count(read, []byte("-----BEGIN ")) != 1 {
 			return nil, nil, refuse("garbage_pem", "%s is not a PEM credential bundle: what follows block %d is not a bare PEM block; it must hold a PRIVATE KEY block, then CERTIFICATE blocks", file, len(blocks))
 		}
 		blocks = append(blocks, block)
+		rest = next
 	}
 	labels := make([]string, len(blocks))
 	keyAt := -1

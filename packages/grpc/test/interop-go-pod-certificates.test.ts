@@ -68,14 +68,19 @@ describe('the Go provider and client reading pod-certificate projections (-cert-
   let clientEvents: WatcherEvents;
   let port: number;
 
+  /** What each folder holds now, so each test starts from where the one before left it (or beforeAll, when filtered out). */
+  const held = new Map<string, { leaf: KeyPair; anchors: readonly KeyPair[] }>();
+  const pemOf = (anchors: readonly KeyPair[]) => anchors.map((ca) => ca.cert).join('');
+
   /** Writes a folder as the kubelet writes a podCertificate + clusterTrustBundle projection. */
-  const project = (dir: string, leaf: KeyPair, anchors: readonly KeyPair[]) =>
-    writeAtomically(dir, podCertificateFiles(credentialsPem(leaf), anchors.map((ca) => ca.cert).join('')));
+  async function project(dir: string, leaf: KeyPair, anchors: readonly KeyPair[]): Promise<void> {
+    await writeAtomically(dir, podCertificateFiles(credentialsPem(leaf), pemOf(anchors)));
+    held.set(dir, { leaf, anchors });
+  }
 
   /** The serial the Go provider presents to a new handshake now, made with `clientLeaf` trusting `anchors`. */
   async function servedSerial(clientLeaf: KeyPair, anchors: readonly KeyPair[]): Promise<bigint> {
-    const ca = anchors.map((a) => a.cert).join('');
-    const outcome = await probe(port, { ca, cert: clientLeaf.cert, key: clientLeaf.key, servername: SERVER_NAME });
+    const outcome = await probe(port, { ca: pemOf(anchors), cert: clientLeaf.cert, key: clientLeaf.key, servername: SERVER_NAME });
     if (!outcome.accepted || outcome.serverSerial === undefined) throw new Error(`probe refused: ${JSON.stringify(outcome)}`);
     return serial(outcome.serverSerial);
   }
@@ -201,10 +206,10 @@ describe('the Go provider and client reading pod-certificate projections (-cert-
   it(
     'a credential bundle that does not split into one key and a chain is refused once with its reason; the last good certificate keeps serving',
     async () => {
-      const [, ca2] = cas;
-      const current = leaves.server[2]!;
-      const anchors = ca2.cert;
-      const other = leaves.server[1]!; // a leaf and key of another pair
+      const { leaf: current, anchors: serverAnchors } = held.get(dirs.server)!;
+      const { leaf: clientLeaf, anchors: clientAnchors } = held.get(dirs.client)!;
+      const anchors = pemOf(serverAnchors);
+      const other = leaves.server.find((l) => l !== current)!; // a leaf and key of another pair
       const served = leafSerialOf(current);
       const bundle = credentialsPem(current);
       const cases: [reason: string, detail: string, files: Record<string, string>][] = [
@@ -234,6 +239,13 @@ describe('the Go provider and client reading pod-certificate projections (-cert-
           'the PRIVATE KEY block of credentials.pem is not the private key of credentials.pem',
           podCertificateFiles(other.key + current.cert, anchors),
         ],
+        // After another case: the same problem twice in a row is one refusal.
+        [
+          'garbage_pem',
+          'credentials.pem is not a PEM credential bundle: what follows block 1 is not a bare PEM block',
+          // The leaf's END line lost, a good block after it: pem.Decode alone would skip to that one.
+          podCertificateFiles(current.key + current.cert.replace(/-----END CERTIFICATE-----\n$/, '') + anchors, anchors),
+        ],
         ['empty', 'credentials.pem and ca.crt are both empty; the kubelet has not written the pod certificate yet', podCertificateFiles('', '')],
         ['not_found', 'project a podCertificate credential bundle at credentials.pem and a clusterTrustBundle at ca.crt there', { 'ca.crt': anchors }],
       ];
@@ -243,20 +255,22 @@ describe('the Go provider and client reading pod-certificate projections (-cert-
         expect(refused).toMatchObject({ event: 'refused', reason });
         expect(refused.detail).toContain(detail);
         expect(serial(refused.serial!)).toBe(served);
-        expect(await servedSerial(leaves.client[2]!, [ca2])).toBe(served);
+        expect(await servedSerial(clientLeaf, clientAnchors)).toBe(served);
         // The same bad bytes again (a new ..data swap, and the 200 ms poll meanwhile) are no new
         // refusal: the next event is the next case's, or the repair's.
         await writeAtomically(dirs.server, files);
       }
       // The client refuses the same way and keeps presenting its last good leaf.
-      const clientLeaf = leaves.client[2]!;
-      await writeAtomically(dirs.client, podCertificateFiles(clientLeaf.key + leaves.client[1]!.key + clientLeaf.cert, anchors));
+      const otherKey = leaves.client.find((l) => l !== clientLeaf)!.key;
+      await writeAtomically(dirs.client, podCertificateFiles(clientLeaf.key + otherKey + clientLeaf.cert, pemOf(clientAnchors)));
       expect(await clientEvents.take()).toMatchObject({ event: 'refused', reason: 'garbage_pem' });
 
-      const repaired = await opensslPodLeaf(ca2, 'ECDSAP256', 'server');
-      await project(dirs.server, repaired, [ca2]);
-      await reloaded(providerEvents, repaired, 1);
-      expect(await servedSerial(clientLeaf, [ca2])).toBe(leafSerialOf(repaired));
+      // The next good pod certificate, from the CA that issued the last good one.
+      const issuer = cas.find((ca) => new X509Certificate(current.cert).checkIssued(new X509Certificate(ca.cert)))!;
+      const repaired = await opensslPodLeaf(issuer, 'ECDSAP256', 'server');
+      await project(dirs.server, repaired, serverAnchors);
+      await reloaded(providerEvents, repaired, serverAnchors.length);
+      expect(await servedSerial(clientLeaf, clientAnchors)).toBe(leafSerialOf(repaired));
       await callsGoOn();
 
       expect(providerEvents.all().filter((e) => e.event === 'refused')).toHaveLength(cases.length);
