@@ -38,31 +38,75 @@ function inNamespace(m: Manifest, ns: string, image: string): Manifest {
   return m;
 }
 
+/** How ESO's client gets its certificate: the client Secret, or a pod certificate the kubelet makes. */
+export type ClientMode = 'secret' | 'pod-certificate';
+
+/** ESO core's ServiceAccount (the chart's eso.serviceAccount): the client signer issues only to its pods. */
+export const ESO_SERVICE_ACCOUNT = 'external-secrets';
+
 /**
- * ESO core's side: one pod in ESO's namespace mounting the client Secret, with one Go reloading
- * client per provider, each calling `file-provider.<ns>.svc:8443` (Service DNS, then the ClusterIP)
- * 20 times a second and printing its running totals every 2 s.
+ * ESO core's side: one pod in ESO's namespace with one Go reloading client per provider, each
+ * calling `file-provider.<ns>.svc:8443` (Service DNS, then the ClusterIP) 20 times a second and
+ * printing its running totals every 2 s. In Secret mode it mounts the client Secret; in
+ * pod-certificate mode it runs as ESO's ServiceAccount with the volume of
+ * deploy/examples/eso-core-pod-certificates: a podCertificate from the client signer and the
+ * server signer's ClusterTrustBundle.
  */
-export function clientPod(image: string, providers: readonly string[]): V1Pod {
+export function clientPod(name: string, image: string, providers: readonly string[], mode: ClientMode): V1Pod {
+  const volume =
+    mode === 'secret'
+      ? { name: 'client-tls', secret: { secretName: 'eso-provider-client-tls' } }
+      : {
+          name: 'client-tls',
+          projected: {
+            sources: [
+              {
+                podCertificate: {
+                  signerName: 'eso-mtls.io/eso-client',
+                  keyType: 'ECDSAP256',
+                  maxExpirationSeconds: 86400,
+                  credentialBundlePath: 'credentials.pem',
+                },
+              },
+              {
+                clusterTrustBundle: {
+                  signerName: 'eso-mtls.io/provider-server',
+                  labelSelector: { matchLabels: { 'eso-mtls.io/trust-bundle': 'true' } },
+                  path: 'ca.crt',
+                },
+              },
+            ],
+          },
+        };
   return {
-    metadata: { name: 'eso-client' },
+    metadata: { name },
     spec: {
+      ...(mode === 'pod-certificate' ? { serviceAccountName: ESO_SERVICE_ACCOUNT } : {}),
       automountServiceAccountToken: false,
       securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 },
       containers: providers.map((ns) => ({
         name: ns,
         image,
         imagePullPolicy: 'Never',
-        args: [`-addr=file-provider.${ns}.svc:8443`, '-cert-dir=/etc/eso/client-certs', `-key=${REMOTE_KEY}`, '-report-every=2s', '-interval=50ms', '-poll=5s'],
+        args: [
+          `-addr=file-provider.${ns}.svc:8443`,
+          '-cert-dir=/etc/eso/client-certs',
+          `-cert-layout=${mode}`,
+          `-key=${REMOTE_KEY}`,
+          '-report-every=2s',
+          '-interval=50ms',
+          '-poll=5s',
+        ],
         volumeMounts: [{ name: 'client-tls', mountPath: '/etc/eso/client-certs', readOnly: true }],
       })),
-      volumes: [{ name: 'client-tls', secret: { secretName: 'eso-provider-client-tls' } }],
+      volumes: [volume],
     },
   };
 }
 
 /** A caller's running totals, from its newest progress line. */
 export interface CallerProgress {
+  /** `<client pod>/<provider namespace>`. */
   readonly provider: string;
   readonly calls: number;
   readonly failed: number;
@@ -80,6 +124,7 @@ export function lastProgress(log: string): Omit<CallerProgress, 'provider'> {
 
 /** One failed call of a caller, from its log. */
 export interface FailedCall {
+  /** `<client pod>/<provider namespace>`. */
   readonly provider: string;
   readonly at: number;
   readonly error: string;

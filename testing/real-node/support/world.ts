@@ -16,7 +16,16 @@ import { CA_SECRET, ESO_NS, PROVIDER_SECRET, eventually } from '../../../package
 import { applyAll, kustomizeBuild, repoRoot } from '../../../packages/controller/test/support/manifests.js';
 import { Helm, type Values, chartDir } from '../../helm/support/helm.js';
 import type { TestCluster } from './cluster.js';
-import { type CallerProgress, type FailedCall, clientPod, failedCalls, lastProgress, providerManifests } from './workloads.js';
+import {
+  type CallerProgress,
+  type ClientMode,
+  ESO_SERVICE_ACCOUNT,
+  type FailedCall,
+  clientPod,
+  failedCalls,
+  lastProgress,
+  providerManifests,
+} from './workloads.js';
 
 /** Secret-mode providers (the shipped example), and one in pod-certificate mode (its pod-certificate overlay). */
 export const SECRET_PROVIDERS = ['provider-a', 'provider-b', 'provider-c'] as const;
@@ -24,7 +33,16 @@ export const POD_PROVIDER = 'provider-pod';
 export const PROVIDERS: readonly string[] = [...SECRET_PROVIDERS, POD_PROVIDER];
 export const RELEASE = 'eso-mtls';
 const LEASE = 'eso-mtls-controller';
-const CLIENT_POD = 'eso-client';
+
+/**
+ * ESO's client pods and whom each calls: with the client Secret, every provider; with a pod
+ * certificate, one provider of each mode.
+ */
+export const CLIENTS: readonly { readonly pod: string; readonly mode: ClientMode; readonly providers: readonly string[] }[] = [
+  { pod: 'eso-client', mode: 'secret', providers: PROVIDERS },
+  { pod: 'eso-client-pod', mode: 'pod-certificate', providers: ['provider-a', POD_PROVIDER] },
+];
+const CALLERS = CLIENTS.flatMap((c) => c.providers.map((provider) => ({ pod: c.pod, provider })));
 
 /** The parts of certificates.k8s.io/v1 objects read here (the client library has no types for them yet). */
 export type TrustBundle = KubernetesObject & { spec: { trustBundle: string } };
@@ -92,18 +110,20 @@ export class World {
     for (const ns of PROVIDERS) await this.deploymentReady(ns, 'file-provider', 1, 180_000);
   }
 
-  /** ESO's client pod, one caller per provider; resolves once each has made `calls` calls. */
+  /** ESO's client pods (ESO's ServiceAccount first, for the pod-certificate one); resolves once every caller has made `calls` calls. */
   async startCallers(calls: number): Promise<void> {
-    await this.core.createNamespacedPod({ namespace: ESO_NS, body: clientPod(this.tc.images.byRole['eso-client'].name, PROVIDERS) });
+    await this.core.createNamespacedServiceAccount({ namespace: ESO_NS, body: { metadata: { name: ESO_SERVICE_ACCOUNT } } });
+    const image = this.tc.images.byRole['eso-client'].name;
+    for (const c of CLIENTS) await this.core.createNamespacedPod({ namespace: ESO_NS, body: clientPod(c.pod, image, c.providers, c.mode) });
     await eventually(async () => (await this.callers()).every((c) => c.calls >= calls), 180_000, `every caller to make ${calls} calls`);
   }
 
   async callers(): Promise<CallerProgress[]> {
-    return Promise.all(PROVIDERS.map(async (p) => ({ ...lastProgress(await this.callerLog(p)), provider: p })));
+    return Promise.all(CALLERS.map(async ({ pod, provider }) => ({ ...lastProgress(await this.callerLog(pod, provider)), provider: `${pod}/${provider}` })));
   }
 
   async failedCalls(): Promise<FailedCall[]> {
-    return (await Promise.all(PROVIDERS.map(async (p) => failedCalls(p, await this.callerLog(p))))).flat();
+    return (await Promise.all(CALLERS.map(async ({ pod, provider }) => failedCalls(`${pod}/${provider}`, await this.callerLog(pod, provider))))).flat();
   }
 
   /** Resolves once every caller has made `more` calls beyond `before`. */
@@ -112,8 +132,8 @@ export class World {
     await eventually(async () => (await this.callers()).every(progressed), timeoutMs, `every caller to make ${more} more calls`);
   }
 
-  private callerLog(provider: string): Promise<string> {
-    return this.core.readNamespacedPodLog({ namespace: ESO_NS, name: CLIENT_POD, container: provider });
+  private callerLog(pod: string, provider: string): Promise<string> {
+    return this.core.readNamespacedPodLog({ namespace: ESO_NS, name: pod, container: provider });
   }
 
   async secretExists(namespace: string, name: string): Promise<boolean> {

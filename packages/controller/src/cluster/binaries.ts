@@ -27,7 +27,11 @@ export function binariesIn(dir: string): ControlPlaneBinaries | undefined {
  * Runs a clone's testing/envtest/build-testbin.sh, which answers at once from its cache (or from
  * `KUBEBUILDER_ASSETS`) and otherwise builds both binaries from the Go module proxy, once.
  */
-export async function locateBinaries(buildScript: string, progress: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<ControlPlaneBinaries> {
+export async function locateBinaries(
+  buildScript: string,
+  progress: (line: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ControlPlaneBinaries> {
   return runBuildScript(buildScript, progress, CONTROL_PLANE_BUILD, env);
 }
 
@@ -52,7 +56,12 @@ const CONTROL_PLANE_BUILD: BuildScriptProduct<ControlPlaneBinaries> = {
  * build into a cache outside the clone only when it lacks them). Its progress lines go to
  * `progress` as they come, so a long first build is never silent.
  */
-export function runBuildScript<T>(buildScript: string, progress: (line: string) => void, product: BuildScriptProduct<T>, env: NodeJS.ProcessEnv = process.env): Promise<T> {
+export function runBuildScript<T>(
+  buildScript: string,
+  progress: (line: string) => void,
+  product: BuildScriptProduct<T>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<T> {
   return new Promise((resolveFound, reject) => {
     const child = spawn('bash', [buildScript], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

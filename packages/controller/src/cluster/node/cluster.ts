@@ -1,19 +1,19 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { ControlPlaneBinaries } from '../binaries.js';
 import { type LaunchedControlPlane, launchControlPlane } from '../control-plane.js';
 import { type IdentitySpec, KUBE_CONTROLLER_MANAGER, KUBE_PROXY, KUBE_SCHEDULER, nodeIdentity } from '../identities.js';
+import { freePort } from '../ports.js';
 import { ServerProcess } from '../process-group.js';
 import { NODE_NAME, NODE_NETWORK } from './addresses.js';
 import { COREDNS_USER, bootstrapObjects } from './bootstrap.js';
 import { cgroupSupport, detectCgroupHost, removeCgroupTree, runCgroupRoot } from './cgroups.js';
 import { type ComponentCommand, type NodeBinaries, componentCommands } from './components.js';
 import { cniConfig, containerdConfig, corefile, kubeProxyConfig, kubeletConfig, nodePaths } from './configs.js';
-import { INNER_FORWARDER, listenOnLoopback } from './forwarder.js';
+import { forwarderArgs } from './forwarder.js';
 import { type Sandbox, createSandbox } from './namespaces.js';
 import { StopWaiting, applyObjects, namespaceReady, nodeReady, waitFor } from './readiness.js';
 
@@ -98,14 +98,14 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
   const cgroupRoot = runCgroupRoot(options.runId);
   const started: ServerProcess[] = [];
   let sandbox: Sandbox | undefined;
-  let hostForwarder: Server | undefined;
   let controlPlane: LaunchedControlPlane | undefined;
 
+  // Nothing inside needs a graceful stop: killing the namespaces' PID 1 kills every process in
+  // them at once, after which each watchdog and nsenter on the host exits by itself.
   const stopAll = async (): Promise<void> => {
-    for (const p of [...started].reverse()) await p.stop(5000);
-    await controlPlane?.stop();
     await sandbox?.destroy();
-    hostForwarder?.close();
+    for (const p of started) await p.stop(1000);
+    await controlPlane?.stop();
     await waitFor(() => removeCgroupTree(cgroupRoot).length === 0, 10_000, `the cgroup subtree ${cgroupRoot} to be removable`).catch(() => undefined);
   };
 
@@ -124,10 +124,17 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
 
     // The host reaches the apiserver through a unix socket: nothing of the host's network enters the namespace.
     const socket = join(dir, 'apiserver.sock');
-    start({ name: 'apiserver-forwarder', argv: [process.execPath, '-e', INNER_FORWARDER, socket, '127.0.0.1', String(NODE_NETWORK.apiServerPort)] });
+    start({ name: 'apiserver-forwarder', argv: [process.execPath, ...forwarderArgs(`unix:${socket}`, `tcp:127.0.0.1:${NODE_NETWORK.apiServerPort}`)] });
     await waitFor(() => existsSync(socket), 30_000, 'the apiserver forwarder inside the namespace');
-    const loopback = await listenOnLoopback(socket);
-    hostForwarder = loopback.server;
+    const hostPort = await freePort();
+    const hostForwarder = ServerProcess.start(
+      'apiserver-forwarder-host',
+      process.execPath,
+      forwarderArgs(`tcp:127.0.0.1:${hostPort}`, `unix:${socket}`),
+      join(dir, 'logs', 'apiserver-forwarder-host.log'),
+    );
+    started.push(hostForwarder);
+    await waitFor(() => hostForwarder.logTail().includes('listening'), 30_000, 'the apiserver forwarder on the host');
 
     say('starting etcd and kube-apiserver inside the namespaces');
     controlPlane = await launchControlPlane({
@@ -142,7 +149,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
       advertiseAddress: NODE_NETWORK.nodeIp,
       securePort: NODE_NETWORK.apiServerPort,
       serviceClusterIpRange: NODE_NETWORK.serviceCidr,
-      clientUrl: `https://127.0.0.1:${loopback.port}`,
+      clientUrl: `https://127.0.0.1:${hostPort}`,
       clientTlsServerName: 'kubernetes.default.svc',
     });
     const plane = controlPlane;
