@@ -187,6 +187,27 @@ describe('eso-mtls dev-cluster', () => {
     );
   });
 
+  it('--node where the machine cannot run a node (here: not root) says exactly why and what to do, exit code 1, and starts nothing', async () => {
+    const cli = join(repoRoot, 'packages', 'controller', 'dist', 'bin', 'eso-mtls.js');
+    if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` first`);
+    // As root, the same CLI run as nobody (setpriv, util-linux); elsewhere it is not root already.
+    const asNobody = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath] : [process.execPath];
+    const dir = join(temp, 'node-refused');
+    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolveRun) =>
+      execFile(asNobody[0]!, [...asNobody.slice(1), cli, 'dev-cluster', '--node', '--dir', dir], { cwd: tmpdir(), timeout: 60_000 }, (e, stdout, stderr) =>
+        resolveRun({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, stdout, stderr }),
+      ),
+    );
+    expect(run).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'eso-mtls dev-cluster: --node: this machine cannot run a real node: the real node needs root: it creates network, mount and PID namespaces, mounts overlays and writes cgroups.\n' +
+        'eso-mtls dev-cluster: Without --node, dev-cluster runs etcd and kube-apiserver alone, which needs none of this (Pods then never start).\n',
+    });
+    expect(existsSync(dir)).toBe(false);
+  }, 90_000);
+
   it('run from an installed package, says it needs a clone and where to run it, exit code 1', async () => {
     // The compiled package outside any clone: <project>/pkg/{dist,package.json}, its dependencies
     // resolved through <project>/node_modules.
