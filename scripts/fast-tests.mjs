@@ -17,7 +17,8 @@ function testFiles(dir) {
   });
 }
 
-const HEAVY = [join('testing', 'envtest'), join('testing', 'images')];
+// testing/getting-started: its page runs dev-cluster, with and without a real node (--node builds images).
+const HEAVY = [join('testing', 'envtest'), join('testing', 'images'), join('testing', 'getting-started')];
 const memo = new Map();
 function needsControlPlane(file, seen = new Set()) {
   if (memo.has(file)) return memo.get(file);

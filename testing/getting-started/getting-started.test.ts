@@ -1,9 +1,10 @@
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { realNodeUnavailable } from '../../packages/controller/src/cluster/node/cluster.js';
 import { type RunnableBlock, runnableBlocks } from './runnable-blocks.js';
 
 // docs/getting-started.md, followed as a reader would: every block marked `sh test` runs in page
@@ -13,6 +14,9 @@ import { type RunnableBlock, runnableBlocks } from './runnable-blocks.js';
 // laid out like the clone (a symlink per top-level entry), so the page's relative paths and `npx
 // eso-mtls` work and nothing is left in the clone. Exported variables (PATH, KUBECONFIG) carry
 // from one block to the next, as in one shell session. Needs a built tree (`npm run build`).
+// Section 8 (`dev-cluster --node`) runs as a test of its own after Ctrl-C has stopped the first
+// dev-cluster: a real node, the chart's 2 pods, one provider, switched to pod certificates (about
+// 4 minutes warm). A machine that cannot run a node fails it, with the reason: it is part of npm test.
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const PAGE = join(repoRoot, 'docs', 'getting-started.md');
@@ -27,13 +31,15 @@ interface Background {
 const work = mkdtempSync(join(tmpdir(), 'eso-mtls-getting-started-'));
 const log = join(work, '..', `${work.split('/').pop()}.log`);
 const envFile = join(work, '..', `${work.split('/').pop()}.env`);
+// helm's config, cache and data, which the page's helm would otherwise write under the reader's HOME.
+const helmHome = join(work, '..', `${work.split('/').pop()}.helm`);
 const backgrounds: Background[] = [];
 
 // The reader's shell: their environment, less what would point the page's commands elsewhere.
 function initialEnvironment(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const name of ['KUBECONFIG', 'NODE_ENV', 'JEST_WORKER_ID', 'NODE_OPTIONS']) delete env[name];
-  return env;
+  return { ...env, HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_DATA_HOME: join(helmHome, 'data') };
 }
 
 function layOutClone(): void {
@@ -122,12 +128,14 @@ async function startBackground(block: RunnableBlock): Promise<void> {
   }
 }
 
-// Ctrl-C in each terminal, last started first; resolves with how each ended.
+// Ctrl-C in each terminal, last started first; resolves with how each ended. A real node stops
+// its components one by one, each with a grace period: about 40 s on a loaded 2-core machine.
+const STOP_MS = 180_000;
 async function pressCtrlC(): Promise<{ block: RunnableBlock; code: number | null; output: string }[]> {
   const ended = [];
   for (const bg of [...backgrounds].reverse()) {
     killGroup(bg.child, 'SIGINT');
-    const code = await Promise.race([bg.exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 60_000).unref())]);
+    const code = await Promise.race([bg.exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), STOP_MS).unref())]);
     if (code === 'hung') killGroup(bg.child, 'SIGKILL');
     ended.push({ block: bg.block, code: code === 'hung' ? null : code, output: bg.output });
   }
@@ -135,19 +143,51 @@ async function pressCtrlC(): Promise<{ block: RunnableBlock; code: number | null
   return ended;
 }
 
-let passed = false;
+// The page's blocks, before section 8 and in it (where `dev-cluster --node` runs).
+const NODE_SECTION = /^## 8\. .*`dev-cluster --node`/m;
+function pageParts(): { readonly local: RunnableBlock[]; readonly node: RunnableBlock[] } {
+  const page = readFileSync(PAGE, 'utf8');
+  const heading = NODE_SECTION.exec(page);
+  if (heading === null) throw new Error(`docs/getting-started.md has no heading matching ${NODE_SECTION}: the --node section was renamed or lost`);
+  const headingLine = page.slice(0, heading.index).split('\n').length;
+  const blocks = runnableBlocks(page);
+  return { local: blocks.filter((b) => b.line < headingLine), node: blocks.filter((b) => b.line > headingLine) };
+}
+
+// Ctrl-C has stopped every server: their folder is gone, and no process still runs from it.
+function expectStoppedClean(devDir: string): void {
+  expect(existsSync(devDir)).toBe(false);
+  const leftovers = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.includes(devDir));
+  expect(leftovers).toEqual([]);
+}
+
+async function runBlocks(blocks: readonly RunnableBlock[]): Promise<void> {
+  for (const block of blocks) {
+    if (block.mode === 'foreground') await runForeground(block);
+    else await startBackground(block);
+  }
+}
+
+let passed = 0;
+beforeAll(() => {
+  layOutClone();
+  execFileSync('bash', ['-c', `export -p > ${JSON.stringify(envFile)}`], { env: initialEnvironment() });
+});
 afterAll(async () => {
   await pressCtrlC();
   rmSync(work, { recursive: true, force: true });
   rmSync(envFile, { force: true });
-  if (passed) rmSync(log, { force: true }); // kept when something failed: the messages name it
-});
+  rmSync(helmHome, { recursive: true, force: true });
+  if (passed === 2) rmSync(log, { force: true }); // kept when something failed: the messages name it
+}, STOP_MS + 60_000);
 
 describe('docs/getting-started.md', () => {
   it('runs, block by block, from the demo to a healthy `eso-mtls status` against dev-cluster, and stops cleanly on Ctrl-C', async () => {
     const built = join(repoRoot, 'packages', 'controller', 'dist', 'bin', 'eso-mtls.js');
     if (!existsSync(built)) throw new Error(`${built} is missing: run \`npm run build\` first (the page runs the built CLI through npx)`);
-    const blocks = runnableBlocks(readFileSync(PAGE, 'utf8'));
+    const blocks = pageParts().local;
     // The page's shape, so that a block lost in an edit fails here rather than passing unnoticed.
     expect(blocks.filter((b) => b.mode === 'background').map((b) => b.script.split(' ').slice(0, 3).join(' '))).toEqual([
       'npx eso-mtls dev-cluster',
@@ -156,12 +196,7 @@ describe('docs/getting-started.md', () => {
     expect(blocks.some((b) => b.script.includes('npx eso-mtls demo'))).toBe(true);
     expect(blocks.some((b) => b.script.includes('npx eso-mtls status'))).toBe(true);
 
-    layOutClone();
-    execFileSync('bash', ['-c', `export -p > ${JSON.stringify(envFile)}`], { env: initialEnvironment() });
-    for (const block of blocks) {
-      if (block.mode === 'foreground') await runForeground(block);
-      else await startBackground(block);
-    }
+    await runBlocks(blocks);
 
     const devDir = join(work, '.eso-mtls-dev');
     expect(existsSync(join(devDir, 'controller.kubeconfig'))).toBe(true);
@@ -169,17 +204,34 @@ describe('docs/getting-started.md', () => {
     const devCluster = ended.find((e) => e.block.script.includes('dev-cluster'))!;
     expect(devCluster.output).toContain('eso-mtls dev-cluster: stopped; .eso-mtls-dev removed');
     expect(devCluster.output).toContain('No kubelet runs here');
-    expect(existsSync(devDir)).toBe(false);
-    // Neither server outlived it: no process still runs from the folder it removed.
-    const leftovers = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
-      .split('\n')
-      .filter((l) => l.includes(devDir));
-    expect(leftovers).toEqual([]);
+    expectStoppedClean(devDir);
     const controller = ended.find((e) => e.block.script.includes('eso-mtls controller'))!;
     expect(controller.output).toMatch(/"msg":"certificate issued: namespace team-a/);
     expect(controller.output).not.toMatch(/PRIVATE KEY/);
-    passed = true;
+    passed++;
   }, 3_600_000);
+
+  it('runs section 8 on a real node: dev-cluster --node, the chart Ready, the provider served by Secret then by pod certificate, and Ctrl-C stops it all', async () => {
+    const unavailable = realNodeUnavailable();
+    if (unavailable !== undefined) throw new Error(`section 8 runs a real node, and this machine cannot: ${unavailable}`);
+    await pressCtrlC(); // section 3's dev-cluster, should the test before have failed with it running
+    const blocks = pageParts().node;
+    expect(blocks.filter((b) => b.mode === 'background').map((b) => b.script)).toEqual(['npx eso-mtls dev-cluster --node']);
+    for (const command of ['helm install eso-mtls', 'deploy/examples/file-provider-pod-certificates', 'npx eso-mtls status --modes=secret,pod-certificate']) {
+      expect(blocks.some((b) => b.script.includes(command))).toBe(true);
+    }
+
+    await runBlocks(blocks);
+
+    const devDir = join(work, '.eso-mtls-dev');
+    const [devCluster] = await pressCtrlC();
+    // The terminal's exit status is npx's, which ends by the SIGINT it passed on: the output says how dev-cluster stopped.
+    expect(devCluster!.output).toContain(
+      'eso-mtls dev-cluster: SIGINT: stopping the node and its control plane\neso-mtls dev-cluster: stopped; .eso-mtls-dev removed\n',
+    );
+    expectStoppedClean(devDir);
+    passed++;
+  }, 7_200_000); // a cold first run builds the node's binaries and the images: up to an hour on 2 cores
 });
 
 describe('runnableBlocks, the marking this page uses', () => {

@@ -1,14 +1,17 @@
 import { rmSync } from 'node:fs';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { locateBinaries } from '../cluster/binaries.js';
 import { type LaunchedControlPlane, launchControlPlane } from '../cluster/control-plane.js';
 import { tokenKubeConfig, writeKubeconfig } from '../cluster/identities.js';
 import type { ServerProcess } from '../cluster/process-group.js';
 import { NOT_A_CLONE, findClone } from '../dev-cluster/clone.js';
 import { prepareDataDir } from '../dev-cluster/data-dir.js';
+import { shellPath } from '../dev-cluster/shell-path.js';
+import { listenForStop } from '../dev-cluster/stop-signals.js';
 import { type ServiceAccountRef, TOKEN_LIFETIME_SECONDS, createControllerServiceAccount, serviceAccountToken } from '../dev-cluster/service-account.js';
 import { type FlagSyntax, helpTable, readArgv } from './args.js';
 import type { CliStreams } from './controller.js';
+import { runNodeCluster } from './dev-cluster-node.js';
 
 const COMMAND = 'eso-mtls dev-cluster';
 const DEFAULT_DIR = '.eso-mtls-dev';
@@ -16,6 +19,7 @@ const DEFAULT_DIR = '.eso-mtls-dev';
 const FLAGS: readonly FlagSyntax[] = [
   { name: 'dir', kind: 'string', accepts: 'a folder path' },
   { name: 'keep', kind: 'bool' },
+  { name: 'node', kind: 'bool' },
 ];
 
 const USAGE = `Usage: ${COMMAND} [flags]
@@ -27,11 +31,16 @@ once deploy/ is applied. It prints the commands to try the controller against it
 Ctrl-C, which stops both servers and removes the folder.
 
 No kubelet runs: Pods are accepted but never start, so the controller runs out of the cluster.
+With --node a real node runs too (containerd, runc, the kubelet, kube-controller-manager,
+kube-scheduler, kube-proxy and CoreDNS, all in network, mount and PID namespaces of their own), with
+the images of scripts/ensure-images.sh imported, so the chart installs and its pods run. It needs
+Linux, root and a cgroup tree without systemd, and says so where it cannot run.
 
 Flags:
 ${helpTable([
   ['--dir <path>', `folder for the data, logs and kubeconfigs (default ${DEFAULT_DIR}; a kept one is reused)`],
-  ['--keep', 'keep the folder on Ctrl-C, so the next start finds the same cluster'],
+  ['--keep', 'keep the folder on Ctrl-C, so the next start finds the same cluster (not with --node)'],
+  ['--node', 'run a real node as well, with the locally built images imported (the first build takes 15-40 minutes)'],
   ['--help', 'print this text'],
 ])}
 `;
@@ -41,6 +50,8 @@ export interface DevClusterArgs {
   /** Absolute path of the data folder. */
   readonly dir: string;
   readonly keep: boolean;
+  /** Run a real node too (`--node`). */
+  readonly node: boolean;
 }
 
 /** Reads `eso-mtls dev-cluster` flags; a string is the error to print. Pure but for resolving --dir against `cwd`. */
@@ -50,16 +61,23 @@ export function parseDevClusterArgs(argv: readonly string[], cwd = process.cwd()
   if (read.kind === 'error') return { error: read.message };
   const dir = read.values.get('dir') ?? DEFAULT_DIR;
   if (dir === '') return { error: 'flag --dir needs a folder path, not an empty one' };
-  const keep = read.values.get('keep') ?? 'false';
-  if (keep !== 'true' && keep !== 'false') return { error: `--keep: ${JSON.stringify(keep)} is not true or false` };
-  return { dir: resolve(cwd, dir), keep: keep === 'true' };
+  const keep = boolFlag(read.values, 'keep');
+  if (typeof keep !== 'boolean') return keep;
+  const node = boolFlag(read.values, 'node');
+  if (typeof node !== 'boolean') return node;
+  if (node && keep) return { error: KEEP_WITH_NODE };
+  return { dir: resolve(cwd, dir), keep, node };
 }
 
-/** A path as the printed commands should spell it: relative to `cwd` when inside it, quoted for a POSIX shell when needed. */
-export function shellPath(path: string, cwd: string): string {
-  const rel = relative(cwd, path);
-  const shown = rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
-  return /^[A-Za-z0-9_./:=@%+-]+$/.test(shown) ? shown : `'${shown.replaceAll("'", `'\\''`)}'`;
+/** Why --keep and --node do not go together. */
+export const KEEP_WITH_NODE =
+  '--keep cannot be combined with --node: a node lives in namespaces that die with this process, and its ' +
+  'containers, mounts and cgroups cannot be reused by a later start. Drop --keep (the node starts afresh in about a minute)';
+
+function boolFlag(values: ReadonlyMap<string, string>, name: string): boolean | { readonly error: string } {
+  const value = values.get(name) ?? 'false';
+  if (value !== 'true' && value !== 'false') return { error: `--${name}: ${JSON.stringify(value)} is not true or false` };
+  return value === 'true';
 }
 
 /** The files dev-cluster writes, and where the reader runs the printed commands from. */
@@ -126,21 +144,9 @@ export async function runDevClusterCommand(argv: readonly string[], streams: Cli
     complain(NOT_A_CLONE);
     return 1;
   }
+  if (args.node) return runNodeCluster(args, clone, streams);
 
-  // A signal during start-up is honoured as soon as the step in progress ends.
-  let stopRequested: NodeJS.Signals | undefined;
-  let wake: () => void = () => undefined;
-  const stopped = new Promise<void>((r) => (wake = r));
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (stopRequested !== undefined) {
-      complain(`second ${signal}: exiting now; etcd and kube-apiserver stop within a second, ${args.dir} stays`);
-      process.exit(1);
-    }
-    stopRequested = signal;
-    wake();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const signals = listenForStop((signal) => complain(`second ${signal}: exiting now; etcd and kube-apiserver stop within a second, ${args.dir} stays`));
 
   let plane: LaunchedControlPlane | undefined;
   let created = false;
@@ -158,7 +164,7 @@ export async function runDevClusterCommand(argv: readonly string[], streams: Cli
       }
       say(`  ${line}`);
     });
-    if (stopRequested) return 0;
+    if (signals.requested()) return 0;
     const { reused } = prepareDataDir(args.dir);
     created = true;
     say(`${COMMAND}: starting etcd and kube-apiserver in ${shellPath(args.dir, process.cwd())}${reused ? ' (kept from an earlier run)' : ''}`);
@@ -169,7 +175,7 @@ export async function runDevClusterCommand(argv: readonly string[], streams: Cli
     const account = await createControllerServiceAccount(admin, clone);
     const controllerKubeconfig = join(args.dir, 'controller.kubeconfig');
     writeKubeconfig(controllerKubeconfig, tokenKubeConfig(plane, account.name, await serviceAccountToken(admin, account), account.namespace));
-    if (stopRequested) {
+    if (signals.requested()) {
       await cleanUp();
       return 0;
     }
@@ -182,13 +188,13 @@ export async function runDevClusterCommand(argv: readonly string[], streams: Cli
     return 1;
   }
 
-  const died = await Promise.race([stopped.then(() => undefined), ...plane.processes().map((p) => p.whenExited().then((): ServerProcess => p))]);
+  const died = await Promise.race([signals.stopped.then(() => undefined), ...plane.processes().map((p) => p.whenExited().then((): ServerProcess => p))]);
   if (died !== undefined) {
     complain(`${died.name} exited by itself; the end of its log (${died.logPath}, kept with its folder):\n${died.logTail()}`);
     await plane.stop();
     return 1;
   }
-  say(`${COMMAND}: ${stopRequested}: stopping kube-apiserver and etcd`);
+  say(`${COMMAND}: ${signals.requested()}: stopping kube-apiserver and etcd`);
   await cleanUp();
   say(args.keep ? `${COMMAND}: stopped; ${shellPath(args.dir, process.cwd())} kept` : `${COMMAND}: stopped; ${shellPath(args.dir, process.cwd())} removed`);
   return 0;

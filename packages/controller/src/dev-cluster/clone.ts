@@ -11,6 +11,10 @@ export interface Clone {
   readonly deployBase: string;
   /** deploy/namespace: ESO's namespace, which deploy/base does not own. */
   readonly deployNamespace: string;
+  /** testing/node/build-node-bins.sh: builds the node's binaries once (`--node`), prints their folder. */
+  readonly nodeBuildScript: string;
+  /** scripts/ensure-images.sh: builds the images a node runs once per set of inputs (`--node`), prints their folder. */
+  readonly imagesScript: string;
 }
 
 /**
@@ -25,6 +29,8 @@ export function findClone(here = fileURLToPath(new URL('.', import.meta.url))): 
     buildScript: join(root, 'testing', 'envtest', 'build-testbin.sh'),
     deployBase: join(root, 'deploy', 'base'),
     deployNamespace: join(root, 'deploy', 'namespace'),
+    nodeBuildScript: join(root, 'testing', 'node', 'build-node-bins.sh'),
+    imagesScript: join(root, 'scripts', 'ensure-images.sh'),
   };
   const complete = [clone.buildScript, join(clone.deployBase, 'serviceaccount.yaml'), join(clone.deployNamespace, 'namespace.yaml')].every((p) =>
     existsSync(p),
