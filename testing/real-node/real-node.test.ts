@@ -70,14 +70,14 @@ describe('the chart, the images and the example providers on a real node', () =>
 
   it('installs with Helm from the local image: both replicas Ready, one leader holding the Lease', async () => {
     await w.install({ modes: ['secret', 'pod-certificate'], propagationDelay: PROPAGATION_DELAY, floodControl: { maxNamespaces: PROVIDERS.length } });
-    const pods = (await w.core.listNamespacedPod({ namespace: ESO_NS, labelSelector: 'app.kubernetes.io/name=eso-mtls' })).items;
+    const pods = (await w.core.listNamespacedPod({ namespace: ESO_NS, labelSelector: 'app.kubernetes.io/name=eso-mtls-controller' })).items;
     expect(pods.map((p) => p.metadata!.name)).toContain(await w.leaseHolder());
   }, 300_000);
 
   it('serves four providers, Secret and pod-certificate mode, which ESO reaches through Service DNS with no failed call', async () => {
     await w.deployProviders();
-    // The pod-certificate provider's key was made by the kubelet: no Secret, an issued request.
-    expect(await w.secretExists(POD_PROVIDER, PROVIDER_SECRET)).toBe(false);
+    // The pod-certificate provider serves a key the kubelet made: its request was Issued. (In the
+    // migration mode the controller also writes its namespace's Secret, which that pod does not mount.)
     expect((await w.podCertificateRequests(POD_PROVIDER)).some((r) => (r.status?.certificateChain ?? '') !== '')).toBe(true);
     await w.startCallers(20);
     expect(await w.failedCalls()).toEqual([]);
@@ -108,6 +108,39 @@ describe('the chart, the images and the example providers on a real node', () =>
       120_000,
       'the cap to leave provider-d out',
     );
+  }, 180_000);
+
+  it('does not start a pod no labelled Service selects: the kubelet asks, and its request is Denied NoProviderService', async () => {
+    await w.core.createNamespacedPod({
+      namespace: 'provider-a',
+      body: {
+        metadata: { name: 'unselected', labels: { app: 'not-a-provider' } },
+        spec: {
+          automountServiceAccountToken: false,
+          containers: [
+            { name: 'c', image: tc.images.byRole.pause.name, imagePullPolicy: 'Never', volumeMounts: [{ name: 'credentials', mountPath: '/certs' }] },
+          ],
+          volumes: [
+            {
+              name: 'credentials',
+              projected: {
+                sources: [{ podCertificate: { signerName: 'eso-mtls.io/provider-server', keyType: 'ECDSAP256', credentialBundlePath: 'credentials.pem' } }],
+              },
+            },
+          ],
+        },
+      },
+    });
+    const denied = async (): Promise<string | undefined> => {
+      const requests = await w.podCertificateRequests('provider-a');
+      const conditions = requests.filter((r) => r.spec?.podName === 'unselected').flatMap((r) => r.status?.conditions ?? []);
+      return conditions.find((c) => c.type === 'Denied')?.reason;
+    };
+    await eventually(async () => (await denied()) !== undefined, 120_000, "the unselected pod's request to be decided");
+    expect(await denied()).toBe('NoProviderService');
+    const pod = await w.core.readNamespacedPod({ namespace: 'provider-a', name: 'unselected' });
+    expect(pod.status?.containerStatuses?.some((c) => c.state?.running) ?? false).toBe(false);
+    await w.core.deleteNamespacedPod({ namespace: 'provider-a', name: 'unselected' });
   }, 180_000);
 
   it('rotates the CA with overlap in both modes, with no failed call: Secret-mode leaves move to the new CA, every bundle holds both', async () => {

@@ -135,7 +135,7 @@ describe('the real node with production timings: every fault, the Helm lifecycle
     await w.controllerReady();
     w.helm.uninstall(RELEASE, ESO_NS);
     await eventually(
-      async () => (await w.core.listNamespacedPod({ namespace: ESO_NS, labelSelector: 'app.kubernetes.io/name=eso-mtls' })).items.length === 0,
+      async () => (await w.core.listNamespacedPod({ namespace: ESO_NS, labelSelector: 'app.kubernetes.io/name=eso-mtls-controller' })).items.length === 0,
       180_000,
       'the controller pods gone',
     );

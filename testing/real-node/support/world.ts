@@ -46,7 +46,10 @@ const CALLERS = CLIENTS.flatMap((c) => c.providers.map((provider) => ({ pod: c.p
 
 /** The parts of certificates.k8s.io/v1 objects read here (the client library has no types for them yet). */
 export type TrustBundle = KubernetesObject & { spec: { trustBundle: string } };
-export type PodCertificateRequest = KubernetesObject & { status?: { certificateChain?: string } };
+export type PodCertificateRequest = KubernetesObject & {
+  spec?: { podName?: string };
+  status?: { certificateChain?: string; conditions?: { type: string; reason: string }[] };
+};
 
 /**
  * What both real-node suites set up and read: the chart installed from the local image, the four
