@@ -135,8 +135,14 @@ export class World {
     await eventually(async () => (await this.callers()).every(progressed), timeoutMs, `every caller to make ${more} more calls`);
   }
 
-  private callerLog(pod: string, provider: string): Promise<string> {
-    return this.core.readNamespacedPodLog({ namespace: ESO_NS, name: pod, container: provider });
+  /** A caller's log; empty while its container has not started (the apiserver answers 400 then). */
+  private async callerLog(pod: string, provider: string): Promise<string> {
+    try {
+      return await this.core.readNamespacedPodLog({ namespace: ESO_NS, name: pod, container: provider });
+    } catch (e) {
+      if ((e as { code?: number }).code === 400 && /waiting to start/.test(String((e as { body?: unknown }).body))) return '';
+      throw e;
+    }
   }
 
   async secretExists(namespace: string, name: string): Promise<boolean> {
