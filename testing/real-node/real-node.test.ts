@@ -117,8 +117,16 @@ describe('the chart, the images and the example providers on a real node', () =>
         metadata: { name: 'unselected', labels: { app: 'not-a-provider' } },
         spec: {
           automountServiceAccountToken: false,
+          // The example's namespace enforces the restricted Pod Security Standard.
+          securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } },
           containers: [
-            { name: 'c', image: tc.images.byRole.pause.name, imagePullPolicy: 'Never', volumeMounts: [{ name: 'credentials', mountPath: '/certs' }] },
+            {
+              name: 'c',
+              image: tc.images.byRole.pause.name,
+              imagePullPolicy: 'Never',
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+              volumeMounts: [{ name: 'credentials', mountPath: '/certs' }],
+            },
           ],
           volumes: [
             {

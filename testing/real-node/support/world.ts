@@ -165,6 +165,7 @@ export class World {
         undefined,
         undefined,
         undefined,
+        undefined,
         'eso-mtls.io/trust-bundle=true',
       )
     ).items;
