@@ -8,7 +8,8 @@ export interface ControlPlaneBinaries {
   readonly etcd: string;
 }
 
-function executable(path: string): boolean {
+/** True when `path` is a file this process may execute. */
+export function executable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);
     return true;

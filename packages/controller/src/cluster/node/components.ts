@@ -1,6 +1,5 @@
-import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
-import { type BuildScriptProduct, runBuildScript } from '../binaries.js';
+import { type BuildScriptProduct, executable, runBuildScript } from '../binaries.js';
 import { NODE_NETWORK } from './addresses.js';
 import { type NodePaths, kubeletArgs } from './configs.js';
 
@@ -66,15 +65,6 @@ export function nodeBinariesIn(dir: string): NodeBinaries | string {
     join(bins.cniBinDir, 'bridge'),
   ].find((f) => !executable(f));
   return missing ?? bins;
-}
-
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** One process of the node: its name (also its log's), and its command line. */
