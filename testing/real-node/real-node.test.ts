@@ -12,10 +12,10 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { METRIC_NAMES } from '@eso-mtls/metrics';
-import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, eventually } from '../../packages/controller/test/support/cluster.js';
+import { ESO_NS, eventually } from '../../packages/controller/test/support/cluster.js';
 import { type TestCluster, inside, startTestCluster } from './support/cluster.js';
 import { hostNetworkState } from './support/host-state.js';
-import { POD_PROVIDER, PROVIDERS, SECRET_PROVIDERS, World, gauge, pemCertificates } from './support/world.js';
+import { POD_PROVIDER, PROVIDERS, World, gauge, pemCertificates } from './support/world.js';
 
 /** Short enough for npm test, above the kubelet's 10 s sync here (the chart's default is 5m; docs/pod-certificates.md). */
 const PROPAGATION_DELAY = '30s';
@@ -156,11 +156,7 @@ describe('the chart, the images and the example providers on a real node', () =>
     const oldCas = await w.caCertificates();
     await w.requestRotation({ secret: 'eso-provider-ca-internal' }, ESO_NS);
     // Past propagationDelay (30 s) the next CA signs; every Secret-mode leaf and ESO's client move to it.
-    const moved = async (): Promise<boolean> => {
-      const leaves = [...SECRET_PROVIDERS.map((ns) => [ns, PROVIDER_SECRET] as const), [ESO_NS, CLIENT_SECRET] as const];
-      return (await Promise.all(leaves.map(async ([ns, name]) => !(await w.leafSignedBy(ns, name, oldCas))))).every(Boolean);
-    };
-    await eventually(moved, 300_000, 'every Secret-mode leaf issued by the new CA');
+    await eventually(() => w.secretLeavesMovedFrom(oldCas), 300_000, 'every Secret-mode leaf issued by the new CA');
     const bundles = await w.trustBundles();
     expect(bundles.length).toBeGreaterThan(0);
     for (const b of bundles) expect(pemCertificates(b.spec.trustBundle).length).toBeGreaterThanOrEqual(2);
@@ -170,16 +166,7 @@ describe('the chart, the images and the example providers on a real node', () =>
 
   it('keeps serving when a provider pod is deleted: its replacement mounts the same Secret and the callers recover', async () => {
     const before = await w.callers();
-    const [victim] = (await w.core.listNamespacedPod({ namespace: 'provider-a' })).items;
-    const deletedAt = Date.now();
-    await w.core.deleteNamespacedPod({ namespace: 'provider-a', name: victim!.metadata!.name! });
-    await eventually(
-      async () => (await w.core.listNamespacedPod({ namespace: 'provider-a' })).items.every((p) => p.metadata!.name !== victim!.metadata!.name),
-      180_000,
-      'the deleted pod to be gone',
-    );
-    await w.deploymentReady('provider-a', 'file-provider', 1, 180_000);
-    const readyAt = Date.now();
+    const { deletedAt, readyAt } = await w.replaceProviderPod('provider-a');
     await w.callersProgressed(before, 20, 120_000);
     // Only the callers of provider-a may fail, and only while its only pod was replaced.
     const outside = (await w.failedCalls()).filter((f) => !f.provider.endsWith('/provider-a') || f.at < deletedAt || f.at > readyAt + 5000);

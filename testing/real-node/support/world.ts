@@ -12,8 +12,9 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { ROTATE_ANNOTATION } from '@eso-mtls/core';
-import { CA_SECRET, ESO_NS, PROVIDER_SECRET, eventually } from '../../../packages/controller/test/support/cluster.js';
+import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, eventually } from '../../../packages/controller/test/support/cluster.js';
 import { applyAll, kustomizeBuild, repoRoot } from '../../../packages/controller/test/support/manifests.js';
+import { splitImageName } from '../../../packages/controller/src/cli/dev-cluster-node.js';
 import { Helm, type Values, chartDir } from '../../helm/support/helm.js';
 import type { TestCluster } from './cluster.js';
 import {
@@ -75,9 +76,8 @@ export class World {
 
   /** The chart's values for the locally built controller image (never pulled), plus `values`. */
   chartValues(values: Values): Values {
-    const name = this.tc.images.byRole.controller.name;
-    const at = name.lastIndexOf(':');
-    return { image: { repository: name.slice(0, at), tag: name.slice(at + 1), pullPolicy: 'Never' }, replicaCount: 2, ...values };
+    const { repository, tag } = splitImageName(this.tc.images.byRole.controller.name);
+    return { image: { repository, tag, pullPolicy: 'Never' }, replicaCount: 2, ...values };
   }
 
   /** `helm install` of the chart; resolves once both replicas are Ready and ESO's client Secret exists. */
@@ -111,6 +111,24 @@ export class World {
     ]);
     for (const ns of SECRET_PROVIDERS) await eventually(() => this.secretExists(ns, PROVIDER_SECRET), 60_000, `${ns}'s provider Secret`);
     for (const ns of PROVIDERS) await this.deploymentReady(ns, 'file-provider', 1, 180_000);
+  }
+
+  /**
+   * Deletes the only provider pod in `namespace` and resolves once it is gone and its replacement is
+   * Ready, with when each happened (the span in which that provider's callers may fail).
+   */
+  async replaceProviderPod(namespace: string): Promise<{ readonly deletedAt: number; readonly readyAt: number }> {
+    const [victim] = (await this.core.listNamespacedPod({ namespace })).items;
+    const name = victim!.metadata!.name!;
+    const deletedAt = Date.now();
+    await this.core.deleteNamespacedPod({ namespace, name });
+    await eventually(
+      async () => (await this.core.listNamespacedPod({ namespace })).items.every((p) => p.metadata!.name !== name),
+      180_000,
+      `${namespace}/${name} gone`,
+    );
+    await this.deploymentReady(namespace, 'file-provider', 1, 180_000);
+    return { deletedAt, readyAt: Date.now() };
   }
 
   /** ESO's client pods (ESO's ServiceAccount first, for the pod-certificate one); resolves once every caller has made `calls` calls. */
@@ -193,6 +211,12 @@ export class World {
     const options = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
     if ('secret' in target) await this.core.patchNamespacedSecret({ namespace, name: target.secret, body }, options);
     else await this.core.patchNamespacedService({ namespace, name: target.service, body }, options);
+  }
+
+  /** True once no Secret-mode leaf (the providers' and ESO's client's) is signed by any of `oldCas`. */
+  async secretLeavesMovedFrom(oldCas: readonly X509Certificate[]): Promise<boolean> {
+    const leaves = [...SECRET_PROVIDERS.map((ns) => [ns, PROVIDER_SECRET] as const), [ESO_NS, CLIENT_SECRET] as const];
+    return (await Promise.all(leaves.map(async ([ns, name]) => !(await this.leafSignedBy(ns, name, oldCas))))).every(Boolean);
   }
 
   /** The leaf in a Secret, and whether one of `cas` signed it. */

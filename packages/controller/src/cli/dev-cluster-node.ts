@@ -9,7 +9,7 @@ import type { ServerProcess } from '../cluster/process-group.js';
 import type { Clone } from '../dev-cluster/clone.js';
 import { prepareDataDir } from '../dev-cluster/data-dir.js';
 import { type NodeImages, locateImages } from '../dev-cluster/images.js';
-import { shellPath, shellQuote } from '../dev-cluster/shell-path.js';
+import { nextStepPaths, shellPath, shellQuote } from '../dev-cluster/shell-path.js';
 import { listenForStop } from '../dev-cluster/stop-signals.js';
 import type { CliStreams } from './controller.js';
 
@@ -59,9 +59,7 @@ function applyExample(example: string, image: string): string {
 
 /** What `dev-cluster --node` prints once the node is Ready: where things are, and the next commands. */
 export function nodeReadyText(plane: { readonly url: string }, images: NodeImages, files: NodeClusterFiles): string {
-  const p = (path: string): string => shellPath(path, files.cwd);
-  const cd = relative(files.cwd, files.repositoryRoot) === '' ? [] : [`cd ${shellPath(files.repositoryRoot, files.cwd)}`];
-  const q = (path: string): string => shellPath(path, cd.length === 0 ? files.cwd : files.repositoryRoot);
+  const { here: p, cd, fromRoot: q } = nextStepPaths(files.cwd, files.repositoryRoot);
   const { repository, tag } = splitImageName(images.controller.name);
   return [
     `${COMMAND}: ready. A real node (containerd, runc, the kubelet, kube-proxy, CoreDNS) with etcd, kube-apiserver,`,

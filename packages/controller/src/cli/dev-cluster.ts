@@ -6,7 +6,7 @@ import { tokenKubeConfig, writeKubeconfig } from '../cluster/identities.js';
 import type { ServerProcess } from '../cluster/process-group.js';
 import { NOT_A_CLONE, findClone } from '../dev-cluster/clone.js';
 import { prepareDataDir } from '../dev-cluster/data-dir.js';
-import { shellPath } from '../dev-cluster/shell-path.js';
+import { nextStepPaths, shellPath } from '../dev-cluster/shell-path.js';
 import { listenForStop } from '../dev-cluster/stop-signals.js';
 import { type ServiceAccountRef, TOKEN_LIFETIME_SECONDS, createControllerServiceAccount, serviceAccountToken } from '../dev-cluster/service-account.js';
 import { type FlagSyntax, helpTable, readArgv } from './args.js';
@@ -91,10 +91,7 @@ export interface DevClusterFiles {
 
 /** What dev-cluster prints once the cluster is up: where things are, what does not run, and the next commands. */
 export function readyText(plane: Pick<LaunchedControlPlane, 'url'>, account: ServiceAccountRef, files: DevClusterFiles, keep: boolean): string {
-  const p = (path: string): string => shellPath(path, files.cwd);
-  const cd = relative(files.cwd, files.repositoryRoot) === '' ? [] : [`cd ${shellPath(files.repositoryRoot, files.cwd)}`];
-  // Once in the repository's root, the kubeconfig paths are spelt from there.
-  const q = (path: string): string => shellPath(path, cd.length === 0 ? files.cwd : files.repositoryRoot);
+  const { here: p, cd, fromRoot: q } = nextStepPaths(files.cwd, files.repositoryRoot);
   return [
     `${COMMAND}: ready. kube-apiserver ${plane.url}, with etcd, both on 127.0.0.1.`,
     `  folder:      ${p(files.dir)} (${keep ? 'kept on Ctrl-C (--keep)' : 'removed on Ctrl-C; --keep keeps it'})`,
