@@ -6,30 +6,63 @@
 // trust from a ClusterTrustBundle projection); ESO's client (the Go reloading client, its own
 // image) calls each through Service DNS the whole time, through an overlap CA rotation.
 // Every assertion comes from outside the controller: the apiserver, pod logs, the metrics scraped
-// from the controller pod through the apiserver, and the host's own network state.
-// Scale: one node, 2 controller replicas, 4 providers, 1 ESO client pod (4 callers). The rest of
+// from the controller and provider pods through the apiserver (replayed through promtool and the
+// shipped alert rules: each alert fires on a series its real cause moved), and the host's own
+// network state.
+// Scale: one node, 2 controller replicas, 4 providers (2 more namespaces with a labelled Service
+// and no pod), 2 ESO client pods (6 callers). The rest of
 // the faults, with production timings, run under `npm run test:real-node` (testing/real-node/long).
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { MAX_ROTATE_REQUEST_BYTES, ROTATE_ANNOTATION } from '@eso-mtls/core';
 import { METRIC_NAMES } from '@eso-mtls/metrics';
-import { ESO_NS, eventually } from '../../packages/controller/test/support/cluster.js';
+import { CA_SECRET, ESO_NS, PROVIDER_SECRET, eventually } from '../../packages/controller/test/support/cluster.js';
+import { ScrapeRecorder } from '../../packages/kubernetes/test/support/alerts.js';
+import type { PromtoolResult } from '../../packages/metrics/test/support/promtool.js';
 import { type TestCluster, inside, startTestCluster } from './support/cluster.js';
-import { hostNetworkState } from './support/host-state.js';
-import { POD_PROVIDER, PROVIDERS, World, gauge, pemCertificates } from './support/world.js';
+import { hostNetworkState, processesInPidNamespace } from './support/host-state.js';
+import { ALLOWED_NAMESPACE_LABELS } from './support/workloads.js';
+import { POD_PROVIDER, PROVIDERS, World, pemCertificates, sampleValue } from './support/world.js';
 
 /** Short enough for npm test, above the kubelet's 10 s sync here (the chart's default is 5m; docs/pod-certificates.md). */
 const PROPAGATION_DELAY = '30s';
+/** Where the alert check makes its faults: a Service whose request is refused, a namespace whose writes and reload fail. */
+const REFUSED = 'provider-b';
+const FAULTED = 'provider-c';
+const SERVICE = 'file-provider';
+const SERVED = { service: SERVICE };
+const REFUSED_SERVICE = { namespace: REFUSED, service: SERVICE };
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** promtool's answer when the alert fired with exactly the expected labels. */
+function expectFires(r: PromtoolResult): void {
+  expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('SUCCESS')]);
+}
 
 describe('the chart, the images and the example providers on a real node', () => {
   const hostBefore = hostNetworkState();
   let tc: TestCluster;
   let w: World;
+  // Scrapes of the leader and of the faulted provider, from before the alert check's causes.
+  let counters: ScrapeRecorder;
+  let reloads: ScrapeRecorder;
+
+  /** The pods' logs, for reading after the node is gone; nothing once it is. */
+  const saveLogs = async (): Promise<void> => {
+    const dir = join(tmpdir(), 'eso-mtls-real-node-logs');
+    const saved = await w?.saveLogs(dir).catch(() => 0);
+    if (saved) process.stderr.write(`real-node: ${saved} container logs of the pods are in ${dir}\n`);
+  };
 
   beforeAll(async () => {
     tc = await startTestCluster({ syncFrequency: '10s' });
     w = new World(tc);
   }, 15 * 60_000);
   afterAll(async () => {
+    await saveLogs(); // after a failure before the last test
     w?.helm.remove();
     await tc?.cluster.stop();
   }, 120_000);
@@ -69,7 +102,12 @@ describe('the chart, the images and the example providers on a real node', () =>
   }, 180_000);
 
   it('installs with Helm from the local image: both replicas Ready, one leader holding the Lease', async () => {
-    await w.install({ modes: ['secret', 'pod-certificate'], propagationDelay: PROPAGATION_DELAY, floodControl: { maxNamespaces: PROVIDERS.length } });
+    await w.install({
+      modes: ['secret', 'pod-certificate'],
+      propagationDelay: PROPAGATION_DELAY,
+      floodControl: { maxNamespaces: PROVIDERS.length },
+      providerLabelPolicy: { controllerCheck: true },
+    });
     const pods = (await w.core.listNamespacedPod({ namespace: ESO_NS, labelSelector: 'app.kubernetes.io/name=eso-mtls-controller' })).items;
     expect(pods.map((p) => p.metadata!.name)).toContain(await w.leaseHolder());
   }, 300_000);
@@ -83,7 +121,7 @@ describe('the chart, the images and the example providers on a real node', () =>
     expect(await w.failedCalls()).toEqual([]);
   }, 420_000);
 
-  it("exports every gauge from the controller pod's /metrics, and eso_namespaces_not_served counts a namespace past the cap", async () => {
+  it("exports every gauge the controller's metrics source feeds, from the controller pod's /metrics", async () => {
     const metrics = await w.scrapeLeader();
     // The gauges the controller's metrics source feeds (ControllerMetrics), each with at least one series.
     for (const name of [
@@ -94,21 +132,13 @@ describe('the chart, the images and the example providers on a real node', () =>
     ]) {
       expect(metrics).toMatch(new RegExp(`^${name}[{ ]`, 'm'));
     }
-    expect(gauge(metrics, `${METRIC_NAMES.namespacesNotServed}{reason="cap"}`)).toBe(0);
-    await w.core.createNamespace({ body: { metadata: { name: 'provider-d' } } });
-    await w.core.createNamespacedService({
-      namespace: 'provider-d',
-      body: {
-        metadata: { name: 'file-provider', labels: { 'external-secrets.io/provider': 'true' } },
-        spec: { ports: [{ port: 8443 }], selector: { app: 'none' } },
-      },
-    });
-    await eventually(
-      async () => gauge(await w.scrapeLeader(), `${METRIC_NAMES.namespacesNotServed}{reason="cap"}`) === 1,
-      120_000,
-      'the cap to leave provider-d out',
-    );
-  }, 180_000);
+    for (const reason of ['cap', 'not_allowed']) expect(sampleValue(metrics, METRIC_NAMES.namespacesNotServed, { reason })).toBe(0);
+    // The counters before any cause below (a counter's alert fires on its increase from these).
+    counters = new ScrapeRecorder({ metrics: () => w.scrapeLeader() });
+    const pod = `${await w.onlyPod(FAULTED)}:8081`;
+    reloads = new ScrapeRecorder({ metrics: () => w.scrapePod(FAULTED, pod) }, { job: 'file-provider', instance: pod });
+    for (let i = 0; i < 3; i++) await Promise.all([counters.scrape(), reloads.scrape()]);
+  }, 60_000);
 
   it('does not start a pod no labelled Service selects: the kubelet asks, and its request is Denied NoProviderService', async () => {
     await w.core.createNamespacedPod({
@@ -151,10 +181,90 @@ describe('the chart, the images and the example providers on a real node', () =>
     await w.core.deleteNamespacedPod({ namespace: 'provider-a', name: 'unselected' });
   }, 180_000);
 
-  it('rotates the CA with overlap in both modes, with no failed call: Secret-mode leaves move to the new CA, every bundle holds both', async () => {
+  it('fires each alert on a series its cause moved: refused, not served, not allowed, rotation failed, reload failed, pod certificate denied', async () => {
+    const before = await w.callers();
+    // Not served and not allowed: one more namespace an admin allowed, past the cap (4), and one no admin allowed.
+    await w.labelledNamespace('provider-d', ALLOWED_NAMESPACE_LABELS);
+    await w.labelledNamespace('provider-e', {});
+    // Refused: a rotation request longer than the controller reads.
+    const annotate = (value: string | null) =>
+      w.core.patchNamespacedService({ namespace: REFUSED, name: SERVICE, body: { metadata: { annotations: { [ROTATE_ANNOTATION]: value } } } }, mergePatch);
+    await annotate('x'.repeat(MAX_ROTATE_REQUEST_BYTES + 1));
+    // Rotation failed and reload failed: someone replaced the key in provider-c's Secret, and a policy
+    // refuses the controller the write that would repair it. The provider keeps serving its last good pair.
+    const leader = async (name: string, labels: Record<string, string>): Promise<number> => sampleValue(await w.scrapeLeader(), name, labels) ?? 0;
+    const provider = async (name: string): Promise<number> =>
+      sampleValue(await w.scrapePod(FAULTED, reloads.target.instance), name, { namespace: FAULTED, ...SERVED }) ?? 0;
+    const lift = await w.refuseControllerWrites(FAULTED, PROVIDER_SECRET);
+    let swapped: number;
+    try {
+      await w.replaceProviderKey(FAULTED);
+      await eventually(async () => (await leader(METRIC_NAMES.namespacesNotServed, { reason: 'cap' })) === 1, 120_000, 'the cap to leave provider-d out');
+      await eventually(async () => (await leader(METRIC_NAMES.namespacesNotServed, { reason: 'not_allowed' })) === 1, 120_000, 'provider-e not allowed');
+      await eventually(
+        async () => (await leader(METRIC_NAMES.providerServicesRefused, { ...REFUSED_SERVICE, reason: 'rotate_request_too_large' })) === 1,
+        120_000,
+        `${REFUSED}'s rotation request refused`,
+      );
+      await eventually(
+        async () => (await leader(METRIC_NAMES.providerCertificateRotationFailures, { namespace: FAULTED, ...SERVED })) >= 1,
+        120_000,
+        `the controller's refused repair of ${FAULTED}'s Secret counted`,
+      );
+      await eventually(
+        async () => (await provider(METRIC_NAMES.providerHotReloadFailures)) >= 1,
+        120_000,
+        `${FAULTED}'s provider to refuse the mismatched pair`,
+      );
+
+      for (let i = 0; i < 3; i++) await Promise.all([counters.scrape(), reloads.scrape()]);
+      // One scrape a minute: the namespaces' alerts wait 15 minutes (`for: 15m`), the refusal's 10.
+      const gauges = new ScrapeRecorder({ metrics: () => w.scrapeLeader() });
+      for (let minute = 0; minute <= 15; minute++) await gauges.scrape();
+      expectFires(gauges.expectFiring('EsoProviderNamespacesNotServed', [{}]));
+      expectFires(gauges.expectFiring('EsoProviderNamespacesNotAllowed', [{}]));
+      expectFires(gauges.expectFiring('EsoProviderServiceRefused', [{ ...REFUSED_SERVICE, reason: 'rotate_request_too_large' }]));
+      expectFires(counters.expectFiring('EsoProviderCertificateRotationFailed', [{ namespace: FAULTED, ...SERVED }]));
+      expectFires(counters.expectFiring('EsoPodCertificateRequestsRefused', [{ signer: 'server', result: 'denied', reason: 'NoProviderService' }]));
+      expectFires(reloads.expectFiring('EsoProviderCertificateHotReloadFailed', [{ ...reloads.target, namespace: FAULTED, ...SERVED }]));
+      swapped = await provider(METRIC_NAMES.providerHotReloads);
+    } finally {
+      await lift(); // also after a failure above: the tests after this one need the controller's writes
+    }
+
+    // Lifted, the controller repairs the Secret, the provider swaps the new pair in, and no call failed.
+    await annotate(null);
+    await eventually(() => w.providerPairMatches(FAULTED), 180_000, `the controller to repair ${FAULTED}'s Secret`);
+    await eventually(async () => (await provider(METRIC_NAMES.providerHotReloads)) > swapped, 120_000, `${FAULTED}'s provider to swap the repaired pair in`);
+    await eventually(
+      async () => (await leader(METRIC_NAMES.providerServicesRefused, { ...REFUSED_SERVICE, reason: 'rotate_request_too_large' })) === 0,
+      120_000,
+      `${REFUSED}'s refusal to clear`,
+    );
+    await w.callersProgressed(before, 20, 120_000);
+    expect(await w.failedCalls()).toEqual([]);
+  }, 600_000);
+
+  it('rotates the CA with overlap in both modes once a refused write is lifted, with no failed call: Secret-mode leaves move to the new CA, every bundle holds both', async () => {
     const before = await w.callers();
     const oldCas = await w.caCertificates();
-    await w.requestRotation({ secret: 'eso-provider-ca-internal' }, ESO_NS);
+    // First a policy refuses the controller's writes to the CA Secret: the rotation waits, counted and alerted.
+    const caFailures = new ScrapeRecorder({ metrics: () => w.scrapeLeader() });
+    for (let i = 0; i < 3; i++) await caFailures.scrape();
+    const lift = await w.refuseControllerWrites(ESO_NS, CA_SECRET);
+    try {
+      await w.requestRotation({ secret: CA_SECRET }, ESO_NS);
+      await eventually(
+        async () => (sampleValue(await w.scrapeLeader(), METRIC_NAMES.caCertificateRotationFailures) ?? 0) >= 1,
+        120_000,
+        "the controller's refused CA write counted",
+      );
+      for (let i = 0; i < 3; i++) await caFailures.scrape();
+      expectFires(caFailures.expectFiring('EsoCaCertificateRotationFailed', [{}]));
+      expect((await w.caCertificates()).map((c) => c.fingerprint256)).toEqual(oldCas.map((c) => c.fingerprint256));
+    } finally {
+      await lift();
+    }
     // Past propagationDelay (30 s) the next CA signs; every Secret-mode leaf and ESO's client move to it.
     await eventually(() => w.secretLeavesMovedFrom(oldCas), 300_000, 'every Secret-mode leaf issued by the new CA');
     const bundles = await w.trustBundles();
@@ -174,9 +284,10 @@ describe('the chart, the images and the example providers on a real node', () =>
   }, 360_000);
 
   it('stops leaving nothing: no process of its namespaces, no cgroup of its run, the host as it was', async () => {
-    const pid = tc.cluster.sandboxPid;
+    const pidNamespace = readlinkSync(`/proc/${tc.cluster.sandboxPid}/ns/pid`);
+    await saveLogs();
     await tc.cluster.stop();
-    expect(() => process.kill(pid, 0)).toThrow();
+    expect(processesInPidNamespace(pidNamespace)).toEqual([]);
     expect(readdirSync('/sys/fs/cgroup').filter((h) => existsSync(`/sys/fs/cgroup/${h}${tc.cluster.cgroupRoot}`))).toEqual([]);
     expect(hostNetworkState()).toEqual(hostBefore);
   }, 120_000);

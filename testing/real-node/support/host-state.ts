@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 
 /**
  * What the real node must never change on the host: its routes, addresses and links, its
@@ -32,4 +32,18 @@ export function hostNetworkState(): Record<string, string> {
     panicOnOops: sysctl('kernel/panic_on_oops'),
     overcommit: sysctl('vm/overcommit_memory'),
   };
+}
+
+/** The host PIDs of every process in the PID namespace `pidNamespace` (a /proc/PID/ns/pid link, e.g. "pid:[4026532851]"). */
+export function processesInPidNamespace(pidNamespace: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readlinkSync(`/proc/${pid}/ns/pid`) === pidNamespace;
+      } catch {
+        return false; // gone, or a zombie
+      }
+    })
+    .map(Number);
 }

@@ -17,9 +17,15 @@ export function providerManifests(example: readonly Manifest[], namespaces: read
   ]);
 }
 
+/**
+ * The label a cluster admin gives a namespace allowed to have providers (the chart's
+ * providerLabelPolicy.namespaceLabel and namespaceLabelValue, which controllerCheck requires).
+ */
+export const ALLOWED_NAMESPACE_LABELS: Readonly<Record<string, string>> = { 'eso-mtls.io/providers-allowed': 'true' };
+
 function inNamespace(m: Manifest, ns: string, image: string): Manifest {
-  const meta = m.metadata as { name: string; namespace?: string };
-  if (m.kind === 'Namespace') meta.name = ns;
+  const meta = m.metadata as { name: string; namespace?: string; labels?: Record<string, string> };
+  if (m.kind === 'Namespace') Object.assign(meta, { name: ns, labels: { ...meta.labels, ...ALLOWED_NAMESPACE_LABELS } });
   else meta.namespace = ns;
   if (m.kind === 'Deployment') {
     const spec = (

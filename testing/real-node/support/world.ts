@@ -1,21 +1,23 @@
-import { X509Certificate } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { type KeyObject, X509Certificate, createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   AppsV1Api,
   CoordinationV1Api,
   CoreV1Api,
-  type KubeConfig,
+  KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { ROTATE_ANNOTATION } from '@eso-mtls/core';
-import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, eventually } from '../../../packages/controller/test/support/cluster.js';
+import { PROVIDER_LABEL, ROTATE_ANNOTATION } from '@eso-mtls/core';
+import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, SA_USER, eventually } from '../../../packages/controller/test/support/cluster.js';
 import { applyAll, kustomizeBuild, repoRoot } from '../../../packages/controller/test/support/manifests.js';
 import { splitImageName } from '../../../packages/controller/src/cli/dev-cluster-node.js';
 import { Helm, type Values, chartDir } from '../../helm/support/helm.js';
+import { parseExposition } from '../../../packages/metrics/test/support/exposition.js';
+import { untilAnswer } from '../../policies/support/answers.js';
 import type { TestCluster } from './cluster.js';
 import {
   type CallerProgress,
@@ -109,7 +111,8 @@ export class World {
       ...providerManifests(kustomizeBuild(join(repoRoot, 'deploy/examples/file-provider')), SECRET_PROVIDERS, image),
       ...providerManifests(kustomizeBuild(join(repoRoot, 'deploy/examples/file-provider-pod-certificates')), [POD_PROVIDER], image),
     ]);
-    for (const ns of SECRET_PROVIDERS) await eventually(() => this.secretExists(ns, PROVIDER_SECRET), 60_000, `${ns}'s provider Secret`);
+    // Bounded as the Deployments are: on a loaded machine the controller pod's 20m CPU request is all it may get.
+    for (const ns of SECRET_PROVIDERS) await eventually(() => this.secretExists(ns, PROVIDER_SECRET), 180_000, `${ns}'s provider Secret`);
     for (const ns of PROVIDERS) await this.deploymentReady(ns, 'file-provider', 1, 180_000);
   }
 
@@ -163,6 +166,30 @@ export class World {
     }
   }
 
+  /**
+   * Writes every container log of the controller's and the providers' pods to `dir` (one file per
+   * container, the previous instance's too), so a failed run can be read after the node is gone.
+   * Returns how many it wrote.
+   */
+  async saveLogs(dir: string): Promise<number> {
+    mkdirSync(dir, { recursive: true });
+    let saved = 0;
+    for (const namespace of [ESO_NS, ...PROVIDERS]) {
+      for (const pod of (await this.core.listNamespacedPod({ namespace }).catch(() => ({ items: [] }))).items) {
+        for (const c of pod.spec?.containers ?? []) {
+          for (const previous of [false, true]) {
+            const name = pod.metadata!.name!;
+            const log = await this.core.readNamespacedPodLog({ namespace, name, container: c.name, previous }).catch(() => undefined);
+            if (!log) continue;
+            writeFileSync(join(dir, `${namespace}_${name}_${c.name}${previous ? '_previous' : ''}.log`), log);
+            saved++;
+          }
+        }
+      }
+    }
+    return saved;
+  }
+
   async secretExists(namespace: string, name: string): Promise<boolean> {
     return this.core.readNamespacedSecret({ namespace, name }).then(
       () => true,
@@ -195,7 +222,105 @@ export class World {
 
   /** The leader pod's /metrics, through the apiserver's pod proxy. */
   async scrapeLeader(): Promise<string> {
-    return this.core.connectGetNamespacedPodProxyWithPath({ namespace: ESO_NS, name: `${await this.leaseHolder()}:8080`, path: 'metrics' });
+    return this.scrapePod(ESO_NS, `${await this.leaseHolder()}:8080`);
+  }
+
+  /** A pod's /metrics (`pod` is name:port), through the apiserver's pod proxy. */
+  async scrapePod(namespace: string, pod: string): Promise<string> {
+    return this.core.connectGetNamespacedPodProxyWithPath({ namespace, name: pod, path: 'metrics' });
+  }
+
+  /** The name of the only pod in `namespace` (a provider's). */
+  async onlyPod(namespace: string): Promise<string> {
+    const pods = (await this.core.listNamespacedPod({ namespace })).items.filter((p) => p.metadata?.deletionTimestamp === undefined);
+    if (pods.length !== 1) throw new Error(`expected one pod in ${namespace}, found ${pods.map((p) => p.metadata!.name).join(', ') || 'none'}`);
+    return pods[0]!.metadata!.name!;
+  }
+
+  /**
+   * Makes the apiserver refuse every write of the controller's ServiceAccount to one Secret, as a
+   * cluster admin's ValidatingAdmissionPolicy would. Resolves once the policy is in force (a
+   * server-side dry run as that ServiceAccount is refused), with the function that lifts it.
+   */
+  async refuseControllerWrites(namespace: string, secret: string): Promise<() => Promise<void>> {
+    const name = `real-node-refuse-${namespace}-${secret}`;
+    const policy = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE', 'DELETE'], resources: ['secrets'] }] },
+        matchConditions: [
+          { name: 'the-controller', expression: `request.userInfo.username == '${SA_USER}'` },
+          { name: 'the-secret', expression: `request.namespace == '${namespace}' && request.name == '${secret}'` },
+        ],
+        validations: [
+          { expression: 'false', reason: 'Forbidden', message: `the real-node suite refuses the controller's writes to Secret ${namespace}/${secret}` },
+        ],
+      },
+    };
+    const binding = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name },
+      spec: { policyName: name, validationActions: ['Deny'] },
+    };
+    await applyAll(this.admin, [policy, binding]);
+    const asController = this.asUser(SA_USER).makeApiClient(CoreV1Api);
+    const body = { metadata: { annotations: { 'real-node.eso-mtls.io/probe': String(Date.now()) } } };
+    const options = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+    const refused = await untilAnswer(
+      `the policy refusing the controller's writes to ${namespace}/${secret}`,
+      () => asController.patchNamespacedSecret({ namespace, name: secret, body, dryRun: 'All' }, options),
+      403,
+    );
+    // Refused by this policy, not by RBAC.
+    if (!refused.message.includes(`ValidatingAdmissionPolicy '${name}'`)) throw new Error(`the dry run was refused by something else: ${refused.message}`);
+    return async () => {
+      await this.objects.delete(binding);
+      await this.objects.delete(policy);
+    };
+  }
+
+  /** A client of the apiserver as `user` (the admin impersonating it). */
+  private asUser(user: string): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: this.admin.clusters,
+      contexts: this.admin.contexts,
+      currentContext: this.admin.currentContext,
+      users: this.admin.users.map((u) => ({ ...u, impersonateUser: user })),
+    });
+    return kc;
+  }
+
+  /** A namespace with `labels` and one labelled Service that selects nothing (a provider not yet deployed). */
+  async labelledNamespace(name: string, labels: Readonly<Record<string, string>>): Promise<void> {
+    await this.core.createNamespace({ body: { metadata: { name, labels: { ...labels } } } });
+    await this.core.createNamespacedService({
+      namespace: name,
+      body: {
+        metadata: { name: 'file-provider', labels: { [PROVIDER_LABEL]: 'true' } },
+        spec: { ports: [{ port: 8443 }], selector: { app: 'none' } },
+      },
+    });
+  }
+
+  /** Replaces the private key in a provider Secret with one its certificate does not hold, as a mistaken edit would. */
+  async replaceProviderKey(namespace: string): Promise<void> {
+    const secret = await this.core.readNamespacedSecret({ namespace, name: PROVIDER_SECRET });
+    const key = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' });
+    secret.data = { ...secret.data, 'tls.key': Buffer.from(key).toString('base64') };
+    await this.core.replaceNamespacedSecret({ namespace, name: PROVIDER_SECRET, body: secret });
+  }
+
+  /** True when a provider Secret's key is the one its certificate holds. */
+  async providerPairMatches(namespace: string): Promise<boolean> {
+    const data = (await this.core.readNamespacedSecret({ namespace, name: PROVIDER_SECRET })).data!;
+    const spki = (k: KeyObject): Buffer => k.export({ type: 'spki', format: 'der' });
+    const certificate = new X509Certificate(Buffer.from(data['tls.crt']!, 'base64'));
+    return spki(certificate.publicKey).equals(spki(createPublicKey(createPrivateKey(Buffer.from(data['tls.key']!, 'base64')))));
   }
 
   /** The CA certificates the CA Secret holds now. */
@@ -231,9 +356,9 @@ export function pemCertificates(pem: string): X509Certificate[] {
   return (pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map((b) => new X509Certificate(b));
 }
 
-/** The value of one series in a Prometheus scrape. */
-export function gauge(scrape: string, series: string): number {
-  const line = scrape.split('\n').find((l) => l.startsWith(`${series} `));
-  if (line === undefined) throw new Error(`no ${series} in the scrape`);
-  return Number(line.slice(series.length + 1));
+/** The value of the series of `name` with exactly `labels` in a Prometheus scrape, or undefined when it has none. */
+export function sampleValue(scrape: string, name: string, labels: Readonly<Record<string, string>> = {}): number | undefined {
+  const same = (l: Readonly<Record<string, string>>): boolean =>
+    Object.keys(l).length === Object.keys(labels).length && Object.entries(labels).every(([k, v]) => l[k] === v);
+  return parseExposition(scrape).find((s) => s.name === name && same(s.labels))?.value;
 }

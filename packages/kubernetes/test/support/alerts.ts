@@ -1,24 +1,36 @@
-// Replays scrapes of a real ControllerMetrics registry through promtool and the shipped alert
-// rules: one scrape per minute of input series, so an alert fires only if the exported series do.
-import type { ControllerMetrics } from '@eso-mtls/metrics';
+// Replays scrapes of real metrics (a ControllerMetrics registry, or a pod's /metrics) through
+// promtool and the shipped alert rules: one scrape per minute of input series, so an alert fires
+// only if the exported series do.
 import { promtoolAlertTest } from '../../../metrics/test/support/alert-test.js';
 import { parseExposition } from '../../../metrics/test/support/exposition.js';
 import type { PromtoolResult } from '../../../metrics/test/support/promtool.js';
 
-type Registry = ControllerMetrics['registry'];
+/** What is scraped: a prom-client Registry, or anything else that answers with exposition text. */
+export interface MetricsSource {
+  metrics(): Promise<string>;
+}
 
-const TARGET = { job: 'eso-mtls-controller', instance: 'controller-0:8080' };
+/** The labels Prometheus's discovery attaches to a scrape target's samples. */
+export interface ScrapeTarget {
+  readonly job: string;
+  readonly instance: string;
+}
 
-/** The scrapes of one registry, one per minute. */
+const CONTROLLER: ScrapeTarget = { job: 'eso-mtls-controller', instance: 'controller-0:8080' };
+
+/** The scrapes of one target, one per minute. */
 export class ScrapeRecorder {
   private readonly scrapes: Map<string, number>[] = [];
 
-  constructor(private readonly registry: Registry) {}
+  constructor(
+    private readonly source: MetricsSource,
+    readonly target: ScrapeTarget = CONTROLLER,
+  ) {}
 
-  /** Scrapes the registry now; the scrape stands for the next minute of the replay. */
+  /** Scrapes the source now; the scrape stands for the next minute of the replay. */
   async scrape(): Promise<void> {
-    const samples = parseExposition(await this.registry.metrics());
-    this.scrapes.push(new Map(samples.map((s) => [seriesName(s.name, { ...s.labels, ...TARGET }), s.value])));
+    const samples = parseExposition(await this.source.metrics());
+    this.scrapes.push(new Map(samples.map((s) => [seriesName(s.name, { ...s.labels, ...this.target }), s.value])));
   }
 
   get minutes(): number {

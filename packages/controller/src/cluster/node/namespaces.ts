@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { NODE_NETWORK } from './addresses.js';
+import { waitFor } from './readiness.js';
 
 /**
  * The kernel settings the kubelet writes although they are host-wide (kernel.*, vm.*): inside the
@@ -128,8 +129,22 @@ export async function createSandbox(root: string, timeoutMs = 30_000): Promise<S
       }
       child.kill('SIGKILL');
       await exited;
+      // The kernel kills everything inside before PID 1 finishes exiting, and its new parent reaps it
+      // later: a busy host can take seconds. Stopped means nothing of the namespaces runs any more.
+      await waitFor(() => !running(pid), 60_000, `the node namespaces' PID 1 (host PID ${pid}) and every process inside to exit`);
     },
   };
+}
+
+/** True while `pid` exists and is not a zombie (a zombie PID 1 of a PID namespace has nothing left inside). */
+function running(pid: number): boolean {
+  try {
+    // The state follows the command, which is in parentheses and may hold spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
 }
 
 // unshare forks PID 1 of the new namespace; its host PID is unshare's only child.
