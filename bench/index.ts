@@ -23,6 +23,9 @@ const benchmarks: Record<string, () => Promise<string>> = {
   'cert-manager': async () => certManagerBenchmarkTable(),
   'pod-backlog': async () => import('./pod-backlog.bench.js').then(async (m) => m.formatPodBacklogBenchmark(await m.runPodBacklogBenchmark())),
   'pod-certificates': async () => import('./pod-certificates.js').then(async (m) => m.formatPodCertificateBenchmark(await m.runPodCertificateBenchmark())),
+  // A real node: root, and about 5 minutes with the images and node binaries cached.
+  'pod-certificates-real-node': async () =>
+    import('./pod-certificates-real-node.js').then(async (m) => m.formatRealNodePodCertificateBenchmark(await m.runRealNodePodCertificateBenchmark())),
 };
 
 const wanted = process.argv.slice(2);

@@ -16,7 +16,8 @@ import { parse } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
 import { ControllerProcess } from '../../packages/controller/test/support/controller-process.js';
 import { type Manifest, find, kustomizeBuild, repoRoot } from '../../packages/controller/test/support/manifests.js';
-import { Helm, type Values, expectRefusals, applyPrometheusCrds, chartDir } from './support/helm.js';
+import { Helm, type Values, applyPrometheusCrds, chartDir } from './support/helm.js';
+import { expectRefusals } from './support/refusals.js';
 import {
   type Installation,
   controllerConfigOf,

@@ -4,7 +4,8 @@ import { resolve } from 'node:path';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { CONTROLLER_FLAGS, type ConfigResult, parseControllerConfig } from '../../packages/controller/src/index.js';
 import { find } from '../../packages/controller/test/support/manifests.js';
-import { Helm, HelmError, type Values, chartDir, expectRefusals } from './support/helm.js';
+import { Helm, HelmError, type Values, chartDir } from './support/helm.js';
+import { expectRefusals } from './support/refusals.js';
 import { containerInput } from './support/release.js';
 
 // Issue 23 item 13: every chart value that becomes a controller flag is refused by the chart

@@ -13,7 +13,8 @@ import {
 import { parse } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
 import { type Manifest, find, kustomizeBuild, repoRoot } from '../../packages/controller/test/support/manifests.js';
-import { Helm, type Values, expectRefusals, chartDir } from './support/helm.js';
+import { Helm, type Values, chartDir } from './support/helm.js';
+import { expectRefusals } from './support/refusals.js';
 import { Kubectl } from './support/kubectl.js';
 import { parseFileProviderConfig } from '../../examples/file-provider/src/config.js';
 import {

@@ -1,4 +1,3 @@
-import { expect } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,20 +35,6 @@ export class HelmError extends Error {
 
 /** Values as a chart's values.yaml holds them. */
 export type Values = Record<string, unknown>;
-
-/** Expects `render` to refuse each of `refusals` with a HelmError whose stderr contains its message. */
-export function expectRefusals(render: (values: Values) => unknown, refusals: readonly (readonly [Values, string])[]): void {
-  for (const [values, message] of refusals) {
-    let error: unknown;
-    try {
-      render(values);
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(HelmError);
-    expect({ values, stderr: (error as HelmError).stderr }).toEqual({ values, stderr: expect.stringContaining(message) });
-  }
-}
 
 /**
  * Real helm (scripts/ensure-helm.sh) with its own config, cache and data folders, so a test never
