@@ -167,7 +167,11 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   return plane;
 }
 
-function auditFlags(dir: string, audit: NonNullable<ControlPlaneOptions['audit']>): string[] {
+/**
+ * The kube-apiserver flags of an audit log in `dir` (audit.log, JSON lines; the policy written
+ * beside it): `true` logs every request at Metadata level. Read it with {@link readAuditLog}.
+ */
+export function auditFlags(dir: string, audit: NonNullable<ControlPlaneOptions['audit']>): string[] {
   if (audit === false) return [];
   const policyPath = join(dir, 'audit-policy.yaml');
   writeFileSync(policyPath, typeof audit === 'object' ? audit.policyYaml : DEFAULT_AUDIT_POLICY);
@@ -180,7 +184,8 @@ function auditFlags(dir: string, audit: NonNullable<ControlPlaneOptions['audit']
   ];
 }
 
-function readAuditLog(path: string | undefined): AuditEvent[] {
+/** The events of the audit log at `path` so far (none before the apiserver wrote one). */
+export function readAuditLog(path: string | undefined): AuditEvent[] {
   if (!path) throw new Error('auditEvents() needs startControlPlane({ audit: true })');
   if (!existsSync(path)) return [];
   return readFileSync(path, 'utf8')
