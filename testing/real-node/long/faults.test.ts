@@ -5,7 +5,7 @@
 // docs/benchmarks.md. Faults, one after another: leaf rotations, an overlap CA rotation, the leader
 // pod deleted, a provider pod deleted, the kubelet restarted, the apiserver restarted. Every failed
 // call of every caller must fall in a listed, bounded window. Scale: one node, 2 controller
-// replicas, 4 providers, 5 callers; about 35 minutes, 20 of them waiting for the callers'
+// replicas, 4 providers, 6 callers; about 35 minutes, 20 of them waiting for the callers'
 // connections to reach their maximum age.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, eventually } from '../../../packages/controller/test/support/cluster.js';
