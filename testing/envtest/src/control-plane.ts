@@ -108,7 +108,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   let launched: LaunchedControlPlane;
   let auditLogPath: string | undefined;
   try {
-    auditLogPath = options.audit ? join(dir, 'audit.log') : undefined;
+    auditLogPath = options.audit ? auditLogIn(dir) : undefined;
     launched = await launchControlPlane({
       binaries,
       dir,
@@ -167,6 +167,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   return plane;
 }
 
+/** Where {@link auditFlags} has the apiserver write its audit log. */
+export const auditLogIn = (dir: string): string => join(dir, 'audit.log');
+
 /**
  * The kube-apiserver flags of an audit log in `dir` (audit.log, JSON lines; the policy written
  * beside it): `true` logs every request at Metadata level. Read it with {@link readAuditLog}.
@@ -177,7 +180,7 @@ export function auditFlags(dir: string, audit: NonNullable<ControlPlaneOptions['
   writeFileSync(policyPath, typeof audit === 'object' ? audit.policyYaml : DEFAULT_AUDIT_POLICY);
   return [
     `--audit-policy-file=${policyPath}`,
-    `--audit-log-path=${join(dir, 'audit.log')}`,
+    `--audit-log-path=${auditLogIn(dir)}`,
     '--audit-log-format=json',
     '--audit-log-mode=blocking',
     '--audit-log-maxbackup=0',

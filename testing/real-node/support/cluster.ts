@@ -7,7 +7,7 @@ import { locateBinaries } from '../../../packages/controller/src/cluster/binarie
 import { type RealCluster, realNodeUnavailable, startRealCluster } from '../../../packages/controller/src/cluster/node/cluster.js';
 import { locateNodeBinaries } from '../../../packages/controller/src/cluster/node/components.js';
 import { type TestImages, ensureImages } from '../../images/ensure.js';
-import { type AuditEvent, auditFlags, readAuditLog } from '../../envtest/src/control-plane.js';
+import { type AuditEvent, auditFlags, auditLogIn, readAuditLog } from '../../envtest/src/control-plane.js';
 
 const root = resolve(import.meta.dirname, '../../..');
 
@@ -48,7 +48,7 @@ export async function startTestCluster(
     syncFrequency: options.syncFrequency,
     apiServerFlags: [...auditFlags(dir, audit), ...(options.apiServerFlags ?? [])],
   });
-  return { cluster, images, auditEvents: () => readAuditLog(audit === false ? undefined : join(dir, 'audit.log')) };
+  return { cluster, images, auditEvents: () => readAuditLog(audit === false ? undefined : auditLogIn(dir)) };
 }
 
 /** Runs `argv` inside the node's namespaces (where pod and Service addresses are) and returns its stdout. */
