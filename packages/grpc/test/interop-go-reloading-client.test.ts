@@ -1,8 +1,10 @@
 // ESO core's side of docs/eso-integration.md in Go (testing/go-interop/cmd/reloading-client):
 // one grpc.ClientConn calling our provider server while the core's planner rotates the client
 // and server leaves and the CA (with overlap), the provider closing every connection after
-// 300 ms (GOAWAY). No call may fail, and each new client certificate must reach the provider.
+// 300 ms (GOAWAY). No call may fail, each new client certificate must reach the provider, and
+// the Go client must report the first call on each new server certificate (its delivery time).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { SecretWrite } from '@eso-mtls/core';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -24,6 +26,8 @@ describe('ESO core in Go (cmd/reloading-client) reloading its client Secret, cal
   let dirs: { client: string; server: string };
   let cluster: PlannedCluster;
   const clientSerials = new Set<bigint>();
+  /** The server leaves the planner wrote, in order, each once. */
+  const serverSerials: bigint[] = [];
   let calls = 0;
   let provider: ReloadingProvider;
   let goClient: GoProgram;
@@ -39,11 +43,27 @@ describe('ESO core in Go (cmd/reloading-client) reloading its client Secret, cal
     }
   }
 
-  /** One reconcile; waits until both sides hold what it wrote, and for our provider to see the Go client's current certificate. */
+  /** Notes a server leaf the planner wrote, unless it is one already written (a bundle-only write). */
+  function noteServerLeaf(w: SecretWrite): void {
+    if (typeof w.target === 'object' && !serverSerials.includes(leafSerial(w))) serverSerials.push(leafSerial(w));
+  }
+
+  /**
+   * One reconcile; waits until both sides hold what it wrote, for our provider to see the Go
+   * client's current certificate, and for the Go client to report a call on a new server certificate.
+   */
   async function step(): Promise<void> {
     const writes = await cluster.reconcile();
     for (const w of writes) {
-      if (typeof w.target === 'object') await loaded(provider.watcher, w);
+      if (typeof w.target === 'object') {
+        await loaded(provider.watcher, w);
+        noteServerLeaf(w);
+        const deadline = Date.now() + 20_000;
+        while (!events.serverCertificates().includes(leafSerial(w))) {
+          if (Date.now() > deadline) throw new Error(`the Go client never reported a call on server certificate ${leafSerial(w).toString(16)}`);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      }
       if (w.target === 'client') {
         const e = await events.take();
         expect(e).toMatchObject({ event: 'reloaded', cas: countCas(w) });
@@ -64,7 +84,7 @@ describe('ESO core in Go (cmd/reloading-client) reloading its client Secret, cal
     dirs = { client: join(root, 'client'), server: join(root, 'server') };
     Object.values(dirs).forEach((d) => mkdirSync(d));
     cluster = new PlannedCluster(NAMESPACE, SERVICE, dirs);
-    await cluster.reconcile();
+    (await cluster.reconcile()).forEach(noteServerLeaf);
     provider = await startProviderOn(dirs.server, {
       implementation: {
         getSecret(_request, context) {
@@ -116,6 +136,9 @@ describe('ESO core in Go (cmd/reloading-client) reloading its client Secret, cal
       expect(summary.calls).toBeGreaterThanOrEqual(calls);
       // Initial, 3 rotations, the CA activation.
       expect(clientSerials.size).toBe(5);
+      // Likewise the server's: each reported once, at the first call on it, in the order written.
+      expect(serverSerials).toHaveLength(5);
+      expect(events.serverCertificates()).toEqual(serverSerials);
       expect(events.all().filter((e) => e.event === 'refused')).toEqual([]);
     },
     TEST_TIMEOUT,

@@ -108,7 +108,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   let launched: LaunchedControlPlane;
   let auditLogPath: string | undefined;
   try {
-    auditLogPath = options.audit ? join(dir, 'audit.log') : undefined;
+    auditLogPath = options.audit ? auditLogIn(dir) : undefined;
     launched = await launchControlPlane({
       binaries,
       dir,
@@ -167,20 +167,28 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   return plane;
 }
 
-function auditFlags(dir: string, audit: NonNullable<ControlPlaneOptions['audit']>): string[] {
+/** Where {@link auditFlags} has the apiserver write its audit log. */
+export const auditLogIn = (dir: string): string => join(dir, 'audit.log');
+
+/**
+ * The kube-apiserver flags of an audit log in `dir` (audit.log, JSON lines; the policy written
+ * beside it): `true` logs every request at Metadata level. Read it with {@link readAuditLog}.
+ */
+export function auditFlags(dir: string, audit: NonNullable<ControlPlaneOptions['audit']>): string[] {
   if (audit === false) return [];
   const policyPath = join(dir, 'audit-policy.yaml');
   writeFileSync(policyPath, typeof audit === 'object' ? audit.policyYaml : DEFAULT_AUDIT_POLICY);
   return [
     `--audit-policy-file=${policyPath}`,
-    `--audit-log-path=${join(dir, 'audit.log')}`,
+    `--audit-log-path=${auditLogIn(dir)}`,
     '--audit-log-format=json',
     '--audit-log-mode=blocking',
     '--audit-log-maxbackup=0',
   ];
 }
 
-function readAuditLog(path: string | undefined): AuditEvent[] {
+/** The events of the audit log at `path` so far (none before the apiserver wrote one). */
+export function readAuditLog(path: string | undefined): AuditEvent[] {
   if (!path) throw new Error('auditEvents() needs startControlPlane({ audit: true })');
   if (!existsSync(path)) return [];
   return readFileSync(path, 'utf8')

@@ -7,6 +7,7 @@ import { locateBinaries } from '../../../packages/controller/src/cluster/binarie
 import { type RealCluster, realNodeUnavailable, startRealCluster } from '../../../packages/controller/src/cluster/node/cluster.js';
 import { locateNodeBinaries } from '../../../packages/controller/src/cluster/node/components.js';
 import { type TestImages, ensureImages } from '../../images/ensure.js';
+import { type AuditEvent, auditFlags, auditLogIn, readAuditLog } from '../../envtest/src/control-plane.js';
 
 const root = resolve(import.meta.dirname, '../../..');
 
@@ -14,29 +15,40 @@ const root = resolve(import.meta.dirname, '../../..');
 export interface TestCluster {
   readonly cluster: RealCluster;
   readonly images: TestImages;
+  /** The apiserver's audit log so far (requires startTestCluster's `audit`). */
+  auditEvents(): AuditEvent[];
 }
 
 /**
  * Builds (or finds cached) the binaries and images, then starts the real cluster. A machine that
  * cannot run a node fails the suite with the reason: the real node is part of `npm test`.
  */
-export async function startTestCluster(options: { readonly syncFrequency?: string; readonly apiServerFlags?: readonly string[] } = {}): Promise<TestCluster> {
+export async function startTestCluster(
+  options: {
+    readonly syncFrequency?: string;
+    readonly apiServerFlags?: readonly string[];
+    /** An audit log in the run's folder, as testing/envtest writes one: `true` logs every request at Metadata level. */
+    readonly audit?: boolean | { readonly policyYaml: string };
+  } = {},
+): Promise<TestCluster> {
   const unavailable = realNodeUnavailable();
   if (unavailable !== undefined) throw new Error(`npm test runs a real node, and this machine cannot: ${unavailable}`);
   const progress = (line: string): void => void process.stderr.write(`real-node: ${line}\n`);
   const controlPlaneBinaries = await locateBinaries(join(root, 'testing/envtest/build-testbin.sh'), progress);
   const nodeBinaries = await locateNodeBinaries(join(root, 'testing/node/build-node-bins.sh'), progress);
   const images = ensureImages();
+  const dir = mkdtempSync(join(tmpdir(), 'eso-mtls-node-'));
+  const audit = options.audit ?? false;
   const cluster = await startRealCluster({
-    dir: mkdtempSync(join(tmpdir(), 'eso-mtls-node-')),
+    dir,
     runId: randomBytes(4).toString('hex'),
     controlPlaneBinaries,
     nodeBinaries,
     images: Object.values(images.byRole).map((i) => i.tarball),
     syncFrequency: options.syncFrequency,
-    apiServerFlags: options.apiServerFlags,
+    apiServerFlags: [...auditFlags(dir, audit), ...(options.apiServerFlags ?? [])],
   });
-  return { cluster, images };
+  return { cluster, images, auditEvents: () => readAuditLog(audit === false ? undefined : auditLogIn(dir)) };
 }
 
 /** Runs `argv` inside the node's namespaces (where pod and Service addresses are) and returns its stdout. */

@@ -138,9 +138,33 @@ export interface FailedCall {
 
 /** Every `{"event":"call_failed",...}` line of a caller's log. */
 export function failedCalls(provider: string, log: string): FailedCall[] {
+  return eventLines<{ at: string; error: string }>(log, 'call_failed').map((f) => ({ provider, at: Date.parse(f.at), error: f.error }));
+}
+
+/** The first call of a caller on a provider certificate it had not seen before. */
+export interface ServerCertificateSeen {
+  /** `<client pod>/<provider namespace>`. */
+  readonly provider: string;
+  /** Hex as Go prints it, without leading zeros: compare with {@link sameSerial}. */
+  readonly serial: string;
+  /** When that call returned (the handshake was at or before it), in ms. */
+  readonly at: number;
+}
+
+/** Every `{"event":"server_certificate",...}` line of a caller's log: one per provider leaf, at its first call. */
+export function serverCertificates(provider: string, log: string): ServerCertificateSeen[] {
+  return eventLines<{ at: string; serial: string }>(log, 'server_certificate').map((c) => ({ provider, serial: c.serial, at: Date.parse(c.at) }));
+}
+
+/** Whether two hex serials are one number (Go prints no leading zeros; Node pads to whole bytes). */
+export function sameSerial(a: string, b: string): boolean {
+  return BigInt(`0x${a}`) === BigInt(`0x${b}`);
+}
+
+/** The `{"event":<event>,...}` lines of a caller's log, parsed. */
+function eventLines<T>(log: string, event: string): T[] {
   return log
     .split('\n')
-    .filter((l) => l.startsWith('{"event":"call_failed"'))
-    .map((l) => JSON.parse(l) as { at: string; error: string })
-    .map((f) => ({ provider, at: Date.parse(f.at), error: f.error }));
+    .filter((l) => l.startsWith(`{"event":"${event}"`))
+    .map((l) => JSON.parse(l) as T);
 }

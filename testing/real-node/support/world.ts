@@ -24,10 +24,12 @@ import {
   type ClientMode,
   ESO_SERVICE_ACCOUNT,
   type FailedCall,
+  type ServerCertificateSeen,
   clientPod,
   failedCalls,
   lastProgress,
   providerManifests,
+  serverCertificates,
 } from './workloads.js';
 
 /** Secret-mode providers (the shipped example), and one in pod-certificate mode (its pod-certificate overlay). */
@@ -45,7 +47,8 @@ export const CLIENTS: readonly { readonly pod: string; readonly mode: ClientMode
   { pod: 'eso-client', mode: 'secret', providers: PROVIDERS },
   { pod: 'eso-client-pod', mode: 'pod-certificate', providers: ['provider-a', POD_PROVIDER] },
 ];
-const CALLERS = CLIENTS.flatMap((c) => c.providers.map((provider) => ({ pod: c.pod, provider })));
+/** Every caller: one client pod's container calling one provider. */
+export const CALLERS = CLIENTS.flatMap((c) => c.providers.map((provider) => ({ pod: c.pod, provider })));
 
 /** The parts of certificates.k8s.io/v1 objects read here (the client library has no types for them yet). */
 export type TrustBundle = KubernetesObject & { spec: { trustBundle: string } };
@@ -148,6 +151,11 @@ export class World {
 
   async failedCalls(): Promise<FailedCall[]> {
     return (await Promise.all(CALLERS.map(async ({ pod, provider }) => failedCalls(`${pod}/${provider}`, await this.callerLog(pod, provider))))).flat();
+  }
+
+  /** Every caller's first call on each provider certificate it met. */
+  async serverCertificates(): Promise<ServerCertificateSeen[]> {
+    return (await Promise.all(CALLERS.map(async ({ pod, provider }) => serverCertificates(`${pod}/${provider}`, await this.callerLog(pod, provider))))).flat();
   }
 
   /** Resolves once every caller has made `more` calls beyond `before`. */

@@ -28,14 +28,17 @@ export function countCas(w: SecretWrite): number {
   return (w.data['ca.crt']!.match(/-----BEGIN CERTIFICATE-----/g) ?? []).length;
 }
 
-/** One JSON event line of a Go program's CertificateWatcher. */
+/** One JSON event line of a Go program: its CertificateWatcher's, or the reloading client's own. */
 interface GoEvent {
-  readonly event: 'loaded' | 'reloaded' | 'refused' | 'call_failed' | 'summary';
+  readonly event: 'loaded' | 'reloaded' | 'refused' | 'call_failed' | 'server_certificate' | 'summary';
   readonly reason?: string;
   readonly serial?: string;
   readonly cas?: number;
+  readonly at?: string;
 }
+const WATCHER_EVENTS: readonly GoEvent['event'][] = ['loaded', 'reloaded', 'refused'];
 const eventOf = (line: string): GoEvent | undefined => (line.startsWith('{') ? (JSON.parse(line) as GoEvent) : undefined);
+const isWatcherEvent = (e: GoEvent | undefined): e is GoEvent => e !== undefined && WATCHER_EVENTS.includes(e.event);
 
 /** Reads a Go program's watcher events from a cursor on, one at a time, in order. */
 export class GoEvents {
@@ -43,13 +46,20 @@ export class GoEvents {
   constructor(private readonly program: GoProgram) {}
   /** The next watcher event after those already taken. */
   async take(): Promise<GoEvent> {
-    const { line, index } = await this.program.nextLine((l) => eventOf(l)?.event !== undefined, this.next);
+    const { line, index } = await this.program.nextLine((l) => isWatcherEvent(eventOf(l)), this.next);
     this.next = index + 1;
     return eventOf(line)!;
   }
   /** Every watcher event printed so far. */
   all(): GoEvent[] {
-    return this.program.lines.flatMap((l) => eventOf(l) ?? []);
+    return this.program.lines.map(eventOf).filter(isWatcherEvent);
+  }
+  /** The serials of the provider certificates the reloading client handshook with, in the order first seen. */
+  serverCertificates(): bigint[] {
+    return this.program.lines
+      .map(eventOf)
+      .filter((e) => e?.event === 'server_certificate')
+      .map((e) => serial(e!.serial!));
   }
 }
 

@@ -4,8 +4,9 @@
 // credentials.pem and ca.crt) and verifying the provider against its newest ca.crt and the host
 // of -addr. Each load, reload and refusal of -cert-dir is one JSON line on stdout, then
 // "READY"; each of the first 5 failed calls (in a pod: every one) as
-// {"event":"call_failed","error":..,"at":..}; when stdin closes, one summary line:
-// {"event":"summary","calls":..,"failed":..}.
+// {"event":"call_failed","error":..,"at":..}; the first call that handshook with each provider
+// certificate not seen before as {"event":"server_certificate","serial":..,"sha256":..,"at":..};
+// when stdin closes, one summary line: {"event":"summary","calls":..,"failed":..}.
 //
 // In a pod (-report-every > 0) stdin is not used: it calls until SIGTERM or SIGINT, pausing
 // -interval between calls, and prints the running totals as {"event":"progress",..} every
@@ -29,6 +30,7 @@ import (
 	pb "eso-mtls/testing/go-interop/gen/providerv1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 )
 
 func main() {
@@ -117,6 +119,7 @@ func run(addr, connectTo, certDir string, layout gointerop.Layout, key string, p
 
 	stopped := stopSignal(reportEvery > 0)
 	s := summary{Event: "summary", Failures: []string{}}
+	served := newServerCertificates()
 	var report <-chan time.Time
 	if reportEvery > 0 {
 		ticker := time.NewTicker(reportEvery)
@@ -139,10 +142,15 @@ func run(addr, connectTo, certDir string, layout gointerop.Layout, key string, p
 			time.Sleep(interval)
 		}
 		callCtx, done := context.WithTimeout(ctx, 10*time.Second)
-		_, err := provider.GetSecret(callCtx, &pb.GetSecretRequest{RemoteRef: &pb.ExternalSecretDataRemoteRef{Key: key}})
+		var from peer.Peer
+		_, err := provider.GetSecret(callCtx, &pb.GetSecretRequest{RemoteRef: &pb.ExternalSecretDataRemoteRef{Key: key}}, grpc.Peer(&from))
 		done()
 		s.Calls++
-		if err != nil {
+		if err == nil {
+			if line, isNew := served.firstSight(&from, time.Now()); isNew {
+				emit(line)
+			}
+		} else {
 			s.Failed++
 			if len(s.Failures) < 5 {
 				s.Failures = append(s.Failures, err.Error())
