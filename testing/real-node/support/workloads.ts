@@ -8,7 +8,8 @@ const DATA_FILE = `secrets:\n  ${REMOTE_KEY}:\n    value: real-node\n`;
 /**
  * The shipped example (deploy/examples/file-provider, built by kustomize) once per namespace, with
  * the locally built image (never pulled) and a data file from a ConfigMap in place of the empty
- * folder it ships with, so GetSecret has something to return.
+ * folder it ships with, so GetSecret has something to return. Each namespace carries the label
+ * an admin gives namespaces allowed to have providers (the chart's providerLabelPolicy).
  */
 export function providerManifests(example: readonly Manifest[], namespaces: readonly string[], image: string): Manifest[] {
   return namespaces.flatMap((ns) => [
