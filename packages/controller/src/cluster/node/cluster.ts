@@ -102,11 +102,15 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
 
   // Nothing inside needs a graceful stop: killing the namespaces' PID 1 kills every process in
   // them at once, after which each watchdog and nsenter on the host exits by itself.
+  // A namespace slow to empty is reported, after the rest is stopped all the same.
   const stopAll = async (): Promise<void> => {
-    await sandbox?.destroy();
-    for (const p of started) await p.stop(1000);
-    await controlPlane?.stop();
-    await waitFor(() => removeCgroupTree(cgroupRoot).length === 0, 10_000, `the cgroup subtree ${cgroupRoot} to be removable`).catch(() => undefined);
+    try {
+      await sandbox?.destroy();
+    } finally {
+      for (const p of started) await p.stop(1000);
+      await controlPlane?.stop();
+      await waitFor(() => removeCgroupTree(cgroupRoot).length === 0, 10_000, `the cgroup subtree ${cgroupRoot} to be removable`).catch(() => undefined);
+    }
   };
 
   try {
