@@ -30,6 +30,7 @@ import { stubRequestPublicKey } from '../packages/core/src/stub-request.js';
 import { type TestCluster, startTestCluster } from '../testing/real-node/support/cluster.js';
 import { World, pemCertificates } from '../testing/real-node/support/world.js';
 import { pool, providerSecretInformer } from './kubernetes.bench.js';
+import { type Spread, spread } from './spread.js';
 
 const SERVER_SIGNER = 'eso-mtls.io/provider-server';
 const EXAMPLE = 'deploy/examples/file-provider-pod-certificates';
@@ -46,14 +47,6 @@ const GIVE_UP_MS = 45 * 60_000;
  */
 const SECRETS_WAIT_MS = 5 * 60_000;
 const PODS_WAIT_MS = 25 * 60_000;
-
-/** Milliseconds, p50 / p99 / max, over `n` values. */
-interface Spread {
-  readonly n: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly max: number;
-}
 
 /** What {@link runRealNodePodCertificateBenchmark} measures. Times in milliseconds unless named seconds. */
 export interface RealNodePodCertificateBenchmark {
@@ -101,18 +94,6 @@ type PodCertificateRequest = Manifest & {
 };
 
 const progress = (what: string): boolean => process.stderr.write(`bench: pod-certificates-real-node: ${what}\n`);
-
-const sorted = (values: readonly number[]): number[] => [...values].sort((a, b) => a - b);
-
-/** The value below which `fraction` of the `ascending` values lie (nearest rank); NaN for none. */
-function percentile(ascending: readonly number[], fraction: number): number {
-  return ascending[Math.min(ascending.length - 1, Math.max(0, Math.ceil(fraction * ascending.length) - 1))] ?? NaN;
-}
-
-function spread(values: readonly number[]): Spread {
-  const a = sorted(values);
-  return { n: a.length, p50: percentile(a, 0.5), p99: percentile(a, 0.99), max: a.at(-1) ?? NaN };
-}
 
 /** The example's Namespace, Service and pod template, built by kustomize as users build it. */
 function exampleShapes(): { readonly namespace: Manifest; readonly service: Manifest; readonly template: V1Pod } {

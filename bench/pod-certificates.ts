@@ -25,6 +25,7 @@ import type { V1Secret } from '@kubernetes/client-node';
 import { nodeIdentity, startControlPlane } from '../testing/envtest/src/index.js';
 import { type KubeletPod, PodCertificateKubelet } from '../testing/kubelet/index.js';
 import { ESO, pool, providerSecretInformer } from './kubernetes.bench.js';
+import { percentile, sorted } from './spread.js';
 
 const SERVER_SIGNER = 'eso-mtls.io/provider-server';
 const CLIENT_SIGNER = 'eso-mtls.io/eso-client';
@@ -104,13 +105,6 @@ function afterGc(): { rss: number; heap: number } {
   collectGarbage();
   const { rss, heapUsed } = process.memoryUsage();
   return { rss: mb(rss), heap: mb(heapUsed) };
-}
-
-const sorted = (values: readonly number[]): number[] => [...values].sort((a, b) => a - b);
-
-/** The value below which `fraction` of the `ascending` values lie (nearest rank); NaN for none. */
-function percentile(ascending: readonly number[], fraction: number): number {
-  return ascending[Math.min(ascending.length - 1, Math.max(0, Math.ceil(fraction * ascending.length) - 1))] ?? NaN;
 }
 
 /** True when the first certificate of `chain` holds `publicKey`, names `dnsName`, and one of `cas` signed it. */

@@ -14,6 +14,7 @@ import { type TestCluster, startTestCluster } from '../support/cluster.js';
 import { CALLERS, POD_PROVIDER, RELEASE, SECRET_PROVIDERS, World, pemCertificates } from '../support/world.js';
 import { sameSerial } from '../support/workloads.js';
 import type { AuditEvent } from '../../envtest/src/control-plane.js';
+import { type Spread, spread } from '../../../bench/spread.js';
 
 /** A span in which the named callers may fail, and why. */
 interface Window {
@@ -67,7 +68,7 @@ describe('the real node with production timings: every fault, the Helm lifecycle
   let tc: TestCluster;
   let w: World;
   const windows: Window[] = [];
-  const measured: Record<string, number | { p50: number; max: number; n: number }> = {};
+  const measured: Record<string, number | Spread> = {};
 
   beforeAll(async () => {
     tc = await startTestCluster({ audit: { policyYaml: SECRET_WRITES_AUDIT } });
@@ -100,8 +101,8 @@ describe('the real node with production timings: every fault, the Helm lifecycle
       }
       const toSwap = deliveries.map((d) => d.swapped - d.written);
       const toHandshake = deliveries.flatMap((d) => d.firstHandshakes.map((h) => h.at - d.written));
-      measured.leafDeliveryMs = percentiles(toSwap);
-      measured.leafFirstHandshakeMs = percentiles(toHandshake);
+      measured.leafDeliveryMs = spread(toSwap);
+      measured.leafFirstHandshakeMs = spread(toHandshake);
       process.stdout.write(`real-node leaf deliveries: ${JSON.stringify(deliveries)}\n`);
     },
     PROPAGATION_DELAY_MS + MAX_CONNECTION_AGE_MS + 5 * 60_000,
@@ -284,12 +285,6 @@ function microsToMs(rfc3339: string): number {
   const m = /\.(\d+)Z$/.exec(rfc3339);
   const fraction = m === null ? 0 : Number(`0.${m[1]}`) * 1000;
   return Date.parse(rfc3339.replace(/\.\d+Z$/, 'Z')) + fraction;
-}
-
-/** p50 (nearest rank) and max of a sample, in whole ms. */
-function percentiles(sample: readonly number[]): { p50: number; max: number; n: number } {
-  const sorted = [...sample].sort((a, b) => a - b);
-  return { p50: Math.round(sorted[Math.ceil(sorted.length / 2) - 1]!), max: Math.round(sorted.at(-1)!), n: sorted.length };
 }
 
 function serialOf(base64Pem: string): string {

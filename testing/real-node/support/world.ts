@@ -124,8 +124,7 @@ export class World {
    * Ready, with when each happened (the span in which that provider's callers may fail).
    */
   async replaceProviderPod(namespace: string): Promise<{ readonly deletedAt: number; readonly readyAt: number }> {
-    const [victim] = (await this.core.listNamespacedPod({ namespace })).items;
-    const name = victim!.metadata!.name!;
+    const name = await this.onlyPod(namespace);
     const deletedAt = Date.now();
     await this.core.deleteNamespacedPod({ namespace, name });
     await eventually(
