@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 /** Creates and updates unrelated Secrets until stopped; `last` is the latest resourceVersion it wrote. */
-function churn(namespace: string): { last: () => string; stop: () => Promise<{ writes: number }> } {
+function churn(namespace: string): { last: () => string; writes: () => number; stop: () => Promise<{ writes: number }> } {
   let stopped = false;
   let writes = 0;
   let last = '0';
@@ -49,6 +49,7 @@ function churn(namespace: string): { last: () => string; stop: () => Promise<{ w
   })();
   return {
     last: () => last,
+    writes: () => writes,
     stop: async () => {
       stopped = true;
       await loop;
@@ -76,6 +77,9 @@ describe('list+watch on the real apiserver', () => {
       await new Promise((r) => setTimeout(r, 6_000));
       const midChurn = BigInt(noiseMaker.last());
       await new Promise((r) => setTimeout(r, 6_000));
+      // A loaded machine writes fewer Secrets in those 12 s: the churn goes on until it has made
+      // enough to matter, however long that takes.
+      await eventually(() => expect(noiseMaker.writes()).toBeGreaterThan(100), 120_000);
       const { writes } = await noiseMaker.stop();
       await new Promise((r) => setTimeout(r, 2 * MIN_REQUEST_TIMEOUT * 1000)); // let a bookmark follow
 
@@ -104,7 +108,7 @@ describe('list+watch on the real apiserver', () => {
       await run.adapter.stop();
       await cluster.deleteService(ns, 'p');
     }
-  }, 60_000);
+  }, 180_000);
 
   it('relists only on 410 Gone: not for the connection errors of a kube-apiserver restart', async () => {
     const counter = new RequestCounter();
