@@ -27,7 +27,7 @@ export { Limiter } from './limiter.js';
 export { type Logger, silentLogger } from './logger.js';
 export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './options.js';
 export { terminalCondition } from './pod-requests.js';
-export { planContext, type PlanSettings } from './plan-context.js';
+export { planContext, type PlanConfiguration } from './plan-context.js';
 export { type PodCertificateOptions, type PodCertificateSigner, type PodSigningResult, type SigningCa } from './pod-signer.js';
 export {
   type ClusterTrustBundle,
@@ -65,7 +65,7 @@ export {
   type WatchHandle,
   WriteFencedError,
 } from './rest-client.js';
-export { type BuiltSnapshot, SnapshotBuilder, type SnapshotSource } from './snapshot-builder.js';
+export { type BuiltSnapshot, SnapshotBuilder, type SnapshotScope, type SnapshotSource } from './snapshot-builder.js';
 export { WatchError } from './watch-state.js';
 /** @deprecated Since 0.2: import IssuanceLedger from @eso-mtls/core, where the snapshot assembly that reads it lives. */
 export { IssuanceLedger } from '@eso-mtls/core';

@@ -5,9 +5,7 @@ import {
   type CryptoBackend,
   type Instant,
   type MaterializedCa,
-  type NamespaceRequirement,
   type Plan,
-  type Policy,
   type RotationReason,
   type SecretWrite,
   isPlanEmpty,
@@ -19,7 +17,7 @@ import type { EventRecorder } from './event-recorder.js';
 import type { Logger } from './logger.js';
 import type { PodCertificateSigner } from './pod-signer.js';
 import type { OrphanPruner } from './pruner.js';
-import { planContext } from './plan-context.js';
+import { type PlanConfiguration, planContext } from './plan-context.js';
 import { RoundWrites } from './round-writes.js';
 import type { SecretComponent } from './ownership.js';
 import type { SecretWriter } from './secret-writer.js';
@@ -82,7 +80,8 @@ export interface RoundDependencies {
   readonly writer: SecretWriter;
   readonly events: EventRecorder;
   readonly ledger: IssuanceLedger;
-  readonly policy: Policy;
+  /** The policy, bounds, namespace requirement and modes every plan is made under (see planContext). */
+  readonly plan: PlanConfiguration;
   readonly cache: CertificateCache;
   readonly crypto: CryptoBackend;
   readonly logger: Logger;
@@ -90,10 +89,6 @@ export interface RoundDependencies {
   readonly writeLimiter: ConcurrencyLimit;
   /** The Secret fence: checked again before each key is generated, so a closing fence wastes no keygen. */
   readonly writesAllowed: () => boolean;
-  /** The bound on issuances per round and the cap on namespaces served (see PlanContext); unset: none. */
-  readonly bounds?: { readonly maxIssuances?: number; readonly maxNamespaces?: number };
-  /** The label a namespace must carry before its labelled Services are served (see PlanContext); unset: none. */
-  readonly namespaceRequirement?: NamespaceRequirement;
   /** The metrics view: given each plan as it is made, then the CA and each leaf as its write lands. */
   readonly status?: CertificateStatusView;
   /** Pruning of orphaned provider Secrets (opt-in); runs after the writes, on the round's snapshot. */
@@ -126,7 +121,7 @@ export class ReconcileRound {
   private readonly terminating = new StateReporter();
 
   constructor(private readonly deps: RoundDependencies) {
-    this.reports = new StandingReports(deps.logger, deps.events, deps.hooks, deps.policy.reconcileInterval);
+    this.reports = new StandingReports(deps.logger, deps.events, deps.hooks, deps.plan.policy.reconcileInterval);
   }
 
   /** Plans at `clock()` and writes; each write is issued and stamped at the clock's time of writing. */
@@ -140,17 +135,10 @@ export class ReconcileRound {
   }
 
   private async planAndWrite(built: BuiltSnapshot, clock: () => Instant): Promise<RoundResult> {
-    const { policy, cache, pods, bounds } = this.deps;
+    const { cache, pods } = this.deps;
     const now = clock();
     const snapshot = pods ? { ...built.snapshot, trustBundles: pods.trustBundles.observed() } : built.snapshot;
-    const settings = {
-      policy,
-      podCertificateMaxValidity: pods?.signer.options.maxValidity,
-      maxIssuances: bounds?.maxIssuances,
-      maxNamespaces: bounds?.maxNamespaces,
-      namespaceRequirement: this.deps.namespaceRequirement,
-    };
-    const plan = planRotation(snapshot, planContext(settings, now, cache));
+    const plan = planRotation(snapshot, planContext(this.deps.plan, now, cache));
     this.deps.status?.update(plan);
     const services = new ServiceDirectory(built.services);
     this.reports.report(plan, now, services);
@@ -194,7 +182,7 @@ export class ReconcileRound {
     const where = writer.locate(c.target);
     const ours = conflicts!.stamp;
     const secret = `${where.namespace}/${where.name}`;
-    const afterSeconds = Math.max(0, Math.round((c.holdUntil - this.deps.policy.reconcileInterval - c.ourWriteAt) / 1000));
+    const afterSeconds = Math.max(0, Math.round((c.holdUntil - this.deps.plan.policy.reconcileInterval - c.ourWriteAt) / 1000));
     const samePolicy = c.writer.policy === ours.policy;
     hooks.onWriteConflict?.(where.component, where.namespace);
     logger.warn(
@@ -230,7 +218,7 @@ export class ReconcileRound {
     published.failed.forEach(() => hooks.onCaRotationFailure?.());
     for (const f of [...published.failed, ...published.conflicts]) {
       const last = this.bundleReports.get(f.name);
-      if (last !== undefined && now - last < this.deps.policy.reconcileInterval) continue;
+      if (last !== undefined && now - last < this.deps.plan.policy.reconcileInterval) continue;
       this.bundleReports.set(f.name, now);
       const conflict = published.conflicts.includes(f);
       if (conflict) hooks.onCaRotationFailure?.();
