@@ -53,7 +53,8 @@ export {
 } from './ownership.js';
 export { type ProxyChoice, redactProxyUrl } from './proxy.js';
 export { MIN_PRUNE_GRACE } from './pruner.js';
-export { type AdapterHooks, type RoundResult } from './reconcile-round.js';
+export type { AdapterHooks } from './adapter-hooks.js';
+export type { RoundResult } from './round-types.js';
 export { type ApiVerb, type RequestCounter } from './request-counter.js';
 export {
   certificatesPath,
