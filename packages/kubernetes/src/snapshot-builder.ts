@@ -30,8 +30,11 @@ export interface SnapshotSource {
 export interface SnapshotScope {
   /** The installation's id (see installationId): Secrets it wrote are `managed`, others `foreign`. */
   readonly installation: string;
+  /** ESO's namespace, where the CA and client Secrets are. */
   readonly esoNamespace: string;
+  /** The CA Secret's name. */
   readonly caSecretName: string;
+  /** The client certificate Secret's name. */
   readonly clientSecretName: string;
   /** False in pod-certificate-only mode: labelled Services get no provider Secret planned. Default true. */
   readonly providerSecrets?: boolean;
