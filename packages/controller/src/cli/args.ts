@@ -55,9 +55,10 @@ const FLAG = /^--?([a-z][a-z0-9-]*)(?:=(.*))?$/s;
 /**
  * Reads `argv` (without the command words) against `line`'s flags, the one way every command
  * does, as Kubernetes controllers (Go's `flag` package) read flags: `--name value`, `--name=value`
- * or `-name` (or its `short` alias); a value is the next argument whatever it looks like; a bool flag is true when bare
- * and takes a value only after `=`; the last of a repeated flag wins; `--help` or `-h` asks for
- * help; reading stops at the first of help or a problem. Pure: no I/O.
+ * or `-name`, and the same with a flag's `short` alias; a value is the next argument whatever it
+ * looks like; a bool flag is true when bare and takes a value only after `=`; the last of a
+ * repeated flag wins; `--help` or `-h` asks for help; reading stops at the first of help or a
+ * problem. Values are keyed by the flag's name. Pure: no I/O.
  */
 export function readArgv(argv: readonly string[], line: CommandLine): ArgvResult {
   const words = line.words ?? goFlagWords(line.command);

@@ -88,7 +88,7 @@ export function commandUsage(usage: string, description: string, flags: readonly
   const width = Math.max(...names.map((n) => n.length));
   const lines = [`Usage: ${usage}`, '', description, '', 'Flags:'];
   flags.forEach((f, i) => {
-    lines.push(`  ${names[i]!.padEnd(width)}  ${f.help}`);
+    lines.push(`  ${names[i]!.padEnd(width)}  ${f.help ?? ''}`);
     if (f.env) lines.push(`  ${''.padEnd(width)}  env ${f.env}, as for the controller`);
   });
   lines.push(`  ${'    --help'.padEnd(width)}  print this text`);
