@@ -17,7 +17,8 @@ import { type BindAddress, parseBindAddress } from './bind-address.js';
 import { MIN_PRUNE_GRACE, type PodCertificateOptions, isSignerName } from '@eso-mtls/kubernetes';
 import { readArgv } from './cli/args.js';
 import { parseDuration } from './duration.js';
-import { CONTROLLER_FLAGS, type FlagSpec, MAX_PROPAGATION_DELAY, MIN_PROPAGATION_DELAY, PIN_ENV, controllerUsage, envVarOf } from './flags.js';
+import type { Flag } from './cli/args.js';
+import { CONTROLLER_FLAGS, MAX_PROPAGATION_DELAY, MIN_PROPAGATION_DELAY, PIN_ENV, controllerUsage, envVarOf } from './flags.js';
 
 /** Minimum level of log lines, as pino names them. */
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
@@ -103,7 +104,7 @@ export type ConfigResult =
 
 type Source = { readonly value: string; readonly from: 'flag' | 'env' | 'default' };
 
-function describe(flag: FlagSpec, source: Source): string {
+function describe(flag: Flag, source: Source): string {
   const where = source.from === 'env' ? `${envVarOf(flag.name)} (flag --${flag.name})` : `--${flag.name} (env ${envVarOf(flag.name)})`;
   return `invalid value ${JSON.stringify(source.value)} for ${where}: accepts ${flag.accepts}`;
 }
@@ -125,7 +126,7 @@ export function parseControllerConfig(argv: readonly string[], env: Readonly<Rec
 }
 
 function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, string | undefined>>): ControllerConfig {
-  const spec = (name: string): FlagSpec => CONTROLLER_FLAGS.find((f) => f.name === name)!;
+  const spec = (name: string): Flag => CONTROLLER_FLAGS.find((f) => f.name === name)!;
   const source = (name: string): Source | undefined => {
     const arg = args.get(name);
     if (arg !== undefined) return { value: arg, from: 'flag' };

@@ -1,21 +1,5 @@
 import { DEFAULT_POLICY, type Duration, formatDuration, hours, seconds } from '@eso-mtls/core';
-import { type HelpRow, helpTable } from './cli/args.js';
-
-/**
- * The flags of `eso-mtls controller`, one table so that parsing, the environment variable names
- * and `--help` can never drift apart.
- */
-export interface FlagSpec {
-  /** Flag name without the leading dashes. */
-  readonly name: string;
-  /** `bool` flags may be given bare (`--leader-elect`) or as `--leader-elect=false`. */
-  readonly kind: 'string' | 'bool';
-  /** Default as it would be typed; undefined when the default is derived from another flag. */
-  readonly default: string | undefined;
-  /** What a valid value looks like, for errors and help. */
-  readonly accepts: string;
-  readonly help: string;
-}
+import { type Flag, type HelpRow, helpTable } from './cli/args.js';
 
 /** Every flag's environment variable: `ESO_MTLS_` and the flag name in upper snake case. */
 export function envVarOf(flag: string): string {
@@ -39,8 +23,12 @@ export const MIN_PROPAGATION_DELAY: Duration = seconds(10);
 export const MAX_PROPAGATION_DELAY: Duration = hours(1);
 const ADDRESS = 'host:port such as :8080 or 127.0.0.1:8080, or 0 to disable';
 
-/** The controller's flags, in help order. */
-export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
+/**
+ * The flags of `eso-mtls controller`, in help order: one table so that parsing, the environment
+ * variable names and `--help` can never drift apart. Each names its default (undefined when it is
+ * derived from another flag), what it accepts and what it does.
+ */
+export const CONTROLLER_FLAGS: readonly Flag[] = [
   {
     name: 'kubeconfig',
     kind: 'string',

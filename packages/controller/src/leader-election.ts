@@ -78,11 +78,6 @@ export class LeaderElector {
     return this.leading && this.clock.monotonicMs() - this.renewedFromMs < this.options.timings.renewDeadline;
   }
 
-  /** @deprecated Since 0.2: another name for {@link writesAllowed}, which says what it decides. */
-  isLeader(): boolean {
-    return this.writesAllowed();
-  }
-
   /** For /readyz: we lead, or we have recently seen another replica hold a live Lease. */
   leaseKnown(): boolean {
     if (this.writesAllowed()) return true;

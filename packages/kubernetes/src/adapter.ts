@@ -21,7 +21,9 @@ import type { InformerStats } from './informer.js';
 import { type Logger, silentLogger } from './logger.js';
 import { validateAdapterOptions } from './options.js';
 import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME, type WriterStamp, installationId } from './ownership.js';
-import { type AdapterHooks, ReconcileRound, type RoundResult } from './reconcile-round.js';
+import type { AdapterHooks } from './adapter-hooks.js';
+import { ReconcileRound } from './reconcile-round.js';
+import type { RoundResult } from './round-types.js';
 import { Reconciler } from './reconciler.js';
 import type { RequestCounter } from './request-counter.js';
 import { KubeRestClient } from './rest-client.js';
@@ -165,6 +167,7 @@ export class ProviderCertificateAdapter {
     const crypto = options.crypto ?? createNodeCryptoBackend();
     const secretMode = options.secretMode ?? true;
     const scope = {
+      installation: this.installation,
       esoNamespace: this.policy.esoNamespace,
       caSecretName: this.caSecretName,
       clientSecretName: this.clientSecretName,
@@ -244,20 +247,24 @@ export class ProviderCertificateAdapter {
       : undefined;
     const round = new ReconcileRound({
       informers: this.informers,
-      builder: new SnapshotBuilder(this.informers, ledger, this.installation, scope.esoNamespace, scope.caSecretName, scope.clientSecretName, secretMode),
-      writer: new SecretWriter(api, { ...scope, installation: this.installation, writer: this.writer, writesAllowed }),
+      builder: new SnapshotBuilder(this.informers, scope, ledger),
+      writer: new SecretWriter(api, { ...scope, writer: this.writer, writesAllowed }),
       conflicts: new WriteConflicts(this.writer, this.policy.reconcileInterval),
       events: this.events,
       ledger,
-      policy: this.policy,
+      plan: {
+        policy: this.policy,
+        podCertificates: options.podCertificates,
+        maxIssuancesPerReconcile: options.maxIssuancesPerReconcile,
+        maxNamespaces: options.maxNamespaces,
+        namespaceRequirement: options.namespaceRequirement,
+      },
       cache: this.certificateCache,
       crypto,
       logger,
       hooks: options.hooks ?? {},
       writeLimiter,
       writesAllowed,
-      bounds: { maxIssuances: options.maxIssuancesPerReconcile, maxNamespaces: options.maxNamespaces },
-      ...(options.namespaceRequirement ? { namespaceRequirement: options.namespaceRequirement } : {}),
       status: this.status,
       ...(this.pruner ? { pruner: this.pruner } : {}),
       ...(pods ? { pods } : {}),

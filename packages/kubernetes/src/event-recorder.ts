@@ -23,10 +23,11 @@ export type EventReason =
   | 'PruneFailed';
 
 /**
- * The object an Event is about: a labelled Service, the CA Secret in ESO's namespace (for the CA's
- * failures, which concern no Service), or a pod whose certificate request was decided.
+ * The object an Event is about (its `involvedObject`): a labelled Service, the CA Secret in ESO's
+ * namespace (for the CA's failures, which concern no Service), or a pod whose certificate request
+ * was decided.
  */
-export interface ServiceReference {
+export interface InvolvedObject {
   /** Default `Service`. */
   readonly kind?: 'Service' | 'Secret' | 'Pod';
   /** The object's namespace. */
@@ -97,11 +98,11 @@ export class EventRecorder {
     this.logger = options.logger ?? silentLogger;
   }
 
-  /** Queues an Event on `service` (or on the Secret it names). */
-  record(service: ServiceReference, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
+  /** Queues an Event on `object`. */
+  record(object: InvolvedObject, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
     if (this.options.writesAllowed && !this.options.writesAllowed()) return;
     const text = eventMessage(message);
-    const key = `${service.kind ?? 'Service'}/${service.namespace}/${service.name}/${reason}/${text}`;
+    const key = `${object.kind ?? 'Service'}/${object.namespace}/${object.name}/${reason}/${text}`;
     const now = this.options.now();
     const previous = this.sent.get(key);
     if (previous) {
@@ -111,13 +112,13 @@ export class EventRecorder {
         return;
       }
       previous.lastSent = now;
-      this.track(this.patch(service, previous, key, type, reason, text, now));
+      this.track(this.patch(object, previous, key, type, reason, text, now));
       return;
     }
-    const entry: Sent = { name: eventName(service.name, now), count: 1, firstTimestamp: now, lastSent: now };
+    const entry: Sent = { name: eventName(object.name, now), count: 1, firstTimestamp: now, lastSent: now };
     // Only warnings recur with the same text (a standing conflict); issuance messages carry their notAfter.
     if (type === 'Warning') this.remember(key, entry);
-    this.track(this.create(service, entry, type, reason, text, now));
+    this.track(this.create(object, entry, type, reason, text, now));
   }
 
   /** Resolves when every queued Event request has finished. */
@@ -135,20 +136,20 @@ export class EventRecorder {
     if (this.sent.size > MAX_REMEMBERED) this.sent.delete(this.sent.keys().next().value as string);
   }
 
-  private async create(service: ServiceReference, entry: Sent, type: string, reason: EventReason, message: string, now: Instant): Promise<void> {
+  private async create(object: InvolvedObject, entry: Sent, type: string, reason: EventReason, message: string, now: Instant): Promise<void> {
     const component = this.options.component ?? 'eso-mtls';
     try {
       await this.limiter.run(() =>
-        this.api.create(corePath('events', service.namespace), {
+        this.api.create(corePath('events', object.namespace), {
           apiVersion: 'v1',
           kind: 'Event',
-          metadata: { name: entry.name, namespace: service.namespace },
+          metadata: { name: entry.name, namespace: object.namespace },
           involvedObject: {
             apiVersion: 'v1',
-            kind: service.kind ?? 'Service',
-            namespace: service.namespace,
-            name: service.name,
-            ...(service.uid ? { uid: service.uid } : {}),
+            kind: object.kind ?? 'Service',
+            namespace: object.namespace,
+            name: object.name,
+            ...(object.uid ? { uid: object.uid } : {}),
           },
           type,
           reason,
@@ -163,12 +164,12 @@ export class EventRecorder {
       );
       this.stats.created++;
     } catch (e) {
-      this.fail(service, reason, e);
+      this.fail(object, reason, e);
     }
   }
 
   private async patch(
-    service: ServiceReference,
+    object: InvolvedObject,
     entry: Sent,
     key: string,
     type: 'Normal' | 'Warning',
@@ -177,24 +178,24 @@ export class EventRecorder {
     now: Instant,
   ): Promise<void> {
     try {
-      await this.limiter.run(() => this.api.mergePatch(corePath('events', service.namespace, entry.name), { count: entry.count, lastTimestamp: rfc3339(now) }));
+      await this.limiter.run(() => this.api.mergePatch(corePath('events', object.namespace, entry.name), { count: entry.count, lastTimestamp: rfc3339(now) }));
       this.stats.patched++;
     } catch (e) {
       if (apiErrorOf(e).code === 404) {
         // The Event expired (the apiserver keeps them for an hour by default): start a new one.
         this.sent.delete(key);
-        this.record(service, type, reason, message);
+        this.record(object, type, reason, message);
         return;
       }
-      this.fail(service, reason, e);
+      this.fail(object, reason, e);
     }
   }
 
-  private fail(service: ServiceReference, reason: EventReason, e: unknown): void {
+  private fail(object: InvolvedObject, reason: EventReason, e: unknown): void {
     if (e instanceof WriteFencedError) return; // leadership lost: the new leader reports from now on
     this.stats.failed++;
-    const about = service.kind === 'Secret' ? { secret: service.name } : service.kind === 'Pod' ? { pod: service.name } : { service: service.name };
-    this.logger.warn({ namespace: service.namespace, ...about, reason, error: apiErrorOf(e).message }, 'could not record Event');
+    const about = object.kind === 'Secret' ? { secret: object.name } : object.kind === 'Pod' ? { pod: object.name } : { service: object.name };
+    this.logger.warn({ namespace: object.namespace, ...about, reason, error: apiErrorOf(e).message }, 'could not record Event');
   }
 }
 
@@ -216,7 +217,7 @@ function rfc3339(t: Instant): string {
   return new Date(Math.floor(t / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
 
-/** `<service>.<time hex><random hex>`, like client-go's recorder: unique, and sorted by time. */
-function eventName(service: string, now: Instant): string {
-  return `${service}.${Math.max(0, Math.floor(now)).toString(16)}${randomBytes(4).toString('hex')}`;
+/** `<object name>.<time hex><random hex>`, like client-go's recorder: unique, and sorted by time. */
+function eventName(object: string, now: Instant): string {
+  return `${object}.${Math.max(0, Math.floor(now)).toString(16)}${randomBytes(4).toString('hex')}`;
 }

@@ -11,7 +11,7 @@ export { CertificateStatusView, type LabelledService } from './certificate-statu
 export { type MonotonicClock, type ScheduledTimer, sleep, systemTimers, type Timers, type TimerScheduler } from './clock.js';
 export { type ClusterInformers, type InformerScope, type InformerTuning, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService } from './cluster-informers.js';
 export { type ClusterConnection, connectionFromKubeConfig, type ConnectionTls, type KubeConfigConnectionOptions, type KubeConfigLike } from './connection.js';
-export { type EventReason, type EventRecorderStats, type ServiceReference } from './event-recorder.js';
+export { type EventReason, type EventRecorderStats, type InvolvedObject } from './event-recorder.js';
 export {
   Informer,
   type InformerEvent,
@@ -23,11 +23,10 @@ export {
   type Watcher,
 } from './informer.js';
 export { type InClusterOptions, type KubeconfigOptions, loadInClusterConnection, loadKubeconfigFile, UnsupportedKubeconfigError } from './kubeconfig.js';
-export { Limiter } from './limiter.js';
 export { type Logger, silentLogger } from './logger.js';
 export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './options.js';
 export { terminalCondition } from './pod-requests.js';
-export { planContext, type PlanSettings } from './plan-context.js';
+export { planContext, type PlanConfiguration } from './plan-context.js';
 export { type PodCertificateOptions, type PodCertificateSigner, type PodSigningResult, type SigningCa } from './pod-signer.js';
 export {
   type ClusterTrustBundle,
@@ -53,7 +52,8 @@ export {
 } from './ownership.js';
 export { type ProxyChoice, redactProxyUrl } from './proxy.js';
 export { MIN_PRUNE_GRACE } from './pruner.js';
-export { type AdapterHooks, type RoundResult } from './reconcile-round.js';
+export type { AdapterHooks } from './adapter-hooks.js';
+export type { RoundResult } from './round-types.js';
 export { type ApiVerb, type RequestCounter } from './request-counter.js';
 export {
   certificatesPath,
@@ -65,7 +65,5 @@ export {
   type WatchHandle,
   WriteFencedError,
 } from './rest-client.js';
-export { type BuiltSnapshot, SnapshotBuilder, type SnapshotSource } from './snapshot-builder.js';
+export { type BuiltSnapshot, SnapshotBuilder, type SnapshotScope, type SnapshotSource } from './snapshot-builder.js';
 export { WatchError } from './watch-state.js';
-/** @deprecated Since 0.2: import IssuanceLedger from @eso-mtls/core, where the snapshot assembly that reads it lives. */
-export { IssuanceLedger } from '@eso-mtls/core';

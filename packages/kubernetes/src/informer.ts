@@ -180,11 +180,6 @@ export class Informer<T extends ObjectWithMeta> {
     this.emit(previous ? { type: 'MODIFIED', object, previous } : { type: 'ADDED', object });
   }
 
-  /** @deprecated Since 0.2: renamed {@link cacheAhead} ("observe" is the core's word for classifying a Secret's data). */
-  observe(received: T): void {
-    this.cacheAhead(received);
-  }
-
   /** The resourceVersion the next watch resumes from. */
   get lastResourceVersion(): string | undefined {
     return this.resourceVersion;

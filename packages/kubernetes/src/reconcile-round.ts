@@ -1,56 +1,12 @@
-import {
-  type CertificateCache,
-  type ConcurrencyLimit,
-  type IssuanceLedger,
-  type CryptoBackend,
-  type Instant,
-  type MaterializedCa,
-  type NamespaceRequirement,
-  type Plan,
-  type Policy,
-  type RotationReason,
-  type SecretWrite,
-  isPlanEmpty,
-  planRotation,
-} from '@eso-mtls/core';
-import type { CertificateStatusView } from './certificate-status.js';
-import type { ClusterInformers } from './cluster-informers.js';
-import type { EventRecorder } from './event-recorder.js';
-import type { Logger } from './logger.js';
-import type { PodCertificateSigner } from './pod-signer.js';
-import type { OrphanPruner } from './pruner.js';
+import { type Instant, type MaterializedCa, isPlanEmpty, planRotation } from '@eso-mtls/core';
 import { planContext } from './plan-context.js';
+import type { RoundDependencies, RoundResult } from './round-types.js';
 import { RoundWrites } from './round-writes.js';
-import type { SecretComponent } from './ownership.js';
-import type { SecretWriter } from './secret-writer.js';
 import { ServiceDirectory } from './service-directory.js';
-import type { PodSigningLane } from './signing-lane.js';
-import type { BuiltSnapshot, SnapshotBuilder } from './snapshot-builder.js';
+import type { BuiltSnapshot } from './snapshot-builder.js';
 import { StandingReports } from './standing-reports.js';
 import { StateReporter } from './state-reporter.js';
-import type { TrustBundles } from './trust-bundles.js';
-import type { WriteConflict, WriteConflicts } from './write-conflicts.js';
-
-/** Callbacks for metrics and tests; each must be cheap and must not throw. */
-export interface AdapterHooks {
-  /** A namespace's server certificate was issued and written (one call per issuance). */
-  onRotation?(namespace: string, services: readonly string[], reason: RotationReason): void;
-  /**
-   * A namespace's server certificate could not be issued (key generation, signing) or written, its
-   * trust bundle could not be written, or its Secret is in conflict.
-   */
-  onRotationFailure?(namespace: string, services: readonly string[]): void;
-  /** A CA could not be generated or signed, the CA Secret could not be written, or a ClusterTrustBundle could not. */
-  onCaRotationFailure?(): void;
-  /** A PodCertificateRequest was decided (pod-certificate mode), or its status could not be written (`failed`, `StatusWriteFailed`). */
-  onPodCertificateRequest?(signer: 'server' | 'client', result: 'issued' | 'denied' | 'failed', reason: string, namespace: string): void;
-  /** Every Secret write that succeeded: CA, client, server leaves and bundle updates. */
-  onWrite?(write: SecretWrite): void;
-  /** Pruning is on: a namespace's orphaned provider Secret was deleted, or its deletion failed (403, 5xx, network). */
-  onSecretPruned?(namespace: string, result: 'deleted' | 'failed'): void;
-  /** One of our writes was replaced by another controller within a reconcile interval (see WriteConflicts). */
-  onWriteConflict?(component: SecretComponent, namespace: string): void;
-}
+import type { WriteConflict } from './write-conflicts.js';
 
 /**
  * A round that wrote nothing and failed does not plan its deferred leaves again a second later
@@ -61,57 +17,6 @@ function withoutEagerRetry(result: RoundResult): RoundResult {
   const failedOnly = result.written === 0 && result.failed + result.stale + result.fenced > 0;
   return failedOnly && result.plan.deferred.length > 0 ? { ...result, plan: { ...result.plan, nextDueAt: undefined } } : result;
 }
-
-/** What one reconcile did. */
-export interface RoundResult {
-  readonly plan: Plan;
-  /** Secrets written. */
-  readonly written: number;
-  /** Writes refused because the Secret moved on (409, or 404 on update); a re-plan follows. */
-  readonly stale: number;
-  /** Writes that failed otherwise (403, 422, 5xx, network); retried with backoff. */
-  readonly failed: number;
-  /** Writes not sent because writesAllowed() turned false. */
-  readonly fenced: number;
-}
-
-/** Everything a round needs. */
-export interface RoundDependencies {
-  readonly informers: ClusterInformers;
-  readonly builder: SnapshotBuilder;
-  readonly writer: SecretWriter;
-  readonly events: EventRecorder;
-  readonly ledger: IssuanceLedger;
-  readonly policy: Policy;
-  readonly cache: CertificateCache;
-  readonly crypto: CryptoBackend;
-  readonly logger: Logger;
-  readonly hooks: AdapterHooks;
-  readonly writeLimiter: ConcurrencyLimit;
-  /** The Secret fence: checked again before each key is generated, so a closing fence wastes no keygen. */
-  readonly writesAllowed: () => boolean;
-  /** The bound on issuances per round and the cap on namespaces served (see PlanContext); unset: none. */
-  readonly bounds?: { readonly maxIssuances?: number; readonly maxNamespaces?: number };
-  /** The label a namespace must carry before its labelled Services are served (see PlanContext); unset: none. */
-  readonly namespaceRequirement?: NamespaceRequirement;
-  /** The metrics view: given each plan as it is made, then the CA and each leaf as its write lands. */
-  readonly status?: CertificateStatusView;
-  /** Pruning of orphaned provider Secrets (opt-in); runs after the writes, on the round's snapshot. */
-  readonly pruner?: OrphanPruner;
-  /** Our writes another controller replaced: reported here, and held by {@link RoundWrites}. */
-  readonly conflicts?: WriteConflicts;
-  /**
-   * Pod-certificate mode: the signer of both signer names, the lane it signs in (beside the
-   * rounds), and their ClusterTrustBundles.
-   */
-  readonly pods?: {
-    readonly signer: PodCertificateSigner;
-    readonly lane: PodSigningLane;
-    readonly trustBundles: TrustBundles;
-    readonly caEventTarget: { namespace: string; name: string };
-  };
-}
-
 /**
  * One reconcile: snapshot the caches, plan, report what stands (conflicts, waiting leaves,
  * refusals), then write (see {@link RoundWrites}: the CA first, then leaves and bundles). A write
@@ -126,7 +31,7 @@ export class ReconcileRound {
   private readonly terminating = new StateReporter();
 
   constructor(private readonly deps: RoundDependencies) {
-    this.reports = new StandingReports(deps.logger, deps.events, deps.hooks, deps.policy.reconcileInterval);
+    this.reports = new StandingReports(deps.logger, deps.events, deps.hooks, deps.plan.policy.reconcileInterval);
   }
 
   /** Plans at `clock()` and writes; each write is issued and stamped at the clock's time of writing. */
@@ -140,17 +45,10 @@ export class ReconcileRound {
   }
 
   private async planAndWrite(built: BuiltSnapshot, clock: () => Instant): Promise<RoundResult> {
-    const { policy, cache, pods, bounds } = this.deps;
+    const { cache, pods } = this.deps;
     const now = clock();
     const snapshot = pods ? { ...built.snapshot, trustBundles: pods.trustBundles.observed() } : built.snapshot;
-    const settings = {
-      policy,
-      podCertificateMaxValidity: pods?.signer.options.maxValidity,
-      maxIssuances: bounds?.maxIssuances,
-      maxNamespaces: bounds?.maxNamespaces,
-      namespaceRequirement: this.deps.namespaceRequirement,
-    };
-    const plan = planRotation(snapshot, planContext(settings, now, cache));
+    const plan = planRotation(snapshot, planContext(this.deps.plan, now, cache));
     this.deps.status?.update(plan);
     const services = new ServiceDirectory(built.services);
     this.reports.report(plan, now, services);
@@ -194,7 +92,7 @@ export class ReconcileRound {
     const where = writer.locate(c.target);
     const ours = conflicts!.stamp;
     const secret = `${where.namespace}/${where.name}`;
-    const afterSeconds = Math.max(0, Math.round((c.holdUntil - this.deps.policy.reconcileInterval - c.ourWriteAt) / 1000));
+    const afterSeconds = Math.max(0, Math.round((c.holdUntil - this.deps.plan.policy.reconcileInterval - c.ourWriteAt) / 1000));
     const samePolicy = c.writer.policy === ours.policy;
     hooks.onWriteConflict?.(where.component, where.namespace);
     logger.warn(
@@ -230,7 +128,7 @@ export class ReconcileRound {
     published.failed.forEach(() => hooks.onCaRotationFailure?.());
     for (const f of [...published.failed, ...published.conflicts]) {
       const last = this.bundleReports.get(f.name);
-      if (last !== undefined && now - last < this.deps.policy.reconcileInterval) continue;
+      if (last !== undefined && now - last < this.deps.plan.policy.reconcileInterval) continue;
       this.bundleReports.set(f.name, now);
       const conflict = published.conflicts.includes(f);
       if (conflict) hooks.onCaRotationFailure?.();

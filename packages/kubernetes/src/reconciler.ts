@@ -2,7 +2,8 @@ import type { Instant } from '@eso-mtls/core';
 import { Backoff } from './backoff.js';
 import { type ScheduledTimer, type Timers, systemTimers } from './clock.js';
 import type { Logger } from './logger.js';
-import type { ReconcileRound, RoundResult } from './reconcile-round.js';
+import type { ReconcileRound } from './reconcile-round.js';
+import type { RoundResult } from './round-types.js';
 import { StateReporter } from './state-reporter.js';
 
 /** Timing of {@link Reconciler}. */

@@ -14,7 +14,7 @@ import {
   shown,
 } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
-import type { RoundDependencies, RoundResult } from './reconcile-round.js';
+import type { RoundDependencies, RoundResult } from './round-types.js';
 import type { WriteOutcome } from './secret-writer.js';
 import { type ServiceDirectory, servicesFields } from './service-directory.js';
 import type { BuiltSnapshot } from './snapshot-builder.js';

@@ -1,5 +1,5 @@
 import type { V1Service } from '@kubernetes/client-node';
-import type { ServiceReference } from './event-recorder.js';
+import type { InvolvedObject } from './event-recorder.js';
 
 /**
  * The most Services one namespace-wide report is about: a namespace's labelled Services share one
@@ -40,7 +40,7 @@ export class ServiceDirectory {
   }
 
   /** The named Services of `namespace` as Event targets, with their uids where the cache has them. */
-  refs(namespace: string, names: readonly string[]): ServiceReference[] {
+  refs(namespace: string, names: readonly string[]): InvolvedObject[] {
     return names.map((name) => ({ namespace, name, uid: this.uids.get(`${namespace}/${name}`) }));
   }
 }

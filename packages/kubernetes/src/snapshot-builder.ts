@@ -26,6 +26,20 @@ export interface SnapshotSource {
   readonly allowedNamespaces?: AllowedNamespaces | undefined;
 }
 
+/** Which installation the builder reads for, and where its Secrets are. */
+export interface SnapshotScope {
+  /** The installation's id (see installationId): Secrets it wrote are `managed`, others `foreign`. */
+  readonly installation: string;
+  /** ESO's namespace, where the CA and client Secrets are. */
+  readonly esoNamespace: string;
+  /** The CA Secret's name. */
+  readonly caSecretName: string;
+  /** The client certificate Secret's name. */
+  readonly clientSecretName: string;
+  /** False in pod-certificate-only mode: labelled Services get no provider Secret planned. Default true. */
+  readonly providerSecrets?: boolean;
+}
+
 /** A snapshot and the raw Secrets it was built from, by target, to merge metadata into writes. */
 export interface BuiltSnapshot {
   readonly snapshot: Snapshot;
@@ -46,13 +60,9 @@ export class SnapshotBuilder {
 
   constructor(
     private readonly informers: SnapshotSource,
+    private readonly scope: SnapshotScope,
+    /** Where managed Secrets are recorded; status, planning once, gives a fresh one. */
     private readonly ledger: IssuanceLedger,
-    private readonly installation: string,
-    private readonly esoNamespace: string,
-    private readonly caSecretName: string,
-    private readonly clientSecretName: string,
-    /** False in pod-certificate-only mode: labelled Services get no provider Secret planned. */
-    private readonly secretMode: boolean = true,
   ) {}
 
   /** The snapshot of the caches as they are now (see assembleSnapshot); records managed Secrets in the ledger. */
@@ -65,7 +75,7 @@ export class SnapshotBuilder {
       const name = svc.metadata?.name;
       if (!ns || !name) continue;
       append(services, ns, svc);
-      if (this.secretMode) {
+      if (this.scope.providerSecrets ?? true) {
         const createdAt = instantOf(svc.metadata?.creationTimestamp);
         append(providerServices, ns, {
           name,
@@ -81,8 +91,9 @@ export class SnapshotBuilder {
       providerSecrets.set(namespace, this.state(s, 'provider-tls'));
       secrets.set(describeTarget({ namespace }), s);
     }
-    const ca = this.informers.caSecret.get(this.esoNamespace, this.caSecretName);
-    const client = this.informers.clientSecret.get(this.esoNamespace, this.clientSecretName);
+    const { esoNamespace, caSecretName, clientSecretName } = this.scope;
+    const ca = this.informers.caSecret.get(esoNamespace, caSecretName);
+    const client = this.informers.clientSecret.get(esoNamespace, clientSecretName);
     if (ca) secrets.set(describeTarget('ca'), ca);
     if (client) secrets.set(describeTarget('client'), client);
     const snapshot = assembleSnapshot(
@@ -107,7 +118,7 @@ export class SnapshotBuilder {
       }
       state = {
         data,
-        ownership: classifyOwnership(secret, component, this.installation),
+        ownership: classifyOwnership(secret, component, this.scope.installation),
         annotations: { ...(secret.metadata?.annotations ?? {}) },
         version: secret.metadata?.resourceVersion,
       };

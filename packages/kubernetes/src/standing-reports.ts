@@ -12,7 +12,7 @@ import {
 } from '@eso-mtls/core';
 import type { EventReason, EventRecorder } from './event-recorder.js';
 import type { Logger } from './logger.js';
-import type { AdapterHooks } from './reconcile-round.js';
+import type { AdapterHooks } from './adapter-hooks.js';
 import { type ServiceDirectory, servicesFields } from './service-directory.js';
 import { StateReporter } from './state-reporter.js';
 

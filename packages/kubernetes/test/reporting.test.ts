@@ -5,7 +5,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { Conflict, Plan, RefusedService, WaitingLeaf } from '@eso-mtls/core';
 import { minutes } from '@eso-mtls/core';
 import { ControllerMetrics } from '@eso-mtls/metrics';
-import type { EventReason, ServiceReference } from '../src/index.js';
+import type { EventReason, InvolvedObject } from '../src/index.js';
 import { CertificateStatusView } from '../src/certificate-status.js';
 import { ServiceDirectory } from '../src/service-directory.js';
 import { StandingReports } from '../src/standing-reports.js';
@@ -17,8 +17,8 @@ const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
 
 /** Events as the recorder would be asked for them. */
 class RecordedEvents {
-  readonly events: { ref: ServiceReference; type: string; reason: EventReason; message: string }[] = [];
-  record(ref: ServiceReference, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
+  readonly events: { ref: InvolvedObject; type: string; reason: EventReason; message: string }[] = [];
+  record(ref: InvolvedObject, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
     this.events.push({ ref, type, reason, message });
   }
 }

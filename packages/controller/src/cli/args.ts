@@ -1,11 +1,22 @@
-/** A flag as the command line sees it: its name and whether it takes a value. */
-export interface FlagSyntax {
+/**
+ * A flag of any `eso-mtls` command, the one shape they all take: what the parser reads (name,
+ * kind, alias) and what errors and help say of it.
+ */
+export interface Flag {
   /** Flag name without the leading dashes. */
   readonly name: string;
   /** `string` takes a value; `bool` is a switch, true when bare, or `--name=true|false`. */
   readonly kind: 'string' | 'bool';
-  /** What a valid value looks like; named when the value is missing. */
+  /** What a valid value looks like; named when the value is missing or invalid, and in help. */
   readonly accepts?: string;
+  /** What the flag does, for help built from the flags (the controller's, status's and renew's). */
+  readonly help?: string;
+  /** Default as it would be typed; undefined when there is none or it is derived from another flag. */
+  readonly default?: string | undefined;
+  /** A one-letter alias (`-n`, `-o`), read as the flag itself. */
+  readonly short?: string;
+  /** Its environment variable, for a command that reads one beside it (status's flags shared with the controller). */
+  readonly env?: string;
 }
 
 /** How a command words the three things the reader can find wrong; each message ends with `; see <command> --help` where it helps. */
@@ -13,14 +24,14 @@ export interface FlagErrorWords {
   /** `suggestion` is the known flag the typed one most likely meant, when one is close. */
   unknown(typed: string, name: string, suggestion?: string): string;
   unexpected(arg: string): string;
-  missingValue(flag: FlagSyntax): string;
+  missingValue(flag: Flag): string;
 }
 
 /** One command's flags. */
 export interface CommandLine {
   /** The command as users type it, e.g. `eso-mtls controller`. */
   readonly command: string;
-  readonly flags: readonly FlagSyntax[];
+  readonly flags: readonly Flag[];
   /** Its error wording (default: {@link goFlagWords}, the controller's). */
   readonly words?: FlagErrorWords;
 }
@@ -44,13 +55,14 @@ const FLAG = /^--?([a-z][a-z0-9-]*)(?:=(.*))?$/s;
 /**
  * Reads `argv` (without the command words) against `line`'s flags, the one way every command
  * does, as Kubernetes controllers (Go's `flag` package) read flags: `--name value`, `--name=value`
- * or `-name`; a value is the next argument whatever it looks like; a bool flag is true when bare
- * and takes a value only after `=`; the last of a repeated flag wins; `--help` or `-h` asks for
- * help; reading stops at the first of help or a problem. Pure: no I/O.
+ * or `-name`, and the same with a flag's `short` alias; a value is the next argument whatever it
+ * looks like; a bool flag is true when bare and takes a value only after `=`; the last of a
+ * repeated flag wins; `--help` or `-h` asks for help; reading stops at the first of help or a
+ * problem. Values are keyed by the flag's name. Pure: no I/O.
  */
 export function readArgv(argv: readonly string[], line: CommandLine): ArgvResult {
   const words = line.words ?? goFlagWords(line.command);
-  const flags = new Map(line.flags.map((f) => [f.name, f]));
+  const flags = new Map(line.flags.flatMap((f) => [[f.name, f] as const, ...(f.short ? [[f.short, f] as const] : [])]));
   const values = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -63,7 +75,8 @@ export function readArgv(argv: readonly string[], line: CommandLine): ArgvResult
     if (value === undefined) {
       if (flag.kind === 'bool') value = 'true';
       else if (i + 1 < argv.length) value = argv[++i]!;
-      else return { kind: 'error', message: words.missingValue(flag) };
+      // Named as typed: `-n` is not told that `--namespace` needs a value.
+      else return { kind: 'error', message: words.missingValue({ ...flag, name: m[1]! }) };
     }
     values.set(flag.name, value);
   }
@@ -74,7 +87,7 @@ export function readArgv(argv: readonly string[], line: CommandLine): ArgvResult
  * The known flag a mistyped name most likely meant: the nearest by edit distance, if at most a
  * third of the name's letters differ (so `--namspace` finds `--namespace`, `--x` finds nothing).
  */
-export function closestFlag(name: string, flags: readonly FlagSyntax[]): string | undefined {
+export function closestFlag(name: string, flags: readonly Flag[]): string | undefined {
   let best: { name: string; distance: number } | undefined;
   for (const flag of flags) {
     const distance = editDistance(name, flag.name);

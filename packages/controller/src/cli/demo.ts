@@ -8,13 +8,13 @@ import { MAX_PROVIDERS, MIN_PROVIDERS, minDemoDuration } from '../demo/scenario.
 import { demoPolicy } from '../demo/schedule.js';
 import { demoExitCode } from '../demo/summary.js';
 import type { TimelineOutput } from '../demo/timeline.js';
-import { type FlagSyntax, goFlagWords, helpTable, readArgv } from './args.js';
+import { type Flag, goFlagWords, helpTable, readArgv } from './args.js';
 import type { CliStreams } from './controller.js';
 
 const COMMAND = 'eso-mtls demo';
 const MAX_DURATION_MS = 24 * 3_600_000;
 
-const DEMO_FLAGS: readonly FlagSyntax[] = [
+const DEMO_FLAGS: readonly Flag[] = [
   { name: 'duration', kind: 'string', accepts: 'a duration such as 2m or 90s, at most 24h' },
   { name: 'providers', kind: 'string', accepts: `a whole number from ${MIN_PROVIDERS} to ${MAX_PROVIDERS}` },
   { name: 'seed', kind: 'string', accepts: 'a whole number' },
@@ -65,11 +65,11 @@ export interface DemoArgs {
 /** A flag value the demo cannot use; the message names the flag, the value and what it accepts. */
 class DemoFlagError extends Error {}
 
-function flagError(flag: FlagSyntax, value: string): DemoFlagError {
+function flagError(flag: Flag, value: string): DemoFlagError {
   return new DemoFlagError(`--${flag.name}: ${JSON.stringify(value)} is not ${flag.accepts}`);
 }
 
-const flag = (name: string): FlagSyntax => DEMO_FLAGS.find((f) => f.name === name)!;
+const flag = (name: string): Flag => DEMO_FLAGS.find((f) => f.name === name)!;
 
 /** Parses `eso-mtls demo` flags; throws naming the flag and what it accepts. */
 export function parseDemoArgs(argv: readonly string[]): DemoArgs | 'help' {

@@ -9,14 +9,14 @@ import { prepareDataDir } from '../dev-cluster/data-dir.js';
 import { nextStepPaths, shellPath } from '../dev-cluster/shell-path.js';
 import { listenForStop } from '../dev-cluster/stop-signals.js';
 import { type ServiceAccountRef, TOKEN_LIFETIME_SECONDS, createControllerServiceAccount, serviceAccountToken } from '../dev-cluster/service-account.js';
-import { type FlagSyntax, helpTable, readArgv } from './args.js';
+import { type Flag, helpTable, readArgv } from './args.js';
 import type { CliStreams } from './controller.js';
 import { runNodeCluster } from './dev-cluster-node.js';
 
 const COMMAND = 'eso-mtls dev-cluster';
 const DEFAULT_DIR = '.eso-mtls-dev';
 
-const FLAGS: readonly FlagSyntax[] = [
+const FLAGS: readonly Flag[] = [
   { name: 'dir', kind: 'string', accepts: 'a folder path' },
   { name: 'keep', kind: 'bool' },
   { name: 'node', kind: 'bool' },

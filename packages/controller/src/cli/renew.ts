@@ -1,10 +1,10 @@
 import { ROTATE_ANNOTATION } from '@eso-mtls/core';
 import { KubeApiError } from '@eso-mtls/kubernetes';
-import { connectAsUser } from '../status/connect.js';
 import { StatusExit } from '../status/exit-codes.js';
-import { RENEW_FLAGS, commandUsage, readCliOptions } from '../status/options.js';
+import { RENEW_FLAGS, commandUsage } from '../status/options.js';
 import { NothingToRenewError, type RenewTarget, renewToken, requestRenewal } from '../status/renew-request.js';
 import type { CliStreams } from './controller.js';
+import { type UserCommand, openUserCommand } from './user-command.js';
 
 const COMMAND = 'eso-mtls renew';
 
@@ -41,6 +41,16 @@ function targetOf(values: ReadonlyMap<string, string>): RenewTarget | string {
   return client === true ? { kind: 'client' } : { kind: 'ca', emergency: emergency === true };
 }
 
+const RENEW: UserCommand<RenewTarget> = {
+  name: COMMAND,
+  flags: RENEW_FLAGS,
+  usage: renewUsage,
+  choose: (values) => {
+    const target = targetOf(values);
+    return typeof target === 'string' ? { error: `${target}; see ${COMMAND} --help` } : target;
+  },
+};
+
 /**
  * `eso-mtls renew`: sets a fresh rotation request with the user's credentials and says what the
  * controller will do with it. Resolves with the exit code ({@link StatusExit}).
@@ -51,28 +61,10 @@ export async function runRenewCommand(
   streams: CliStreams = { stdout: process.stdout, stderr: process.stderr },
   now: () => number = Date.now,
 ): Promise<number> {
-  const read = readCliOptions(COMMAND, RENEW_FLAGS, argv, env);
-  if (read.kind === 'help') {
-    streams.stdout.write(renewUsage());
-    return StatusExit.healthy;
-  }
-  if (read.kind === 'error') {
-    streams.stderr.write(`${COMMAND}: ${read.message}\n`);
-    return StatusExit.usage;
-  }
-  const { values, assumed, kubeconfig } = read.options;
-  const target = targetOf(values);
-  if (typeof target === 'string') {
-    streams.stderr.write(`${COMMAND}: ${target}; see ${COMMAND} --help\n`);
-    return StatusExit.usage;
-  }
-  let api;
-  try {
-    api = (await connectAsUser(kubeconfig, env)).api;
-  } catch (e) {
-    streams.stderr.write(`${COMMAND}: ${(e as Error).message}\n`);
-    return StatusExit.usage;
-  }
+  const opened = await openUserCommand(RENEW, argv, env, streams);
+  if (typeof opened === 'number') return opened;
+  const { options, chosen: target, api } = opened;
+  const { assumed } = options;
   const token = renewToken(now(), target.kind === 'ca' && target.emergency);
   let annotated;
   try {

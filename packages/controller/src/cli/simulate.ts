@@ -18,7 +18,7 @@ import {
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { CHART_FILE_ACCEPTS, isChartFileName, writeTimelineChart } from '../chart/chart-file.js';
 import { formatFlagDuration, parseDuration } from '../duration.js';
-import { type FlagSyntax, type HelpRow, helpTable, readArgv } from './args.js';
+import { type Flag, type HelpRow, helpTable, readArgv } from './args.js';
 import type { CliStreams } from './controller.js';
 import { isTerminal } from './terminal.js';
 
@@ -62,7 +62,7 @@ ${helpTable([
 A progress line is drawn on stderr while it runs, when stderr is a terminal.
 `;
 
-const SIMULATE_FLAGS: readonly FlagSyntax[] = [
+const SIMULATE_FLAGS: readonly Flag[] = [
   ...['years', 'services', 'namespaces', 'seed'].map((name) => ({ name, kind: 'string' as const, accepts: 'a number' })),
   ...['delete-ca-at', 'emergency-at', ...Object.values(POLICY_FLAGS)].map((name) => ({ name, kind: 'string' as const, accepts: DURATION })),
   { name: 'key-algorithm', kind: 'string', accepts: KEY_ALGORITHMS.join(', ') },

@@ -4,13 +4,13 @@ import { loadPkcs11Backend } from '../controller.js';
 import { createLogger } from '../logger.js';
 import { tokenAwareVerifier } from '../status/ca-keys.js';
 import { ClusterUnreachableError, readClusterState } from '../status/cluster-state.js';
-import { connectAsUser } from '../status/connect.js';
 import { evaluateStatus } from '../status/evaluate.js';
 import { StatusExit } from '../status/exit-codes.js';
-import { STATUS_FLAGS, commandUsage, readCliOptions } from '../status/options.js';
+import { STATUS_FLAGS, commandUsage } from '../status/options.js';
 import { OUTPUT_FORMATS, type OutputFormat, renderJson, renderYaml } from '../status/render-data.js';
 import { paletteFor, renderText } from '../status/render-text.js';
 import type { CliStreams } from './controller.js';
+import { type UserCommand, openUserCommand } from './user-command.js';
 
 const COMMAND = 'eso-mtls status';
 
@@ -30,6 +30,16 @@ export function statusUsage(): string {
   );
 }
 
+const STATUS: UserCommand<OutputFormat> = {
+  name: COMMAND,
+  flags: STATUS_FLAGS,
+  usage: statusUsage,
+  choose: (values) => {
+    const output = (values.get('output') ?? 'text') as OutputFormat;
+    return OUTPUT_FORMATS.includes(output) ? output : { error: `-o ${JSON.stringify(output)} is not an output format: use text, json or yaml` };
+  },
+};
+
 /** A stream status writes its report to, with the terminal flag colour depends on. */
 export interface StatusStreams extends CliStreams {
   readonly stdout: CliStreams['stdout'] & { readonly isTTY?: boolean };
@@ -46,29 +56,11 @@ export async function runStatusCommand(
   streams: StatusStreams = { stdout: process.stdout, stderr: process.stderr },
   now: () => number = Date.now,
 ): Promise<number> {
-  const read = readCliOptions(COMMAND, STATUS_FLAGS, argv, env);
-  if (read.kind === 'help') {
-    streams.stdout.write(statusUsage());
-    return StatusExit.healthy;
-  }
-  if (read.kind === 'error') {
-    streams.stderr.write(`${COMMAND}: ${read.message}\n`);
-    return StatusExit.usage;
-  }
-  const { values, assumed, kubeconfig } = read.options;
-  const output = (values.get('output') ?? 'text') as OutputFormat;
-  if (!OUTPUT_FORMATS.includes(output)) {
-    streams.stderr.write(`${COMMAND}: -o ${JSON.stringify(output)} is not an output format: use text, json or yaml\n`);
-    return StatusExit.usage;
-  }
+  const opened = await openUserCommand(STATUS, argv, env, streams);
+  if (typeof opened === 'number') return opened;
+  const { options, chosen: output, api } = opened;
+  const { values, assumed } = options;
   const namespace = values.get('namespace');
-  let api;
-  try {
-    api = (await connectAsUser(kubeconfig, env)).api;
-  } catch (e) {
-    streams.stderr.write(`${COMMAND}: ${(e as Error).message}\n`);
-    return StatusExit.usage;
-  }
   let state;
   try {
     state = await readClusterState(api, {
@@ -89,7 +81,7 @@ export async function runStatusCommand(
   // With --hsm-*, the CA keys in the token are checked through the controller's own PKCS#11 backend.
   let token;
   try {
-    token = read.options.pkcs11 && (await loadPkcs11Backend(read.options.pkcs11, env, createLogger('silent')));
+    token = options.pkcs11 && (await loadPkcs11Backend(options.pkcs11, env, createLogger('silent')));
   } catch (e) {
     streams.stderr.write(`${COMMAND}: ${(e as Error).message}\n`);
     return StatusExit.usage;
@@ -98,7 +90,7 @@ export async function runStatusCommand(
   try {
     const { verifier, keys } = tokenAwareVerifier(
       createNodeCryptoBackend().verifier,
-      token && read.options.pkcs11 && { label: read.options.pkcs11.tokenLabel, verifier: token.verifier },
+      token && options.pkcs11 && { label: options.pkcs11.tokenLabel, verifier: token.verifier },
     );
     report = evaluateStatus(state, assumed, now(), new CertificateCache(verifier), namespace, keys);
   } finally {

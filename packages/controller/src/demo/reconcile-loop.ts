@@ -11,6 +11,7 @@ import {
   isPlanEmpty,
   planRotation,
 } from '@eso-mtls/core';
+import { planContext } from '@eso-mtls/kubernetes';
 
 /** What one reconcile did: the plan, and the writes the store accepted, in write order. */
 export interface ReconcileOutcome {
@@ -112,7 +113,7 @@ export class ReconcileLoop {
 
   private async reconcile(): Promise<ReconcileOutcome> {
     const { store, policy, cache, crypto } = this.options;
-    const plan = planRotation(store.snapshot(), { now: this.options.now(), policy, cache });
+    const plan = planRotation(store.snapshot(), planContext({ policy }, this.options.now(), cache));
     this.options.onPlan?.(plan);
     if (isPlanEmpty(plan)) return { plan, written: [], stale: 0 };
     const writes = await executePlan(plan, { crypto, cache, now: this.options.now() });

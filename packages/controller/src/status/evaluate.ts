@@ -279,15 +279,8 @@ export function evaluateStatus(
   const secretMode = assumed.secretMode ?? true;
   const esoNamespace = policy.esoNamespace;
   const installation = installationId(esoNamespace, caSecretName);
-  const builder = new SnapshotBuilder(
-    snapshotSource(state, assumed),
-    new IssuanceLedger(),
-    installation,
-    esoNamespace,
-    caSecretName,
-    clientSecretName,
-    secretMode,
-  );
+  const scope = { installation, esoNamespace, caSecretName, clientSecretName, providerSecrets: secretMode };
+  const builder = new SnapshotBuilder(snapshotSource(state, assumed), scope, new IssuanceLedger());
   const podState = pods && state.podCertificates;
   // As the controller plans in pod-certificate mode: its published bundles gate the next CA, and a retired CA stays for the longest pod certificate.
   const { snapshot: built } = builder.build();
@@ -295,10 +288,9 @@ export function evaluateStatus(
   // With a namespace requirement, planned as the controller plans once its namespace list is synced;
   // when that list could not be read, each provider namespace is said to be unchecked below.
   const requirement = state.allowedNamespaces?.kind === 'read' ? assumed.namespaceRequirement : undefined;
-  // The controller's plan context; only the bound on issuances is left out, so that every leaf due
-  // now is shown as due rather than deferred to a later round.
-  const settings = { policy, podCertificateMaxValidity: pods?.maxValidity, maxNamespaces: assumed.maxNamespaces, namespaceRequirement: requirement };
-  const plan = planRotation(snapshot, planContext(settings, now, cache));
+  // The controller's plan context from the same configuration; status reads no bound on issuances,
+  // so that every leaf due now is shown as due rather than deferred to a later round.
+  const plan = planRotation(snapshot, planContext({ ...assumed, namespaceRequirement: requirement }, now, cache));
   const { activeCa, ...ca } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache, keys });
   const ctx: LeafContext = { now, assumed, plan, cache, activeCa, caUnknown: !ca.checked };
 

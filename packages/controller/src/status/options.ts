@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { type NamespaceRequirement, type Policy, isDnsLabel } from '@eso-mtls/core';
 import type { PodCertificateOptions } from '@eso-mtls/kubernetes';
-import { type FlagSyntax, readArgv } from '../cli/args.js';
+import { type Flag, readArgv } from '../cli/args.js';
 import { type Pkcs11Config, parseControllerConfig } from '../config.js';
-import { CONTROLLER_FLAGS, type FlagSpec, PIN_ENV, envVarOf } from '../flags.js';
+import { CONTROLLER_FLAGS, PIN_ENV, envVarOf } from '../flags.js';
 
 /**
  * The controller's flags that decide what status expects, read from the same environment
@@ -33,38 +33,29 @@ const POLICY_FLAG_NAMES = [
  * whether it holds each CA's key; without them, a CA key kept there is shown as not checked.
  */
 const HSM_FLAG_NAMES = ['hsm-module', 'hsm-token-label', 'hsm-pin-file'] as const;
-const ESO_NAMESPACE: FlagSpec = { ...CONTROLLER_FLAGS.find((f) => f.name === 'namespace')!, name: 'eso-namespace' };
-const POLICY_FLAGS: readonly FlagSpec[] = [ESO_NAMESPACE, ...POLICY_FLAG_NAMES.map((n) => CONTROLLER_FLAGS.find((f) => f.name === n)!)];
-const CONNECTION_FLAGS: readonly FlagSpec[] = [
+const ESO_NAMESPACE: Flag = { ...CONTROLLER_FLAGS.find((f) => f.name === 'namespace')!, name: 'eso-namespace' };
+const POLICY_FLAGS: readonly Flag[] = [ESO_NAMESPACE, ...POLICY_FLAG_NAMES.map((n) => CONTROLLER_FLAGS.find((f) => f.name === n)!)];
+const CONNECTION_FLAGS: readonly Flag[] = [
   ESO_NAMESPACE,
   ...(['ca-secret-name', 'client-secret-name'] as const).map((n) => CONTROLLER_FLAGS.find((f) => f.name === n)!),
 ];
 
-/** A flag of status or renew: syntax, help, and, for the controller's, its environment variable. */
-export interface CliFlag extends FlagSyntax {
-  readonly help: string;
-  /** Set for the flags shared with the controller. */
-  readonly env?: string;
-  /** A one-letter alias (`-n`, `-o`). */
-  readonly short?: string;
-}
-
-const KUBECONFIG: CliFlag = {
+const KUBECONFIG: Flag = {
   name: 'kubeconfig',
   kind: 'string',
   accepts: 'a path to a kubeconfig file',
   help: 'kubeconfig with your own credentials (default $KUBECONFIG when set, else ~/.kube/config, else in-cluster)',
 };
-const shared = (f: FlagSpec): CliFlag => ({
+const shared = (f: Flag): Flag => ({
   name: f.name,
   kind: f.kind,
   accepts: f.accepts,
-  help: `${f.help.replace(/--namespace\b/g, '--eso-namespace')}${f.default === undefined || f.default === '' ? '' : ` (default ${f.default})`}`,
+  help: `${(f.help ?? '').replace(/--namespace\b/g, '--eso-namespace')}${f.default === undefined || f.default === '' ? '' : ` (default ${f.default})`}`,
   env: f.name === 'eso-namespace' ? envVarOf('namespace') : envVarOf(f.name),
 });
 
 /** The flags of `eso-mtls status`. */
-export const STATUS_FLAGS: readonly CliFlag[] = [
+export const STATUS_FLAGS: readonly Flag[] = [
   KUBECONFIG,
   { name: 'namespace', short: 'n', kind: 'string', accepts: 'a namespace name', help: 'show this provider namespace only (default: every one)' },
   { name: 'output', short: 'o', kind: 'string', accepts: 'text, json or yaml', help: 'output format (default text)' },
@@ -77,7 +68,7 @@ export const STATUS_FLAGS: readonly CliFlag[] = [
 ];
 
 /** The flags of `eso-mtls renew`. */
-export const RENEW_FLAGS: readonly CliFlag[] = [
+export const RENEW_FLAGS: readonly Flag[] = [
   KUBECONFIG,
   { name: 'namespace', short: 'n', kind: 'string', accepts: 'a namespace name', help: "renew this provider namespace's server certificate" },
   { name: 'client', kind: 'bool', accepts: 'true or false', help: "renew ESO's client certificate" },
@@ -92,12 +83,12 @@ export const RENEW_FLAGS: readonly CliFlag[] = [
 ];
 
 /** Help text of a command: usage line, description, and aligned flag columns. */
-export function commandUsage(usage: string, description: string, flags: readonly CliFlag[]): string {
+export function commandUsage(usage: string, description: string, flags: readonly Flag[]): string {
   const names = flags.map((f) => `${f.short ? `-${f.short}, ` : '    '}--${f.name}${f.kind === 'bool' ? '' : ' <value>'}`);
   const width = Math.max(...names.map((n) => n.length));
   const lines = [`Usage: ${usage}`, '', description, '', 'Flags:'];
   flags.forEach((f, i) => {
-    lines.push(`  ${names[i]!.padEnd(width)}  ${f.help}`);
+    lines.push(`  ${names[i]!.padEnd(width)}  ${f.help ?? ''}`);
     if (f.env) lines.push(`  ${''.padEnd(width)}  env ${f.env}, as for the controller`);
   });
   lines.push(`  ${'    --help'.padEnd(width)}  print this text`);
@@ -145,15 +136,13 @@ export type CliOptionsResult =
  */
 export function readCliOptions(
   command: string,
-  flags: readonly CliFlag[],
+  flags: readonly Flag[],
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): CliOptionsResult {
-  const syntax = flags.flatMap((f): FlagSyntax[] => [f, ...(f.short ? [{ ...f, name: f.short }] : [])]);
-  const args = readArgv(argv, { command, flags: syntax });
+  const args = readArgv(argv, { command, flags });
   if (args.kind !== 'flags') return args;
-  const values = new Map<string, string>();
-  for (const [name, value] of args.values) values.set(flags.find((f) => f.name === name || f.short === name)!.name, value);
+  const values = args.values;
   const namespace = values.get('namespace');
   if (namespace !== undefined && !isDnsLabel(namespace)) {
     return { kind: 'error', message: `--namespace ${JSON.stringify(namespace)} is not a namespace name (a DNS-1123 label such as team-a)` };

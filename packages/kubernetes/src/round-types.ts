@@ -1,0 +1,63 @@
+// The round's vocabulary, apart from the classes that use it: ReconcileRound, RoundWrites and the
+// Reconciler all speak it, and none of them imports another for a type.
+import type { CertificateCache, ConcurrencyLimit, CryptoBackend, IssuanceLedger, Plan } from '@eso-mtls/core';
+import type { AdapterHooks } from './adapter-hooks.js';
+import type { CertificateStatusView } from './certificate-status.js';
+import type { ClusterInformers } from './cluster-informers.js';
+import type { EventRecorder } from './event-recorder.js';
+import type { Logger } from './logger.js';
+import type { PlanConfiguration } from './plan-context.js';
+import type { PodCertificateSigner } from './pod-signer.js';
+import type { OrphanPruner } from './pruner.js';
+import type { SecretWriter } from './secret-writer.js';
+import type { PodSigningLane } from './signing-lane.js';
+import type { SnapshotBuilder } from './snapshot-builder.js';
+import type { TrustBundles } from './trust-bundles.js';
+import type { WriteConflicts } from './write-conflicts.js';
+
+/** What one reconcile did. */
+export interface RoundResult {
+  readonly plan: Plan;
+  /** Secrets written. */
+  readonly written: number;
+  /** Writes refused because the Secret moved on (409, or 404 on update); a re-plan follows. */
+  readonly stale: number;
+  /** Writes that failed otherwise (403, 422, 5xx, network); retried with backoff. */
+  readonly failed: number;
+  /** Writes not sent because writesAllowed() turned false. */
+  readonly fenced: number;
+}
+
+/** Everything a round needs. */
+export interface RoundDependencies {
+  readonly informers: ClusterInformers;
+  readonly builder: SnapshotBuilder;
+  readonly writer: SecretWriter;
+  readonly events: EventRecorder;
+  readonly ledger: IssuanceLedger;
+  /** The policy, bounds, namespace requirement and modes every plan is made under (see planContext). */
+  readonly plan: PlanConfiguration;
+  readonly cache: CertificateCache;
+  readonly crypto: CryptoBackend;
+  readonly logger: Logger;
+  readonly hooks: AdapterHooks;
+  readonly writeLimiter: ConcurrencyLimit;
+  /** The Secret fence: checked again before each key is generated, so a closing fence wastes no keygen. */
+  readonly writesAllowed: () => boolean;
+  /** The metrics view: given each plan as it is made, then the CA and each leaf as its write lands. */
+  readonly status?: CertificateStatusView;
+  /** Pruning of orphaned provider Secrets (opt-in); runs after the writes, on the round's snapshot. */
+  readonly pruner?: OrphanPruner;
+  /** Our writes another controller replaced: reported here, and held by RoundWrites. */
+  readonly conflicts?: WriteConflicts;
+  /**
+   * Pod-certificate mode: the signer of both signer names, the lane it signs in (beside the
+   * rounds), and their ClusterTrustBundles.
+   */
+  readonly pods?: {
+    readonly signer: PodCertificateSigner;
+    readonly lane: PodSigningLane;
+    readonly trustBundles: TrustBundles;
+    readonly caEventTarget: { namespace: string; name: string };
+  };
+}
