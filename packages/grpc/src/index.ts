@@ -19,10 +19,8 @@ export { type ServedCertificateSource } from './server/certificate-source.js';
 export { type CallObserver } from './server/handlers.js';
 export { HealthService, type ServingStatus } from './server/health.js';
 export { type ClientIdentityRequirement, peerIdentity, type PeerIdentity } from './server/identity.js';
-export { stderrProviderLogger } from './server/log.js';
+export { type ProviderLogger, type ProviderLogRecord, stderrProviderLogger } from './server/log.js';
 export {
-  type ProviderLogger,
-  type ProviderLogRecord,
   ProviderServerOptionError,
   type ProviderServerOptions,
   type ResolvedProviderServerOptions,
