@@ -6,9 +6,12 @@
  * @packageDocumentation
  * @module @eso-mtls/core
  */
-export { type CaChange, type CaLayout, type CaMaterial, type CaPhase, type CaRotationPlan, type CaStatus, type ObservedBundle } from './ca/ca-rotation.js';
+export { type CaChange, type CaRotationPlan, type CaStatus } from './ca/ca-rotation.js';
+export { type CaLayout, type CaMaterial } from './ca/ca-layout.js';
+export { type CaPhase } from './ca/ca-phases.js';
+export { type ObservedBundle } from './ca/bundle.js';
 export { CertificateCache, type CertificateCacheOptions, type CertificateCacheStats, type KeyCheck } from './crypto/cache.js';
-export { type CertificateView } from './x509/certificate.js';
+export { type CertificateView, type KeyedCertificate } from './x509/certificate.js';
 export { ConcurrencyLimit } from './common/concurrency-limit.js';
 export {
   CaKeyUnavailableError,
@@ -67,7 +70,6 @@ export { MAX_POD_LIFETIME, MIN_POD_LIFETIME, type PodValidity } from './pod/pod-
 export {
   caKeyField,
   type DataProblem,
-  type KeyedCertificate,
   observeCaSecret,
   type Observed,
   type ObservedCaSecret,
@@ -78,11 +80,11 @@ export {
 } from './plan/observe.js';
 export { bundlePem, CertificateParseError, parseCertificate, splitPemCertificates } from './x509/parse.js';
 export { decodePemBlocks, encodePem, type PemBlock, PemError } from './x509/pem.js';
+export { planRotation } from './plan/plan.js';
 export {
   type BundleUpdate,
   type Conflict,
   type DeferredLeaf,
-  describeTarget,
   type ExcludedNamespace,
   type ExclusionReason,
   EXCLUSION_REASONS,
@@ -90,13 +92,12 @@ export {
   type LeafIssuance,
   type Plan,
   type PlanContext,
-  planRotation,
   type PlanStatus,
   type RefusalReason,
   type RefusedService,
-  type SecretTarget,
   type WaitingLeaf,
-} from './plan/plan.js';
+} from './plan/vocabulary.js';
+export { describeTarget, type SecretTarget } from './plan/target.js';
 export { DEFAULT_POLICY, KEY_ALGORITHMS, type KeyAlgorithm, type Policy, PolicyError, resolvePolicy, validatePolicy } from './policy/policy.js';
 export { policyFingerprint } from './policy/policy-fingerprint.js';
 export { renewalTime, ROTATION_REASONS, type RotationReason } from './policy/rules.js';
@@ -115,19 +116,21 @@ export {
   type TimelineEntry,
 } from './simulation/simulate.js';
 export {
-  acknowledgementOf,
   assembleSnapshot,
-  EMERGENCY_ROTATION,
-  MAX_ROTATE_REQUEST_BYTES,
   type ObservedCluster,
   type Ownership,
   type ProviderNamespace,
   type ProviderService,
-  ROTATE_ACKNOWLEDGED_ANNOTATION,
-  ROTATE_ANNOTATION,
-  rotateRequestProblem,
   type SecretState,
   type Snapshot,
 } from './plan/snapshot.js';
+export {
+  acknowledgementOf,
+  EMERGENCY_ROTATION,
+  MAX_ROTATE_REQUEST_BYTES,
+  ROTATE_ACKNOWLEDGED_ANNOTATION,
+  ROTATE_ANNOTATION,
+  rotateRequestProblem,
+} from './plan/rotate-request.js';
 export { days, type Duration, formatDuration, hours, type Instant, minutes, seconds } from './common/time.js';
 export { createWebCryptoSigner, type WebCryptoAlgorithm, type WebCryptoKeyUsage, type WebCryptoLike, webCryptoRandom } from './crypto/webcrypto.js';

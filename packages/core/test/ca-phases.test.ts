@@ -1,8 +1,9 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { type CertificateView, type Issued, type SecretState, days, minutes } from '@eso-mtls/core';
-import { type CaLayout, type CaRotationInput } from '../src/ca/ca-rotation.js';
+import { type CaLayout } from '../src/ca/ca-layout.js';
 import {
   activatePhase,
+  type CaRotationInput,
   emergencyPhase,
   generatedSchedule,
   initialSlots,

@@ -20,12 +20,7 @@ export { type CallObserver } from './server/handlers.js';
 export { HealthService, type ServingStatus } from './server/health.js';
 export { type ClientIdentityRequirement, peerIdentity, type PeerIdentity } from './server/identity.js';
 export { type ProviderLogger, type ProviderLogRecord, stderrProviderLogger } from './server/log.js';
-export {
-  ProviderServerOptionError,
-  type ProviderServerOptions,
-  type ResolvedProviderServerOptions,
-  resolveProviderServerOptions,
-} from './server/options.js';
+export { ProviderServerOptionError, type ProviderServerOptions, type ResolvedProviderServerOptions, resolveProviderServerOptions } from './server/options.js';
 export { type CallContext, type SecretStoreProvider } from './server/provider.js';
 export { type CertificateSourceFactory, type ProviderServer, startProviderServer } from './server/start.js';
 export { ProviderChannelPool, type ProviderChannelPoolOptions } from './tls/channel-pool.js';

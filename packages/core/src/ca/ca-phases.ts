@@ -1,12 +1,51 @@
-import type { CaLayout, CaMaterial, CaPhase, CaRotationInput } from './ca-rotation.js';
-import type { CertificateCache } from '../crypto/cache.js';
-import type { CertificateView } from '../x509/certificate.js';
-import { type KeyedCertificate, type Observed, type ObservedCaSecret, SecretKeys, caKeyField, observeCaSecret } from '../plan/observe.js';
-import { textOf } from '../x509/pem.js';
-import { type RotationReason, issuedNoLaterThan } from '../policy/rules.js';
 import { shown } from '../common/shown.js';
-import { ACTIVE_SINCE_ANNOTATION, isEmergencyRequest, secretRotationRequest } from '../plan/snapshot.js';
-import { type Instant, parseInstant, truncateToSecond } from '../common/time.js';
+import { type Duration, type Instant, parseInstant, truncateToSecond } from '../common/time.js';
+import type { CertificateCache } from '../crypto/cache.js';
+import { type Observed, type ObservedCaSecret, SecretKeys, caKeyField, observeCaSecret } from '../plan/observe.js';
+import { isEmergencyRequest, secretRotationRequest } from '../plan/rotate-request.js';
+import type { SecretState } from '../plan/snapshot.js';
+import type { Policy } from '../policy/policy.js';
+import { type RotationReason, issuedNoLaterThan } from '../policy/rules.js';
+import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
+import { textOf } from '../x509/pem.js';
+import type { ObservedBundle } from './bundle.js';
+import { ACTIVE_SINCE_ANNOTATION, type CaLayout, type CaMaterial } from './ca-layout.js';
+
+/**
+ * What a CA write does; one write may do several (retire an old CA and prepare the next).
+ * - `create`: no CA anywhere: a new active CA at once.
+ * - `prepare`: generate the next CA and publish it in every bundle; it signs nothing yet.
+ * - `activate`: the next CA signs from now on; the old active one is retired (still trusted).
+ * - `retire`: drop retired CAs nothing in use depends on any more.
+ * - `recover`: the CA key is lost or unreadable: keep the old certificates trusted as retired
+ *   and prepare a new CA, without a hard cut-over.
+ * - `emergency`: a new active CA at once and every older one out of every bundle.
+ * - `restore`: a CA key is good but its certificate is missing or unreadable: the certificate is
+ *   put back from the client Secret's bundle; nothing is re-issued.
+ */
+export type CaPhase = 'create' | 'prepare' | 'activate' | 'retire' | 'recover' | 'emergency' | 'restore';
+
+/** What `planCaRotation` (ca-rotation.ts) needs besides the CA Secret. */
+export interface CaRotationInput {
+  readonly now: Instant;
+  readonly policy: Policy;
+  readonly cache: CertificateCache;
+  readonly caSecret?: SecretState;
+  /**
+   * CA certificates in the managed client Secret's ca.crt (ESO namespace): the only place trust
+   * is recovered from when the CA Secret is lost. Never a provider namespace.
+   */
+  readonly clientBundle: readonly CertificateView[];
+  /** Usable leaves in managed Secrets that count: namespaces with labelled Services, and the client. */
+  readonly leavesInUse: readonly CertificateView[];
+  /** The bundles of those managed Secrets, which must hold `next` for propagationDelay before it signs. */
+  readonly bundles: readonly ObservedBundle[];
+  /**
+   * Set in pod-certificate mode: the longest pod certificate the signer issues. Pod certificates
+   * are not observable, so a retired CA stays until the last one it can have signed has expired.
+   */
+  readonly podCertificateMaxValidity?: Duration;
+}
 
 /*
  * The phases of a CA plan, one small pure function each, in the order planCaRotation decides

@@ -1,38 +1,9 @@
-import * as phase from './ca-phases.js';
-import type { CertificateCache } from '../crypto/cache.js';
-import type { CertificateView } from '../x509/certificate.js';
-import type { KeyedCertificate } from '../plan/observe.js';
-import type { Policy } from '../policy/policy.js';
+import { type Instant, truncateToSecond } from '../common/time.js';
+import { ROTATE_ACKNOWLEDGED_ANNOTATION, secretAcknowledgement } from '../plan/rotate-request.js';
 import type { RotationReason } from '../policy/rules.js';
-import { ACTIVE_SINCE_ANNOTATION, ROTATE_ACKNOWLEDGED_ANNOTATION, type SecretState, secretAcknowledgement } from '../plan/snapshot.js';
-import { type Duration, type Instant, truncateToSecond } from '../common/time.js';
-
-/**
- * What a CA write does; one write may do several (retire an old CA and prepare the next).
- * - `create`: no CA anywhere: a new active CA at once.
- * - `prepare`: generate the next CA and publish it in every bundle; it signs nothing yet.
- * - `activate`: the next CA signs from now on; the old active one is retired (still trusted).
- * - `retire`: drop retired CAs nothing in use depends on any more.
- * - `recover`: the CA key is lost or unreadable: keep the old certificates trusted as retired
- *   and prepare a new CA, without a hard cut-over.
- * - `emergency`: a new active CA at once and every older one out of every bundle.
- * - `restore`: a CA key is good but its certificate is missing or unreadable: the certificate is
- *   put back from the client Secret's bundle; nothing is re-issued.
- */
-export type CaPhase = 'create' | 'prepare' | 'activate' | 'retire' | 'recover' | 'emergency' | 'restore';
-
-/** A CA slot after the plan: kept as it is, or generated when the plan is executed. */
-export type CaMaterial = { readonly kind: 'existing'; readonly keyed: KeyedCertificate } | { readonly kind: 'generate' };
-
-/** The CA Secret's content after a plan: active (signs), next (published), retired (trusted, no key). */
-export interface CaLayout {
-  /** The CA that signs leaves. */
-  readonly active?: CaMaterial;
-  /** The CA published in every bundle before it signs. */
-  readonly next?: CaMaterial;
-  /** Former CAs still trusted until nothing in use depends on them. */
-  readonly retired: readonly CertificateView[];
-}
+import { ACTIVE_SINCE_ANNOTATION, type CaLayout } from './ca-layout.js';
+import * as phase from './ca-phases.js';
+import type { CaPhase, CaRotationInput } from './ca-phases.js';
 
 /** The one write to the CA Secret a plan may hold. */
 export interface CaChange {
@@ -62,36 +33,6 @@ export interface CaStatus {
   readonly retired: readonly Instant[];
 }
 
-/** A managed Secret's ca.crt: its certificates (undefined: unreadable) and when we last wrote it, if known. */
-export interface ObservedBundle {
-  /** The CA certificates it holds; undefined when unreadable. */
-  readonly certificates?: readonly CertificateView[];
-  /** When we last wrote it, if known. */
-  readonly writtenAt?: Instant;
-}
-
-/** What {@link planCaRotation} needs besides the CA Secret. */
-export interface CaRotationInput {
-  readonly now: Instant;
-  readonly policy: Policy;
-  readonly cache: CertificateCache;
-  readonly caSecret?: SecretState;
-  /**
-   * CA certificates in the managed client Secret's ca.crt (ESO namespace): the only place trust
-   * is recovered from when the CA Secret is lost. Never a provider namespace.
-   */
-  readonly clientBundle: readonly CertificateView[];
-  /** Usable leaves in managed Secrets that count: namespaces with labelled Services, and the client. */
-  readonly leavesInUse: readonly CertificateView[];
-  /** The bundles of those managed Secrets, which must hold `next` for propagationDelay before it signs. */
-  readonly bundles: readonly ObservedBundle[];
-  /**
-   * Set in pod-certificate mode: the longest pod certificate the signer issues. Pod certificates
-   * are not observable, so a retired CA stays until the last one it can have signed has expired.
-   */
-  readonly podCertificateMaxValidity?: Duration;
-}
-
 /** The CA side of a plan. */
 export interface CaRotationPlan {
   /** Set when the CA Secret is not ours: nothing can be signed. */
@@ -108,13 +49,6 @@ export interface CaRotationPlan {
   readonly signingResumesAt?: Instant;
   /** Future instants at which the CA schedule acts. */
   readonly dueAt: readonly Instant[];
-}
-
-/** The CA certificates of a layout, in bundle order: active, next, retired. */
-export function layoutCertificates(layout: CaLayout): (CertificateView | 'active' | 'next')[] {
-  const slot = (m: CaMaterial | undefined, name: 'active' | 'next'): (CertificateView | 'active' | 'next')[] =>
-    m === undefined ? [] : m.kind === 'existing' ? [m.keyed.certificate] : [name];
-  return [...slot(layout.active, 'active'), ...slot(layout.next, 'next'), ...layout.retired];
 }
 
 /** The phases after emergency, in the order they are decided (see ca-phases.ts and docs/ca-rotation.md). */

@@ -1,7 +1,6 @@
 import type { CertificateCache } from '../crypto/cache.js';
-import type { ObservedBundle } from './ca-rotation.js';
+import { BUNDLE_WRITTEN_AT_ANNOTATION, type ObservedBundle } from './bundle.js';
 import { type MaterializedCa, bundleStamp } from '../plan/execute.js';
-import { BUNDLE_WRITTEN_AT_ANNOTATION } from '../plan/snapshot.js';
 import { type Instant, parseInstant } from '../common/time.js';
 
 /*

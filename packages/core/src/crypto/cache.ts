@@ -1,6 +1,5 @@
-import type { CertificateView } from '../x509/certificate.js';
+import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { CaKeyUnavailableError, type SignatureVerifier } from './crypto.js';
-import type { KeyedCertificate } from '../plan/observe.js';
 import { equalBytes } from '../x509/der.js';
 import { CertificateParseError, parseCertificate, splitPemCertificates } from '../x509/parse.js';
 

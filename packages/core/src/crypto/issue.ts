@@ -1,9 +1,8 @@
-import type { CertificateView } from '../x509/certificate.js';
+import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import type { CryptoBackend, GeneratedKey, Signer } from './crypto.js';
 import { encodeCommonNameDn, formatCommonNameDn } from '../x509/distinguished-name.js';
 import { MAX_DNS_NAME_BYTES, dnsNamesBytes } from '../x509/name-budget.js';
 import { CLIENT_COMMON_NAME, clientSpiffeId, isDnsName } from '../x509/names.js';
-import type { KeyedCertificate } from '../plan/observe.js';
 import { serialHex } from '../x509/certificate-reader.js';
 import { fromHex, toHex } from '../x509/hex.js';
 import { CERTIFICATE_LABEL } from '../x509/parse.js';

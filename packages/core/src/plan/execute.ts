@@ -1,16 +1,17 @@
-import { trustBundle } from '../ca/bundle.js';
+import { BUNDLE_WRITTEN_AT_ANNOTATION, trustBundle } from '../ca/bundle.js';
 import type { CertificateCache } from '../crypto/cache.js';
-import type { CaMaterial, CaPhase } from '../ca/ca-rotation.js';
-import type { CertificateView } from '../x509/certificate.js';
+import type { CaMaterial } from '../ca/ca-layout.js';
+import type { CaPhase } from '../ca/ca-phases.js';
+import { type CertificateView, type KeyedCertificate } from '../x509/certificate.js';
 import type { CryptoBackend, RandomSource } from '../crypto/crypto.js';
 import { equalBytes } from '../x509/der.js';
 import { type IssueContext, issueCa, issueClientLeaf, issueServerLeaf } from '../crypto/issue.js';
-import { type KeyedCertificate, SecretKeys } from './observe.js';
+import { SecretKeys } from './observe.js';
 import { bundlePem } from '../x509/parse.js';
 import { textOf } from '../x509/pem.js';
-import type { BundleUpdate, LeafIssuance, Plan, SecretTarget } from './plan.js';
+import type { BundleUpdate, LeafIssuance, Plan } from './vocabulary.js';
+import type { SecretTarget } from './target.js';
 import type { RotationReason } from '../policy/rules.js';
-import { BUNDLE_WRITTEN_AT_ANNOTATION } from './snapshot.js';
 import type { Instant } from '../common/time.js';
 
 /** One Secret write, ready for an adapter. */

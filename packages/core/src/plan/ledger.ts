@@ -1,4 +1,4 @@
-import { type SecretTarget, describeTarget } from './plan.js';
+import { type SecretTarget, describeTarget } from './target.js';
 
 /**
  * Targets in which a managed Secret has been seen (or written): when such a Secret is gone, its

@@ -1,5 +1,5 @@
 import type { CertificateCache } from '../crypto/cache.js';
-import type { CertificateView } from '../x509/certificate.js';
+import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { textOf } from '../x509/pem.js';
 import { shown } from '../common/shown.js';
 
@@ -38,14 +38,6 @@ export type DataProblem =
   | 'key_mismatch' // key does not match certificate
   | 'multiple_certificates' // several certificates where one was expected (tls.crt, ca.crt of CA secret)
   | 'not_a_ca'; // a certificate without basicConstraints cA where a CA is expected
-
-/** A certificate and the stored private key that belongs to it. */
-export interface KeyedCertificate {
-  /** The certificate. */
-  readonly certificate: CertificateView;
-  /** Its private key, PKCS#8 PEM; for a CA whose key a CaSigner holds, the reference to it. */
-  readonly privateKeyPem: string;
-}
 
 /** Either a usable value, or the problem that makes it unusable with a human-readable detail. */
 export type Observed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problem: DataProblem; readonly detail: string };

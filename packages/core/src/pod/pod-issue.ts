@@ -1,7 +1,6 @@
-import type { CertificateView } from '../x509/certificate.js';
+import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { serialHex } from '../x509/certificate-reader.js';
 import { type IssueContext, issuePodLeaf, randomSerialNumber } from '../crypto/issue.js';
-import type { KeyedCertificate } from '../plan/observe.js';
 import type { PodRequestDecision } from './pod-request.js';
 import { type PodValidity, podValidity } from './pod-validity.js';
 import type { Duration } from '../common/time.js';

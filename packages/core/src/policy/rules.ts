@@ -1,5 +1,5 @@
-import type { CertificateView } from '../x509/certificate.js';
-import type { KeyedCertificate, Observed } from '../plan/observe.js';
+import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
+import type { Observed } from '../plan/observe.js';
 import type { Policy } from './policy.js';
 import { shown, shownList } from '../common/shown.js';
 import { type Duration, type Instant, truncateToSecond } from '../common/time.js';

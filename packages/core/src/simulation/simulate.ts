@@ -1,5 +1,5 @@
 import { CertificateCache } from '../crypto/cache.js';
-import type { CaPhase } from '../ca/ca-rotation.js';
+import type { CaPhase } from '../ca/ca-phases.js';
 import type { CertificateView } from '../x509/certificate.js';
 import type { CryptoBackend } from '../crypto/crypto.js';
 import { executePlan } from '../plan/execute.js';
@@ -8,10 +8,12 @@ import { type Issued, issueCa, issueServerLeaf } from '../crypto/issue.js';
 import { MemoryStore } from './memory-store.js';
 import { namespaceDnsNames } from '../x509/names.js';
 import { SecretKeys, type SecretData } from '../plan/observe.js';
-import { type Plan, type SecretTarget, describeTarget, isPlanEmpty, planRotation } from '../plan/plan.js';
+import { planRotation } from '../plan/plan.js';
+import { type Plan, isPlanEmpty } from '../plan/vocabulary.js';
+import { type SecretTarget, describeTarget } from '../plan/target.js';
 import type { Policy } from '../policy/policy.js';
 import type { RotationReason } from '../policy/rules.js';
-import { ROTATE_ANNOTATION } from '../plan/snapshot.js';
+import { ROTATE_ANNOTATION } from '../plan/rotate-request.js';
 import type { Duration, Instant } from '../common/time.js';
 
 /** How a simulated attacker or accident damages a Secret. */

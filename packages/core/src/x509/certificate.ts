@@ -46,3 +46,11 @@ export interface CertificateView {
   /** The signature bits. */
   readonly signatureValue: Uint8Array;
 }
+
+/** A certificate and the stored private key that belongs to it. */
+export interface KeyedCertificate {
+  /** The certificate. */
+  readonly certificate: CertificateView;
+  /** Its private key, PKCS#8 PEM; for a CA whose key a CaSigner holds, the reference to it. */
+  readonly privateKeyPem: string;
+}

@@ -27,7 +27,7 @@ import {
   resolvePolicy,
 } from '@eso-mtls/core';
 import { SecretKeys } from '../../src/plan/observe.js';
-import { BUNDLE_WRITTEN_AT_ANNOTATION } from '../../src/plan/snapshot.js';
+import { BUNDLE_WRITTEN_AT_ANNOTATION } from '../../src/ca/bundle.js';
 import { encodePem } from '../../src/x509/pem.js';
 import { nodeBackend } from '../support/fixtures.js';
 import { fuzzParameters } from '../../../../testing/fuzz/runs.js';
