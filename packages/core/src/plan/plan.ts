@@ -5,8 +5,8 @@ import { type Instant, parseInstant, truncateToSecond } from '../common/time.js'
 import { orderIssuances } from './issuance-order.js';
 import { type DueIssuance, bundleUpdate, planLeaves } from './leaves.js';
 import type { Snapshot } from './snapshot.js';
-import { type LeafSubject, collectSubjects } from './subjects.js';
-import type { BundleUpdate, DeferredLeaf, LeafIssuance, Plan, PlanContext, PlanStatus } from './vocabulary.js';
+import { type LeafSubject, type Subjects, collectSubjects } from './subjects.js';
+import type { BundleUpdate, Conflict, DeferredLeaf, LeafIssuance, Plan, PlanContext, PlanStatus } from './vocabulary.js';
 
 /*
  * The planner as a pipeline, the way planCaRotation folds its phases: collect the subjects
@@ -34,25 +34,11 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   checkBound('maxNamespaces', ctx.maxNamespaces);
   ctx.cache.reserve(cacheEntriesFor(snapshot));
 
-  const { subjects, conflicts, refused, excluded } = collectSubjects(snapshot, ctx);
+  const found = collectSubjects(snapshot, ctx);
+  const { subjects, conflicts, refused, excluded } = found;
   const ca = planCaRotation(caRotationInput(snapshot, subjects, ctx));
   const status = planStatus(subjects, ca);
-  if (ca.conflict !== undefined) {
-    const caConflict = { target: 'ca' as const, services: [], message: ca.conflict };
-    return {
-      now,
-      policy,
-      trust: ca.layout,
-      leaves: [],
-      bundles: [],
-      conflicts: [...conflicts, caConflict],
-      waiting: [],
-      refused,
-      deferred: [],
-      excluded,
-      status,
-    };
-  }
+  if (ca.conflict !== undefined) return caConflictPlan(ca.conflict, ca, found, status, ctx);
 
   const bundle = expectedBundle(ca.layout);
   const planned = planLeaves(subjects, ca, bundle, ctx);
@@ -74,6 +60,25 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     excluded,
     status,
     nextDueAt: nextDueAt([...ca.dueAt, ...planned.renewals, ...followUps(ca, leaves, held.deferred, ctx)], now),
+  };
+}
+
+/** The plan when the CA Secret is not ours: nothing can be signed, so no leaf or bundle is written. */
+function caConflictPlan(conflict: string, ca: CaRotationPlan, found: Subjects, status: PlanStatus, { now, policy }: PlanContext): Plan {
+  const { conflicts, refused, excluded } = found;
+  const caConflict: Conflict = { target: 'ca', services: [], message: conflict };
+  return {
+    now,
+    policy,
+    trust: ca.layout,
+    leaves: [],
+    bundles: [],
+    conflicts: [...conflicts, caConflict],
+    waiting: [],
+    refused,
+    deferred: [],
+    excluded,
+    status,
   };
 }
 
