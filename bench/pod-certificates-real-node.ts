@@ -26,7 +26,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { eventually } from '../packages/controller/test/support/cluster.js';
 import { type Manifest, kustomizeBuild } from '../packages/controller/test/support/manifests.js';
 import { NODE_NAME } from '../packages/controller/src/cluster/node/addresses.js';
-import { stubRequestPublicKey } from '../packages/core/src/stub-request.js';
+import { stubRequestPublicKey } from '../packages/core/src/pod/stub-request.js';
 import { type TestCluster, startTestCluster } from '../testing/real-node/support/cluster.js';
 import { World, pemCertificates } from '../testing/real-node/support/world.js';
 import { pool, providerSecretInformer } from './kubernetes.bench.js';

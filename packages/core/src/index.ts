@@ -6,10 +6,13 @@
  * @packageDocumentation
  * @module @eso-mtls/core
  */
-export { type CaChange, type CaLayout, type CaMaterial, type CaPhase, type CaRotationPlan, type CaStatus, type ObservedBundle } from './ca-rotation.js';
-export { CertificateCache, type CertificateCacheOptions, type CertificateCacheStats, type KeyCheck } from './cache.js';
-export { type CertificateView } from './certificate.js';
-export { ConcurrencyLimit } from './concurrency-limit.js';
+export { type CaChange, type CaRotationPlan, type CaStatus } from './ca/ca-rotation.js';
+export { type CaLayout, type CaMaterial } from './ca/ca-layout.js';
+export { type CaPhase } from './ca/ca-phases.js';
+export { type ObservedBundle } from './ca/bundle.js';
+export { CertificateCache, type CertificateCacheOptions, type CertificateCacheStats, type KeyCheck } from './crypto/cache.js';
+export { type CertificateView, type KeyedCertificate } from './x509/certificate.js';
+export { ConcurrencyLimit } from './common/concurrency-limit.js';
 export {
   CaKeyUnavailableError,
   type CaSigner,
@@ -18,7 +21,7 @@ export {
   type RandomSource,
   type SignatureVerifier,
   type Signer,
-} from './crypto.js';
+} from './crypto/crypto.js';
 export {
   executePlan,
   type ExecutionContext,
@@ -27,12 +30,12 @@ export {
   type MaterializedCa,
   materializeLeaf,
   type SecretWrite,
-} from './execute.js';
-export { InvariantChecker, type PeerTarget, type Violation } from './invariants.js';
-export { issueCa, issueClientLeaf, type IssueContext, type Issued, IssueError, issueServerLeaf } from './issue.js';
-export { IssuanceLedger } from './ledger.js';
-export { MemoryStore, StoreConflictError } from './memory-store.js';
-export { dnsNamesBytes, fitServiceNames, type FittedServices, MAX_DNS_NAME_BYTES, MAX_SERVER_CERTIFICATE_BYTES } from './name-budget.js';
+} from './plan/execute.js';
+export { InvariantChecker, type PeerTarget, type Violation } from './simulation/invariants.js';
+export { issueCa, issueClientLeaf, type IssueContext, type Issued, IssueError, issueServerLeaf } from './crypto/issue.js';
+export { IssuanceLedger } from './plan/ledger.js';
+export { MemoryStore, StoreConflictError } from './simulation/memory-store.js';
+export { dnsNamesBytes, fitServiceNames, type FittedServices, MAX_DNS_NAME_BYTES, MAX_SERVER_CERTIFICATE_BYTES } from './x509/name-budget.js';
 export {
   CLIENT_COMMON_NAME,
   clientSpiffeId,
@@ -44,11 +47,11 @@ export {
   PROVIDER_SECRET_NAME,
   serviceDnsNames,
   type ServiceRef,
-} from './names.js';
-export { issuePodCertificate, type PodCertificate, type PodIssueResult } from './pod-issue.js';
-export { POD_KEY_TYPES, type PodKeyType } from './pod-key.js';
-export { MAX_STUB_REQUEST_BYTES } from './stub-request.js';
-export { type AllowedNamespaces, type NamespaceRequirement, formatNamespaceRequirement, parseNamespaceRequirement } from './namespace-requirement.js';
+} from './x509/names.js';
+export { issuePodCertificate, type PodCertificate, type PodIssueResult } from './pod/pod-issue.js';
+export { POD_KEY_TYPES, type PodKeyType } from './pod/pod-key.js';
+export { MAX_STUB_REQUEST_BYTES } from './pod/stub-request.js';
+export { type AllowedNamespaces, type NamespaceRequirement, formatNamespaceRequirement, parseNamespaceRequirement } from './policy/namespace-requirement.js';
 export {
   decidePodRequest,
   isExternalName,
@@ -61,13 +64,12 @@ export {
   type PodSignerRole,
   type SelectingService,
   serverNames,
-} from './pod-request.js';
-export { observePublishedBundle, type PublishedBundle, publishedBundleWrite } from './published-bundle.js';
-export { MAX_POD_LIFETIME, MIN_POD_LIFETIME, type PodValidity } from './pod-validity.js';
+} from './pod/pod-request.js';
+export { observePublishedBundle, type PublishedBundle, publishedBundleWrite } from './ca/published-bundle.js';
+export { MAX_POD_LIFETIME, MIN_POD_LIFETIME, type PodValidity } from './pod/pod-validity.js';
 export {
   caKeyField,
   type DataProblem,
-  type KeyedCertificate,
   observeCaSecret,
   type Observed,
   type ObservedCaSecret,
@@ -75,14 +77,14 @@ export {
   observeLeafSecret,
   type SecretData,
   SecretKeys,
-} from './observe.js';
-export { bundlePem, CertificateParseError, parseCertificate, splitPemCertificates } from './parse.js';
-export { decodePemBlocks, encodePem, type PemBlock, PemError } from './pem.js';
+} from './plan/observe.js';
+export { bundlePem, CertificateParseError, parseCertificate, splitPemCertificates } from './x509/parse.js';
+export { decodePemBlocks, encodePem, type PemBlock, PemError } from './x509/pem.js';
+export { planRotation } from './plan/plan.js';
 export {
   type BundleUpdate,
   type Conflict,
   type DeferredLeaf,
-  describeTarget,
   type ExcludedNamespace,
   type ExclusionReason,
   EXCLUSION_REASONS,
@@ -90,19 +92,18 @@ export {
   type LeafIssuance,
   type Plan,
   type PlanContext,
-  planRotation,
   type PlanStatus,
   type RefusalReason,
   type RefusedService,
-  type SecretTarget,
   type WaitingLeaf,
-} from './plan.js';
-export { DEFAULT_POLICY, KEY_ALGORITHMS, type KeyAlgorithm, type Policy, PolicyError, resolvePolicy, validatePolicy } from './policy.js';
-export { policyFingerprint } from './policy-fingerprint.js';
-export { renewalTime, ROTATION_REASONS, type RotationReason } from './rules.js';
-export { seededRandom } from './seeded-random.js';
-export { sha256 } from './sha256.js';
-export { shown, shownList } from './shown.js';
+} from './plan/vocabulary.js';
+export { describeTarget, type SecretTarget } from './plan/target.js';
+export { DEFAULT_POLICY, KEY_ALGORITHMS, type KeyAlgorithm, type Policy, PolicyError, resolvePolicy, validatePolicy } from './policy/policy.js';
+export { policyFingerprint } from './policy/policy-fingerprint.js';
+export { renewalTime, ROTATION_REASONS, type RotationReason } from './policy/rules.js';
+export { seededRandom } from './simulation/seeded-random.js';
+export { sha256 } from './x509/sha256.js';
+export { shown, shownList } from './common/shown.js';
 export {
   type Corruption,
   simulate,
@@ -113,21 +114,23 @@ export {
   type SimulationResult,
   type SimulationSummary,
   type TimelineEntry,
-} from './simulate.js';
+} from './simulation/simulate.js';
 export {
-  acknowledgementOf,
   assembleSnapshot,
-  EMERGENCY_ROTATION,
-  MAX_ROTATE_REQUEST_BYTES,
   type ObservedCluster,
   type Ownership,
   type ProviderNamespace,
   type ProviderService,
+  type SecretState,
+  type Snapshot,
+} from './plan/snapshot.js';
+export {
+  acknowledgementOf,
+  EMERGENCY_ROTATION,
+  MAX_ROTATE_REQUEST_BYTES,
   ROTATE_ACKNOWLEDGED_ANNOTATION,
   ROTATE_ANNOTATION,
   rotateRequestProblem,
-  type SecretState,
-  type Snapshot,
-} from './snapshot.js';
-export { days, type Duration, formatDuration, hours, type Instant, minutes, seconds } from './time.js';
-export { createWebCryptoSigner, type WebCryptoAlgorithm, type WebCryptoKeyUsage, type WebCryptoLike, webCryptoRandom } from './webcrypto.js';
+} from './plan/rotate-request.js';
+export { days, type Duration, formatDuration, hours, type Instant, minutes, seconds } from './common/time.js';
+export { createWebCryptoSigner, type WebCryptoAlgorithm, type WebCryptoKeyUsage, type WebCryptoLike, webCryptoRandom } from './crypto/webcrypto.js';

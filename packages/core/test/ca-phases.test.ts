@@ -1,8 +1,9 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { type CertificateView, type Issued, type SecretState, days, minutes } from '@eso-mtls/core';
-import { type CaLayout, type CaRotationInput } from '../src/ca-rotation.js';
+import { type CaLayout } from '../src/ca/ca-layout.js';
 import {
   activatePhase,
+  type CaRotationInput,
   emergencyPhase,
   generatedSchedule,
   initialSlots,
@@ -12,7 +13,7 @@ import {
   restorePhase,
   retirePhase,
   salvagePhase,
-} from '../src/ca-phases.js';
+} from '../src/ca/ca-phases.js';
 import { caRotationInput, issueCaGenerations, managedCaSecret } from './support/ca-secrets.js';
 import { Pki, T0 } from './support/planner.js';
 

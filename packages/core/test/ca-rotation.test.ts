@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { type CertificateView, type Issued, type SecretState, days, minutes } from '@eso-mtls/core';
-import { type CaRotationInput, planCaRotation } from '../src/ca-rotation.js';
+import { planCaRotation } from '../src/ca/ca-rotation.js';
+import { type CaRotationInput } from '../src/ca/ca-phases.js';
 import { caRotationInput, issueCaGenerations, managedCaSecret } from './support/ca-secrets.js';
 import { Pki, T0 } from './support/planner.js';
 

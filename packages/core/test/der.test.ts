@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { DerError, Tag, children, namedBits, oid, oidToString, readElement, sequence, smallInteger, time, tlv, unsignedInteger } from '../src/der.js';
+import { DerError, Tag, children, namedBits, oid, oidToString, readElement, sequence, smallInteger, time, tlv, unsignedInteger } from '../src/x509/der.js';
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 

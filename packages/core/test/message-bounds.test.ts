@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { type CertificateView, days, minutes, namespaceDnsNames } from '@eso-mtls/core';
-import { LEAF_RULES, type LeafRuleContext } from '../src/rules.js';
-import { shownList } from '../src/shown.js';
+import { LEAF_RULES, type LeafRuleContext } from '../src/policy/rules.js';
+import { shownList } from '../src/common/shown.js';
 import { T0, convergedCluster, planAt, policy, reconcile, view } from './support/planner.js';
 
 /**

@@ -13,7 +13,7 @@ import {
   observeLeafSecret,
   resolvePolicy,
 } from '@eso-mtls/core';
-import { observeCaSecret } from '../src/observe.js';
+import { observeCaSecret } from '../src/plan/observe.js';
 import { NOW, nodeBackend } from './support/fixtures.js';
 
 const crypto = nodeBackend();

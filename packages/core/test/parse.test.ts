@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { CertificateParseError, bundlePem, encodePem, issueCa, parseCertificate, resolvePolicy, splitPemCertificates } from '@eso-mtls/core';
-import { decodeString } from '../src/distinguished-name.js';
+import { decodeString } from '../src/x509/distinguished-name.js';
 import { p256Request, signRequest } from '../../../testing/support/openssl.js';
 import { nodeBackend, openssl, tempDir } from './support/fixtures.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { PemError, decodePemBlocks, encodePem } from '@eso-mtls/core';
-import { decodeBase64, encodeBase64, textOf } from '../src/pem.js';
+import { decodeBase64, encodeBase64, textOf } from '../src/x509/pem.js';
 
 describe('base64', () => {
   it('round-trips and matches Node for every length', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { MemoryStore, StoreConflictError, days, executePlan, materializeBundle, materializeCaChange, materializeLeaf, minutes } from '@eso-mtls/core';
-import { trustBundle } from '../src/bundle.js';
+import { trustBundle } from '../src/ca/bundle.js';
 import { Pki, T0, convergedCluster, planAt, reconcile } from './support/planner.js';
 
 describe('executePlan', () => {

@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { MemoryStore, days, isPlanEmpty, minutes } from '@eso-mtls/core';
-import { renewalTime } from '../src/rules.js';
+import { renewalTime } from '../src/policy/rules.js';
 import { Pki, T0, convergedCluster, describeWrites, planAt, reconcile, text } from './support/planner.js';
 
 describe('planRotation: convergence', () => {

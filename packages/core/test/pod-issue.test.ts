@@ -20,8 +20,8 @@ import {
   parseCertificate,
   resolvePolicy,
 } from '@eso-mtls/core';
-import { issuePodLeaf, randomSerialNumber } from '../src/issue.js';
-import { MAX_SERVER_CERTIFICATE_BYTES } from '../src/name-budget.js';
+import { issuePodLeaf, randomSerialNumber } from '../src/crypto/issue.js';
+import { MAX_SERVER_CERTIFICATE_BYTES } from '../src/x509/name-budget.js';
 import { nodeBackend, openssl, tempDir } from './support/fixtures.js';
 import { type KeyPair, POD_KEYS, spkiOf, stubRequest } from './support/pod-keys.js';
 import { failures, lintPem, zlintPath } from './support/zlint.js';

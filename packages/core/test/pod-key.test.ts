@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
 import { POD_KEY_TYPES } from '@eso-mtls/core';
-import { podKeyTypeOf } from '../src/pod-key.js';
+import { podKeyTypeOf } from '../src/pod/pod-key.js';
 import { type KeyPair, POD_KEYS, spkiOf } from './support/pod-keys.js';
 
 // podKeyTypeOf on public keys node:crypto (OpenSSL) makes, as a kubelet's Go crypto would: the six

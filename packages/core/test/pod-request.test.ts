@@ -10,8 +10,8 @@ import {
   decidePodRequest,
   resolvePolicy,
 } from '@eso-mtls/core';
-import { MAX_DNS_NAME_BYTES, dnsNamesBytes } from '../src/name-budget.js';
-import { selects } from '../src/pod-request.js';
+import { MAX_DNS_NAME_BYTES, dnsNamesBytes } from '../src/x509/name-budget.js';
+import { selects } from '../src/pod/pod-request.js';
 import { tempDir } from './support/fixtures.js';
 import { type KeyPair, POD_KEYS, spkiOf, stubRequest } from './support/pod-keys.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
-import { MAX_STUB_REQUEST_BYTES, StubRequestError, stubRequestPublicKey } from '../src/stub-request.js';
+import { MAX_STUB_REQUEST_BYTES, StubRequestError, stubRequestPublicKey } from '../src/pod/stub-request.js';
 import { openssl, tempDir } from './support/fixtures.js';
 import { type KeyPair, POD_KEYS, spkiOf, stubRequest } from './support/pod-keys.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { type Policy, days, hours, minutes, resolvePolicy, seconds } from '@eso-mtls/core';
-import { MAX_POD_BACKDATE, type PodValidityInput, podRefreshTime, podValidity } from '../src/pod-validity.js';
+import { MAX_POD_BACKDATE, type PodValidityInput, podRefreshTime, podValidity } from '../src/pod/pod-validity.js';
 import { NOW } from './support/fixtures.js';
 
 // The times of a pod certificate against what kube-apiserver v1.37.2 accepts

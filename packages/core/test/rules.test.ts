@@ -15,7 +15,7 @@ import {
   renewalTime,
   rotationJitter,
   secretMissingRule,
-} from '../src/rules.js';
+} from '../src/policy/rules.js';
 import { T0, policy, view } from './support/planner.js';
 
 const active = view({ serialNumber: 'ac', subject: 'CN=active', isCa: true });

@@ -14,7 +14,7 @@ import {
   resolvePolicy,
   webCryptoRandom,
 } from '@eso-mtls/core';
-import { ecdsaSignatureToDer } from '../src/webcrypto.js';
+import { ecdsaSignatureToDer } from '../src/crypto/webcrypto.js';
 import { NOW, nodeBackend, openssl, tempDir } from './support/fixtures.js';
 
 const node = nodeBackend();

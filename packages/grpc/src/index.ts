@@ -19,15 +19,8 @@ export { type ServedCertificateSource } from './server/certificate-source.js';
 export { type CallObserver } from './server/handlers.js';
 export { HealthService, type ServingStatus } from './server/health.js';
 export { type ClientIdentityRequirement, peerIdentity, type PeerIdentity } from './server/identity.js';
-export { stderrProviderLogger } from './server/log.js';
-export {
-  type ProviderLogger,
-  type ProviderLogRecord,
-  ProviderServerOptionError,
-  type ProviderServerOptions,
-  type ResolvedProviderServerOptions,
-  resolveProviderServerOptions,
-} from './server/options.js';
+export { type ProviderLogger, type ProviderLogRecord, stderrProviderLogger } from './server/log.js';
+export { ProviderServerOptionError, type ProviderServerOptions, type ResolvedProviderServerOptions, resolveProviderServerOptions } from './server/options.js';
 export { type CallContext, type SecretStoreProvider } from './server/provider.js';
 export { type CertificateSourceFactory, type ProviderServer, startProviderServer } from './server/start.js';
 export { ProviderChannelPool, type ProviderChannelPoolOptions } from './tls/channel-pool.js';

@@ -89,7 +89,7 @@ invalid
 
 {{/*
 The longest --reconcile-interval plus --propagation-delay the controller's certificate policy accepts
-(packages/core/src/policy.ts, with its defaults): a CA must enter rotation at least leafLookahead +
+(packages/core/src/policy/policy.ts, with its defaults): a CA must enter rotation at least leafLookahead +
 leafJitter + propagationDelay + maxConnectionAge + reconcileInterval before its notAfter, so
 60d - (35d + 3d + 30m) = 527h30m (527h25m for reconcileInterval with the default propagationDelay 5m).
 */}}

@@ -9,8 +9,8 @@
  * the plain OpenSSL path.
  */
 import { createECDH, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
-import { type DerElement, Tag, bitString, children, contentsOf, encodingOf, equalBytes, oid, readElement, sequence } from '../der.js';
-import { decodePemBlocks } from '../pem.js';
+import { type DerElement, Tag, bitString, children, contentsOf, encodingOf, equalBytes, oid, readElement, sequence } from '../x509/der.js';
+import { decodePemBlocks } from '../x509/pem.js';
 
 const EC_PUBLIC_KEY = oid('1.2.840.10045.2.1');
 const P256 = oid('1.2.840.10045.3.1.7');

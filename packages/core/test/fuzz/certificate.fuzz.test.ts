@@ -14,7 +14,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { X509Certificate, createPublicKey } from 'node:crypto';
 import { CertificateCache, CertificateParseError, type CertificateView, parseCertificate } from '@eso-mtls/core';
-import { encodePem } from '../../src/pem.js';
+import { encodePem } from '../../src/x509/pem.js';
 import { nodeBackend } from '../support/fixtures.js';
 import { type FuzzParameters, fuzzParameters } from '../../../../testing/fuzz/runs.js';
 import { derMutations, mutateDer } from './mutate.js';

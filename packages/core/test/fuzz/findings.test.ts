@@ -17,7 +17,7 @@ import {
   planRotation,
   resolvePolicy,
 } from '@eso-mtls/core';
-import { DerError, Tag, children, encodingOf, oid, oidToString, readElement, sequence, tlv } from '../../src/der.js';
+import { DerError, Tag, children, encodingOf, oid, oidToString, readElement, sequence, tlv } from '../../src/x509/der.js';
 import { nodeBackend } from '../support/fixtures.js';
 import { mutateDer } from './mutate.js';
 import { pki } from './pki.js';

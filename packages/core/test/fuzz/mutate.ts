@@ -5,7 +5,7 @@
  * fast-check shrinks a failing case to the few edits that matter.
  */
 import fc from 'fast-check';
-import { DerError, children, contentsOf, readElement, tlv } from '../../src/der.js';
+import { DerError, children, contentsOf, readElement, tlv } from '../../src/x509/der.js';
 
 /** One element of a DER tree: constructed elements keep their children, the others their contents. */
 interface DerNode {

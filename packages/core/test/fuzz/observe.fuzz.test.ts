@@ -26,9 +26,9 @@ import {
   planRotation,
   resolvePolicy,
 } from '@eso-mtls/core';
-import { SecretKeys } from '../../src/observe.js';
-import { BUNDLE_WRITTEN_AT_ANNOTATION } from '../../src/snapshot.js';
-import { encodePem } from '../../src/pem.js';
+import { SecretKeys } from '../../src/plan/observe.js';
+import { BUNDLE_WRITTEN_AT_ANNOTATION } from '../../src/ca/bundle.js';
+import { encodePem } from '../../src/x509/pem.js';
 import { nodeBackend } from '../support/fixtures.js';
 import { fuzzParameters } from '../../../../testing/fuzz/runs.js';
 import { derMutations, mutateDer } from './mutate.js';

@@ -6,8 +6,8 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { PemError, decodePemBlocks, encodePem } from '@eso-mtls/core';
-import { DerError, children, oidToString, readElement, tlv } from '../../src/der.js';
-import { decodeBase64, encodeBase64 } from '../../src/pem.js';
+import { DerError, children, oidToString, readElement, tlv } from '../../src/x509/der.js';
+import { decodeBase64, encodeBase64 } from '../../src/x509/pem.js';
 import { fuzzParameters } from '../../../../testing/fuzz/runs.js';
 
 /** Calls `f`; a throw of `errorClass` is the classified failure, any other throw fails the property. */

@@ -12,9 +12,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { MAX_DNS_NAME_BYTES, POD_DENY_REASONS, type PodRequestDecision, decidePodRequest, isDnsName, resolvePolicy } from '@eso-mtls/core';
-import { dnsNamesBytes } from '../../src/name-budget.js';
-import { podKeyTypeOf } from '../../src/pod-key.js';
-import { StubRequestError, stubRequestPublicKey } from '../../src/stub-request.js';
+import { dnsNamesBytes } from '../../src/x509/name-budget.js';
+import { podKeyTypeOf } from '../../src/pod/pod-key.js';
+import { StubRequestError, stubRequestPublicKey } from '../../src/pod/stub-request.js';
 import { tempDir } from '../support/fixtures.js';
 import { POD_KEYS, stubRequest } from '../support/pod-keys.js';
 import { fuzzParameters } from '../../../../testing/fuzz/runs.js';

@@ -10,7 +10,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { X509Certificate, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
 import { CertificateCache, type CertificateView, type KeyedCertificate, encodePem, observeCaSecret, observeLeafSecret } from '@eso-mtls/core';
-import { equalBytes } from '../../src/der.js';
+import { equalBytes } from '../../src/x509/der.js';
 import { nodeBackend } from '../support/fixtures.js';
 import { fuzzParameters } from '../../../../testing/fuzz/runs.js';
 import { type DerMutation, derMutations, mutateDer } from './mutate.js';

@@ -1,5 +1,5 @@
 import { type Instant, type Issued, type SecretState, days } from '@eso-mtls/core';
-import { type CaRotationInput } from '../../src/ca-rotation.js';
+import { type CaRotationInput } from '../../src/ca/ca-phases.js';
 import { type Pki, T0 } from './planner.js';
 
 /** The CAs the CA-rotation tests plan with, and a leaf of the oldest. */

@@ -1,4 +1,24 @@
-import type { ProviderLogRecord } from './options.js';
+/**
+ * One structured log record of the provider server: a certificate reload or a refused one.
+ * Carries labels, reasons and dates only, never PEM or key text.
+ */
+export interface ProviderLogRecord {
+  readonly level: 'info' | 'warn';
+  readonly message: string;
+  /** The `metrics` identity, when given. */
+  readonly namespace?: string;
+  readonly service?: string;
+  /** `reloaded`, or the refusal's reason label (e.g. `key_mismatch`). */
+  readonly reason?: string;
+  /** What was wrong with the files, naming them (refusals only). */
+  readonly detail?: string;
+  /** notAfter (ISO 8601) and lower-case hex serial of the certificate served after the event. */
+  readonly notAfter?: string;
+  readonly serialNumber?: string;
+}
+
+/** Receives every {@link ProviderLogRecord}, e.g. to write it as one JSON line. */
+export type ProviderLogger = (record: ProviderLogRecord) => void;
 
 /**
  * The provider server's default logger: one JSON line per reload or refused reload on stderr, so

@@ -2,30 +2,8 @@ import { minutes, seconds, formatDuration } from '@eso-mtls/core';
 import type { ClientIdentityRequirement } from './identity.js';
 import type { CallObserver } from './handlers.js';
 import type { SecretStoreProvider } from './provider.js';
-import { stderrProviderLogger } from './log.js';
+import { type ProviderLogger, stderrProviderLogger } from './log.js';
 import { CERTIFICATE_LAYOUTS, type CertificateLayout } from '../tls/layout.js';
-
-/**
- * One structured log record of the provider server: a certificate reload or a refused one.
- * Carries labels, reasons and dates only, never PEM or key text.
- */
-export interface ProviderLogRecord {
-  readonly level: 'info' | 'warn';
-  readonly message: string;
-  /** The `metrics` identity, when given. */
-  readonly namespace?: string;
-  readonly service?: string;
-  /** `reloaded`, or the refusal's reason label (e.g. `key_mismatch`). */
-  readonly reason?: string;
-  /** What was wrong with the files, naming them (refusals only). */
-  readonly detail?: string;
-  /** notAfter (ISO 8601) and lower-case hex serial of the certificate served after the event. */
-  readonly notAfter?: string;
-  readonly serialNumber?: string;
-}
-
-/** Receives every {@link ProviderLogRecord}, e.g. to write it as one JSON line. */
-export type ProviderLogger = (record: ProviderLogRecord) => void;
 
 /** Options of {@link startProviderServer}. There is deliberately no option that turns TLS or client authentication off. */
 export interface ProviderServerOptions {

@@ -1,0 +1,33 @@
+import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
+
+/*
+ * What the CA Secret holds after a plan: the CA that signs, the next one, the retired ones, and
+ * since when the active one signs. Both the CA phases and the plan read it.
+ */
+
+/** A CA slot after the plan: kept as it is, or generated when the plan is executed. */
+export type CaMaterial = { readonly kind: 'existing'; readonly keyed: KeyedCertificate } | { readonly kind: 'generate' };
+
+/** The CA Secret's content after a plan: active (signs), next (published), retired (trusted, no key). */
+export interface CaLayout {
+  /** The CA that signs leaves. */
+  readonly active?: CaMaterial;
+  /** The CA published in every bundle before it signs. */
+  readonly next?: CaMaterial;
+  /** Former CAs still trusted until nothing in use depends on them. */
+  readonly retired: readonly CertificateView[];
+}
+
+/** The CA certificates of a layout, in bundle order: active, next, retired. */
+export function layoutCertificates(layout: CaLayout): (CertificateView | 'active' | 'next')[] {
+  const slot = (m: CaMaterial | undefined, name: 'active' | 'next'): (CertificateView | 'active' | 'next')[] =>
+    m === undefined ? [] : m.kind === 'existing' ? [m.keyed.certificate] : [name];
+  return [...slot(layout.active, 'active'), ...slot(layout.next, 'next'), ...layout.retired];
+}
+
+/**
+ * Annotation on the CA Secret: since when its active CA has signed (RFC 3339), set by each write
+ * that makes a CA active. In pod-certificate mode a retired CA stays trusted until every pod
+ * certificate it signed has expired: at most this instant plus the longest pod certificate.
+ */
+export const ACTIVE_SINCE_ANNOTATION = 'eso-mtls.io/active-since';
