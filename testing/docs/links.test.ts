@@ -1,0 +1,101 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type ImportGraph, importGraph, reachable } from './import-graph.js';
+import { brokenLink, fileLinks, headingAnchors } from './markdown-links.js';
+
+// docs/architecture.md is the map of the code (issue 26 item 7): every file it links must exist,
+// and every #anchor into a Markdown page must be one of that page's headings, so a file moved or
+// renamed fails here instead of leaving the map pointing at nothing. Its reading order must have
+// no loops: no source file it names imports, directly or through others, one it names later.
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const ARCHITECTURE = 'docs/architecture.md';
+const READING_ORDER = '## A reading order';
+
+const read = (file: string): string => readFileSync(join(root, file), 'utf8');
+
+/** The text of `page` from `heading` to the next heading of the same level. */
+function section(page: string, heading: string): string {
+  const start = page.indexOf(`\n${heading}\n`);
+  if (start < 0) throw new Error(`${ARCHITECTURE} has no heading "${heading}": the reading order was renamed or lost`);
+  const end = page.indexOf('\n## ', start + heading.length + 2);
+  return page.slice(start, end < 0 ? undefined : end);
+}
+
+describe(ARCHITECTURE, () => {
+  const links = fileLinks(read(ARCHITECTURE), ARCHITECTURE, root);
+
+  it(`links only to files that exist and headings that exist (${links.length} links)`, () => {
+    // Not silently empty: the map links every package's entry point and many files besides.
+    expect(links.length).toBeGreaterThan(100);
+    expect(links.flatMap((l) => brokenLink(l, root) ?? [])).toEqual([]);
+  });
+
+  describe('its reading order', () => {
+    let graph: ImportGraph;
+    const named = fileLinks(section(read(ARCHITECTURE), READING_ORDER), ARCHITECTURE, root)
+      .map((l) => l.path)
+      .filter((p) => /^packages\/[^/]+\/src\/.*\.ts$/.test(p));
+
+    beforeAll(() => {
+      graph = importGraph(root);
+    }, 120_000);
+
+    it(`names source files the import graph knows (${named.length})`, () => {
+      expect(named.length).toBeGreaterThan(20);
+      expect(named.filter((f) => !graph.has(f))).toEqual([]);
+    });
+
+    it('has no loops: no file needs one named after it', () => {
+      const loops = named.flatMap((file, i) => {
+        const needs = reachable(graph, file);
+        return named.slice(i + 1).flatMap((later) => (needs.has(later) ? [`${file} imports ${later}, which the order names after it`] : []));
+      });
+      expect(loops).toEqual([]);
+    });
+  });
+});
+
+describe('the link check itself', () => {
+  const page = [
+    '# A page',
+    '',
+    '## Two words',
+    '',
+    'See [the map](docs/architecture.md#packages), [the core](packages/core/src/index.ts) and [a URL](https://example.com).',
+    'A [missing file](docs/no-such-page.md), a [missing heading](docs/architecture.md#no-such-heading) and [this page](#two-words).',
+    '`[in code](docs/not-checked.md)` is code.',
+    '',
+    '```md',
+    '[in a fence](docs/not-checked-either.md)',
+    '```',
+    '',
+    '[ref]: docs/no-such-reference.md',
+  ].join('\n');
+  const links = fileLinks(page, 'page.md', root);
+
+  it('reads inline links and reference definitions, not URLs, bare anchors, code spans or fences', () => {
+    expect(links.map((l) => [l.line, l.path, l.anchor])).toEqual([
+      [5, 'docs/architecture.md', 'packages'],
+      [5, 'packages/core/src/index.ts', undefined],
+      [6, 'docs/no-such-page.md', undefined],
+      [6, 'docs/architecture.md', 'no-such-heading'],
+      [13, 'docs/no-such-reference.md', undefined],
+    ]);
+  });
+
+  it('reports a missing file and a missing heading, each with its line', () => {
+    expect(links.flatMap((l) => brokenLink(l, root) ?? [])).toEqual([
+      'page.md:6: (docs/no-such-page.md) names docs/no-such-page.md, which does not exist',
+      'page.md:6: (docs/architecture.md#no-such-heading) names #no-such-heading, which is no heading of docs/architecture.md',
+      'page.md:13: (docs/no-such-reference.md) names docs/no-such-reference.md, which does not exist',
+    ]);
+  });
+
+  it('names headings as GitHub does (punctuation dropped, code kept, repeats numbered)', () => {
+    const anchors = headingAnchors('# Rotation timeline chart (`--chart`)\n## The CA, emergency (hard cut-over)\n## Tests\n## Tests\n', 'x.md');
+    expect([...anchors]).toEqual(['rotation-timeline-chart---chart', 'the-ca-emergency-hard-cut-over', 'tests', 'tests-1']);
+  });
+});
