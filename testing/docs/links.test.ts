@@ -3,12 +3,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ImportGraph, importGraph, reachable } from './import-graph.js';
+import { markdownFiles } from './markdown-files.js';
 import { brokenLink, fileLinks, headingAnchors } from './markdown-links.js';
 
-// docs/architecture.md is the map of the code (issue 26 item 7): every file it links must exist,
-// and every #anchor into a Markdown page must be one of that page's headings, so a file moved or
-// renamed fails here instead of leaving the map pointing at nothing. Its reading order must have
-// no loops: no source file it names imports, directly or through others, one it names later.
+// Every link of the docs and READMEs to a file of the repository names a file that exists, and
+// every #anchor into a Markdown page one of that page's headings, so a file moved or renamed, or
+// a heading reworded, fails here instead of leaving a page pointing at nothing. docs/architecture.md
+// is the map of the code (issue 26 item 7): its reading order must also have no loops, no source
+// file it names importing, directly or through others, one it names later.
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const ARCHITECTURE = 'docs/architecture.md';
@@ -24,13 +26,21 @@ function section(page: string, heading: string): string {
   return page.slice(start, end < 0 ? undefined : end);
 }
 
+describe(`links of ${markdownFiles(root).length} Markdown files (docs/, README.md, packages/*/README.md, examples/*/README.md)`, () => {
+  const links = markdownFiles(root).flatMap((f) => fileLinks(read(f), f, root));
+
+  it(`name files and headings that exist (${links.length} links)`, () => {
+    expect(links.flatMap((l) => brokenLink(l, root) ?? [])).toEqual([]);
+  });
+});
+
 describe(ARCHITECTURE, () => {
   const links = fileLinks(read(ARCHITECTURE), ARCHITECTURE, root);
 
-  it(`links only to files that exist and headings that exist (${links.length} links)`, () => {
+  it(`is among the pages checked, with its links found (${links.length})`, () => {
+    expect(markdownFiles(root)).toContain(ARCHITECTURE);
     // Not silently empty: the map links every package's entry point and many files besides.
     expect(links.length).toBeGreaterThan(100);
-    expect(links.flatMap((l) => brokenLink(l, root) ?? [])).toEqual([]);
   });
 
   describe('its reading order', () => {

@@ -1,8 +1,9 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type CodeBlock, codeBlocks } from './markdown-blocks.js';
+import { markdownFiles } from './markdown-files.js';
 import { type SnippetDiagnostic, typeCheckSnippets } from './type-check-snippets.js';
 
 // Every snippet in the docs and READMEs either compiles here or says what it is: a language tag
@@ -13,22 +14,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const TYPESCRIPT = new Set(['ts', 'typescript']);
 const FRAGMENT = 'fragment';
 
-/** docs/*.md, README.md, and the READMEs of packages/* and examples/*. */
-function markdownFiles(): string[] {
-  const inFolder = (dir: string): string[] =>
-    existsSync(join(root, dir))
-      ? readdirSync(join(root, dir))
-          .filter((f) => f.endsWith('.md'))
-          .map((f) => `${dir}/${f}`)
-      : [];
-  const readmes = (dir: string): string[] =>
-    readdirSync(join(root, dir))
-      .map((p) => `${dir}/${p}/README.md`)
-      .filter((f) => existsSync(join(root, f)));
-  return ['README.md', ...inFolder('docs'), ...readmes('packages'), ...readmes('examples')].sort();
-}
-
-const files = markdownFiles();
+const files = markdownFiles(root);
 const blocks: CodeBlock[] = files.flatMap((f) => codeBlocks(readFileSync(join(root, f), 'utf8'), f));
 const typescript = blocks.filter((b) => TYPESCRIPT.has(b.language));
 const fragments = typescript.filter((b) => b.flags.includes(FRAGMENT));
