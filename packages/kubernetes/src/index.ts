@@ -28,7 +28,7 @@ export { type Logger, silentLogger } from './logger.js';
 export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './options.js';
 export { terminalCondition } from './pod-requests.js';
 export { planContext, type PlanSettings } from './plan-context.js';
-export { type PodCertificateOptions, type PodCertificateSigner, type PodSigningResult, type SigningCa } from './pod-signer.js';
+export { type PodCertificateOptions, type PodCertificateSigner, type PodRequestResult, type SigningCa } from './pod-signer.js';
 export {
   type ClusterTrustBundle,
   type StrayTrustBundle,
