@@ -6,6 +6,8 @@ import { type KubeRestClient, corePath } from './rest-client.js';
 
 /** `Accept` of a metadata-only read: the apiserver answers with PartialObjectMetadata, never the pod's spec. */
 export const METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+/** The same for a list (a watch's events are single objects: {@link METADATA_ONLY}). */
+const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
 /** Pods cached at most, over every namespace followed (about 0.5 KB each: name, UID and labels). */
 export const MAX_CACHED_PODS = 10_000;
@@ -77,7 +79,7 @@ export class PodReader {
         list: async (page) => {
           const listed = await api.request<ListPage<CachedPod> & { metadata?: { remainingItemCount?: number } }>('GET', path, {
             query: page,
-            accept: METADATA_ONLY,
+            accept: METADATA_LIST,
           });
           // The first page says how many follow: a namespace past the bound is never listed whole.
           if (page.continue === undefined && listed.items.length + (listed.metadata?.remainingItemCount ?? 0) > this.room(namespace)) {
