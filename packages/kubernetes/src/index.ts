@@ -29,6 +29,8 @@ export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './opt
 export { terminalCondition } from './pod-requests.js';
 export { planContext, type PlanSettings } from './plan-context.js';
 export { type PodCertificateOptions, type PodCertificateSigner, type PodRequestResult, type SigningCa } from './pod-signer.js';
+export { type PodReader, type PodSource } from './pod-cache.js';
+export { type PodStage, type PodStageTimes } from './pod-stages.js';
 export {
   type ClusterTrustBundle,
   type StrayTrustBundle,
