@@ -81,12 +81,15 @@ export class PodReader {
             query: page,
             accept: METADATA_LIST,
           });
+          // An empty PartialObjectMetadataList has `items: null`.
+          const items = listed.items ?? [];
           // The first page says how many follow: a namespace past the bound is never listed whole.
-          if (page.continue === undefined && listed.items.length + (listed.metadata?.remainingItemCount ?? 0) > this.room(namespace)) {
-            this.drop(namespace, listed.items.length + (listed.metadata?.remainingItemCount ?? 0));
+          const pods = items.length + (listed.metadata?.remainingItemCount ?? 0);
+          if (page.continue === undefined && pods > this.room(namespace)) {
+            this.drop(namespace, pods);
             throw new Error(`namespace ${namespace} has too many pods to cache`);
           }
-          return listed;
+          return { ...listed, items };
         },
         watchPath: path,
         transform: trimPod,
