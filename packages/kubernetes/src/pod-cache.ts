@@ -67,6 +67,11 @@ export class PodReader {
     return n;
   }
 
+  /** True once `namespace`'s pods are cached (listed, and watched since). */
+  cached(namespace: string): boolean {
+    return this.followed.get(namespace)?.hasSynced ?? false;
+  }
+
   /** Starts caching `namespace`'s pods, unless it is cached already or was too large. */
   follow(namespace: string): void {
     if (namespace === '' || this.followed.has(namespace) || this.tooLarge.has(namespace)) return;

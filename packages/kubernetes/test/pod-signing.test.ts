@@ -176,6 +176,8 @@ describe('the per-request pod signer on kube-apiserver v1.37.2', () => {
 
   it('reads a pod from the cache when the UID matches, and with a GET when the cached one no longer does: a pod replaced on another node is issued', async () => {
     const pods = adapter.podSigner!.pods;
+    // ESO's namespace (the client signer's), with no pod yet, and every namespace with a labelled Service.
+    await eventually(() => expect([ESO_NS, 'a-burst', 'z-lone'].map((ns) => pods.cached(ns))).toEqual([true, true, true]));
     const before = { ...pods.stats };
     const first = await kubelet.runPod(providerPod('z-lone', 'moved-0'));
     await eventually(async () => {
