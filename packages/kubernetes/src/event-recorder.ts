@@ -99,7 +99,12 @@ export class EventRecorder {
 
   /** Queues an Event on `service` (or on the Secret it names). */
   record(service: ServiceReference, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
-    if (this.options.writesAllowed && !this.options.writesAllowed()) return;
+    void this.send(service, type, reason, message);
+  }
+
+  /** {@link record}, resolving once the Event was sent, folded or failed (never rejects): for callers that coalesce while one is in flight. */
+  send(service: ServiceReference, type: 'Normal' | 'Warning', reason: EventReason, message: string): Promise<void> {
+    if (this.options.writesAllowed && !this.options.writesAllowed()) return Promise.resolve();
     const text = eventMessage(message);
     const key = `${service.kind ?? 'Service'}/${service.namespace}/${service.name}/${reason}/${text}`;
     const now = this.options.now();
@@ -108,16 +113,15 @@ export class EventRecorder {
       previous.count++;
       if (now - previous.lastSent < (this.options.repeatWindowMs ?? 600_000)) {
         this.stats.folded++;
-        return;
+        return Promise.resolve();
       }
       previous.lastSent = now;
-      this.track(this.patch(service, previous, key, type, reason, text, now));
-      return;
+      return this.track(this.patch(service, previous, key, type, reason, text, now));
     }
     const entry: Sent = { name: eventName(service.name, now), count: 1, firstTimestamp: now, lastSent: now };
     // Only warnings recur with the same text (a standing conflict); issuance messages carry their notAfter.
     if (type === 'Warning') this.remember(key, entry);
-    this.track(this.create(service, entry, type, reason, text, now));
+    return this.track(this.create(service, entry, type, reason, text, now));
   }
 
   /** Resolves when every queued Event request has finished. */
@@ -125,9 +129,10 @@ export class EventRecorder {
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
   }
 
-  private track(p: Promise<void>): void {
+  private track(p: Promise<void>): Promise<void> {
     this.inFlight.add(p);
     void p.finally(() => this.inFlight.delete(p));
+    return p;
   }
 
   private remember(key: string, entry: Sent): void {
@@ -183,7 +188,7 @@ export class EventRecorder {
       if (apiErrorOf(e).code === 404) {
         // The Event expired (the apiserver keeps them for an hour by default): start a new one.
         this.sent.delete(key);
-        this.record(service, type, reason, message);
+        await this.send(service, type, reason, message);
         return;
       }
       this.fail(service, reason, e);

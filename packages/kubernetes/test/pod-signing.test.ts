@@ -9,6 +9,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { type ControlPlane, nodeIdentity, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { type KubeletPod, type PodCertificatePodSpec, PodCertificateKubelet } from '../../../testing/kubelet/index.js';
 import { KubeRestClient, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '../src/index.js';
+import { PodReader } from '../src/pod-cache.js';
 import type { PodSigningLane } from '../src/signing-lane.js';
 import { certificates, eventually } from './support/cluster.js';
 
@@ -203,5 +204,29 @@ describe('the per-request pod signer on kube-apiserver v1.37.2', () => {
     const request = await otherKubelet.requestCertificate(moved);
     expect(await otherKubelet.waitForOutcome(request)).toMatchObject({ condition: 'Issued' });
     expect(pods.stats.api).toBe(gets + 1);
+  });
+
+  it('caches no namespace whose pods would take the cache past its bound, and reads those pods with GETs', async () => {
+    // Bound 5: z-lone's 3 pods fit; a-burst's 4 would make 7, so it is not listed whole, nor cached.
+    const lines: { message: string; fields: Record<string, unknown> }[] = [];
+    const record = (fields: Record<string, unknown>, message: string): void => void lines.push({ message, fields });
+    const reader = new PodReader({
+      api: admin,
+      informerOptions: { watch: admin, counter: admin.counter },
+      logger: { debug: record, info: record, warn: record, error: record },
+      maxPods: 5,
+    });
+    try {
+      reader.follow('z-lone');
+      await eventually(() => expect(reader.cached('z-lone')).toBe(true));
+      expect(reader.size).toBe(3);
+      reader.follow('a-burst');
+      await eventually(() => expect(lines.map((l) => l.fields)).toContainEqual({ namespace: 'a-burst', pods: 4, maxPods: 5 }));
+      expect([reader.cached('a-burst'), reader.size]).toEqual([false, 3]);
+      const pod = await core.readNamespacedPod({ namespace: 'a-burst', name: 'burst-0' });
+      expect(await reader.read('a-burst', 'burst-0', pod.metadata!.uid!)).toMatchObject({ source: 'api', pod: { uid: pod.metadata!.uid } });
+    } finally {
+      await reader.stop();
+    }
   });
 });
