@@ -94,6 +94,13 @@ export interface PodCertificateBenchmark {
     readonly drainSeconds: number;
     readonly stages: Stages;
   };
+  /**
+   * The apiserver's own rate for status writes, with no signer: one more request per pod, made
+   * with no signer running, then a Denied status PUT by the bench on each (no chain for the
+   * apiserver to check, so an upper bound for Issued writes): half with the signer's 8 in flight,
+   * half with 16.
+   */
+  readonly statusWriteLimit: { readonly at8: number; readonly at16: number };
   /** The signer's stale-names recount over the pods it issued to (one metadata GET each, in turn), its duration and its count. */
   readonly staleRecount: { readonly seconds: number; readonly trackedPods: number; readonly stale: number };
   /** {@link probeRecount}'s figures. */
@@ -224,6 +231,22 @@ async function requestAll(kubelet: PodCertificateKubelet, pods: readonly Kubelet
     onCreated(created.at(-1)!);
   });
   return created;
+}
+
+/** Status writes per second: a Denied status PUT on each of `requests`, `inFlight` at a time. */
+async function statusWriteRate(admin: KubeRestClient, requests: readonly Created[], inFlight: number, step: Step): Promise<number> {
+  const lastTransitionTime = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const start = performance.now();
+  await pool(requests, inFlight, async ({ request: { request } }) => {
+    const { namespace, name } = request.metadata as { namespace: string; name: string };
+    const condition = { type: 'Denied', status: 'True', reason: 'BenchLimit', message: 'the bench measures status writes', lastTransitionTime };
+    await admin.replace(`/apis/certificates.k8s.io/v1/namespaces/${namespace}/podcertificaterequests/${name}/status`, {
+      ...request,
+      status: { conditions: [condition] },
+    });
+    step.done++;
+  });
+  return requests.length / ((performance.now() - start) / 1000);
 }
 
 /** How the requests ended: issued, refused by "condition reason: message", and issued leaves failing {@link validLeaf}. */
@@ -431,8 +454,15 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
       trackedPods: restarted.podSigner!.issued.size,
       stale: [...restarted.podSigner!.staleNamesByNamespace().values()].reduce((a, b) => a + b, 0),
     };
-    begin(step, 'Secret mode: adapter start → every provider Secret valid');
     await restarted.stop();
+    begin(step, 'apiserver limit: requests created with no signer running');
+    const unsigned = await requestAll(node, running, () => step.done++);
+    begin(step, 'apiserver limit: Denied status writes alone');
+    const statusWriteLimit = {
+      at8: await statusWriteRate(admin, unsigned.slice(0, unsigned.length / 2), 8, step),
+      at16: await statusWriteRate(admin, unsigned.slice(unsigned.length / 2), 16, step),
+    };
+    begin(step, 'Secret mode: adapter start → every provider Secret valid');
 
     const cas = (await node.trustBundles(SERVER_SIGNER, TRUST_SELECTOR)).flatMap((b) => certificatesIn(b.spec.trustBundle));
     const live = tally(outcomes, cas);
@@ -476,6 +506,7 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
       backlog: { ...tally(drained, cas), seconds: backlogSeconds, drainSeconds: (backlogEnd - firstDecision) / 1000, stages: backlogStages },
       staleRecount,
       recountProbe,
+      statusWriteLimit,
       secretModeSeconds,
       secretModeRssMb,
     };
@@ -524,6 +555,7 @@ export function formatPodCertificateBenchmark(r: PodCertificateBenchmark): strin
     `| a lone request (one a second, signer idle): create call returned → Issued seen, p50 / p99 / max | ${spreadMs(r.recountProbe.lone)} (${r.recountProbe.lone.n} probes) |`,
     `| the same, the kubelet's create call included | ${spreadMs(r.recountProbe.loneWithCreate)} |`,
     `| probes across the adapter's recount: p50 before the slowest / slowest | ${r.recountProbe.quietP50 === undefined ? 'no probe before it' : ms(r.recountProbe.quietP50)} / ${ms(r.recountProbe.slowest.ms)} (started ${r.recountProbe.slowest.at.toFixed(1)} s after the adapter; recount's result at ${r.recountProbe.recountDoneAt.toFixed(1)} s; ${r.recountProbe.probes} probes, ${r.recountProbe.refused} refused) |`,
+    `| the apiserver's own rate for status writes (Denied, no signer), 8 / 16 in flight | ${r.statusWriteLimit.at8.toFixed(0)} / ${r.statusWriteLimit.at16.toFixed(0)} per second |`,
     `| Secret mode, same ${r.namespaces} namespaces: start → every provider Secret valid | ${r.secretModeSeconds.toFixed(2)} s |`,
     `| ratio pod-certificate wall / Secret-mode convergence | ${(r.wallSeconds / r.secretModeSeconds).toFixed(2)} |`,
     `| RSS after GC, Secret mode converged (same process) | ${r.secretModeRssMb.toFixed(0)} MB |`,
