@@ -45,7 +45,7 @@ export type PodRequestResult =
   | 'issued'
   | 'denied'
   | 'failed'
-  /** The status write did not land (409 aside), or the pod could not be read: retried with backoff. */
+  /** The status write did not land (409, 5xx, network, fenced), or the pod could not be read: retried with backoff. */
   | 'retry'
   /** No CA signs (the CA has no active certificate): it waits for the next CA handed over. */
   | 'waiting'
