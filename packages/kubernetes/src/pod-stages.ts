@@ -7,7 +7,7 @@ const KEPT = 10_000;
 /**
  * How long each request spent in each stage (milliseconds, monotonic): waiting in the queue,
  * reading its pod, deciding and signing, writing its status. For benchmarks and tests; the latest
- * {@link KEPT} samples of each stage.
+ * 10,000 samples of each stage.
  */
 export class PodStageTimes {
   private readonly samples = new Map<PodStage, number[]>();
