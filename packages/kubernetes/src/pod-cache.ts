@@ -11,6 +11,8 @@ const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.
 
 /** Pods cached at most, over every namespace followed (about 0.5 KB each: name, UID and labels). */
 export const MAX_CACHED_PODS = 10_000;
+/** Namespaces followed at most: each is one watch on the apiserver. */
+export const MAX_CACHED_NAMESPACES = 200;
 
 /** A pod as the cache keeps it: identity and labels, from PartialObjectMetadata. */
 interface CachedPod {
@@ -35,6 +37,8 @@ export interface PodReaderOptions {
   readonly logger: Logger;
   /** Pods cached at most (default {@link MAX_CACHED_PODS}); a namespace that would pass it is read with GETs. */
   readonly maxPods?: number;
+  /** Namespaces followed at most (default {@link MAX_CACHED_NAMESPACES}); the pods of the others are read with GETs. */
+  readonly maxNamespaces?: number;
 }
 
 /** Where a pod read was answered from. */
@@ -46,7 +50,8 @@ export type PodSource = 'cache' | 'api';
  * metadata-only GET. A UID identifies one incarnation of a pod, and NodeRestriction checked when
  * the node made the request that the pod of that UID runs on the request's node (a pod never
  * changes node), so a UID match is also a node match. The metadata has no node name to compare.
- * The cache holds at most `maxPods` pods: a namespace that would pass the bound is not cached.
+ * The cache holds at most `maxPods` pods: a namespace that would pass the bound is not cached;
+ * and it follows at most `maxNamespaces` namespaces, each one watch, in the order they came.
  */
 export class PodReader {
   private readonly followed = new Map<string, Informer<CachedPod>>();
@@ -75,6 +80,7 @@ export class PodReader {
   /** Starts caching `namespace`'s pods, unless it is cached already or was too large. */
   follow(namespace: string): void {
     if (namespace === '' || this.followed.has(namespace) || this.tooLarge.has(namespace)) return;
+    if (this.followed.size >= (this.options.maxNamespaces ?? MAX_CACHED_NAMESPACES)) return;
     const { api } = this.options;
     const path = corePath('pods', namespace);
     const informer: Informer<CachedPod> = new Informer<CachedPod>(

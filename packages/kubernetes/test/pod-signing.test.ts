@@ -9,6 +9,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { type ControlPlane, nodeIdentity, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { type KubeletPod, type PodCertificatePodSpec, PodCertificateKubelet } from '../../../testing/kubelet/index.js';
 import { KubeRestClient, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '../src/index.js';
+import { silentLogger } from '../src/logger.js';
 import { PodReader } from '../src/pod-cache.js';
 import type { PodSigningLane } from '../src/signing-lane.js';
 import { certificates, eventually } from './support/cluster.js';
@@ -225,6 +226,24 @@ describe('the per-request pod signer on kube-apiserver v1.37.2', () => {
       expect([reader.cached('a-burst'), reader.size]).toEqual([false, 3]);
       const pod = await core.readNamespacedPod({ namespace: 'a-burst', name: 'burst-0' });
       expect(await reader.read('a-burst', 'burst-0', pod.metadata!.uid!)).toMatchObject({ source: 'api', pod: { uid: pod.metadata!.uid } });
+    } finally {
+      await reader.stop();
+    }
+  });
+
+  it('follows no more namespaces than its bound, each one watch: the pods of the others are read with GETs', async () => {
+    const reader = new PodReader({ api: admin, informerOptions: { watch: admin, counter: admin.counter }, logger: silentLogger, maxNamespaces: 1 });
+    try {
+      reader.follow('z-lone');
+      reader.follow('a-burst');
+      await eventually(() => expect(reader.cached('z-lone')).toBe(true));
+      expect(reader.cached('a-burst')).toBe(false);
+      const pod = await core.readNamespacedPod({ namespace: 'a-burst', name: 'burst-0' });
+      expect((await reader.read('a-burst', 'burst-0', pod.metadata!.uid!)).source).toBe('api');
+      // Once a followed namespace goes, another one takes its place.
+      reader.retain(new Set(['a-burst']));
+      await eventually(() => expect([reader.cached('z-lone'), reader.cached('a-burst')]).toEqual([false, true]));
+      expect((await reader.read('a-burst', 'burst-0', pod.metadata!.uid!)).source).toBe('cache');
     } finally {
       await reader.stop();
     }
