@@ -14,10 +14,11 @@
 import 'reflect-metadata';
 import { pathToFileURL } from 'node:url';
 import { PROVIDER_LABEL } from '@eso-mtls/core';
-import { KubeRestClient, type Logger, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
+import { KubeRestClient, type Logger, type PodStage, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
 import { nodeIdentity, startControlPlane } from '../testing/envtest/src/index.js';
 import { type KubeletPod, PodCertificateKubelet } from '../testing/kubelet/index.js';
 import { ESO, pool, providerSecretInformer } from './kubernetes.bench.js';
+import { type Spread, spread } from './spread.js';
 
 const SERVER_SIGNER = 'eso-mtls.io/provider-server';
 const POD_CERTIFICATES = { serverSignerName: SERVER_SIGNER, clientSignerName: 'eso-mtls.io/eso-client', maxValidity: 86_400_000 };
@@ -56,7 +57,11 @@ export interface PodBacklogBenchmark {
   /** Requests still pending when the first probe's Secret was seen. */
   readonly pendingAtFirstSecret: number;
   readonly backlogSetupSeconds: number;
+  /** Each backlog request's time in the signer, by stage. */
+  readonly stages: Record<PodStage, Spread>;
 }
+
+const STAGES: readonly PodStage[] = ['queueWait', 'podRead', 'sign', 'statusWrite'];
 
 const progress = (what: string): boolean => process.stderr.write(`bench: pod-backlog: ${what}\n`);
 
@@ -195,6 +200,7 @@ export async function runPodBacklogBenchmark(pods = 20, perPod = 200, paceMs = 2
     );
     await drained;
     const withBacklog = await timed;
+    const stages = Object.fromEntries(STAGES.map((stage) => [stage, spread(second.podSigner!.stages.of(stage))])) as Record<PodStage, Spread>;
     await second.stop();
     return {
       pods,
@@ -207,6 +213,7 @@ export async function runPodBacklogBenchmark(pods = 20, perPod = 200, paceMs = 2
       refused: decisions.other,
       pendingAtFirstSecret,
       backlogSetupSeconds,
+      stages,
     };
   } finally {
     await secrets.stop();
@@ -227,6 +234,10 @@ export function formatPodBacklogBenchmark(r: PodBacklogBenchmark): string {
     `| requests still pending when the first Service's Secret was seen | ${r.pendingAtFirstSecret} |`,
     `| backlog: adapter start → last request decided | ${r.drainSeconds.toFixed(1)} s (${r.issued} issued, ${r.refused} refused) |`,
     `| backlog: made as the node, with no adapter (not timed above) | ${r.backlogSetupSeconds.toFixed(1)} s |`,
+    ...STAGES.map(
+      (stage) =>
+        `| backlog, in the signer: ${stage}, p50 / p99 / max (${r.stages[stage].n} requests) | ${r.stages[stage].p50.toFixed(1)} / ${r.stages[stage].p99.toFixed(1)} / ${r.stages[stage].max.toFixed(1)} ms |`,
+    ),
   ].join('\n');
 }
 

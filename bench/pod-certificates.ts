@@ -20,12 +20,12 @@ import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { PROVIDER_LABEL } from '@eso-mtls/core';
-import { KubeRestClient, type Logger, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
+import { KubeRestClient, type Logger, type PodStage, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
 import type { V1Secret } from '@kubernetes/client-node';
 import { nodeIdentity, startControlPlane } from '../testing/envtest/src/index.js';
 import { type KubeletPod, PodCertificateKubelet } from '../testing/kubelet/index.js';
 import { ESO, pool, providerSecretInformer } from './kubernetes.bench.js';
-import { percentile, sorted } from './spread.js';
+import { type Spread, percentile, sorted, spread } from './spread.js';
 
 const SERVER_SIGNER = 'eso-mtls.io/provider-server';
 const CLIENT_SIGNER = 'eso-mtls.io/eso-client';
@@ -78,8 +78,29 @@ export interface PodCertificateBenchmark {
   readonly peakRssMb: number;
   /** The adapter's requests from the first create to the last Issued, by "verb resource". */
   readonly adapterRequests: Record<string, number>;
+  /** Each request's time in the signer, by stage (queue wait, pod read, sign, status write). */
+  readonly stages: Stages;
+  /** Pod reads answered by the metadata-only cache, and by a GET. */
+  readonly podReads: { readonly cache: number; readonly api: number };
+  /** Events the adapter had sent (created or patched) when the last certificate was issued, and in all once flushed. */
+  readonly events: { readonly atLastIssued: number; readonly total: number };
   /** One more request per pod, created while no signer ran, then a fresh adapter: start → last Issued seen. */
-  readonly backlog: { readonly seconds: number; readonly issued: number; readonly refused: Record<string, number>; readonly invalidLeaves: number };
+  readonly backlog: {
+    readonly seconds: number;
+    readonly issued: number;
+    readonly refused: Record<string, number>;
+    readonly invalidLeaves: number;
+    /** The drain alone: the first decision → the last Issued seen (the adapter's start and first reconcile left out). */
+    readonly drainSeconds: number;
+    readonly stages: Stages;
+  };
+  /**
+   * The apiserver's own rate for status writes, with no signer: one more request per pod, made
+   * with no signer running, then a Denied status PUT by the bench on each (no chain for the
+   * apiserver to check, so an upper bound for Issued writes): half with the signer's 8 in flight,
+   * half with 16.
+   */
+  readonly statusWriteLimit: { readonly at8: number; readonly at16: number };
   /** The signer's stale-names recount over the pods it issued to (one metadata GET each, in turn), its duration and its count. */
   readonly staleRecount: { readonly seconds: number; readonly trackedPods: number; readonly stale: number };
   /** {@link probeRecount}'s figures. */
@@ -90,6 +111,12 @@ export interface PodCertificateBenchmark {
 }
 
 const mb = (bytes: number): number => bytes / 2 ** 20;
+
+/** The signer's stages, p50 / p99 / max each. */
+type Stages = Record<PodStage, Spread>;
+const STAGES: readonly PodStage[] = ['queueWait', 'podRead', 'sign', 'statusWrite'];
+const stagesOf = (adapter: ProviderCertificateAdapter): Stages =>
+  Object.fromEntries(STAGES.map((stage) => [stage, spread(adapter.podSigner!.stages.of(stage))])) as Stages;
 
 /** A full collection: with --expose-gc its gc(), else V8's flag set at run time (the same function). */
 function collectGarbage(): void {
@@ -206,6 +233,22 @@ async function requestAll(kubelet: PodCertificateKubelet, pods: readonly Kubelet
   return created;
 }
 
+/** Status writes per second: a Denied status PUT on each of `requests`, `inFlight` at a time. */
+async function statusWriteRate(admin: KubeRestClient, requests: readonly Created[], inFlight: number, step: Step): Promise<number> {
+  const lastTransitionTime = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const start = performance.now();
+  await pool(requests, inFlight, async ({ request: { request } }) => {
+    const { namespace, name } = request.metadata as { namespace: string; name: string };
+    const condition = { type: 'Denied', status: 'True', reason: 'BenchLimit', message: 'the bench measures status writes', lastTransitionTime };
+    await admin.replace(`/apis/certificates.k8s.io/v1/namespaces/${namespace}/podcertificaterequests/${name}/status`, {
+      ...request,
+      status: { conditions: [condition] },
+    });
+    step.done++;
+  });
+  return requests.length / ((performance.now() - start) / 1000);
+}
+
 /** How the requests ended: issued, refused by "condition reason: message", and issued leaves failing {@link validLeaf}. */
 function tally(outcomes: readonly { request: KubeletRequest; outcome: RequestOutcome }[], cas: readonly X509Certificate[]) {
   const refused: Record<string, number> = {};
@@ -242,8 +285,11 @@ function begin(step: Step, name: string): void {
 interface RecountProbe {
   /** Seconds from the adapter's start until the recount's result appeared; NaN if it never did. */
   readonly recountDoneAt: number;
-  /** Probes that started more than 2 s before the recount began (as estimated by the longest probe), p50 in ms. */
-  readonly quietP50: number;
+  /** Probes that started more than 2 s before the slowest one, p50 in ms; undefined when none did. */
+  readonly quietP50: number | undefined;
+  /** Every probe, a lone request each: create call returned → Issued seen, and the same with the create call. */
+  readonly lone: Spread;
+  readonly loneWithCreate: Spread;
   /** The slowest probe: when it started (s after the adapter's start) and how long it waited (ms). */
   readonly slowest: { readonly at: number; readonly ms: number };
   readonly probes: number;
@@ -252,10 +298,10 @@ interface RecountProbe {
 }
 
 /**
- * Once per reconcile interval a round recounts the pods serving stale names, with one metadata
- * GET per pod it issued to, in turn, before the next round can sign anything. One request every
- * second, each timed until Issued, from the first round with nothing to do until 3 s after the
- * next recount's result appears (at most three intervals after the adapter's start).
+ * Once per reconcile interval the signer recounts the pods serving stale names in the background,
+ * with one metadata GET per pod it issued to, in turn. One request every second, each a lone
+ * request timed until Issued, from the signer's idle after the backlog until 3 s after the next
+ * recount's result appears (at most three intervals after the adapter's start).
  */
 async function probeRecount(
   node: PodCertificateKubelet,
@@ -265,27 +311,39 @@ async function probeRecount(
   step: Step,
 ): Promise<RecountProbe> {
   const signer = adapter.podSigner!;
-  await adapter.whenSettled(); // past the round that drained the backlog, and its recount of the pods it just signed for
+  // Past the backlog's drain, and any recount it started.
+  await adapter.podSigningIdle();
+  await signer.settled();
   const before = signer.staleNamesByNamespace();
   let recountDoneAt = NaN;
   const watch = setInterval(() => {
     if (Number.isNaN(recountDoneAt) && signer.staleNamesByNamespace() !== before) recountDoneAt = performance.now();
   }, 20);
-  const probes: { at: number; ms: number }[] = [];
+  const probes: { at: number; ms: number; sinceCreate: number }[] = [];
   let refused = 0;
   const over = (): boolean => performance.now() > (Number.isNaN(recountDoneAt) ? adapterStart + 3 * RECOUNT_INTERVAL_MS : recountDoneAt + 3000);
   for (let i = 0; !over(); i++) {
     const sent = performance.now();
     const request = await node.requestCertificate(pods[i % pods.length]!);
+    const created = performance.now();
     if ((await node.waitForOutcome(request)).condition !== 'Issued') refused++;
-    probes.push({ at: (sent - adapterStart) / 1000, ms: performance.now() - sent });
+    probes.push({ at: (sent - adapterStart) / 1000, ms: performance.now() - sent, sinceCreate: performance.now() - created });
     step.done++;
     await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (performance.now() - sent))));
   }
   clearInterval(watch);
-  const slowest = probes.reduce((a, b) => (b.ms > a.ms ? b : a), { at: NaN, ms: 0 });
+  const slowest = probes.reduce((a, b) => (b.ms > a.ms ? b : a), { at: NaN, ms: 0, sinceCreate: 0 });
+  // No probe before the slowest (it was the first): no p50 to give, rather than NaN.
   const quiet = sorted(probes.filter((p) => p.at < slowest.at - 2).map((p) => p.ms));
-  return { recountDoneAt: (recountDoneAt - adapterStart) / 1000, quietP50: percentile(quiet, 0.5), slowest, probes: probes.length, refused };
+  return {
+    recountDoneAt: (recountDoneAt - adapterStart) / 1000,
+    quietP50: quiet.length > 0 ? percentile(quiet, 0.5) : undefined,
+    lone: spread(probes.map((p) => p.sinceCreate)),
+    loneWithCreate: spread(probes.map((p) => p.ms)),
+    slowest: { at: slowest.at, ms: slowest.ms },
+    probes: probes.length,
+    refused,
+  };
 }
 
 /**
@@ -328,6 +386,10 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
     const adapterSettled = afterGc();
     const requestsBefore = signer.requests.snapshot();
     const roundsBefore = signer.rounds;
+    signer.podSigner!.stages.clear();
+    const readsBefore = { ...signer.podSigner!.pods.stats };
+    const eventsSent = (): number => signer.eventStats.created + signer.eventStats.patched;
+    const eventsBefore = eventsSent();
 
     // Live: the signer runs while the kubelet creates the requests.
     let peak = mb(process.memoryUsage().rss);
@@ -346,14 +408,20 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
     );
     const outcomes = await Promise.all(settled);
     const end = performance.now();
+    const eventsAtLastIssued = eventsSent() - eventsBefore;
+    const stages = stagesOf(signer);
+    const reads = signer.podSigner!.pods.stats;
+    const podReads = { cache: reads.cache - readsBefore.cache, api: reads.api - readsBefore.api };
     const used = process.cpuUsage(cpu);
     clearInterval(sampler);
     const adapterRequests = signer.requests.since(requestsBefore);
     peak = Math.max(peak, mb(process.memoryUsage().rss));
     const afterIssued = afterGc();
-    await signer.whenSettled();
+    // The signer works beside the rounds: none need run, so wait for the signer, not for a round.
+    await signer.podSigningIdle();
     const rounds = signer.rounds - roundsBefore;
     await signer.stop();
+    const events = { atLastIssued: eventsAtLastIssued, total: eventsSent() - eventsBefore };
 
     begin(step, 'backlog: requests created with no signer running');
     // Backlog: one more request per pod (as at refresh) while no signer runs; a fresh adapter drains them.
@@ -361,11 +429,20 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
     begin(step, 'backlog: requests issued by a fresh adapter');
     const backlogStart = performance.now();
     const restarted = await adapter('pod-certificate', RECOUNT_INTERVAL_MS);
+    let firstDecision = NaN;
+    const decide = restarted.podSigner!.decide.bind(restarted.podSigner!);
+    restarted.podSigner!.decide = (...args) => {
+      if (Number.isNaN(firstDecision)) firstDecision = performance.now();
+      return decide(...args);
+    };
     await restarted.start();
     const drained = await Promise.all(
       backlog.map(async ({ request }) => ({ request, outcome: await node.waitForOutcome(request).finally(() => step.done++) })),
     );
-    const backlogSeconds = (performance.now() - backlogStart) / 1000;
+    const backlogEnd = performance.now();
+    const backlogSeconds = (backlogEnd - backlogStart) / 1000;
+    const backlogStages = stagesOf(restarted);
+    restarted.podSigner!.stages.clear();
     begin(step, 'probes across the stale-names recount');
     const recountProbe = await probeRecount(node, running, restarted, backlogStart, step);
     // The same recount alone (forced: its interval has not come round again).
@@ -377,8 +454,15 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
       trackedPods: restarted.podSigner!.issued.size,
       stale: [...restarted.podSigner!.staleNamesByNamespace().values()].reduce((a, b) => a + b, 0),
     };
-    begin(step, 'Secret mode: adapter start → every provider Secret valid');
     await restarted.stop();
+    begin(step, 'apiserver limit: requests created with no signer running');
+    const unsigned = await requestAll(node, running, () => step.done++);
+    begin(step, 'apiserver limit: Denied status writes alone');
+    const statusWriteLimit = {
+      at8: await statusWriteRate(admin, unsigned.slice(0, unsigned.length / 2), 8, step),
+      at16: await statusWriteRate(admin, unsigned.slice(unsigned.length / 2), 16, step),
+    };
+    begin(step, 'Secret mode: adapter start → every provider Secret valid');
 
     const cas = (await node.trustBundles(SERVER_SIGNER, TRUST_SELECTOR)).flatMap((b) => certificatesIn(b.spec.trustBundle));
     const live = tally(outcomes, cas);
@@ -416,9 +500,13 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
       memory: { beforeAdapter, adapterSettled, afterIssued },
       peakRssMb: peak,
       adapterRequests,
-      backlog: { ...tally(drained, cas), seconds: backlogSeconds },
+      stages,
+      podReads,
+      events,
+      backlog: { ...tally(drained, cas), seconds: backlogSeconds, drainSeconds: (backlogEnd - firstDecision) / 1000, stages: backlogStages },
       staleRecount,
       recountProbe,
+      statusWriteLimit,
       secretModeSeconds,
       secretModeRssMb,
     };
@@ -433,6 +521,9 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
 /** The figures as markdown tables. */
 export function formatPodCertificateBenchmark(r: PodCertificateBenchmark): string {
   const ms = (v: number): string => `${v.toFixed(0)} ms`;
+  const spreadMs = (s: Spread): string => `${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} / ${s.max.toFixed(1)} ms`;
+  const stageRows = (label: string, stages: Stages): string[] =>
+    STAGES.map((stage) => `| ${label}: ${stage}, p50 / p99 / max (${stages[stage].n} requests) | ${spreadMs(stages[stage])} |`);
   const refusals = (counts: Record<string, number>): string[] => Object.entries(counts).map(([why, n]) => `${n} x ${why}`);
   const refused = refusals(r.refused);
   const backlogRefused = refusals(r.backlog.refused);
@@ -450,13 +541,21 @@ export function formatPodCertificateBenchmark(r: PodCertificateBenchmark): strin
     `| adapter reconcile rounds, first create → settled again | ${r.rounds} |`,
     `| bench process CPU over that window (adapter + kubelet stand-in) | ${r.cpuSeconds.toFixed(2)} s |`,
     `| adapter requests over that window | ${requests.join(', ')} |`,
+    `| pod reads from the metadata-only cache / by GET | ${r.podReads.cache} / ${r.podReads.api} |`,
+    `| Events sent when the last certificate was issued / in all | ${r.events.atLastIssued} / ${r.events.total} |`,
+    ...stageRows('live, in the signer', r.stages),
     `| RSS after GC: before the adapter / adapter settled / all issued | ${beforeAdapter.rss.toFixed(0)} / ${adapterSettled.rss.toFixed(0)} / ${afterIssued.rss.toFixed(0)} MB |`,
     `| V8 heap after GC: before the adapter / adapter settled / all issued | ${beforeAdapter.heap.toFixed(0)} / ${adapterSettled.heap.toFixed(0)} / ${afterIssued.heap.toFixed(0)} MB |`,
     `| RSS peak while signing (sampled every 100 ms) | ${r.peakRssMb.toFixed(0)} MB |`,
     `| adapter start → settled (CA and trust bundles) | ${r.adapterReadySeconds.toFixed(2)} s |`,
     `| backlog: ${r.pods} requests made with no signer running, fresh adapter start → last Issued | ${r.backlog.seconds.toFixed(2)} s (${(r.backlog.issued / r.backlog.seconds).toFixed(0)}/s; ${r.backlog.issued} issued, ${r.backlog.invalidLeaves} failing the check${backlogRefused.length ? `; refused: ${backlogRefused.join('; ')}` : ''}) |`,
-    `| stale-names recount (once per reconcile interval, inside a round): ${r.staleRecount.trackedPods} tracked pods | ${r.staleRecount.seconds.toFixed(2)} s (${r.staleRecount.stale} stale) |`,
-    `| probes, one request a second across that recount: p50 before it / slowest | ${ms(r.recountProbe.quietP50)} / ${ms(r.recountProbe.slowest.ms)} (started ${r.recountProbe.slowest.at.toFixed(1)} s after the adapter; recount's result at ${r.recountProbe.recountDoneAt.toFixed(1)} s; ${r.recountProbe.probes} probes, ${r.recountProbe.refused} refused) |`,
+    `| backlog: the drain alone, first decision → last Issued | ${r.backlog.drainSeconds.toFixed(2)} s (${(r.backlog.issued / r.backlog.drainSeconds).toFixed(0)}/s) |`,
+    ...stageRows('backlog, in the signer', r.backlog.stages),
+    `| stale-names recount (in the background, once per reconcile interval): ${r.staleRecount.trackedPods} tracked pods | ${r.staleRecount.seconds.toFixed(2)} s (${r.staleRecount.stale} stale) |`,
+    `| a lone request (one a second, signer idle): create call returned → Issued seen, p50 / p99 / max | ${spreadMs(r.recountProbe.lone)} (${r.recountProbe.lone.n} probes) |`,
+    `| the same, the kubelet's create call included | ${spreadMs(r.recountProbe.loneWithCreate)} |`,
+    `| probes across the adapter's recount: p50 before the slowest / slowest | ${r.recountProbe.quietP50 === undefined ? 'no probe before it' : ms(r.recountProbe.quietP50)} / ${ms(r.recountProbe.slowest.ms)} (started ${r.recountProbe.slowest.at.toFixed(1)} s after the adapter; recount's result at ${r.recountProbe.recountDoneAt.toFixed(1)} s; ${r.recountProbe.probes} probes, ${r.recountProbe.refused} refused) |`,
+    `| the apiserver's own rate for status writes (Denied, no signer), 8 / 16 in flight | ${r.statusWriteLimit.at8.toFixed(0)} / ${r.statusWriteLimit.at16.toFixed(0)} per second |`,
     `| Secret mode, same ${r.namespaces} namespaces: start → every provider Secret valid | ${r.secretModeSeconds.toFixed(2)} s |`,
     `| ratio pod-certificate wall / Secret-mode convergence | ${(r.wallSeconds / r.secretModeSeconds).toFixed(2)} |`,
     `| RSS after GC, Secret mode converged (same process) | ${r.secretModeRssMb.toFixed(0)} MB |`,

@@ -192,6 +192,7 @@ export class ProviderCertificateAdapter {
     );
     const writeLimiter = new ConcurrencyLimit(options.writeConcurrency ?? 16);
     const informerOptions = { watch: api, counter: api.counter, ...tuning };
+    const podConcurrency = Math.max(1, Math.floor((options.writeConcurrency ?? 16) / 2));
     const signer =
       options.podCertificates &&
       new PodCertificateSigner(
@@ -204,17 +205,20 @@ export class ProviderCertificateAdapter {
           logger,
           // Its own bound, half the connections: a backlog of requests never queues ahead of a Secret
           // write (which always finds a connection free), nor the other way round.
-          limiter: new ConcurrencyLimit(Math.max(1, Math.floor((options.writeConcurrency ?? 16) / 2))),
+          limiter: new ConcurrencyLimit(podConcurrency),
           services: () => this.informers.services.list(),
           ...(options.namespaceRequirement && this.informers.allowedNamespaces
             ? { namespaces: { requirement: options.namespaceRequirement, allowed: this.informers.allowedNamespaces } }
             : {}),
           onRequest: options.hooks?.onPodCertificateRequest?.bind(options.hooks),
           informerOptions,
+          timers: options.timers,
         },
         options.podCertificates,
       );
-    const lane = signer && new PodSigningLane(signer, { now, timers: options.timers, debounceMs: options.debounceMs, writesAllowed, logger });
+    const lane =
+      signer &&
+      new PodSigningLane(signer, { now, timers: options.timers, concurrency: podConcurrency, resyncMs: this.policy.reconcileInterval, writesAllowed, logger });
     this.podLane = lane;
     const pods = signer &&
       lane && {
@@ -296,11 +300,20 @@ export class ProviderCertificateAdapter {
   /** Lists and watches; resolves once every cache has synced, with the first reconcile under way. */
   async start(): Promise<void> {
     if (!this.unsubscribe) {
-      // A request event wakes the signing lane, not a round: a backlog of requests makes no Secret-mode work.
-      // The trust bundles are the rounds' (the CA activation reads them).
+      // A request event queues that request in the signing lane, not a round: a backlog of requests
+      // makes no Secret-mode work. The trust bundles are the rounds' (the CA activation reads them).
+      const signer = this.podSigner;
+      const lane = this.podLane;
       const off = [
         this.informers.onChange(() => this.reconciler.trigger()),
-        ...this.podRequestInformers.map((i) => i.onChange(() => this.podLane?.trigger())),
+        ...(signer && lane
+          ? [
+              ...[...signer.requests].map(([role, informer]) =>
+                informer.onChange((e) => (e.type === 'DELETED' ? signer.deleted(e.object) : lane.enqueue(role, e.object))),
+              ),
+              this.informers.services.onChange((e) => signer.servicesChanged(e.object.metadata?.namespace ?? '')),
+            ]
+          : []),
         ...(this.trustBundleInformer ? [this.trustBundleInformer.onChange(() => this.reconciler.trigger())] : []),
       ];
       // Leader or not: a Service event while another replica leads still restarts the orphan time.
@@ -320,7 +333,7 @@ export class ProviderCertificateAdapter {
     await this.podLane?.stop();
     this.unsubscribe?.();
     this.unsubscribe = undefined;
-    await Promise.all([this.informers.stop(), ...this.podInformers.map((i) => i.stop())]);
+    await Promise.all([this.informers.stop(), ...this.podInformers.map((i) => i.stop()), this.podSigner?.stop()]);
     await this.podSigner?.settled();
     await this.events.flush();
     this.api.close();
@@ -340,7 +353,7 @@ export class ProviderCertificateAdapter {
     this.reconciler.trigger();
   }
 
-  /** Pod-certificate mode: resolves once the signing lane has no pass running or due (tests, benchmarks). */
+  /** Pod-certificate mode: resolves once the signing lane has no request queued, being decided or due for a retry (tests, benchmarks). */
   podSigningIdle(): Promise<void> {
     return this.podLane?.whenIdle() ?? Promise.resolve();
   }

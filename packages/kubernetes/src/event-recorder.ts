@@ -100,7 +100,12 @@ export class EventRecorder {
 
   /** Queues an Event on `object`. */
   record(object: InvolvedObject, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
-    if (this.options.writesAllowed && !this.options.writesAllowed()) return;
+    void this.send(object, type, reason, message);
+  }
+
+  /** {@link record}, resolving once the Event was sent, folded or failed (never rejects): for callers that coalesce while one is in flight. */
+  send(object: InvolvedObject, type: 'Normal' | 'Warning', reason: EventReason, message: string): Promise<void> {
+    if (this.options.writesAllowed && !this.options.writesAllowed()) return Promise.resolve();
     const text = eventMessage(message);
     const key = `${object.kind ?? 'Service'}/${object.namespace}/${object.name}/${reason}/${text}`;
     const now = this.options.now();
@@ -109,16 +114,15 @@ export class EventRecorder {
       previous.count++;
       if (now - previous.lastSent < (this.options.repeatWindowMs ?? 600_000)) {
         this.stats.folded++;
-        return;
+        return Promise.resolve();
       }
       previous.lastSent = now;
-      this.track(this.patch(object, previous, key, type, reason, text, now));
-      return;
+      return this.track(this.patch(object, previous, key, type, reason, text, now));
     }
     const entry: Sent = { name: eventName(object.name, now), count: 1, firstTimestamp: now, lastSent: now };
     // Only warnings recur with the same text (a standing conflict); issuance messages carry their notAfter.
     if (type === 'Warning') this.remember(key, entry);
-    this.track(this.create(object, entry, type, reason, text, now));
+    return this.track(this.create(object, entry, type, reason, text, now));
   }
 
   /** Resolves when every queued Event request has finished. */
@@ -126,9 +130,10 @@ export class EventRecorder {
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
   }
 
-  private track(p: Promise<void>): void {
+  private track(p: Promise<void>): Promise<void> {
     this.inFlight.add(p);
     void p.finally(() => this.inFlight.delete(p));
+    return p;
   }
 
   private remember(key: string, entry: Sent): void {
@@ -184,7 +189,7 @@ export class EventRecorder {
       if (apiErrorOf(e).code === 404) {
         // The Event expired (the apiserver keeps them for an hour by default): start a new one.
         this.sent.delete(key);
-        this.record(object, type, reason, message);
+        await this.send(object, type, reason, message);
         return;
       }
       this.fail(object, reason, e);

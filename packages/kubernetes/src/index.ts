@@ -27,7 +27,9 @@ export { type Logger, silentLogger } from './logger.js';
 export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './options.js';
 export { terminalCondition } from './pod-requests.js';
 export { planContext, type PlanConfiguration } from './plan-context.js';
-export { type PodCertificateOptions, type PodCertificateSigner, type PodSigningResult, type SigningCa } from './pod-signer.js';
+export { type PodCertificateOptions, type PodCertificateSigner, type PodRequestResult, type SigningCa } from './pod-signer.js';
+export { type PodReader, type PodSource } from './pod-cache.js';
+export { type PodStage, type PodStageTimes } from './pod-stages.js';
 export {
   type ClusterTrustBundle,
   type StrayTrustBundle,

@@ -14,17 +14,20 @@ import {
   type SelectingService,
   decidePodRequest,
   issuePodCertificate,
-  shownList,
 } from '@eso-mtls/core';
 import type { V1Service } from '@kubernetes/client-node';
 import { apiErrorOf } from './api-error.js';
+import type { Timers } from './clock.js';
 import type { EventRecorder } from './event-recorder.js';
 import { Informer, type InformerOptions, type ListPage } from './informer.js';
 import type { Logger } from './logger.js';
 import { IssuedPods } from './issued-pods.js';
+import { PodReader } from './pod-cache.js';
+import { PodIssuanceEvents } from './pod-events.js';
+import { PodStageTimes } from './pod-stages.js';
 import { type PodCertificateRequest, isPending, requestView, trimPodRequest } from './pod-requests.js';
 import { CA_UNAVAILABLE_REASON, type PodRequestOutcome, statusBody } from './pod-status.js';
-import { type KubeRestClient, WriteFencedError, certificatesPath, corePath } from './rest-client.js';
+import { type KubeRestClient, WriteFencedError, certificatesPath } from './rest-client.js';
 
 /** The pod-certificate mode's settings. */
 export interface PodCertificateOptions {
@@ -36,19 +39,22 @@ export interface PodCertificateOptions {
   readonly maxValidity: Duration;
 }
 
-/** What one signing pass did. */
-export interface PodSigningResult {
-  readonly issued: number;
-  readonly denied: number;
-  /** Failed on purpose (no CA can sign what the apiserver accepts). */
-  readonly failed: number;
-  /** Status writes that did not land (409, 5xx, network) and pods that could not be read: retried with backoff. */
-  readonly errors: number;
-  /** Pending requests left for a CA that signs (the CA has no active certificate). */
-  readonly waiting: number;
-}
+/** What became of one request handed to {@link PodCertificateSigner.decide}. */
+export type PodRequestResult =
+  /** Its status was written. */
+  | 'issued'
+  | 'denied'
+  | 'failed'
+  /** The status write did not land (409, 5xx, network, fenced), or the pod could not be read: retried with backoff. */
+  | 'retry'
+  /** No CA signs (the CA has no active certificate): it waits for the next CA handed over. */
+  | 'waiting'
+  /** No CA was handed over (one is being replaced, or the lane stopped): it waits for the next. */
+  | 'withdrawn'
+  /** Decided already, or our write of it is not in the cache yet: nothing to do. */
+  | 'skipped';
 
-/** Where a signing pass takes its CA from, request by request (the adapter's signing lane). */
+/** Where the signer takes its CA from, request by request (the adapter's signing lane). */
 export interface SigningCa {
   /** Runs `sign` with the CA that signs now; undefined, without calling it, while there is none. */
   withCa<T>(sign: (ca: MaterializedCa) => Promise<T>): Promise<T | undefined>;
@@ -73,24 +79,31 @@ export interface PodSignerDependencies {
   readonly namespaces?: { readonly requirement: NamespaceRequirement; readonly allowed: AllowedNamespaces };
   readonly onRequest?: PodRequestHook;
   readonly informerOptions: InformerOptions;
+  /** Timers of the coalesced issuance Events (default: the process's own). */
+  readonly timers?: Timers;
 }
-
-/** `Accept` of a metadata-only read: the apiserver answers with PartialObjectMetadata, never the pod's spec. */
-const METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
 
 /**
  * The signer of both signer names: watches their PodCertificateRequests (field selector on the
- * signer name), and on each reconcile decides every pending one with the core, signs with the
- * active CA, and writes the request's status (Issued, or Denied or Failed with a reason). Pods are
- * read with metadata-only GETs. Each request is written once: the apiserver freezes its status.
+ * signer name), and decides one pending request at a time ({@link decide}, called by the signing
+ * lane as each arrives) with the core, signs with the active CA, and writes the request's status
+ * (Issued, or Denied or Failed with a reason). Pods are read from a metadata-only cache, or with
+ * metadata-only GETs ({@link PodReader}). Each request is written once: the apiserver freezes its status.
  */
 export class PodCertificateSigner {
   /** One informer per signer name. */
   readonly requests: ReadonlyMap<PodSignerRole, Informer<PodCertificateRequest>>;
   /** The pods we issued server certificates to, for the stale-names gauge. */
   readonly issued: IssuedPods;
+  /** Pod reads: the metadata-only cache, or a GET. */
+  readonly pods: PodReader;
+  /** Each request's time by stage, for benchmarks. */
+  readonly stages = new PodStageTimes();
+  private readonly issuedEvents: PodIssuanceEvents;
   // Requests whose status we wrote, by uid, until the cache shows it (resourceVersion written against).
   private readonly written = new Map<string, string>();
+  // The labelled Services by namespace, rebuilt after a Service changed.
+  private servicesIndex: Map<string, SelectingService[]> | undefined;
   private staleCountedAt = -Infinity;
   private stale: ReadonlyMap<string, number> = new Map();
   private counting: Promise<void> | undefined;
@@ -119,6 +132,57 @@ export class PodCertificateSigner {
       ['client', informer(options.clientSignerName)],
     ]);
     this.issued = new IssuedPods();
+    this.pods = new PodReader({ api: deps.api, informerOptions: deps.informerOptions, logger: deps.logger });
+    this.issuedEvents = new PodIssuanceEvents(deps.events, undefined, deps.timers);
+  }
+
+  /** Call on every change of a labelled Service: the next decision reads the Services again, and the pod cache follows their namespaces. */
+  servicesChanged(namespace: string): void {
+    this.servicesIndex = undefined;
+    this.pods.follow(namespace);
+  }
+
+  /** Caches the pods of the namespaces with labelled Services and of ESO's, and only those. */
+  followPods(): void {
+    const namespaces = new Set(this.services().keys());
+    namespaces.add(this.deps.policy.esoNamespace);
+    this.pods.retain(namespaces);
+  }
+
+  /** Records the waiting issuance Events and stops the pod cache (the adapter stopping). */
+  async stop(): Promise<void> {
+    this.issuedEvents.flush();
+    await this.pods.stop();
+  }
+
+  /** Every request pending in the cache that we have not written, with its role: what a resync queues. */
+  *pending(): Iterable<{ readonly role: PodSignerRole; readonly request: PodCertificateRequest }> {
+    const listed = new Set<string>();
+    for (const [role, informer] of this.requests) {
+      for (const request of informer.list()) {
+        listed.add(request.metadata?.uid ?? '');
+        if (!this.seen(request)) yield { role, request };
+      }
+    }
+    // Requests deleted (with their pods) are forgotten too: `written` is bounded by the cache.
+    for (const uid of this.written.keys()) if (!listed.has(uid)) this.written.delete(uid);
+  }
+
+  /**
+   * True when the request needs nothing from us: it is decided (our write of it is then
+   * forgotten: its status is frozen), or the cache does not show our write of it yet.
+   */
+  seen(request: PodCertificateRequest): boolean {
+    if (!isPending(request)) {
+      this.written.delete(request.metadata?.uid ?? '');
+      return true;
+    }
+    return this.alreadyWritten(request);
+  }
+
+  /** Forgets our write of a request that was deleted. */
+  deleted(request: PodCertificateRequest): void {
+    this.written.delete(request.metadata?.uid ?? '');
   }
 
   /** The signer name of a role. */
@@ -127,47 +191,19 @@ export class PodCertificateSigner {
   }
 
   /**
-   * Decides every pending request, each with the CA `signing` holds when its turn comes (`active`
-   * signs); a request met while it holds none waits for the next pass. Never throws for one
-   * request's failure.
+   * Decides one request with the CA `signing` holds now (`active` signs), and writes its status.
+   * Never throws for the request's own failure (an unreadable pod, a status write that did not
+   * land: 'retry'); a CA key that stopped answering throws.
    */
-  async signPending(signing: SigningCa, clock: () => Instant, writesAllowed: () => boolean): Promise<PodSigningResult> {
-    const counts = { issued: 0, denied: 0, failed: 0, errors: 0, waiting: 0 };
-    const services = servicesByNamespace(this.deps.services());
-    const tasks: Promise<void>[] = [];
-    const listed = new Set<string>();
-    for (const [role, informer] of this.requests) {
-      for (const request of informer.list()) {
-        listed.add(request.metadata?.uid ?? '');
-        if (!isPending(request)) {
-          // Decided: its status is frozen, so our write need not be remembered any longer.
-          this.written.delete(request.metadata?.uid ?? '');
-          continue;
-        }
-        if (this.alreadyWritten(request)) continue;
-        tasks.push(
-          this.deps.limiter.run(async () => {
-            if (!writesAllowed()) return;
-            const result = await signing.withCa(async (ca) => {
-              if (!ca.active) return 'waiting';
-              const outcome = await this.sign(request, role, services.get(request.metadata?.namespace ?? '') ?? [], ca, clock());
-              // An unreadable pod is retried like a status write that did not land.
-              return outcome === undefined ? 'errors' : this.write(request, role, outcome, clock);
-            });
-            // No CA handed over (one is being replaced, or the lane stopped): the next pass takes it.
-            if (result !== undefined) counts[result]++;
-          }),
-        );
-      }
-    }
-    // Requests deleted (with their pods) are forgotten too: `written` is bounded by the cache.
-    for (const uid of this.written.keys()) if (!listed.has(uid)) this.written.delete(uid);
-    // The pass ends with its last request, also when one threw (a CA key that stopped answering):
-    // the lane's next pass must not meet requests this one is still signing.
-    const failure = (await Promise.allSettled(tasks)).find((r) => r.status === 'rejected');
-    if (failure) throw failure.reason;
-    if (counts.waiting > 0) this.deps.logger.info({ requests: counts.waiting }, 'pod certificate requests wait for a CA that signs');
-    return counts;
+  async decide(role: PodSignerRole, request: PodCertificateRequest, signing: SigningCa, clock: () => Instant): Promise<PodRequestResult> {
+    if (this.seen(request)) return 'skipped';
+    const result = await signing.withCa(async (ca): Promise<PodRequestResult> => {
+      if (!ca.active) return 'waiting';
+      const outcome = await this.sign(request, role, this.services().get(request.metadata?.namespace ?? '') ?? [], ca, clock);
+      // An unreadable pod is retried like a status write that did not land.
+      return outcome === undefined ? 'retry' : this.write(request, role, outcome, clock);
+    });
+    return result ?? 'withdrawn';
   }
 
   /**
@@ -189,7 +225,7 @@ export class PodCertificateSigner {
   private async countStaleNames(now: Instant): Promise<void> {
     try {
       const services = servicesByNamespace(this.deps.services());
-      this.stale = await this.issued.staleNames(now, (namespace, name) => this.podMetadata(namespace, name), services, this.deps.policy.clusterDomain);
+      this.stale = await this.issued.staleNames(now, (namespace, name) => this.pods.get(namespace, name), services, this.deps.policy.clusterDomain);
     } catch (e) {
       this.deps.logger.warn({ error: apiErrorOf(e).message }, 'counting pods with stale certificate names failed; retrying next interval');
     }
@@ -216,12 +252,13 @@ export class PodCertificateSigner {
     role: PodSignerRole,
     services: readonly SelectingService[],
     ca: MaterializedCa,
-    now: Instant,
+    clock: () => Instant,
   ): Promise<(PodRequestOutcome & { decision?: PodRequestDecision }) | undefined> {
     const view = requestView(request, role);
     let pod: PodMetadataView | undefined;
+    const reading = performance.now();
     try {
-      pod = await this.podMetadata(view.namespace, view.podName);
+      pod = (await this.pods.read(view.namespace, view.podName, view.podUid)).pod;
     } catch (e) {
       this.deps.logger.warn(
         { namespace: view.namespace, pod: view.podName, error: apiErrorOf(e).message },
@@ -229,29 +266,27 @@ export class PodCertificateSigner {
       );
       return undefined;
     }
-    const namespaces = this.deps.namespaces;
-    const allowance = namespaces && { namespaceRequirement: namespaces.requirement, namespaceAllowed: namespaces.allowed.has(view.namespace) };
-    const decision = decidePodRequest({ request: view, pod, services, policy: this.deps.policy, ...allowance });
-    if (decision.kind === 'deny') return { kind: 'Denied', reason: decision.reason, message: decision.message, decision };
-    const issued = await issuePodCertificate({ crypto: this.deps.crypto, policy: this.deps.policy, now }, ca.active!, decision, {
-      maxExpirationSeconds: view.maxExpirationSeconds,
-      maxValidity: this.options.maxValidity,
-    });
-    if (!issued.ok) return { kind: 'Failed', reason: CA_UNAVAILABLE_REASON, message: issued.detail, decision };
-    return { kind: 'Issued', certificate: issued, decision };
+    const signing = performance.now();
+    this.stages.record('podRead', signing - reading);
+    try {
+      const namespaces = this.deps.namespaces;
+      const allowance = namespaces && { namespaceRequirement: namespaces.requirement, namespaceAllowed: namespaces.allowed.has(view.namespace) };
+      const decision = decidePodRequest({ request: view, pod, services, policy: this.deps.policy, ...allowance });
+      if (decision.kind === 'deny') return { kind: 'Denied', reason: decision.reason, message: decision.message, decision };
+      const issued = await issuePodCertificate({ crypto: this.deps.crypto, policy: this.deps.policy, now: clock() }, ca.active!, decision, {
+        maxExpirationSeconds: view.maxExpirationSeconds,
+        maxValidity: this.options.maxValidity,
+      });
+      if (!issued.ok) return { kind: 'Failed', reason: CA_UNAVAILABLE_REASON, message: issued.detail, decision };
+      return { kind: 'Issued', certificate: issued, decision };
+    } finally {
+      this.stages.record('sign', performance.now() - signing);
+    }
   }
 
-  private async podMetadata(namespace: string, name: string): Promise<PodMetadataView | undefined> {
-    if (namespace === '' || name === '') return undefined;
-    try {
-      const pod = await this.deps.api.request<{ metadata?: { uid?: string; labels?: Record<string, string> } }>('GET', corePath('pods', namespace, name), {
-        accept: METADATA_ONLY,
-      });
-      return { uid: pod.metadata?.uid ?? '', labels: pod.metadata?.labels ?? {} };
-    } catch (e) {
-      if (apiErrorOf(e).code === 404) return undefined;
-      throw e;
-    }
+  /** The labelled Services by namespace, from the adapter's cache (rebuilt after a change). */
+  private services(): Map<string, SelectingService[]> {
+    return (this.servicesIndex ??= servicesByNamespace(this.deps.services()));
   }
 
   /** Writes the status and accounts for it: one Event on the pod, one hook call, one log line on failure. */
@@ -260,23 +295,29 @@ export class PodCertificateSigner {
     role: PodSignerRole,
     outcome: PodRequestOutcome & { decision?: PodRequestDecision },
     clock: () => Instant,
-  ): Promise<'issued' | 'denied' | 'failed' | 'errors'> {
+  ): Promise<PodRequestResult> {
     const namespace = request.metadata?.namespace ?? '';
     const name = request.metadata?.name ?? '';
     const podName = request.spec?.podName ?? '';
     const pod = { kind: 'Pod' as const, namespace, name: podName, uid: request.spec?.podUID };
     const signer = this.signerName(role);
+    const writing = performance.now();
     try {
       const stored = await this.deps.api.replace<PodCertificateRequest>(
         `${certificatesPath('podcertificaterequests', namespace, name)}/status`,
         statusBody(request, outcome, clock()),
       );
       this.written.set(request.metadata?.uid ?? '', request.metadata?.resourceVersion ?? '');
-      this.requests.get(role)!.cacheAhead(stored);
+      const informer = this.requests.get(role)!;
+      informer.cacheAhead(stored);
+      // The watch may have brought the decided request before our answer: then nothing else will.
+      const cached = informer.get(namespace, name);
+      if (cached && !isPending(cached)) this.written.delete(request.metadata?.uid ?? '');
+      this.stages.record('statusWrite', performance.now() - writing);
     } catch (e) {
-      if (e instanceof WriteFencedError) return 'errors';
+      if (e instanceof WriteFencedError) return 'retry';
       const error = apiErrorOf(e);
-      // 409: another writer (or our earlier write) moved it on; the next round reads it again.
+      // 409: another writer (or our earlier write) moved it on; it is read again from the cache when retried.
       if (error.code !== 409 && error.code !== 404) {
         this.deps.logger.warn(
           { namespace, pod: podName, request: name, signer, error: error.message },
@@ -285,7 +326,7 @@ export class PodCertificateSigner {
         this.deps.events.record(pod, 'Warning', 'PodCertificateFailed', `writing the status of PodCertificateRequest ${name} failed: ${error.message}`);
         this.deps.onRequest?.(role, 'failed', 'StatusWriteFailed', namespace);
       }
-      return 'errors';
+      return 'retry';
     }
     if (outcome.kind === 'Issued') {
       const { certificate, decision } = outcome;
@@ -298,13 +339,9 @@ export class PodCertificateSigner {
           dnsNames: certificate.certificate.dnsNames,
           notAfter: certificate.notAfter,
         });
-      const about = role === 'server' ? `Services ${shownList(services)}` : 'ESO core (client)';
-      this.deps.events.record(
-        pod,
-        'Normal',
-        'PodCertificateIssued',
-        `issued a certificate for ${about} from ${signer} (request ${name}); valid until ${new Date(certificate.notAfter).toISOString()}, refresh from ${new Date(certificate.beginRefreshAt).toISOString()}`,
-      );
+      // Coalesced: one Event per selecting Service (the client's: per pod) and short window, not one per pod.
+      const about = role === 'server' && services.length > 0 ? { namespace, name: services[0]! } : pod;
+      this.issuedEvents.issued(about, signer, podName, services, certificate.notAfter);
       this.deps.onRequest?.(role, 'issued', 'Issued', namespace);
       return 'issued';
     }

@@ -161,11 +161,18 @@ export class KubeRestClient {
    * Starts a watch of a collection (`watch=true` is added to `query`): `onEvent` gets each event's
    * type and object, `done` is called once, with undefined when the server ended the watch and an
    * error otherwise (a KubeApiError carrying statusCode 410 when the resourceVersion is too old).
-   * The signature is client-node's Watch.watch, so either can drive an Informer.
+   * The signature is client-node's Watch.watch, so either can drive an Informer; `init.accept`
+   * asks for another representation (a metadata-only watch).
    */
-  async watch(path: string, query: Query, onEvent: (type: string, object: unknown) => void, done: (error?: unknown) => void): Promise<WatchHandle> {
+  async watch(
+    path: string,
+    query: Query,
+    onEvent: (type: string, object: unknown) => void,
+    done: (error?: unknown) => void,
+    init: { accept?: string } = {},
+  ): Promise<WatchHandle> {
     const url = this.url(path, { ...query, watch: true });
-    const headers: Record<string, string> = { Accept: 'application/json' };
+    const headers: Record<string, string> = { Accept: init.accept ?? 'application/json' };
     await this.connection.authorize(headers);
     let finished = false;
     const finish = (error?: unknown): void => {

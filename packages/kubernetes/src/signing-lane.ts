@@ -1,32 +1,40 @@
-import type { Instant, MaterializedCa } from '@eso-mtls/core';
+import type { Instant, MaterializedCa, PodSignerRole } from '@eso-mtls/core';
 import { Backoff } from './backoff.js';
 import { type ScheduledTimer, type Timers, systemTimers } from './clock.js';
 import type { Logger } from './logger.js';
+import { PodQueue } from './pod-queue.js';
+import type { PodCertificateRequest } from './pod-requests.js';
 import type { PodCertificateSigner, SigningCa } from './pod-signer.js';
 
 /** Options of {@link PodSigningLane}. */
 export interface PodSigningLaneOptions {
   /** The certificate clock (the adapter's `now`). */
   readonly now: () => Instant;
-  /** Debounce and retry wake-ups, on real elapsed time (default: the process's own timers). */
+  /** Retry and resync wake-ups, on real elapsed time (default: the process's own timers). */
   readonly timers?: Timers;
-  /** Request events within this window are coalesced into one pass (default 100 ms). */
-  readonly debounceMs?: number;
+  /** Requests decided at once (the signer's bound; default 8). */
+  readonly concurrency?: number;
+  /** Every pending request is queued again this often (the reconcile interval; default 10 minutes), whatever the watch said. */
+  readonly resyncMs?: number;
   /** The Secret fence: a replica that does not lead signs nothing. */
   readonly writesAllowed: () => boolean;
   readonly logger: Logger;
 }
 
+/** Per-request retry delays after a status write that did not land or an unreadable pod. */
+const RETRY = { initialMs: 100, maxMs: 30_000 };
+
 /**
  * Pod signing in its own lane, beside the reconcile rounds of the Secret mode, so that neither
- * waits on the other: a backlog of PodCertificateRequests does not hold back a Service's Secret,
- * and a round of Secret writes does not hold back signing.
+ * waits on the other. Each request is decided as its watch event arrives ({@link enqueue}): it
+ * joins a fair queue ({@link PodQueue}: per signer and namespace, served in turn) and up to
+ * `concurrency` are decided at once. No debounce, no passes.
  *
  * The rounds hand over the CA that signs ({@link use}), once it is stored and its trust bundles
  * published. Before a round writes a CA change it takes the CA back ({@link withdraw}) and waits for
- * the signatures in flight, so no certificate is signed by a CA after a CA write replaced it. Passes
- * run one at a time: after request events (debounced), after a new CA, and again with backoff
- * while status writes fail.
+ * the signatures in flight, so no certificate is signed by a CA after a CA write replaced it;
+ * requests arriving meanwhile wait in the queue for the next {@link use}. Every pending request is
+ * queued again on {@link use}, every `resyncMs`, and, with its own backoff, after a failed attempt.
  */
 export class PodSigningLane implements SigningCa {
   private ca: MaterializedCa | undefined;
@@ -34,13 +42,14 @@ export class PodSigningLane implements SigningCa {
   private inFlight = 0;
   private drained: (() => void)[] = [];
   private readonly timers: Timers;
-  private timer: ScheduledTimer | undefined;
-  private timerAt = Infinity;
-  private running: Promise<number> | undefined;
-  private dirty = false;
+  private readonly queue = new PodQueue();
+  // Requests being decided now (by uid): a watch event for one of them queues it again after.
+  private readonly deciding = new Set<string>();
+  private readonly retries = new Map<string, { backoff: Backoff; timer?: ScheduledTimer }>();
+  private resyncTimer: ScheduledTimer | undefined;
   private stopped = true;
-  private readonly retry = new Backoff({ initialMs: 100, maxMs: 30_000 });
   private idleWaiters: (() => void)[] = [];
+  private failure: unknown;
 
   constructor(
     private readonly signer: PodCertificateSigner,
@@ -52,21 +61,24 @@ export class PodSigningLane implements SigningCa {
   /** Starts the lane; nothing is signed before a round hands over a CA. */
   start(): void {
     this.stopped = false;
-    if (this.ca) this.schedule(0);
+    this.resync();
   }
 
-  /** Stops scheduling, and waits for the pass in flight: its requests not yet started are left for later. */
+  /** Stops deciding, and waits for the requests in flight: the queued ones are left for later. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.ca = undefined;
-    this.clearTimer();
-    await this.running;
+    this.resyncTimer?.cancel();
+    this.resyncTimer = undefined;
+    for (const retry of this.retries.values()) retry.timer?.cancel();
+    this.retries.clear();
+    await this.whenIdle();
   }
 
-  /** The CA to sign with from now on (stored, with its trust bundles published); starts a pass. */
+  /** The CA to sign with from now on (stored, with its trust bundles published); queues every pending request. */
   use(ca: MaterializedCa): void {
     this.ca = ca;
-    this.trigger();
+    this.resync();
   }
 
   /**
@@ -83,19 +95,25 @@ export class PodSigningLane implements SigningCa {
     this.ca = undefined;
   }
 
-  /** Asks for a pass soon (debounced): call on every request event. */
-  trigger(): void {
-    if (this.stopped || !this.ca) return;
-    if (this.running) {
-      this.dirty = true;
-      return;
-    }
-    this.schedule(this.options.debounceMs ?? 100);
+  /** Queues a request its watch delivered (added or changed), and decides it as soon as a slot is free. */
+  enqueue(role: PodSignerRole, request: PodCertificateRequest): void {
+    if (this.signer.seen(request)) return;
+    const uid = request.metadata?.uid ?? '';
+    // A request with a retry due waits for it: its backoff is not cut short by its own watch events.
+    if (this.retries.get(uid)?.timer) return;
+    this.queue.add({
+      uid,
+      role,
+      namespace: request.metadata?.namespace ?? '',
+      name: request.metadata?.name ?? '',
+      queuedAt: this.timers.monotonicMs(),
+    });
+    this.pump();
   }
 
-  /** Resolves once no pass runs and none is due (tests, benchmarks). */
+  /** Resolves once nothing is queued, decided or due for a retry (tests, benchmarks). */
   whenIdle(): Promise<void> {
-    if (!this.running && !this.timer) return Promise.resolve();
+    if (this.idle()) return Promise.resolve();
     return new Promise((r) => this.idleWaiters.push(r));
   }
 
@@ -118,58 +136,91 @@ export class PodSigningLane implements SigningCa {
     }
   }
 
-  private schedule(delayMs: number): void {
+  /** Queues every pending request again, and schedules the next resync. */
+  private resync(): void {
     if (this.stopped) return;
-    const at = this.timers.monotonicMs() + Math.max(0, delayMs);
-    if (this.timer && this.timerAt <= at) return;
-    this.clearTimer();
-    this.timerAt = at;
-    this.timer = this.timers.setTimer(delayMs, () => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.run();
-    });
+    this.resyncTimer?.cancel();
+    this.resyncTimer = this.timers.setTimer(this.options.resyncMs ?? 600_000, () => this.resync());
+    this.resyncTimer.unref();
+    this.signer.followPods();
+    for (const { role, request } of this.signer.pending()) {
+      if (!this.retries.get(request.metadata?.uid ?? '')?.timer) this.enqueue(role, request);
+    }
+    this.signer.refreshStaleNames(this.options.now());
+    this.settle();
   }
 
-  private clearTimer(): void {
-    this.timer?.cancel();
-    this.timer = undefined;
-    this.timerAt = Infinity;
-  }
-
-  private run(): void {
-    this.dirty = false;
-    const pass = this.pass();
-    this.running = pass;
-    void pass.then((errors) => {
-      this.running = undefined;
-      if (errors > 0) this.schedule(this.retry.next());
-      else this.retry.reset();
-      if (this.dirty) this.schedule(this.options.debounceMs ?? 100);
-      if (!this.running && !this.timer) {
-        const waiters = this.idleWaiters;
-        this.idleWaiters = [];
-        for (const w of waiters) w();
-      }
-    });
-  }
-
-  /** One pass over the pending requests; resolves with the status writes to retry. */
-  private async pass(): Promise<number> {
-    const { writesAllowed, now, logger } = this.options;
+  /** Starts decisions while a slot, a CA and a queued request are there. */
+  private pump(): void {
+    if (this.stopped || !this.ca) return;
     // A replica that no longer leads may meet a CA another leader replaced: it signs again only
     // with the CA of its next round.
-    if (!writesAllowed()) {
+    if (!this.options.writesAllowed()) {
       this.forget();
-      return 0;
+      return;
     }
+    while (this.deciding.size < (this.options.concurrency ?? 8)) {
+      const next = this.queue.take();
+      if (!next) break;
+      const request = this.signer.requests.get(next.role)!.get(next.namespace, next.name);
+      // Gone from the cache (deleted), or replaced by another request of that name.
+      if (request?.metadata?.uid !== next.uid || this.deciding.has(next.uid)) continue;
+      this.signer.stages.record('queueWait', this.timers.monotonicMs() - next.queuedAt);
+      this.deciding.add(next.uid);
+      void this.decide(next.role, request).finally(() => {
+        this.deciding.delete(next.uid);
+        this.pump();
+        this.settle();
+      });
+    }
+  }
+
+  private async decide(role: PodSignerRole, request: PodCertificateRequest): Promise<void> {
+    const uid = request.metadata?.uid ?? '';
+    let result;
     try {
-      const signed = await this.signer.signPending(this, now, writesAllowed);
-      this.signer.refreshStaleNames(now());
-      return signed.errors;
+      result = await this.signer.decide(role, request, this, this.options.now);
+      this.failure = undefined;
     } catch (e) {
-      logger.error({ error: (e as Error)?.message ?? String(e) }, 'signing pod certificate requests failed; retrying with backoff');
-      return 1;
+      // A CA key that stopped answering: logged when its error changes, retried with backoff.
+      const message = (e as Error)?.message ?? String(e);
+      if (message !== this.failure) this.options.logger.error({ error: message }, 'signing a pod certificate request failed; retrying with backoff');
+      this.failure = message;
+      result = 'retry' as const;
     }
+    if (result === 'retry') this.retry(role, request);
+    else this.retries.delete(uid);
+    this.signer.refreshStaleNames(this.options.now());
+  }
+
+  /** Queues the request again after its own backoff. */
+  private retry(role: PodSignerRole, request: PodCertificateRequest): void {
+    if (this.stopped) return;
+    const uid = request.metadata?.uid ?? '';
+    let retry = this.retries.get(uid);
+    if (!retry) this.retries.set(uid, (retry = { backoff: new Backoff(RETRY) }));
+    const entry = retry;
+    entry.timer = this.timers.setTimer(entry.backoff.next(), () => {
+      entry.timer = undefined;
+      // The latest version from the cache: a 409 means the watch has a newer one.
+      const latest = this.signer.requests.get(role)!.get(request.metadata?.namespace ?? '', request.metadata?.name ?? '');
+      if (latest?.metadata?.uid === uid) this.enqueue(role, latest);
+      else this.retries.delete(uid);
+      this.settle();
+    });
+    entry.timer.unref();
+  }
+
+  private idle(): boolean {
+    const retrying = [...this.retries.values()].some((r) => r.timer !== undefined);
+    // With no CA handed over, queued requests wait for one: nothing more happens until then.
+    return this.deciding.size === 0 && !retrying && (this.queue.size === 0 || !this.ca || this.stopped);
+  }
+
+  private settle(): void {
+    if (this.idleWaiters.length === 0 || !this.idle()) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
   }
 }
