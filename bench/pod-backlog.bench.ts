@@ -35,21 +35,15 @@ const ADAPTER_LOGGER: Logger = {
   error: (fields, message) => process.stderr.write(`adapter error: ${message} ${JSON.stringify(fields)}\n`),
 };
 
-/** Service labelled → its Secret seen, in ms. */
-interface Latencies {
-  readonly n: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly max: number;
-}
-
 /** What {@link runPodBacklogBenchmark} measures. */
 export interface PodBacklogBenchmark {
   readonly pods: number;
   readonly perPod: number;
   readonly paceMs: number;
-  readonly baseline: Latencies;
-  readonly withBacklog: Latencies;
+  /** Service labelled → its Secret seen, in ms, with no request pending. */
+  readonly baseline: Spread;
+  /** The same while the backlog drains. */
+  readonly withBacklog: Spread;
   /** Fresh adapter start → the node saw the last request decided. */
   readonly drainSeconds: number;
   readonly issued: number;
@@ -64,12 +58,6 @@ export interface PodBacklogBenchmark {
 const STAGES: readonly PodStage[] = ['queueWait', 'podRead', 'sign', 'statusWrite'];
 
 const progress = (what: string): boolean => process.stderr.write(`bench: pod-backlog: ${what}\n`);
-
-function latencies(values: readonly number[]): Latencies {
-  const v = [...values].sort((a, b) => a - b);
-  const at = (f: number): number => v[Math.min(v.length - 1, Math.max(0, Math.ceil(f * v.length) - 1))] ?? NaN;
-  return { n: v.length, p50: at(0.5), p99: at(0.99), max: v.at(-1) ?? NaN };
-}
 
 /** Labels one Service a `paceMs` in namespaces `<prefix>-<i>` while `more()`; resolves with each label → Secret latency. */
 async function probe(
@@ -206,8 +194,8 @@ export async function runPodBacklogBenchmark(pods = 20, perPod = 200, paceMs = 2
       pods,
       perPod,
       paceMs,
-      baseline: latencies(baseline),
-      withBacklog: latencies(withBacklog),
+      baseline: spread(baseline),
+      withBacklog: spread(withBacklog),
       drainSeconds: (drainedAt - start) / 1000,
       issued: decisions.issued,
       refused: decisions.other,
@@ -225,7 +213,7 @@ export async function runPodBacklogBenchmark(pods = 20, perPod = 200, paceMs = 2
 
 /** The figures as a markdown table. */
 export function formatPodBacklogBenchmark(r: PodBacklogBenchmark): string {
-  const ms = (l: Latencies): string => `${l.p50.toFixed(0)} / ${l.p99.toFixed(0)} / ${l.max.toFixed(0)} ms (${l.n} Services)`;
+  const ms = (l: Spread): string => `${l.p50.toFixed(0)} / ${l.p99.toFixed(0)} / ${l.max.toFixed(0)} ms (${l.n} Services)`;
   return [
     `| Secret mode beside ${r.pods * r.perPod} pending PodCertificateRequests (${r.pods} pods x ${r.perPod}), one Service labelled every ${r.paceMs} ms | |`,
     '|---|---:|',
