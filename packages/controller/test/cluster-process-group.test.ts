@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ServerProcess, type SpawnWrap, groupAlive } from '../src/cluster/process-group.js';
-import { repoRoot } from './support/manifests.js';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 // The launcher's servers run in a process group under a watchdog. Wrapped (for the real node:
 // `nsenter --target PID --net --mount --pid -- ...`), the server is a grandchild: nsenter forks it

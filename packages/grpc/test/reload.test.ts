@@ -14,9 +14,9 @@ import {
   type ProviderLogRecord,
   type SecretStoreProvider,
 } from '@eso-mtls/grpc';
-import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from './support/pki.js';
-import { startReloadingProvider, type ReloadingProvider } from './support/reloading-provider.js';
-import { probe } from './support/tls-probe.js';
+import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from '@eso-mtls/test-kit/pki';
+import { startReloadingProvider, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
+import { probe } from '@eso-mtls/test-kit/tls-probe';
 
 const serial = (pem: string) => new X509Certificate(pem).serialNumber.toLowerCase();
 
