@@ -75,4 +75,22 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // What several packages' tests share lives in the test kit (testing/kit), imported by name; a
+    // support folder serves only the tests beside it (`./support/`, `../support/`).
+    files: ['packages/*/test/**/*.ts', 'examples/*/test/**/*.ts', 'testing/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(?!support/).*/support/',
+              message: "Another folder's test support: import the shared helper from @eso-mtls/test-kit/<module> (testing/kit), or move it there.",
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -27,10 +27,10 @@ import {
   type ServedCertificateSource,
   type SecretStoreProvider,
 } from '@eso-mtls/grpc';
-import { writeAtomically } from '../packages/grpc/test/support/atomic-writer.js';
-import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from '../packages/grpc/test/support/pki.js';
-import { loaded, PlannedCluster } from '../packages/grpc/test/support/planned-cluster.js';
-import { startProviderOn } from '../packages/grpc/test/support/reloading-provider.js';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
+import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from '@eso-mtls/test-kit/pki';
+import { loaded, PlannedCluster } from '@eso-mtls/test-kit/planned-cluster';
+import { startProviderOn } from '@eso-mtls/test-kit/reloading-provider';
 
 /** A server leaf and its serial (lower-case hex). */
 type Leaf = KeyPair & { readonly serial: string };

@@ -1,13 +1,21 @@
 // `npm run test:fast`: every jest suite that needs no control plane and builds no image, for the
 // inner loop. A suite needs one when it imports testing/envtest (or testing/images), directly or
-// through its own test helpers; this follows relative imports from each test file, so a new suite
+// through its own test helpers or the test kit; this follows relative imports and the kit's modules
+// (@eso-mtls/test-kit/<module>) from each test file, so a new suite
 // is sorted without a list to keep.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '..');
-const IMPORT = /(?:import|export)[^'"]*?from\s+'(\.{1,2}\/[^']+)'|import\(\s*'(\.{1,2}\/[^']+)'\s*\)/g;
+const IMPORT = /(?:import|export)[^'"]*?from\s+'(\.{1,2}\/[^']+|@eso-mtls\/test-kit\/[a-z-]+)'|import\(\s*'(\.{1,2}\/[^']+)'\s*\)/g;
+const KIT = /^@eso-mtls\/test-kit\/([a-z-]+)$/;
+
+/** The file an import names: relative, or a module of the test kit (testing/kit/src). */
+function importedFile(from, specifier) {
+  const kit = KIT.exec(specifier);
+  return kit ? join(root, 'testing', 'kit', 'src', `${kit[1]}.ts`) : resolve(dirname(from), specifier.replace(/\.js$/, '.ts'));
+}
 
 function testFiles(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -27,7 +35,7 @@ function needsControlPlane(file, seen = new Set()) {
   const source = readFileSync(file, 'utf8');
   let needs = false;
   for (const m of source.matchAll(IMPORT)) {
-    const target = resolve(dirname(file), (m[1] ?? m[2]).replace(/\.js$/, '.ts'));
+    const target = importedFile(file, m[1] ?? m[2]);
     if (HEAVY.some((dir) => relative(root, target).startsWith(dir)) || needsControlPlane(target, seen)) {
       needs = true;
       break;

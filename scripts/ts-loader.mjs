@@ -7,7 +7,9 @@ import { transformSync } from '@swc/core';
 const workspace = new URL('../packages/', import.meta.url);
 
 export function resolve(specifier, context, next) {
-  // Workspace packages resolve to their sources, as in jest and tsc.
+  // Workspace packages resolve to their sources, as in jest and tsc; the test kit is only sources.
+  const kit = /^@eso-mtls\/test-kit\/([a-z-]+)$/.exec(specifier);
+  if (kit) return { url: new URL(`../testing/kit/src/${kit[1]}.ts`, import.meta.url).href, shortCircuit: true };
   const ws = /^@eso-mtls\/([a-z-]+)(\/node)?$/.exec(specifier);
   if (ws) {
     const entry = ws[2] ? `${ws[1]}/src/node/index.ts` : `${ws[1]}/src/index.ts`;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { repoRoot } from '../../packages/controller/test/support/manifests.js';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 import { type Panel, type Substitution, panelQueries, parseLabelValues, readDashboard, substitute, variableQuery } from './support/dashboard-model.js';
 import { PROMETHEUS_OWN_SERIES, PromqlTokenError, metricNamesIn, readableNames } from './support/promql-names.js';
 import { PrometheusQueryError, PrometheusServer, type QuerySeries } from './support/prometheus-server.js';

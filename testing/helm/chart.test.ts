@@ -14,9 +14,10 @@ import {
 } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
-import { ControllerProcess } from '../../packages/controller/test/support/controller-process.js';
-import { type Manifest, find, kustomizeBuild, repoRoot } from '../../packages/controller/test/support/manifests.js';
-import { Helm, type Values, applyPrometheusCrds, chartDir } from './support/helm.js';
+import { ControllerProcess } from '@eso-mtls/test-kit/controller-process';
+import { type Manifest, find, kustomizeBuild } from '@eso-mtls/test-kit/manifests';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { Helm, type Values, applyPrometheusCrds, chartDir } from '@eso-mtls/test-kit/helm';
 import { expectRefusals } from './support/refusals.js';
 import {
   type Installation,

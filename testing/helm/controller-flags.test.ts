@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { CONTROLLER_FLAGS, type ConfigResult, parseControllerConfig } from '../../packages/controller/src/index.js';
-import { find } from '../../packages/controller/test/support/manifests.js';
-import { Helm, HelmError, type Values, chartDir } from './support/helm.js';
+import { find } from '@eso-mtls/test-kit/manifests';
+import { Helm, HelmError, type Values, chartDir } from '@eso-mtls/test-kit/helm';
 import { expectRefusals } from './support/refusals.js';
 import { containerInput } from './support/release.js';
 

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { basename, dirname } from 'node:path';
 import type { V1Deployment } from '@kubernetes/client-node';
-import { find } from '../../packages/controller/test/support/manifests.js';
-import { Helm, type Values, chartDir } from './support/helm.js';
+import { find } from '@eso-mtls/test-kit/manifests';
+import { Helm, type Values, chartDir } from '@eso-mtls/test-kit/helm';
 import { expectRefusals } from './support/refusals.js';
 import { containerOf, flagsOf } from './support/pod-certificates.js';
 import { parsedControllerConfig } from './support/release.js';

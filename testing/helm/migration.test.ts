@@ -6,8 +6,9 @@ import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kuber
 import { DEFAULT_POLICY } from '@eso-mtls/core';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
 import { codeBlocks } from '../docs/markdown-blocks.js';
-import { type Manifest, find, kustomizeBuild, repoRoot } from '../../packages/controller/test/support/manifests.js';
-import { Helm, HelmError, type Values, chartDir, ensured } from './support/helm.js';
+import { type Manifest, find, kustomizeBuild } from '@eso-mtls/test-kit/manifests';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { Helm, HelmError, type Values, chartDir, ensured } from '@eso-mtls/test-kit/helm';
 import {
   type CertificateState,
   type Installation,

@@ -13,9 +13,10 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
-import { ControllerProcess } from '../../packages/controller/test/support/controller-process.js';
-import { type Manifest, find, kustomizeBuild, repoRoot } from '../../packages/controller/test/support/manifests.js';
-import { Helm, HelmError, type Values, chartDir } from './support/helm.js';
+import { ControllerProcess } from '@eso-mtls/test-kit/controller-process';
+import { type Manifest, find, kustomizeBuild } from '@eso-mtls/test-kit/manifests';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { Helm, HelmError, type Values, chartDir } from '@eso-mtls/test-kit/helm';
 import { containerOf, flagsOf, ruleSet } from './support/pod-certificates.js';
 import {
   type Installation,

@@ -12,8 +12,9 @@ import {
 } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
-import { type Manifest, find, kustomizeBuild, repoRoot } from '../../packages/controller/test/support/manifests.js';
-import { Helm, type Values, chartDir } from './support/helm.js';
+import { type Manifest, find, kustomizeBuild } from '@eso-mtls/test-kit/manifests';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { Helm, type Values, chartDir } from '@eso-mtls/test-kit/helm';
 import { expectRefusals } from './support/refusals.js';
 import { Kubectl } from './support/kubectl.js';
 import { parseFileProviderConfig } from '../../examples/file-provider/src/config.js';

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import type { V1ClusterRole, V1Deployment } from '@kubernetes/client-node';
-import { find, kustomizeBuild } from '../../packages/controller/test/support/manifests.js';
-import { Helm, HelmError, chartDir } from './support/helm.js';
+import { find, kustomizeBuild } from '@eso-mtls/test-kit/manifests';
+import { Helm, HelmError, chartDir } from '@eso-mtls/test-kit/helm';
 import { containerOf, flagsOf } from './support/pod-certificates.js';
 
 // The chart's pruneOrphanedSecrets value against the kustomize overlay: the same one RBAC rule and

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AdmissionregistrationV1Api, AppsV1Api, CoordinationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
-import { Helm, type Values, chartDir, previousChart } from './support/helm.js';
+import { Helm, type Values, chartDir, previousChart } from '@eso-mtls/test-kit/helm';
 import { type PreviousSources, extractPreviousSources } from './support/previous-release.js';
 import {
   type CertificateState,

@@ -2,7 +2,7 @@
 // bundle and the trust anchors are written together, and every write is one `..data` swap.
 import { mkdir } from 'node:fs/promises';
 import type { V1Pod, V1VolumeProjection } from '@kubernetes/client-node';
-import { type AtomicWrite, writeAtomically } from '../../packages/controller/src/demo/atomic-writer.js';
+import { type AtomicWrite, writeAtomically } from '@eso-mtls/test-kit/demo';
 import type { KubeletPod, PodCertificateKubelet } from './kubelet.js';
 import type { KubeletKey, KubeletKeyType } from './keys.js';
 import type { IssuedOutcome, RequestOutcome } from './outcome.js';

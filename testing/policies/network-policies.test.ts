@@ -5,10 +5,11 @@ import { join, relative, resolve } from 'node:path';
 import { CoreV1Api, type KubeConfig, type V1Deployment, type V1LabelSelector, type V1Pod, type V1Service } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
-import { type Manifest, applyAll, find, kustomizeBuild, repoRoot } from '../../packages/controller/test/support/manifests.js';
+import { type Manifest, applyAll, find, kustomizeBuild } from '@eso-mtls/test-kit/manifests';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 import { codeBlocks } from '../docs/markdown-blocks.js';
-import { Helm, HelmError, chartDir } from '../helm/support/helm.js';
-import type { Answer } from './support/answers.js';
+import { Helm, HelmError, chartDir } from '@eso-mtls/test-kit/helm';
+import type { Answer } from '@eso-mtls/test-kit/answers';
 import { type NetworkPolicy, createNetworkPolicyStrictly, ingressPorts, selectorQuery } from './support/network-policy.js';
 
 // Threat T1, the network path: the shipped NetworkPolicies as objects on a real apiserver. No CNI

@@ -13,17 +13,10 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
-import {
-  type Manifest,
-  applyAll,
-  find,
-  kustomizeBuild,
-  kustomizeInstall,
-  repoRoot,
-  serviceAccountKubeConfig,
-} from '../../packages/controller/test/support/manifests.js';
-import { Helm, chartDir } from '../helm/support/helm.js';
-import { answer, untilAnswer } from './support/answers.js';
+import { type Manifest, applyAll, find, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from '@eso-mtls/test-kit/manifests';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { Helm, chartDir } from '@eso-mtls/test-kit/helm';
+import { answer, untilAnswer } from '@eso-mtls/test-kit/answers';
 
 // Threat T3, who may label a Service: the policies of deploy/overlays/provider-label-policy on a
 // real apiserver, exercised by identities with static tokens and a real ServiceAccount token. RBAC

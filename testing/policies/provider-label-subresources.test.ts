@@ -12,8 +12,8 @@ import {
 } from '@kubernetes/client-node';
 import { DEFAULT_POLICY, PROVIDER_LABEL } from '@eso-mtls/core';
 import { type ControlPlane, startControlPlane } from '../envtest/src/index.js';
-import { applyAll, kustomizeBuild } from '../../packages/controller/test/support/manifests.js';
-import { type Answer, answer, rawAnswer, untilAnswer } from './support/answers.js';
+import { applyAll, kustomizeBuild } from '@eso-mtls/test-kit/manifests';
+import { type Answer, answer, rawAnswer, untilAnswer } from '@eso-mtls/test-kit/answers';
 
 // Threat T3 through subresources (issue 23 item 7): a tenant owning its namespace (a Role with
 // every verb on every resource there) must not gain either label through a subresource that

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { TlsMaterialPems } from '@eso-mtls/grpc';
-import { type CallTarget, EsoCaller } from '../../packages/controller/src/demo/eso-caller.js';
+import { type CallTarget, EsoCaller } from '@eso-mtls/test-kit/demo';
 import { bundleHash } from './bundle-hash.js';
 
 const [directory, connectionsText] = process.argv.slice(2);

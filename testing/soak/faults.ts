@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EMERGENCY_ROTATION, ROTATE_ANNOTATION } from '@eso-mtls/core';
-import { p256Request } from '../support/openssl.js';
+import { p256Request } from '@eso-mtls/test-kit/openssl';
 import { CA_SECRET, ESO_NS, LEASE_MS, PROVIDER_SECRET, type SoakService, type SoakWorld } from './world.js';
 
 /** Every kind of fault, in the order a short soak first meets them. */

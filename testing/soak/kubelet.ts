@@ -1,6 +1,6 @@
 import type { CoreV1Api, V1Secret } from '@kubernetes/client-node';
-import { type Delivery, KubeletVolume, samePayload } from '../../packages/controller/src/demo/kubelet-volume.js';
-import type { VolumePayload } from '../../packages/controller/src/demo/atomic-writer.js';
+import { type Delivery, KubeletVolume, samePayload } from '@eso-mtls/test-kit/demo';
+import type { VolumePayload } from '@eso-mtls/test-kit/demo';
 
 /** One pod's Secret volume: which Secret feeds which folder. */
 export interface VolumeMount {

@@ -2,6 +2,7 @@
 import { X509Certificate } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import { DEFAULT_POLICY } from '@eso-mtls/core';
+import { text } from '@eso-mtls/test-kit/secrets';
 import { attributeFailures, expectedReloads, type FolderEvent, type WindowReport } from './accounting.js';
 import { secretProblems } from './checks.js';
 import { CA_RESETTING, type FailureWindow, FAULT_KINDS, type FaultContext, type FaultKind, injectFault } from './faults.js';
@@ -332,20 +333,17 @@ async function deliveryProblems(world: SoakWorld, secrets: readonly V1Secret[]):
   if (world.kubelet === undefined || world.providers.size === 0) return [];
   await world.kubelet.freshRead();
   if (!world.kubelet.settled) return ['a delivery is pending'];
-  const text = (ns: string, name: string, key: string): string => {
-    const v = secrets.find((s) => s.metadata?.namespace === ns && s.metadata?.name === name)?.data?.[key];
-    return v === undefined ? '' : Buffer.from(v, 'base64').toString('utf8');
-  };
-  const client = { cert: text(ESO_NS, CLIENT_SECRET, 'tls.crt'), key: text(ESO_NS, CLIENT_SECRET, 'tls.key') };
+  const secret = (ns: string, name: string) => secrets.find((s) => s.metadata?.namespace === ns && s.metadata?.name === name);
+  const client = { cert: text(secret(ESO_NS, CLIENT_SECRET), 'tls.crt'), key: text(secret(ESO_NS, CLIENT_SECRET), 'tls.key') };
   const problems: string[] = [];
   for (const p of world.providers.values()) {
     if (!p.running) continue;
     const served = await world.servedLeaf(p, client);
-    const wanted = text(p.spec.namespace, PROVIDER_SECRET, 'tls.crt');
+    const wanted = text(secret(p.spec.namespace, PROVIDER_SECRET), 'tls.crt');
     if (served === undefined || wanted === '' || served !== fingerprint(wanted)) problems.push(`${p.address} does not serve its Secret's certificate yet`);
   }
   const report = await world.clientReport();
-  if (report.serial !== serialOf(client.cert) || report.bundle !== bundleHash(text(ESO_NS, CLIENT_SECRET, 'ca.crt'))) {
+  if (report.serial !== serialOf(client.cert) || report.bundle !== bundleHash(text(secret(ESO_NS, CLIENT_SECRET), 'ca.crt'))) {
     problems.push('the ESO client does not use its Secret yet');
   }
   return problems;

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { TestCluster, eventually, text } from '../../../packages/kubernetes/test/support/cluster.js';
+import { TestCluster } from '@eso-mtls/test-kit/adapter';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { text } from '@eso-mtls/test-kit/secrets';
 import { OperatorProcess } from './support/operator-process.js';
 
 // The example operator, as two real processes against a real apiserver: one replica issues, the

@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { createSecretStoreProviderClient, SecretNotFoundError, type SecretStoreProviderClient } from '@eso-mtls/grpc';
 import { runFileProvider, type RunningFileProvider } from '../src/main.js';
-import { eventually } from '../../../packages/grpc/test/support/eventually.js';
-import { failureOf } from '../../../packages/grpc/test/support/failure.js';
-import { writeCertDir } from '../../../packages/grpc/test/support/pki.js';
-import { clientChannel, createTestPkiSet, type TestPkiSet } from '../../../packages/grpc/test/support/provider-fixture.js';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { failureOf } from '@eso-mtls/test-kit/failure';
+import { writeCertDir } from '@eso-mtls/test-kit/pki';
+import { clientChannel, createTestPkiSet, type TestPkiSet } from '@eso-mtls/test-kit/provider-fixture';
 
 const DATA = `# secrets served to External Secrets Operator
 secrets:

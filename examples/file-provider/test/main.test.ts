@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { createSecretStoreProviderClient } from '@eso-mtls/grpc';
 import { parseFileProviderConfig } from '../src/config.js';
 import { parseSecretFile } from '../src/secret-file.js';
-import { writeCertDir } from '../../../packages/grpc/test/support/pki.js';
-import { clientChannel, createTestPkiSet, type TestPkiSet } from '../../../packages/grpc/test/support/provider-fixture.js';
+import { writeCertDir } from '@eso-mtls/test-kit/pki';
+import { clientChannel, createTestPkiSet, type TestPkiSet } from '@eso-mtls/test-kit/provider-fixture';
 import { useProviderDirs } from './support/provider-dirs.js';
 import { startProviderProcess, until } from './support/provider-process.js';
 

@@ -6,11 +6,11 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { CertificateWatcher, createSecretStoreProviderClient, ProviderChannel } from '@eso-mtls/grpc';
 import { parseFileProviderConfig } from '../src/config.js';
-import { writeAtomically } from '../../../packages/grpc/test/support/atomic-writer.js';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
 import { trustAnchors } from '../../../testing/kubelet/pem-files.js';
-import { TEST_SERVER_NAME, type KeyPair } from '../../../packages/grpc/test/support/pki.js';
-import { credentialsPem, opensslP256Ca, opensslPodLeaf, podCertificateDir, podCertificateFiles } from '../../../packages/grpc/test/support/pod-certificates.js';
-import { probe } from '../../../packages/grpc/test/support/tls-probe.js';
+import { TEST_SERVER_NAME, type KeyPair } from '@eso-mtls/test-kit/pki';
+import { credentialsPem, opensslP256Ca, opensslPodLeaf, podCertificateDir, podCertificateFiles } from '@eso-mtls/test-kit/pod-certificates';
+import { probe } from '@eso-mtls/test-kit/tls-probe';
 import { useProviderDirs } from './support/provider-dirs.js';
 import { startProviderProcess, until } from './support/provider-process.js';
 

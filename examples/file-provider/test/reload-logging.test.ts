@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
-import { issueTestCa, issueTestServer, type KeyPair, type TestCa } from '../../../packages/grpc/test/support/pki.js';
-import { writeAtomically } from '../../../packages/grpc/test/support/atomic-writer.js';
+import { issueTestCa, issueTestServer, type KeyPair, type TestCa } from '@eso-mtls/test-kit/pki';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
 import { kubeletCertDir, useProviderDirs } from './support/provider-dirs.js';
 import { sample, startProviderProcess, until } from './support/provider-process.js';
 

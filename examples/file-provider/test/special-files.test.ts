@@ -4,11 +4,11 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { createSecretStoreProviderClient } from '@eso-mtls/grpc';
-import { issueTestCa, issueTestClient, issueTestServer, type KeyPair, type TestCa } from '../../../packages/grpc/test/support/pki.js';
-import { writeAtomically } from '../../../packages/grpc/test/support/atomic-writer.js';
+import { issueTestCa, issueTestClient, issueTestServer, type KeyPair, type TestCa } from '@eso-mtls/test-kit/pki';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
 import { kubeletCertDir, useProviderDirs } from './support/provider-dirs.js';
 import { LABELS, startProviderProcess, until } from './support/provider-process.js';
-import { clientChannel } from '../../../packages/grpc/test/support/provider-fixture.js';
+import { clientChannel } from '@eso-mtls/test-kit/provider-fixture';
 
 // The kubelet sends SIGKILL after the pod's terminationGracePeriodSeconds, 30 s by default.
 const TERMINATION_GRACE_MS = 30_000;

@@ -8,7 +8,7 @@ import { formatFlagDuration } from '../src/duration.js';
 import { closestFlag, helpTable } from '../src/cli/args.js';
 import { oneSecretPerNamespace, progressLine, simulationJson } from '../src/cli/simulate.js';
 import { isTerminal, plainFatalLine } from '../src/cli/terminal.js';
-import { repoRoot } from './support/manifests.js';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 // What a person sees of the `eso-mtls` command: the real bin as a child process (the TypeScript
 // source under the repo's loader, as the controller process tests run it), and the small pure

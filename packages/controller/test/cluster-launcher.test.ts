@@ -8,7 +8,7 @@ import { AuthenticationV1Api, AuthorizationV1Api, CoreV1Api, type KubeConfig } f
 import { locateTestBinaries } from '../../../testing/envtest/src/index.js';
 import { type LaunchedControlPlane, endpointReconcilerFlags, launchControlPlane } from '../src/cluster/control-plane.js';
 import { KUBE_CONTROLLER_MANAGER, KUBE_PROXY, KUBE_SCHEDULER, nodeIdentity, tokenKubeConfig } from '../src/cluster/identities.js';
-import { freePort } from '../src/cluster/ports.js';
+import { freePort } from '@eso-mtls/test-kit/ports';
 import { type SpawnWrap, groupAlive } from '../src/cluster/process-group.js';
 
 // The launcher as the real node uses it: every process started through a wrapper that forks and

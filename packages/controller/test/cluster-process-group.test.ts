@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ServerProcess, type SpawnWrap, groupAlive } from '../src/cluster/process-group.js';
-import { repoRoot } from './support/manifests.js';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { eventually } from '@eso-mtls/test-kit/eventually';
 
 // The launcher's servers run in a process group under a watchdog. Wrapped (for the real node:
 // `nsenter --target PID --net --mount --pid -- ...`), the server is a grandchild: nsenter forks it
@@ -25,18 +26,12 @@ function slowServer(name: string): { readonly args: string[]; readonly doneFile:
   return { args: ['-c', script], doneFile };
 }
 
-async function until(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline && !condition()) await new Promise((r) => setTimeout(r, 50));
-  return condition();
-}
-
 describe('ServerProcess', () => {
   it('started through a wrapper that forks and passes no signal on, stop() gives the server SIGTERM and returns once it has finished', async () => {
     const { args, doneFile } = slowServer('wrapped');
     const log = join(temp, 'wrapped.log');
     const server = ServerProcess.start('slow', 'bash', args, log, forkingWrapper);
-    expect(await until(() => readFileSync(log, 'utf8').includes('up'), 20_000)).toBe(true);
+    await eventually(() => readFileSync(log, 'utf8').includes('up'), 20_000, 'the server to start', 50);
     await server.stop(20_000);
     // The server ran its SIGTERM handler to the end: not orphaned, not SIGKILLed half-way.
     expect(existsSync(doneFile) ? readFileSync(doneFile, 'utf8') : 'no file').toBe('clean\n');
@@ -48,7 +43,7 @@ describe('ServerProcess', () => {
     const { args, doneFile } = slowServer('crashed');
     const log = join(temp, 'crashed.log');
     const server = ServerProcess.start('slow', 'bash', args, log, forkingWrapper);
-    expect(await until(() => readFileSync(log, 'utf8').includes('up'), 20_000)).toBe(true);
+    await eventually(() => readFileSync(log, 'utf8').includes('up'), 20_000, 'the server to start', 50);
     await server.stop(0);
     expect(groupAlive(server.pgid)).toBe(false);
     expect(existsSync(doneFile)).toBe(false);
@@ -74,9 +69,9 @@ describe('ServerProcess', () => {
     );
     const line = await new Promise<string>((resolveLine) => createInterface({ input: child.stdout }).once('line', resolveLine));
     const { pgid } = JSON.parse(line) as { pgid: number };
-    expect(await until(() => existsSync(log) && readFileSync(log, 'utf8').includes('up'), 20_000)).toBe(true);
+    await eventually(() => existsSync(log) && readFileSync(log, 'utf8').includes('up'), 20_000, 'the server to start', 50);
     child.kill('SIGKILL');
     // The watchdog looks every 0.5 s, gives the server up to 5 s, then SIGKILLs the group.
-    expect(await until(() => !groupAlive(pgid), 20_000)).toBe(true);
+    await eventually(() => !groupAlive(pgid), 20_000, 'the process group to be gone', 50);
   }, 60_000);
 });

@@ -4,9 +4,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { type AuditEvent, type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, SA_USER, converged, createProviderNamespace, eventually, leaseHolder } from './support/cluster.js';
-import { ControllerProcess, timedGet } from './support/controller-process.js';
-import { applyAll, kustomizeInstall, serviceAccountKubeConfig } from './support/manifests.js';
+import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, SA_USER, converged, createProviderNamespace, leaseHolder } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { ControllerProcess, timedGet } from '@eso-mtls/test-kit/controller-process';
+import { applyAll, kustomizeInstall, serviceAccountKubeConfig } from '@eso-mtls/test-kit/manifests';
 
 // Issue 23 item 10: two controllers of one installation with different policies. Two real
 // `eso-mtls controller` processes (the shipped entry point) against a real apiserver with the

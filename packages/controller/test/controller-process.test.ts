@@ -7,19 +7,10 @@ import { CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/clien
 import { KubeRestClient, connectionFromKubeConfig } from '@eso-mtls/kubernetes';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { LeaderElector, LeaseLock } from '../src/index.js';
-import {
-  ESO_NS,
-  SA_USER,
-  bindShippedRoles,
-  converged,
-  createProviderNamespace,
-  eventually,
-  leaseHolder,
-  privateKeyForms,
-  writesBy,
-} from './support/cluster.js';
-import { ControllerProcess, timedGet } from './support/controller-process.js';
-import { applyAll, find, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from './support/manifests.js';
+import { ESO_NS, SA_USER, bindShippedRoles, converged, createProviderNamespace, leaseHolder, privateKeyForms, writesBy } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { ControllerProcess, timedGet } from '@eso-mtls/test-kit/controller-process';
+import { applyAll, find, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from '@eso-mtls/test-kit/manifests';
 
 // `eso-mtls controller` as a real child process against a real apiserver with the shipped
 // manifests applied, authenticated with a real token of the shipped ServiceAccount.

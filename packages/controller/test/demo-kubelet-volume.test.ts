@@ -2,6 +2,7 @@ import { mkdtemp, readFile, readdir, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { eventually } from '@eso-mtls/test-kit/eventually';
 import { type Delivery, KubeletVolume } from '../src/demo/kubelet-volume.js';
 
 // Long enough that reading the folder right after a change never races the delivery.
@@ -28,10 +29,7 @@ describe("the demo's kubelet volume", () => {
   const read = (name: string) => readFile(join(dir, name), 'utf8');
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   /** Waits (within a generous bound, for a loaded machine) until tls.crt reads `expected`. */
-  const eventually = async (expected: string): Promise<void> => {
-    for (const deadline = Date.now() + 20_000; Date.now() < deadline; await sleep(50)) if ((await read('tls.crt')) === expected) return;
-    expect(await read('tls.crt')).toBe(expected);
-  };
+  const delivered = (expected: string) => eventually(async () => expect(await read('tls.crt')).toBe(expected), 20_000, `tls.crt to read ${expected}`);
 
   it('mounts at once through ..data, and delivers changes made before a delivery as one swap of the latest content', async () => {
     await volume.mount(payload(1));
@@ -40,14 +38,13 @@ describe("the demo's kubelet volume", () => {
     volume.secretChanged(payload(2));
     volume.secretChanged(payload(3));
     expect(await read('tls.crt')).toBe('crt 1'); // not before the delivery delay
-    await eventually('crt 3');
+    await delivered('crt 3');
     expect(deliveries.map((d) => d.kind)).toEqual(['mount', 'update']);
     expect(deliveries[1]!.delayMs).toBeGreaterThanOrEqual(DELAY_MS - 1);
     // One timestamped folder is left: the old one is removed after the swap (a moment after the
     // new content becomes readable, so wait for it within the same bound on a loaded machine).
     const folders = async () => (await readdir(dir)).filter((n) => n.startsWith('..') && n !== '..data');
-    for (const deadline = Date.now() + 20_000; Date.now() < deadline && (await folders()).length > 1;) await sleep(50);
-    expect(await folders()).toHaveLength(1);
+    await eventually(async () => expect(await folders()).toHaveLength(1), 20_000, 'the old folder to be removed');
     expect(errors).toEqual([]);
   });
 

@@ -10,7 +10,7 @@ import { findClone } from '../src/dev-cluster/clone.js';
 import { prepareDataDir } from '../src/dev-cluster/data-dir.js';
 import { imagesIn } from '../src/dev-cluster/images.js';
 import { shellPath } from '../src/dev-cluster/shell-path.js';
-import { repoRoot } from './support/manifests.js';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 // `eso-mtls dev-cluster` without its servers: flags, what it prints, the folder it may use, and
 // what an installed package (no clone around it) says. The real start, the printed commands and

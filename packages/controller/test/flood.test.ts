@@ -8,8 +8,10 @@ import { CoreV1Api, type KubeConfig, type V1Deployment, type V1Secret } from '@k
 import { DEFAULT_POLICY, days } from '@eso-mtls/core';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { CONTROLLER_FLAGS } from '../src/flags.js';
-import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, converged, eventually } from './support/cluster.js';
-import { applyAll, find, kustomizeInstall, repoRoot, serviceAccountKubeConfig } from './support/manifests.js';
+import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, converged } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { applyAll, find, kustomizeInstall, serviceAccountKubeConfig } from '@eso-mtls/test-kit/manifests';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 // Issue 16, T6 (docs/flood-control.md): thousands of labelled Services created at once while
 // certificates are due. The controller, from dist/ with its certificate clock moved past the

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ClusterConnection, KubeRestClient, corePath } from '@eso-mtls/kubernetes';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { writeKubeconfig as writeKubeconfigFile } from '../../../testing/support/kubeconfig.js';
-import { type ConnectProxy, startConnectProxy } from '../../kubernetes/test/support/connect-proxy.js';
+import { writeKubeconfig as writeKubeconfigFile } from '@eso-mtls/test-kit/kubeconfig';
+import { type ConnectProxy, startConnectProxy } from '@eso-mtls/test-kit/connect-proxy';
 import { loadConnection } from '../src/index.js';
 
 // How the controller gets its apiserver connection: our reader for plain kubeconfigs and in-cluster,

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { bindShippedRoles, converged, createProviderNamespace, createProviderService, eventually, leaseHolder, writesBy } from './support/cluster.js';
-import { ControllerProcess, timedGet } from './support/controller-process.js';
-import { applyAll, kustomizeInstall } from './support/manifests.js';
+import { bindShippedRoles, converged, createProviderNamespace, createProviderService, leaseHolder, writesBy } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { ControllerProcess, timedGet } from '@eso-mtls/test-kit/controller-process';
+import { applyAll, kustomizeInstall } from '@eso-mtls/test-kit/manifests';
 
 // Two controller processes, each under its own identity bound to exactly the shipped roles, with
 // the apiserver's audit log as the record of who wrote what and when.

@@ -3,7 +3,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parse } from 'yaml';
 import { DEFAULT_POLICY } from '@eso-mtls/core';
-import { kustomizeBuild, repoRoot } from './support/manifests.js';
+import { kustomizeBuild } from '@eso-mtls/test-kit/manifests';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 // `kubectl delete -k <build>` deletes every object the build renders. A build that rendered ESO's
 // Namespace would delete it, and with it the CA Secret and ESO's client Secret the controller wrote

@@ -15,9 +15,10 @@ import type {
 } from '@kubernetes/client-node';
 import { PROVIDER_SECRET_NAME, issueCa, issueServerLeaf, resolvePolicy } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { freePort } from '../../../testing/envtest/src/index.js';
+import { freePort } from '@eso-mtls/test-kit/ports';
 import { PROBE_PATHS, parseControllerConfig } from '../src/index.js';
-import { find, kustomizeBuild, repoRoot } from './support/manifests.js';
+import { find, kustomizeBuild } from '@eso-mtls/test-kit/manifests';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 // Static checks of what `kustomize build deploy` emits against what the CLI accepts. The same
 // manifests are applied to a real apiserver in rbac.test.ts.

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { createServer } from 'node:http';
 import { CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace } from './support/cluster.js';
-import { ControllerProcess } from './support/controller-process.js';
+import { ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace } from '@eso-mtls/test-kit/cluster';
+import { ControllerProcess } from '@eso-mtls/test-kit/controller-process';
 import { KubeletProbe, type ProbeVerdict, judge } from './support/kubelet-probe.js';
-import { applyAll, find, kustomizeInstall, serviceAccountKubeConfig } from './support/manifests.js';
+import { applyAll, find, kustomizeInstall, serviceAccountKubeConfig } from '@eso-mtls/test-kit/manifests';
 
 // RSA-3072 key generation for many namespaces at once must not starve the event loop: the Lease
 // is renewed within its deadline throughout, and the kubelet, probing /healthz as the shipped

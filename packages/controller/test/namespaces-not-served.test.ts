@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { METRIC_NAMES } from '@eso-mtls/metrics';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { ESO_NS, PROVIDER_SECRET, createProviderService, eventually } from './support/cluster.js';
-import { ControllerProcess } from './support/controller-process.js';
+import { ESO_NS, PROVIDER_SECRET, createProviderService } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { ControllerProcess } from '@eso-mtls/test-kit/controller-process';
 
 const ALLOWED = 'eso-mtls.io/providers-allowed';
 

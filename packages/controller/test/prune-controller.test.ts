@@ -3,7 +3,8 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { METRIC_NAMES } from '@eso-mtls/metrics';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { type RunningController, createLogger, parseControllerConfig, startController } from '../src/index.js';
-import { ESO_NS, PROVIDER_SECRET, createProviderNamespace, eventually } from './support/cluster.js';
+import { ESO_NS, PROVIDER_SECRET, createProviderNamespace } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
 
 // The flag end to end: `--prune-orphaned-secrets-after` reaches the adapter and the metrics, on a
 // real apiserver, with the certificate clock moved by hand.

@@ -10,8 +10,8 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { answer } from '../../../testing/policies/support/answers.js';
-import { applyAll, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from './support/manifests.js';
+import { answer } from '@eso-mtls/test-kit/answers';
+import { applyAll, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from '@eso-mtls/test-kit/manifests';
 
 // The shipped RBAC and admission policy on a real apiserver, exercised with a real token of the
 // shipped ServiceAccount (TokenRequest): what the controller needs works, everything else is refused.

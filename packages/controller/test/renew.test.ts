@@ -5,9 +5,10 @@ import { type ControlPlane, startControlPlane } from '../../../testing/envtest/s
 import type { RunningController } from '../src/index.js';
 import { renewToken } from '../src/status/renew-request.js';
 import type { StatusReport } from '../src/status/report.js';
-import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace, eventually, privateKeyForms } from './support/cluster.js';
-import { bindClusterRole, runCli, startTestController } from './support/cli-run.js';
-import { applyAll, kustomizeBuild, kustomizeInstall } from './support/manifests.js';
+import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace, privateKeyForms } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { bindClusterRole, runCli, startTestController } from '@eso-mtls/test-kit/cli-run';
+import { applyAll, kustomizeBuild, kustomizeInstall } from '@eso-mtls/test-kit/manifests';
 
 // `eso-mtls renew` as a user bound only to the shipped eso-mtls-renew ClusterRole, against a real
 // apiserver with the real controller running in-process: the annotation is set, and the controller

@@ -7,8 +7,9 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import type { RunningController } from '../src/index.js';
 import type { StatusReport } from '../src/status/report.js';
-import { ESO_NS, PROVIDER_SECRET, createProviderService, eventually } from './support/cluster.js';
-import { runCli, startTestController } from './support/cli-run.js';
+import { ESO_NS, PROVIDER_SECRET, createProviderService } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { runCli, startTestController } from '@eso-mtls/test-kit/cli-run';
 
 const ALLOWED = 'eso-mtls.io/providers-allowed';
 const FLAGS = [`--require-namespace-label=${ALLOWED}=true`, '--max-namespaces=2'];

@@ -21,7 +21,7 @@ import { evaluateStatus } from '../src/status/evaluate.js';
 import { StatusExit, statusExitCode } from '../src/status/exit-codes.js';
 import { STATUS_FLAGS, commandUsage, readCliOptions } from '../src/status/options.js';
 import { paletteFor, renderText } from '../src/status/render-text.js';
-import { runCli } from './support/cli-run.js';
+import { runCli } from '@eso-mtls/test-kit/cli-run';
 
 // The parts of status that need no apiserver: what it concludes when some Secrets cannot be read,
 // how it reads flags and environment, and how it colours.

@@ -3,13 +3,14 @@ import { KubeRestClient, connectionFromKubeConfig } from '@eso-mtls/kubernetes';
 import { CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { type ControlPlane, nodeIdentity, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { type KubeletPod, PodCertificateKubelet } from '../../../testing/kubelet/index.js';
-import { rogueCa } from '../../kubernetes/test/support/pki.js';
+import { rogueCa } from '@eso-mtls/test-kit/pki';
 import { runStatusCommand } from '../src/cli/status.js';
 import { type RunningController, createLogger, parseControllerConfig, startController } from '../src/index.js';
 import type { StatusReport } from '../src/status/report.js';
-import { ESO_NS, eventually } from './support/cluster.js';
-import { bindClusterRole, runCli } from './support/cli-run.js';
-import { applyAll, kustomizeBuild, kustomizeInstall } from './support/manifests.js';
+import { ESO_NS } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { bindClusterRole, runCli } from '@eso-mtls/test-kit/cli-run';
+import { applyAll, kustomizeBuild, kustomizeInstall } from '@eso-mtls/test-kit/manifests';
 
 // `eso-mtls status --modes=pod-certificate` against a real apiserver with the Node authorizer and
 // NodeRestriction: the real controller signs in pod-certificate mode only, a kubelet stand-in asks

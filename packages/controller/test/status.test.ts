@@ -3,10 +3,11 @@ import { CoreV1Api, type KubeConfig, PatchStrategy, RbacAuthorizationV1Api, setH
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import type { RunningController } from '../src/index.js';
 import type { StatusReport } from '../src/status/report.js';
-import { rogueCa } from '../../kubernetes/test/support/pki.js';
-import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace, eventually, privateKeyForms } from './support/cluster.js';
-import { type CliRun, bindClusterRole, runCli, startTestController } from './support/cli-run.js';
-import { applyAll, kustomizeBuild, kustomizeInstall } from './support/manifests.js';
+import { rogueCa } from '@eso-mtls/test-kit/pki';
+import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace, privateKeyForms } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { type CliRun, bindClusterRole, runCli, startTestController } from '@eso-mtls/test-kit/cli-run';
+import { applyAll, kustomizeBuild, kustomizeInstall } from '@eso-mtls/test-kit/manifests';
 
 // `eso-mtls status` against a real apiserver: after the real controller has issued, under the
 // admin, under a user bound only to the shipped eso-mtls-status ClusterRole, and under a user who

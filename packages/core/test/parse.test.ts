@@ -4,7 +4,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { CertificateParseError, bundlePem, encodePem, issueCa, parseCertificate, resolvePolicy, splitPemCertificates } from '@eso-mtls/core';
 import { decodeString } from '../src/x509/distinguished-name.js';
-import { p256Request, signRequest } from '../../../testing/support/openssl.js';
+import { p256Request, signRequest } from '@eso-mtls/test-kit/openssl';
 import { nodeBackend, openssl, tempDir } from './support/fixtures.js';
 
 // Certificates made by OpenSSL, so parsing is checked against encodings we did not produce.

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as grpc from '@grpc/grpc-js';
 import { createSecretStoreProviderClient, ProviderCallError, SecretNotFoundError, type SecretStoreProviderClient } from '@eso-mtls/grpc';
-import { failureOf } from './support/failure.js';
+import { failureOf } from '@eso-mtls/test-kit/failure';
 import { memoryProvider, type SeenCall } from './support/memory-provider.js';
-import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider, type TestPkiSet } from './support/provider-fixture.js';
-import { TEST_CLIENT_SPIFFE_ID } from './support/pki.js';
+import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider, type TestPkiSet } from '@eso-mtls/test-kit/provider-fixture';
+import { TEST_CLIENT_SPIFFE_ID } from '@eso-mtls/test-kit/pki';
 
 export const providerRef = { apiVersion: 'external-secrets.io/v1', kind: 'SecretStore', name: 'mem', namespace: 'apps', storeRefKind: 'SecretStoreRef' };
 

@@ -26,13 +26,13 @@ import {
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { createSecretStoreProviderClient, type SecretStoreProviderClient } from '@eso-mtls/grpc';
-import { failureOf } from './support/failure.js';
+import { failureOf } from '@eso-mtls/test-kit/failure';
 import { buildGoInterop, runProgram } from './support/go-interop.js';
 import { memoryProvider } from './support/memory-provider.js';
 import { opensslServerLeaf, sClient } from './support/openssl-tls.js';
-import type { KeyPair, TestCa } from './support/pki.js';
-import { clientChannel, startTestProvider, type RunningProvider, type TestPkiSet } from './support/provider-fixture.js';
-import { type ProbeOutcome, probe } from './support/tls-probe.js';
+import type { KeyPair, TestCa } from '@eso-mtls/test-kit/pki';
+import { clientChannel, startTestProvider, type RunningProvider, type TestPkiSet } from '@eso-mtls/test-kit/provider-fixture';
+import { type ProbeOutcome, probe } from '@eso-mtls/test-kit/tls-probe';
 
 // A cold Go build downloads grpc-go from the Go proxy: minutes, once per machine.
 const BUILD_TIMEOUT = 10 * 60_000;

@@ -14,10 +14,11 @@ import {
   TlsMaterialError,
   type SecretStoreProvider,
 } from '@eso-mtls/grpc';
-import { writeAtomically } from './support/atomic-writer.js';
-import { failureOf } from './support/failure.js';
-import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from './support/pki.js';
-import { secretFiles, startReloadingProvider, type ReloadingProvider } from './support/reloading-provider.js';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
+import { failureOf } from '@eso-mtls/test-kit/failure';
+import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from '@eso-mtls/test-kit/pki';
+import { secretFiles, startReloadingProvider, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
+import { eventually } from '@eso-mtls/test-kit/eventually';
 
 const serial = (pem: string) => new X509Certificate(pem).serialNumber.toLowerCase();
 const ADDRESS = `${TEST_SERVER_NAME}:8080`;
@@ -42,14 +43,6 @@ const material = (leaf: KeyPair, bundle = ca.cert) => clientTlsMaterial({ 'tls.c
 const cleanups: (() => unknown)[] = [];
 const connectTo = () => `127.0.0.1:${provider.port}`;
 const typed = (channel: ProviderChannel) => createSecretStoreProviderClient(channel, { retry: false, waitForReady: false });
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 beforeAll(async () => {
   ca = await issueTestCa();
@@ -116,10 +109,10 @@ describe('picking up rotated client material without a restart', () => {
     presented.length = 0;
     await client.getSecret({ remoteRef: { key: 'a' } });
     const slow = client.getSecret({ remoteRef: { key: 'slow' } });
-    await until(() => gates.length === 1, 'the slow call to arrive');
+    await eventually(() => gates.length === 1, 5000, 'the slow call to arrive', 5);
 
     await writeAtomically(dir, secretFiles(ca.cert, clients[1]!));
-    await until(() => channel.stats.channels === 2, 'the channel to be replaced');
+    await eventually(() => channel.stats.channels === 2, 5000, 'the channel to be replaced', 5);
     expect((await client.getSecret({ remoteRef: { key: 'b' } })).toString()).toBe('b');
     // The old channel still carries the slow call: not closed under it.
     expect(channel.stats).toMatchObject({ channels: 2, drained: 0, inFlight: 1 });
@@ -145,7 +138,7 @@ describe('picking up rotated client material without a restart', () => {
     cleanups.push(() => channel.close());
     channel.getChannel(); // never reported finished
     channel.updateMaterial(material(clients[1]!));
-    await until(() => channel.stats.forcedCloses === 1, 'the forced close');
+    await eventually(() => channel.stats.forcedCloses === 1, 5000, 'the forced close', 5);
     expect((await typed(channel).getSecret({ remoteRef: { key: 'c' } })).toString()).toBe('c');
   });
 
@@ -179,7 +172,7 @@ describe('picking up rotated client material without a restart', () => {
     const channel = new ProviderChannel({ address: ADDRESS, connectTo: connectTo(), material: material(clients[2]!) });
     const client = typed(channel);
     const slow = client.getSecret({ remoteRef: { key: 'slow' } });
-    await until(() => gates.length === 1, 'the slow call to arrive');
+    await eventually(() => gates.length === 1, 5000, 'the slow call to arrive', 5);
     let closed = false;
     const closing = channel.close().then(() => (closed = true));
     await new Promise((r) => setTimeout(r, 20));

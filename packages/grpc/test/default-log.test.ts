@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { resolveProviderServerOptions, stderrProviderLogger, type SecretStoreProvider } from '@eso-mtls/grpc';
-import { issueTestCa, issueTestServer, type KeyPair, type TestCa } from './support/pki.js';
-import { startReloadingProvider, type ReloadingProvider } from './support/reloading-provider.js';
+import { issueTestCa, issueTestServer, type KeyPair, type TestCa } from '@eso-mtls/test-kit/pki';
+import { startReloadingProvider, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
 
 // The runbook says "the provider's logs name the problem": a provider that configures no logger
 // still writes one line per reload and per refused reload, on stderr; `log: false` silences them.

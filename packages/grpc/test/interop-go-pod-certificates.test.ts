@@ -11,12 +11,12 @@ import { X509Certificate } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { writeAtomically } from './support/atomic-writer.js';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
 import { buildGoCommands, spawnGoProgram, type GoProgram } from './support/go-interop.js';
 import { ADDRESS, BUILD_TIMEOUT, serial, SERVER_NAME, TEST_TIMEOUT } from './support/go-reloading.js';
-import { credentialsPem, opensslP256Ca, opensslPodLeaf, podCertificateFiles } from './support/pod-certificates.js';
-import type { KeyPair } from './support/pki.js';
-import { probe } from './support/tls-probe.js';
+import { credentialsPem, opensslP256Ca, opensslPodLeaf, podCertificateFiles } from '@eso-mtls/test-kit/pod-certificates';
+import type { KeyPair } from '@eso-mtls/test-kit/pki';
+import { probe } from '@eso-mtls/test-kit/tls-probe';
 
 let bins: Record<'reloading-provider' | 'reloading-client', string>;
 beforeAll(async () => {

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { buildGoCommands, spawnGoProgram, type GoProgram } from './support/go-interop.js';
 import { ADDRESS, BUILD_TIMEOUT, countCas, GoEvents, leafSerial, NAMESPACE, serial, SERVER_NAME, SERVICE, TEST_TIMEOUT } from './support/go-reloading.js';
-import { loaded, PlannedCluster } from './support/planned-cluster.js';
-import { startProviderOn, type ReloadingProvider } from './support/reloading-provider.js';
+import { loaded, PlannedCluster } from '@eso-mtls/test-kit/planned-cluster';
+import { startProviderOn, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
 
 let bin: string;
 beforeAll(async () => {

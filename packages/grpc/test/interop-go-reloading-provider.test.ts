@@ -11,13 +11,13 @@ import { issueCa, issueServerLeaf, type SecretWrite } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import * as grpc from '@grpc/grpc-js';
 import { CertificateWatcher, createSecretStoreProviderClient, healthServiceDefinition, ProviderChannel } from '@eso-mtls/grpc';
-import { writeAtomically } from './support/atomic-writer.js';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
 import { buildGoCommands, spawnGoProgram, type GoProgram } from './support/go-interop.js';
 import { ADDRESS, BUILD_TIMEOUT, countCas, GoEvents, leafSerial, Load, NAMESPACE, serial, SERVER_NAME, SERVICE, TEST_TIMEOUT } from './support/go-reloading.js';
-import { issueTestCa, issueTestServer, TEST_POLICY } from './support/pki.js';
-import { loaded, PlannedCluster } from './support/planned-cluster.js';
-import { clientChannel, createTestPkiSet } from './support/provider-fixture.js';
-import { probe } from './support/tls-probe.js';
+import { issueTestCa, issueTestServer, TEST_POLICY } from '@eso-mtls/test-kit/pki';
+import { loaded, PlannedCluster } from '@eso-mtls/test-kit/planned-cluster';
+import { clientChannel, createTestPkiSet } from '@eso-mtls/test-kit/provider-fixture';
+import { probe } from '@eso-mtls/test-kit/tls-probe';
 
 let bin: string;
 beforeAll(async () => {

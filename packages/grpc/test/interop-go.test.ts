@@ -4,11 +4,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSecretStoreProviderClient, healthServiceDefinition, SecretNotFoundError } from '@eso-mtls/grpc';
-import { failureOf } from './support/failure.js';
+import { failureOf } from '@eso-mtls/test-kit/failure';
 import { buildGoInterop, runProgram, startGoServer } from './support/go-interop.js';
 import { memoryProvider, type SeenCall } from './support/memory-provider.js';
-import { TEST_SERVER_NAME } from './support/pki.js';
-import { clientChannel, createTestPkiSet, startTestProvider, type TestPkiSet } from './support/provider-fixture.js';
+import { TEST_SERVER_NAME } from '@eso-mtls/test-kit/pki';
+import { clientChannel, createTestPkiSet, startTestProvider, type TestPkiSet } from '@eso-mtls/test-kit/provider-fixture';
 
 // A cold build downloads grpc-go from the Go proxy and compiles it: minutes, once per machine.
 const BUILD_TIMEOUT = 10 * 60_000;

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { CertificateCache, type DataProblem, observeLeafSecret } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { type TlsMaterialPems, TlsMaterialError, checkTlsMaterial } from '../src/index.js';
-import { type KeyPair, type TestCa, issueTestCa, issueTestServer } from './support/pki.js';
+import { type KeyPair, type TestCa, issueTestCa, issueTestServer } from '@eso-mtls/test-kit/pki';
 
 // The controller (the core's observeLeafSecret) and the provider (checkTlsMaterial) judge the same
 // bytes of a Secret: every problem both can name, they name alike (docs/connections-and-rotation.md).

@@ -15,10 +15,10 @@ import { createServer, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import { issueClientLeaf } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { ReloadingServerCredentials, type SecretStoreProvider } from '@eso-mtls/grpc';
-import { p256Request } from '../../../testing/support/openssl.js';
-import { issueTestCa, issueTestClient, issueTestServer, TEST_POLICY, TEST_SERVER_NAME, type KeyPair, type TestCa } from './support/pki.js';
-import { startReloadingProvider, type ReloadingProvider } from './support/reloading-provider.js';
-import { probe, type ProbeOutcome } from './support/tls-probe.js';
+import { p256Request } from '@eso-mtls/test-kit/openssl';
+import { issueTestCa, issueTestClient, issueTestServer, TEST_POLICY, TEST_SERVER_NAME, type KeyPair, type TestCa } from '@eso-mtls/test-kit/pki';
+import { startReloadingProvider, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
+import { probe, type ProbeOutcome } from '@eso-mtls/test-kit/tls-probe';
 
 const implementation: SecretStoreProvider = { getSecret: () => ({}), getSecretMap: () => ({}) };
 const DAY = 86_400_000;

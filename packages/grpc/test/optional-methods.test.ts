@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as grpc from '@grpc/grpc-js';
 import { createSecretStoreProviderClient, type SecretStoreProvider } from '@eso-mtls/grpc';
-import { failureOf } from './support/failure.js';
-import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider, type TestPkiSet } from './support/provider-fixture.js';
+import { failureOf } from '@eso-mtls/test-kit/failure';
+import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider, type TestPkiSet } from '@eso-mtls/test-kit/provider-fixture';
 
 // The README promises that every method but getSecret may be left out. The type says so too:
 // this object compiles only while getSecretMap is optional in SecretStoreProvider.

@@ -11,9 +11,9 @@ import {
   type ProviderServer,
   type SecretStoreProvider,
 } from '@eso-mtls/grpc';
-import { TEST_SERVER_NAME, type KeyPair } from './support/pki.js';
-import { opensslP256Ca, opensslPodLeaf, podCertificateDir, POD_KEY_TYPES, type PodKeyType } from './support/pod-certificates.js';
-import { probe } from './support/tls-probe.js';
+import { TEST_SERVER_NAME, type KeyPair } from '@eso-mtls/test-kit/pki';
+import { opensslP256Ca, opensslPodLeaf, podCertificateDir, POD_KEY_TYPES, type PodKeyType } from '@eso-mtls/test-kit/pod-certificates';
+import { probe } from '@eso-mtls/test-kit/tls-probe';
 
 const serial = (pem: string) => new X509Certificate(pem).serialNumber.toLowerCase();
 

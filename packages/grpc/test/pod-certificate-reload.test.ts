@@ -18,11 +18,11 @@ import {
   type TlsMaterial,
 } from '@eso-mtls/grpc';
 import { trustAnchors } from '../../../testing/kubelet/pem-files.js';
-import { writeAtomically } from './support/atomic-writer.js';
-import { TEST_SERVER_NAME, type KeyPair } from './support/pki.js';
-import { credentialsPem, opensslP256Ca, opensslPodLeaf, podCertificateFiles } from './support/pod-certificates.js';
-import { startReloadingProvider, type ReloadingProvider } from './support/reloading-provider.js';
-import { probe } from './support/tls-probe.js';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
+import { TEST_SERVER_NAME, type KeyPair } from '@eso-mtls/test-kit/pki';
+import { credentialsPem, opensslP256Ca, opensslPodLeaf, podCertificateFiles } from '@eso-mtls/test-kit/pod-certificates';
+import { startReloadingProvider, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
+import { probe } from '@eso-mtls/test-kit/tls-probe';
 
 const serial = (pem: string) => new X509Certificate(pem).serialNumber.toLowerCase();
 

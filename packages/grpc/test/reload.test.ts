@@ -14,9 +14,10 @@ import {
   type ProviderLogRecord,
   type SecretStoreProvider,
 } from '@eso-mtls/grpc';
-import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from './support/pki.js';
-import { startReloadingProvider, type ReloadingProvider } from './support/reloading-provider.js';
-import { probe } from './support/tls-probe.js';
+import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from '@eso-mtls/test-kit/pki';
+import { startReloadingProvider, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
+import { probe } from '@eso-mtls/test-kit/tls-probe';
+import { eventually } from '@eso-mtls/test-kit/eventually';
 
 const serial = (pem: string) => new X509Certificate(pem).serialNumber.toLowerCase();
 
@@ -72,7 +73,7 @@ describe('hot reload on a serving provider', () => {
       stream.on('data', (m: { status: string }) => statuses.push(m.status));
       const streamEnded = new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
       const slow = typed.getSecret({ remoteRef: { key: 'slow' } });
-      await until(() => statuses.length === 1 && peers.length === 2);
+      await eventually(() => statuses.length === 1 && peers.length === 2, 5000, 'the first reload status and both peers', 5);
 
       await provider.publish(ca.cert, leaves[1]!);
       expect(provider.watcher.current?.serialNumber).toBe(serial(leaves[1]!.cert));
@@ -81,7 +82,7 @@ describe('hot reload on a serving provider', () => {
       releaseSlow();
       expect((await slow).toString()).toBe('value of slow');
       provider.server.health.set(PROVIDER_SERVICE_NAME, 'NOT_SERVING');
-      await until(() => statuses.length === 2);
+      await eventually(() => statuses.length === 2, 5000, 'the second reload status', 5);
       expect(statuses).toEqual(['SERVING', 'NOT_SERVING']);
       expect((await typed.getSecret({ remoteRef: { key: 'b' } })).toString()).toBe('value of b');
       // Every call, before and after the swap, came over the one connection opened before it.
@@ -178,11 +179,3 @@ describe('a provider whose log callback throws', () => {
     }
   });
 });
-
-async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms: ${condition.toString()}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}

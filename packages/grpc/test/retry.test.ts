@@ -9,8 +9,8 @@ import {
   type RetryEnvironment,
 } from '@eso-mtls/grpc';
 import { backoffDelay } from '../src/client/retry.js';
-import { failureOf } from './support/failure.js';
-import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider } from './support/provider-fixture.js';
+import { failureOf } from '@eso-mtls/test-kit/failure';
+import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider } from '@eso-mtls/test-kit/provider-fixture';
 
 /** A clock that only moves when the retry loop sleeps, and records the sleeps. */
 function fakeTime(random = 0.5): RetryEnvironment & { sleeps: number[] } {

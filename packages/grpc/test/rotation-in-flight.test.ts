@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SecretWrite } from '@eso-mtls/core';
 import { CertificateWatcher, createSecretStoreProviderClient, ProviderChannel, type SecretStoreProvider, type SecretStoreProviderClient } from '@eso-mtls/grpc';
-import { loaded, PlannedCluster } from './support/planned-cluster.js';
-import { startProviderOn, type ReloadingProvider } from './support/reloading-provider.js';
+import { loaded, PlannedCluster } from '@eso-mtls/test-kit/planned-cluster';
+import { startProviderOn, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
 
 const NAMESPACE = 'provider-system';
 const SERVICE = 'file-provider';

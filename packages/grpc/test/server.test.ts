@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as grpc from '@grpc/grpc-js';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -13,27 +12,18 @@ import {
   type CallContext,
   type SecretStoreProvider,
 } from '@eso-mtls/grpc';
-import { writeAtomically } from './support/atomic-writer.js';
-import { eventually } from './support/eventually.js';
-import { failureOf } from './support/failure.js';
-import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider, type TestPkiSet } from './support/provider-fixture.js';
-import { TEST_SERVER_NAME } from './support/pki.js';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { freePort } from '@eso-mtls/test-kit/ports';
+import { failureOf } from '@eso-mtls/test-kit/failure';
+import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider, type TestPkiSet } from '@eso-mtls/test-kit/provider-fixture';
+import { TEST_SERVER_NAME } from '@eso-mtls/test-kit/pki';
 
 const minimal: SecretStoreProvider = { getSecret: () => ({ value: Buffer.from('v') }), getSecretMap: () => ({}) };
 type HealthClient = grpc.Client &
   Record<'Check' | 'List', (r: object, cb: (e: grpc.ServiceError | null, r?: unknown) => void) => void> & {
     Watch(r: object): grpc.ClientReadableStream<{ status: string }>;
   };
-
-/** A port nothing listens on right now, for a health port that must be known before start resolves. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 let pki: TestPkiSet;
 beforeAll(async () => {

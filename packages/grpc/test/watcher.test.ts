@@ -9,8 +9,8 @@ import { X509Certificate } from 'node:crypto';
 import { issueServerLeaf, type KeyedCertificate } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { CertificateWatcher, MAX_MOUNTED_FILE_BYTES, readMountedFile, type ReloadFailure, type TlsMaterial } from '@eso-mtls/grpc';
-import { writeAtomically } from './support/atomic-writer.js';
-import { issueTestCa, issueTestClient, issueTestServer, TEST_POLICY, TEST_SERVER_NAME, type KeyPair, type TestCa } from './support/pki.js';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
+import { issueTestCa, issueTestClient, issueTestServer, TEST_POLICY, TEST_SERVER_NAME, type KeyPair, type TestCa } from '@eso-mtls/test-kit/pki';
 
 const serial = (pem: string) => new X509Certificate(pem).serialNumber.toLowerCase();
 const secret = (ca: string, leaf: KeyPair) => ({ 'ca.crt': ca, 'tls.crt': leaf.cert, 'tls.key': leaf.key });

@@ -192,7 +192,10 @@ export class ProviderCertificateAdapter {
     );
     const writeLimiter = new ConcurrencyLimit(options.writeConcurrency ?? 16);
     const informerOptions = { watch: api, counter: api.counter, ...tuning };
-    const podConcurrency = Math.max(1, Math.floor((options.writeConcurrency ?? 16) / 2));
+    // Beside the Secret mode, the signer has half the connections: a backlog of requests never
+    // queues ahead of a Secret write (which always finds a connection free), nor the other way
+    // round. Alone, it has them all.
+    const podConcurrency = secretMode ? Math.max(1, Math.floor((options.writeConcurrency ?? 16) / 2)) : (options.writeConcurrency ?? 16);
     const signer =
       options.podCertificates &&
       new PodCertificateSigner(
@@ -203,8 +206,6 @@ export class ProviderCertificateAdapter {
           cache: this.certificateCache,
           events: this.events,
           logger,
-          // Its own bound, half the connections: a backlog of requests never queues ahead of a Secret
-          // write (which always finds a connection free), nor the other way round.
           limiter: new ConcurrencyLimit(podConcurrency),
           services: () => this.informers.services.list(),
           ...(options.namespaceRequirement && this.informers.allowedNamespaces

@@ -2,9 +2,12 @@ import { describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { type Policy, ROTATE_ANNOTATION, days, minutes, seconds } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
-import { certificates, converge, eventually, text } from './support/cluster.js';
-import { useInstallations } from './support/installations.js';
-import { chainsTo, leafAndBundle, rogueCa } from './support/pki.js';
+import { certificates, text } from '@eso-mtls/test-kit/secrets';
+import { converge } from '@eso-mtls/test-kit/adapter';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { useInstallations } from '@eso-mtls/test-kit/installations';
+import { chainsTo, leafAndBundle } from '@eso-mtls/test-kit/secrets';
+import { rogueCa } from '@eso-mtls/test-kit/pki';
 import { handshake, material } from './support/tls.js';
 
 const CA_SECRET = 'eso-provider-ca-internal';
@@ -182,6 +185,7 @@ describe('CA rotation on the real apiserver', () => {
     await eventually(
       () => expect(run.writes.filter((w) => w.kind === 'ca').map((w) => w.phases?.join('+'))).toEqual(['create', 'prepare', 'activate', 'retire']),
       30_000,
+      'the CA rotation to run its phases by its own timer',
       250,
     );
     expect(run.reasonsFor('namespace/rot-due')).toEqual(['initial', 'ca_rotated']);

@@ -6,10 +6,12 @@ import { X509Certificate } from 'node:crypto';
 import { ROTATE_ANNOTATION, minutes } from '@eso-mtls/core';
 import { ControllerMetrics } from '@eso-mtls/metrics';
 import { type AdapterOptions, ProviderCertificateAdapter } from '../src/index.js';
-import { converge, eventually, text } from './support/cluster.js';
+import { converge } from '@eso-mtls/test-kit/adapter';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { text } from '@eso-mtls/test-kit/secrets';
 import { FailingCrypto } from './support/failing-crypto.js';
-import { useInstallations } from './support/installations.js';
-import { controllerLike as wiredAdapter } from './support/controller-like.js';
+import { useInstallations } from '@eso-mtls/test-kit/installations';
+import { controllerLike as wiredAdapter } from '@eso-mtls/test-kit/controller-like';
 
 const CA_SECRET = 'eso-provider-ca-internal';
 const suite = useInstallations();

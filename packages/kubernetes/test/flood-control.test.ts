@@ -1,7 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { TestClock, converge, eventually, startAdapter, text } from './support/cluster.js';
+import { TestClock } from '@eso-mtls/test-kit/clock';
+import { converge, startAdapter } from '@eso-mtls/test-kit/adapter';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { text } from '@eso-mtls/test-kit/secrets';
 import { FailingCrypto } from './support/failing-crypto.js';
-import { useControlPlane } from './support/installations.js';
+import { useControlPlane } from '@eso-mtls/test-kit/installations';
 
 // Flood control (issue 16, T6; docs/flood-control.md) on the real apiserver: the optional cap on
 // namespaces served leaves out the newest, dated by their oldest labelled Service's

@@ -13,7 +13,9 @@ import {
 } from '../src/index.js';
 import { ClusterInformers } from '../src/cluster-informers.js';
 import { RequestCounter } from '../src/request-counter.js';
-import { TestCluster, converge, eventually, startAdapter, text } from './support/cluster.js';
+import { TestCluster, converge, startAdapter } from '@eso-mtls/test-kit/adapter';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { text } from '@eso-mtls/test-kit/secrets';
 import { FakeTimers } from './support/fake-timers.js';
 
 // Watches end every 3-6 s (the apiserver picks timeouts in [min-request-timeout, 2x]), so a

@@ -4,8 +4,10 @@ import { PROVIDER_LABEL } from '@eso-mtls/core';
 import { ControllerMetrics } from '@eso-mtls/metrics';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY_LABEL } from '../src/index.js';
-import { type RecordingAdapter, TestCluster, certificates, converge, eventually, startAdapter, text } from './support/cluster.js';
-import { RecordingLogger } from './support/logger.js';
+import { type RecordingAdapter, TestCluster, converge, startAdapter } from '@eso-mtls/test-kit/adapter';
+import { certificates, text } from '@eso-mtls/test-kit/secrets';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { RecordingLogger } from '@eso-mtls/test-kit/logger';
 import { handshake } from './support/tls.js';
 
 const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';

@@ -6,8 +6,8 @@ import type { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { writeKubeconfig } from '../../../testing/support/kubeconfig.js';
-import { p256Request, signRequest } from '../../../testing/support/openssl.js';
+import { writeKubeconfig } from '@eso-mtls/test-kit/kubeconfig';
+import { p256Request, signRequest } from '@eso-mtls/test-kit/openssl';
 import { type ClusterConnection, KubeRestClient, UnsupportedKubeconfigError, corePath, loadInClusterConnection, loadKubeconfigFile } from '../src/index.js';
 import { TOKEN_REREAD_MS } from '../src/kubeconfig.js';
 

@@ -1,6 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { TestClock, converge, eventually, startAdapter, text } from './support/cluster.js';
-import { useControlPlane } from './support/installations.js';
+import { TestClock } from '@eso-mtls/test-kit/clock';
+import { converge, startAdapter } from '@eso-mtls/test-kit/adapter';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { text } from '@eso-mtls/test-kit/secrets';
+import { useControlPlane } from '@eso-mtls/test-kit/installations';
 
 // The controller's own namespace check (issue 16, T3; docs/label-policy.md) on the real apiserver:
 // with a namespace requirement, labelled Services are served only in namespaces carrying the label,

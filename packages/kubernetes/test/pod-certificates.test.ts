@@ -18,8 +18,8 @@ import {
   type SecretStoreProvider,
   startProviderServer,
 } from '../../grpc/src/index.js';
-import { probe } from '../../grpc/test/support/tls-probe.js';
-import { applyAll, find, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from '../../controller/test/support/manifests.js';
+import { probe } from '@eso-mtls/test-kit/tls-probe';
+import { applyAll, find, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from '@eso-mtls/test-kit/manifests';
 import { type ControlPlane, nodeIdentity, startControlPlane } from '../../../testing/envtest/src/index.js';
 import {
   KUBELET_KEY_TYPES,
@@ -40,7 +40,8 @@ import {
   ProviderCertificateAdapter,
   KubeRestClient,
 } from '../src/index.js';
-import { certificates, eventually } from './support/cluster.js';
+import { certificates } from '@eso-mtls/test-kit/secrets';
+import { eventually } from '@eso-mtls/test-kit/eventually';
 
 const ESO_NS = 'external-secrets-system';
 const CONTROLLER_SA = 'eso-mtls-controller';

@@ -12,7 +12,8 @@ import { KubeRestClient, ProviderCertificateAdapter, connectionFromKubeConfig, c
 import { silentLogger } from '../src/logger.js';
 import { PodReader } from '../src/pod-cache.js';
 import type { PodSigningLane } from '../src/signing-lane.js';
-import { certificates, eventually } from './support/cluster.js';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { certificates } from '@eso-mtls/test-kit/secrets';
 
 const ESO_NS = 'external-secrets-system';
 const CA_SECRET = 'eso-provider-ca-internal';

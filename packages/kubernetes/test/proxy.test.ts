@@ -6,14 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Secret } from '@kubernetes/client-node';
 import { type AuditEvent, type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { writeKubeconfig } from '../../../testing/support/kubeconfig.js';
-import { p256Request } from '../../../testing/support/openssl.js';
+import { writeKubeconfig } from '@eso-mtls/test-kit/kubeconfig';
+import { p256Request } from '@eso-mtls/test-kit/openssl';
 import { KubeRestClient, corePath, loadInClusterConnection, loadKubeconfigFile, redactProxyUrl } from '../src/index.js';
 import { chooseProxy } from '../src/proxy.js';
 import { proxyFromEnvironment, readProxyEnvironment, usesProxy } from '../src/no-proxy.js';
 import { openTunnel } from '../src/proxy.js';
-import { eventually } from './support/cluster.js';
-import { PROXY_SOURCE_ADDRESS, startConnectProxy } from './support/connect-proxy.js';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { PROXY_SOURCE_ADDRESS, startConnectProxy } from '@eso-mtls/test-kit/connect-proxy';
 
 // Proxies as client-go honours them: a kubeconfig's proxy-url for every host, else HTTPS_PROXY
 // unless NO_PROXY (or loopback) exempts the apiserver; HTTP CONNECT with TLS to the apiserver inside.

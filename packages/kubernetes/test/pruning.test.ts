@@ -1,11 +1,13 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { PROVIDER_SECRET_NAME } from '@eso-mtls/core';
 import { type KubeConfig, RbacAuthorizationV1Api, type V1ClusterRole } from '@kubernetes/client-node';
-import { applyAll, find, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from '../../controller/test/support/manifests.js';
+import { applyAll, find, kustomizeBuild, kustomizeInstall, serviceAccountKubeConfig } from '@eso-mtls/test-kit/manifests';
 import { type AdapterOptions, ProviderCertificateAdapter } from '../src/index.js';
-import { TestClock, converge, eventually } from './support/cluster.js';
-import { useControlPlane } from './support/installations.js';
-import { RecordingLogger } from './support/logger.js';
+import { TestClock } from '@eso-mtls/test-kit/clock';
+import { converge } from '@eso-mtls/test-kit/adapter';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { useControlPlane } from '@eso-mtls/test-kit/installations';
+import { RecordingLogger } from '@eso-mtls/test-kit/logger';
 
 // Opt-in pruning of orphaned provider Secrets on the real apiserver, the clock driven by hand.
 const suite = useControlPlane();

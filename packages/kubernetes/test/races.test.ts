@@ -2,10 +2,12 @@ import { describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import type { CryptoBackend } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { type RecordingAdapter, converge, eventually, startAdapter, text } from './support/cluster.js';
-import { useControlPlane } from './support/installations.js';
-import { RecordingLogger } from './support/logger.js';
-import { chainsTo, leafAndBundle } from './support/pki.js';
+import { type RecordingAdapter, converge, startAdapter } from '@eso-mtls/test-kit/adapter';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { text } from '@eso-mtls/test-kit/secrets';
+import { useControlPlane } from '@eso-mtls/test-kit/installations';
+import { RecordingLogger } from '@eso-mtls/test-kit/logger';
+import { chainsTo, leafAndBundle } from '@eso-mtls/test-kit/secrets';
 
 const suite = useControlPlane();
 
@@ -81,6 +83,7 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
           return crashed !== undefined;
         },
         30_000,
+        'the round to write its first Secrets',
         1,
       );
       await crashed;
@@ -92,6 +95,7 @@ describe('replicas, restarts and fencing on the real apiserver', () => {
           for (const ns of namespaces) expect(text(await suite.cluster.secret(ns), 'tls.crt')).toContain('BEGIN CERTIFICATE');
         },
         90_000,
+        'every namespace to hold a certificate',
         250,
       );
       await converge(run.adapter);

@@ -1,6 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { TestClock, converge, eventually, startAdapter } from './support/cluster.js';
-import { useControlPlane } from './support/installations.js';
+import { TestClock } from '@eso-mtls/test-kit/clock';
+import { converge, startAdapter } from '@eso-mtls/test-kit/adapter';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { useControlPlane } from '@eso-mtls/test-kit/installations';
 import { FakeTimers } from './support/fake-timers.js';
 
 const suite = useControlPlane();
@@ -49,6 +51,7 @@ describe('the reconciler on injected timers', () => {
           expect(renewed).toContain('expiring');
         },
         60_000,
+        'the expiring leaves to be renewed',
         250,
       );
     } finally {

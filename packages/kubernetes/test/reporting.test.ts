@@ -10,7 +10,7 @@ import { CertificateStatusView } from '../src/certificate-status.js';
 import { ServiceDirectory } from '../src/service-directory.js';
 import { StandingReports } from '../src/standing-reports.js';
 import { StateReporter } from '../src/state-reporter.js';
-import { RecordingLogger } from './support/logger.js';
+import { RecordingLogger } from '@eso-mtls/test-kit/logger';
 
 const INTERVAL = minutes(10);
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);

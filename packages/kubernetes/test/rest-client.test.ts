@@ -5,7 +5,8 @@ import { type ControlPlane, startControlPlane } from '../../../testing/envtest/s
 import { KubeApiError, KubeRestClient, WriteFencedError, connectionFromKubeConfig, corePath } from '../src/index.js';
 import { RequestCounter } from '../src/request-counter.js';
 import { apiErrorOf } from '../src/api-error.js';
-import { TestCluster, eventually } from './support/cluster.js';
+import { TestCluster } from '@eso-mtls/test-kit/adapter';
+import { eventually } from '@eso-mtls/test-kit/eventually';
 
 // The adapter's transport against the real apiserver: status codes, fencing, counting, watches.
 

@@ -1,8 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { PROVIDER_LABEL, type Policy, seconds } from '@eso-mtls/core';
 import type { Logger } from '../src/index.js';
-import { type RecordingAdapter, TestClock, converge, eventually, startAdapter } from './support/cluster.js';
-import { useControlPlane } from './support/installations.js';
+import { type RecordingAdapter, converge, startAdapter } from '@eso-mtls/test-kit/adapter';
+import { TestClock } from '@eso-mtls/test-kit/clock';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { useControlPlane } from '@eso-mtls/test-kit/installations';
 
 /**
  * Scale: 600 labelled Services in one namespace (the count issue 23 measured at), one adapter, on

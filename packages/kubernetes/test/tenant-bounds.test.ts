@@ -2,8 +2,11 @@ import { describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { type Policy, ROTATE_ACKNOWLEDGED_ANNOTATION, ROTATE_ANNOTATION, acknowledgementOf, seconds } from '@eso-mtls/core';
 import type { Logger } from '../src/index.js';
-import { type RecordingAdapter, TestClock, certificates, converge, eventually, startAdapter, text } from './support/cluster.js';
-import { useInstallations } from './support/installations.js';
+import { type RecordingAdapter, converge, startAdapter } from '@eso-mtls/test-kit/adapter';
+import { TestClock } from '@eso-mtls/test-kit/clock';
+import { certificates, text } from '@eso-mtls/test-kit/secrets';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { useInstallations } from '@eso-mtls/test-kit/installations';
 
 const CA_SECRET = 'eso-provider-ca-internal';
 const FAST: Partial<Policy> = { propagationDelay: seconds(2), maxConnectionAge: seconds(2) };

@@ -1,9 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { ROTATE_ACKNOWLEDGED_ANNOTATION, ROTATE_ANNOTATION, acknowledgementOf, days } from '@eso-mtls/core';
-import { converge, eventually, text } from './support/cluster.js';
-import { useInstallations } from './support/installations.js';
-import { chainsTo, leafAndBundle, rogueCa } from './support/pki.js';
+import { converge } from '@eso-mtls/test-kit/adapter';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { text } from '@eso-mtls/test-kit/secrets';
+import { useInstallations } from '@eso-mtls/test-kit/installations';
+import { chainsTo, leafAndBundle } from '@eso-mtls/test-kit/secrets';
+import { rogueCa } from '@eso-mtls/test-kit/pki';
 
 const suite = useInstallations();
 

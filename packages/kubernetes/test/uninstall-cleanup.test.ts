@@ -3,9 +3,9 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { PROVIDER_SECRET_NAME } from '@eso-mtls/core';
-import { repoRoot } from '../../controller/test/support/manifests.js';
-import { converge, startAdapter } from './support/cluster.js';
-import { useControlPlane } from './support/installations.js';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { converge, startAdapter } from '@eso-mtls/test-kit/adapter';
+import { useControlPlane } from '@eso-mtls/test-kit/installations';
 
 // The uninstall cleanup of docs/operations.md, run as written with a real kubectl against a real
 // apiserver: it deletes this installation's Secrets and nothing else.

@@ -4,10 +4,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { ControllerMetrics, METRIC_NAMES, ProviderMetrics } from '@eso-mtls/metrics';
-import { ControllerView, ManualClock } from './support/controller-view.js';
-import type { Sample, Scrape } from './support/exposition.js';
-import { promtoolAlertTest } from './support/alert-test.js';
-import { promtool, repoRoot } from './support/promtool.js';
+import { TestClock } from '@eso-mtls/test-kit/clock';
+import { ControllerView } from './support/controller-view.js';
+import type { Sample, Scrape } from '@eso-mtls/test-kit/exposition';
+import { promtoolAlertTest } from '@eso-mtls/test-kit/alert-test';
+import { promtool } from '@eso-mtls/test-kit/promtool';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 import { alertRules, metricsReadBy } from './support/rules.js';
 import { Served } from './support/served.js';
 
@@ -19,7 +21,7 @@ afterAll(() => served.stop());
 
 /** A controller and one provider, both real, both scraped over HTTP, with a clock we move. */
 async function system(options: { leader: boolean }) {
-  const clock = new ManualClock(T0);
+  const clock = new TestClock(T0);
   const view = new ControllerView();
   view.leader = options.leader;
   view.services = [

@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from '@jest/globals';
-import { promtool, promtoolVersion, repoRoot } from './support/promtool.js';
-import { ALERTS_PATH, ALERTS_TEST_PATH, alertGroups, alertRules, metricsReadBy, readYaml } from './support/rules.js';
+import { promtool, promtoolVersion } from '@eso-mtls/test-kit/promtool';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { ALERTS_PATH } from '@eso-mtls/test-kit/alert-test';
+import { ALERTS_TEST_PATH, alertGroups, alertRules, metricsReadBy, readYaml } from './support/rules.js';
 
 const RUNBOOK = 'https://github.com/eso-mtls/eso-mtls/blob/main/docs/operations.md#';
 // Metrics whose series carry namespace and service; an alert on them must name both.

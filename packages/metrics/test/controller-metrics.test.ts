@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { ROTATION_REASONS, type RotationReason } from '@eso-mtls/core';
 import { ControllerMetrics, METRIC_NAMES, MetricLabelError } from '@eso-mtls/metrics';
-import { ControllerView, ManualClock } from './support/controller-view.js';
-import { series, valueOf } from './support/exposition.js';
+import { TestClock } from '@eso-mtls/test-kit/clock';
+import { ControllerView } from './support/controller-view.js';
+import { series, valueOf } from '@eso-mtls/test-kit/exposition';
 import { Served } from './support/served.js';
 
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
@@ -14,7 +15,7 @@ const served = new Served();
 afterEach(() => served.stop());
 
 async function setUp(view = new ControllerView()) {
-  const clock = new ManualClock(T0);
+  const clock = new TestClock(T0);
   const invalid: MetricLabelError[] = [];
   const metrics = new ControllerMetrics({ now: clock.now, source: view, onInvalidEntry: (e) => invalid.push(e) });
   const scrape = await served.start(metrics.registry);
@@ -300,7 +301,7 @@ describe('ControllerMetrics refusals, signing pause and CA failures', () => {
 
 describe('ControllerMetrics pod certificates', () => {
   it('start every request series at 0 in pod-certificate mode, count by signer, result and reason, and refuse other labels', async () => {
-    const clock = new ManualClock(T0);
+    const clock = new TestClock(T0);
     const view = new ControllerView();
     const metrics = new ControllerMetrics({ now: clock.now, source: view, podCertificates: true });
     const scrape = await served.start(metrics.registry);

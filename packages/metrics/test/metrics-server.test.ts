@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Gauge, Registry } from 'prom-client';
 import { createServer as createHttpServer } from 'node:http';
 import { createMetricsHandler, METRICS_PATH, startMetricsServer, type MetricsServer } from '@eso-mtls/metrics';
-import { httpRequest, parseExposition, valueOf } from './support/exposition.js';
+import { httpRequest, parseExposition, valueOf } from '@eso-mtls/test-kit/exposition';
 
 const running: MetricsServer[] = [];
 afterEach(async () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { METRIC_NAMES, MetricLabelError, ProviderMetrics } from '@eso-mtls/metrics';
-import { ManualClock } from './support/controller-view.js';
-import { series, valueOf } from './support/exposition.js';
+import { TestClock } from '@eso-mtls/test-kit/clock';
+import { series, valueOf } from '@eso-mtls/test-kit/exposition';
 import { Served } from './support/served.js';
 
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
@@ -11,7 +11,7 @@ const served = new Served();
 afterEach(() => served.stop());
 
 async function setUp(namespace = 'provider-aws', service = 'aws') {
-  const clock = new ManualClock(T0);
+  const clock = new TestClock(T0);
   let current: { notAfter: number } | undefined;
   const metrics = new ProviderMetrics({ namespace, service, now: clock.now, servedCertificate: () => current });
   const scrape = await served.start(metrics.registry);

@@ -8,9 +8,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger, parseControllerConfig, startController } from '@eso-mtls/controller';
 import type { StatusReport } from '../../controller/src/status/report.js';
-import { runCli } from '../../controller/test/support/cli-run.js';
-import { eventually, text } from '../../kubernetes/test/support/cluster.js';
-import { useInstallations } from '../../kubernetes/test/support/installations.js';
+import { runCli } from '@eso-mtls/test-kit/cli-run';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { text } from '@eso-mtls/test-kit/secrets';
+import { useInstallations } from '@eso-mtls/test-kit/installations';
 import { type TestToken, createTestToken } from './support/softhsm.js';
 
 const CA_SECRET = 'eso-provider-ca-internal';

@@ -16,4 +16,3 @@ export {
   type IdentitySpec,
 } from '../../../packages/controller/src/cluster/identities.js';
 export { locateTestBinaries, type TestBinaries } from './binaries.js';
-export { freePort, freePorts } from '../../../packages/controller/src/cluster/ports.js';

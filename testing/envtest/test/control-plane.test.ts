@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { type ControlPlane, nodeIdentity, startControlPlane } from '../src/index.js';
+import { eventually } from '@eso-mtls/test-kit/eventually';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repoRoot = resolve(here, '..', '..', '..');
@@ -18,15 +19,6 @@ function groupAlive(pgid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function until(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (condition()) return true;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return condition();
 }
 
 /** Runs a fixture script under the repo's TypeScript loader; resolves with its first stdout line. */
@@ -146,7 +138,7 @@ describe('envtest processes outlive nothing', () => {
     expect(pgids).toHaveLength(2);
     expect(pgids.every(groupAlive)).toBe(true);
     child.kill('SIGKILL');
-    expect(await until(() => !pgids.some(groupAlive), 20_000)).toBe(true);
+    await eventually(() => !pgids.some(groupAlive), 20_000, 'every process group to be gone', 200);
     rmSync(dir, { recursive: true, force: true }); // no cleanup ran in the killed process
   }, 120_000);
 

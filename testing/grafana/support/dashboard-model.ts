@@ -2,7 +2,7 @@
 // the queries with Grafana's variables replaced the way Grafana's Prometheus data source does.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { repoRoot } from '../../../packages/controller/test/support/manifests.js';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 /** Where the dashboard lives; the chart's files/eso-mtls.json links to it. */
 export const DASHBOARD_PATH = resolve(repoRoot, 'deploy/grafana/eso-mtls.json');

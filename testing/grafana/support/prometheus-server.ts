@@ -4,9 +4,9 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { freePort } from '../../envtest/src/index.js';
-import { repoRoot } from '../../../packages/controller/test/support/manifests.js';
-import { promtool } from '../../../packages/metrics/test/support/promtool.js';
+import { freePort } from '@eso-mtls/test-kit/ports';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { promtool } from '@eso-mtls/test-kit/promtool';
 
 /** One series of a query's answer. */
 export interface QuerySeries {

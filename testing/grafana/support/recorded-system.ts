@@ -12,8 +12,10 @@ import { type ProviderServer, startProviderServer } from '@eso-mtls/grpc';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../envtest/src/index.js';
 import { type RunningController, createLogger, parseControllerConfig, startController } from '../../../packages/controller/src/index.js';
-import { ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace, eventually } from '../../../packages/controller/test/support/cluster.js';
-import { writeAtomically } from '../../../packages/grpc/test/support/atomic-writer.js';
+import { ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
+import { text } from '@eso-mtls/test-kit/secrets';
 import { ScrapeRecorder } from './scrape-recorder.js';
 
 /** The provider the recording runs: its namespace and Service are the dashboard's example selection. */
@@ -37,8 +39,7 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function providerFiles(core: CoreV1Api, namespace: string): Promise<Record<string, string>> {
   const secret = await core.readNamespacedSecret({ namespace, name: PROVIDER_SECRET });
-  const text = (k: string) => Buffer.from(secret.data?.[k] ?? '', 'base64').toString('utf8');
-  return { 'ca.crt': text('ca.crt'), 'tls.crt': text('tls.crt'), 'tls.key': text('tls.key') };
+  return { 'ca.crt': text(secret, 'ca.crt'), 'tls.crt': text(secret, 'tls.crt'), 'tls.key': text(secret, 'tls.key') };
 }
 
 async function metricValue(url: string, prefix: string): Promise<number> {

@@ -1,7 +1,7 @@
 // Scrapes real /metrics endpoints over HTTP on a timer, as Prometheus would with honor_labels:
 // true (the exporters' own namespace/service labels win; job and instance are added), and writes
 // what it saw as timestamped OpenMetrics text for `promtool tsdb create-blocks-from openmetrics`.
-import { type Sample, parseExposition } from '../../../packages/metrics/test/support/exposition.js';
+import { type Sample, parseExposition } from '@eso-mtls/test-kit/exposition';
 
 /** One scrape target and the labels Prometheus's discovery would attach. */
 export interface ScrapeTarget {

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { repoRoot } from '../../../packages/controller/test/support/manifests.js';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 let kubectlPath: string | undefined;
 

@@ -8,7 +8,7 @@ import type {
   V1RoleBinding,
   V1VolumeProjection,
 } from '@kubernetes/client-node';
-import type { Manifest } from '../../../packages/controller/test/support/manifests.js';
+import type { Manifest } from '@eso-mtls/test-kit/manifests';
 
 // What the pod-certificate manifests must say, from the mode's contract (issue 15,
 // docs/pod-certificates.md), and pure checks of rendered manifests against it.

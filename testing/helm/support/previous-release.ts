@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { repoRoot } from '../../../packages/controller/test/support/manifests.js';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 /**
  * The controller of version 0.1.0, the one the packaged chart fixtures/eso-mtls-0.1.0.tgz deploys:

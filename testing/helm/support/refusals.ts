@@ -1,7 +1,7 @@
 // Apart from helm.ts so that a plain Node process (a benchmark) can run helm: @jest/globals
 // refuses to load outside jest.
 import { expect } from '@jest/globals';
-import { HelmError, type Values } from './helm.js';
+import { HelmError, type Values } from '@eso-mtls/test-kit/helm';
 
 /** Expects `render` to refuse each of `refusals` with a HelmError whose stderr contains its message. */
 export function expectRefusals(render: (values: Values) => unknown, refusals: readonly (readonly [Values, string])[]): void {

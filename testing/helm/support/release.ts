@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Deployment, type V1Secret } from '@kubernetes/client-node';
 import type { ControlPlane } from '../../../testing/envtest/src/index.js';
 import { type ConfigResult, type ControllerConfig, parseControllerConfig } from '../../../packages/controller/src/index.js';
-import { ControllerProcess } from '../../../packages/controller/test/support/controller-process.js';
-import { serviceAccountKubeConfig } from '../../../packages/controller/test/support/manifests.js';
+import { ControllerProcess } from '@eso-mtls/test-kit/controller-process';
+import { serviceAccountKubeConfig } from '@eso-mtls/test-kit/manifests';
 
 /** Only loopback, free ports; and short Lease timings, so a test waits seconds for leadership, not 15 s. */
 const OVERRIDDEN = /^--(metrics-bind-address|health-probe-bind-address|leader-election-(lease-duration|renew-deadline|retry-period))=/;

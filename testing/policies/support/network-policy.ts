@@ -1,5 +1,5 @@
 import type { KubeConfig, V1LabelSelector, V1NetworkPolicyEgressRule, V1NetworkPolicyPeer, V1NetworkPolicyPort, V1ObjectMeta } from '@kubernetes/client-node';
-import { type Answer, rawAnswer } from './answers.js';
+import { type Answer, rawAnswer } from '@eso-mtls/test-kit/answers';
 
 /**
  * A NetworkPolicy as YAML and the apiserver's JSON spell it. client-node's model renames the

@@ -8,8 +8,9 @@
 // replicas, 4 providers, 6 callers; about 35 minutes, 20 of them waiting for the callers'
 // connections to reach their maximum age.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, eventually } from '../../../packages/controller/test/support/cluster.js';
-import { chartDir } from '../../helm/support/helm.js';
+import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { chartDir } from '@eso-mtls/test-kit/helm';
 import { type TestCluster, startTestCluster } from '../support/cluster.js';
 import { CALLERS, POD_PROVIDER, RELEASE, SECRET_PROVIDERS, World, pemCertificates } from '../support/world.js';
 import { sameSerial } from '../support/workloads.js';

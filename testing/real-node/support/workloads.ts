@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Manifest } from '../../../packages/controller/test/support/manifests.js';
+import type { Manifest } from '@eso-mtls/test-kit/manifests';
 
 /** The key every caller reads, and the data file that holds it. */
 const REMOTE_KEY = 'db/password';

@@ -12,12 +12,14 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { PROVIDER_LABEL, ROTATE_ANNOTATION } from '@eso-mtls/core';
-import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, SA_USER, eventually } from '../../../packages/controller/test/support/cluster.js';
-import { applyAll, kustomizeBuild, repoRoot } from '../../../packages/controller/test/support/manifests.js';
+import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, SA_USER } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { applyAll, kustomizeBuild } from '@eso-mtls/test-kit/manifests';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 import { splitImageName } from '../../../packages/controller/src/cli/dev-cluster-node.js';
-import { Helm, type Values, chartDir } from '../../helm/support/helm.js';
-import { parseExposition } from '../../../packages/metrics/test/support/exposition.js';
-import { untilAnswer } from '../../policies/support/answers.js';
+import { Helm, type Values, chartDir } from '@eso-mtls/test-kit/helm';
+import { parseExposition } from '@eso-mtls/test-kit/exposition';
+import { untilAnswer } from '@eso-mtls/test-kit/answers';
 import type { TestCluster } from './cluster.js';
 import {
   type CallerProgress,

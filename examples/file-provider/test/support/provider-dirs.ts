@@ -3,8 +3,8 @@ import { afterAll, beforeAll } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writeAtomically } from '../../../../packages/grpc/test/support/atomic-writer.js';
-import type { KeyPair } from '../../../../packages/grpc/test/support/pki.js';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
+import type { KeyPair } from '@eso-mtls/test-kit/pki';
 
 /** What {@link useProviderDirs} gives a suite; call its getters inside tests (the folders are made in beforeAll). */
 export interface ProviderDirs {

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { V1Probe } from '@kubernetes/client-node';
-import { repoRoot } from './manifests.js';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 /** One probe as the kubelet judges it: ok when 2xx/3xx within timeoutSeconds. */
 export interface ProbeResult {

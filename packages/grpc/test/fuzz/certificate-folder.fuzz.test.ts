@@ -23,8 +23,8 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { CertificateWatcher, type ReloadFailure, type TlsMaterial, type TlsMaterialProblem } from '@eso-mtls/grpc';
 import { fuzzParameters } from '../../../../testing/fuzz/runs.js';
-import { writeAtomically } from '../support/atomic-writer.js';
-import { issueTestCa, issueTestClient, issueTestServer, type KeyPair, type TestCa } from '../support/pki.js';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
+import { issueTestCa, issueTestClient, issueTestServer, type KeyPair, type TestCa } from '@eso-mtls/test-kit/pki';
 
 const MAX_FILE_BYTES = 8192;
 const NAMES = ['tls.crt', 'tls.key', 'ca.crt'] as const;

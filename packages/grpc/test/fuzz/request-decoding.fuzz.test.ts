@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { methodCodec, PROVIDER_METHOD_NAMES, PROVIDER_SERVICE_NAME, type ProviderMethodName } from '@eso-mtls/grpc';
 import { fuzzParameters } from '../../../../testing/fuzz/runs.js';
 import { memoryProvider, type SeenCall } from '../support/memory-provider.js';
-import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider } from '../support/provider-fixture.js';
+import { clientChannel, createTestPkiSet, startTestProvider, type RunningProvider } from '@eso-mtls/test-kit/provider-fixture';
 
 const HEALTH_METHODS = ['Check', 'List'] as const;
 const WATCH = '/grpc.health.v1.Health/Watch';

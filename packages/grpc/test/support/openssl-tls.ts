@@ -5,8 +5,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { p256Request, signRequest } from '../../../../testing/support/openssl.js';
-import type { KeyPair } from './pki.js';
+import { p256Request, signRequest } from '@eso-mtls/test-kit/openssl';
+import type { KeyPair } from '@eso-mtls/test-kit/pki';
 
 const run = promisify(execFile);
 

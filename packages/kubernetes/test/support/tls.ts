@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { connect, createServer } from 'node:tls';
 import type { V1Secret } from '@kubernetes/client-node';
-import { text } from './cluster.js';
+import { text } from '@eso-mtls/test-kit/secrets';
 
 /** Key, certificate and trust bundle of a TLS Secret, as node:tls takes them. */
 export interface TlsMaterial {

@@ -37,12 +37,3 @@ export class ControllerView implements ControllerCertificateSource {
     return this.notServed;
   }
 }
-
-/** A clock the test moves by hand. */
-export class ManualClock {
-  constructor(public t: number) {}
-  readonly now = (): number => this.t;
-  advance(ms: number): void {
-    this.t += ms;
-  }
-}

@@ -2,7 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { repoRoot } from './promtool.js';
+import { ALERTS_PATH } from '@eso-mtls/test-kit/alert-test';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 export interface AlertRule {
   alert: string;
@@ -17,7 +18,6 @@ export interface RuleGroup {
   rules: AlertRule[];
 }
 
-export const ALERTS_PATH = 'deploy/prometheus/alerts.yaml';
 export const ALERTS_TEST_PATH = 'deploy/prometheus/alerts.test.yaml';
 
 export function readYaml<T>(relativePath: string): T {

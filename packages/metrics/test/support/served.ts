@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
 import { startMetricsServer, type MetricsServer } from '@eso-mtls/metrics';
-import { scrape, type Scrape } from './exposition.js';
+import { scrape, type Scrape } from '@eso-mtls/test-kit/exposition';
 
 /** Serves registries on 127.0.0.1 for one test file; `stop()` in afterAll/afterEach. */
 export class Served {

@@ -3,7 +3,7 @@
 import { CertificateCache, executePlan, MemoryStore, planRotation, resolvePolicy, ROTATE_ANNOTATION, type Policy, type SecretWrite } from '@eso-mtls/core';
 import { createNodeCryptoBackend, createNodeVerifier } from '@eso-mtls/core/node';
 import type { CertificateWatcher } from '@eso-mtls/grpc';
-import { writeAtomically } from './atomic-writer.js';
+import { writeAtomically } from './demo.js';
 
 /**
  * A cluster with one provider Service and ESO's client Secret. The plan clock runs at least as

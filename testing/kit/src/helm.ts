@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ApiextensionsV1Api, type KubeConfig, type KubernetesObject, loadAllYaml } from '@kubernetes/client-node';
 import { parseAllDocuments, stringify } from 'yaml';
-import { type Manifest, applyAll, repoRoot } from '../../../packages/controller/test/support/manifests.js';
+import { type Manifest, applyAll } from './manifests.js';
+import { repoRoot } from './repo.js';
 
 /** The chart in the working tree. */
 export const chartDir = resolve(repoRoot, 'deploy/helm/eso-mtls');

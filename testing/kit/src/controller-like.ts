@@ -1,10 +1,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { AdapterOptions, ProviderCertificateAdapter } from '../../src/index.js';
-// The controller's own wiring, from its source: @eso-mtls/controller depends on this package, so
-// this package does not depend on it; a test-only relative import adds no edge to the build.
-import { wireProviderCertificates } from '../../../controller/src/wiring.js';
-import { ScrapeRecorder } from './alerts.js';
-import { TestClock } from './cluster.js';
+import type { AdapterOptions, ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
+import { wireProviderCertificates } from '@eso-mtls/controller';
+import { ScrapeRecorder } from './scrapes.js';
+import { TestClock } from './clock.js';
 import { RecordingLogger } from './logger.js';
 
 /**

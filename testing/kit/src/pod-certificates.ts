@@ -7,9 +7,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { credentialBundle } from '../../../../testing/kubelet/pem-files.js';
-import { p256Request, signRequest } from '../../../../testing/support/openssl.js';
-import { writeAtomically } from './atomic-writer.js';
+import { credentialBundle } from '../../kubelet/pem-files.js';
+import { p256Request, signRequest } from './openssl.js';
+import { writeAtomically } from './demo.js';
 import { TEST_CLIENT_SPIFFE_ID, TEST_SERVER_NAME, type KeyPair } from './pki.js';
 
 const run = promisify(execFile);

@@ -1,11 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-
-/** The repository root, for scripts and manifests. */
-export const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..', '..');
+import { repoRoot } from './repo.js';
 
 /** A manifest as kustomize emits it. */
 export type Manifest = KubernetesObject & Record<string, unknown>;

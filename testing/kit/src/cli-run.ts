@@ -1,7 +1,7 @@
 import { RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { runRenewCommand } from '../../src/cli/renew.js';
-import { runStatusCommand } from '../../src/cli/status.js';
-import { type ControllerConfig, type RunningController, createLogger, parseControllerConfig, startController } from '../../src/index.js';
+import { runRenewCommand } from '../../../packages/controller/src/cli/renew.js';
+import { runStatusCommand } from '../../../packages/controller/src/cli/status.js';
+import { type ControllerConfig, type RunningController, createLogger, parseControllerConfig, startController } from '@eso-mtls/controller';
 
 /** What a CLI command printed, and its exit code. */
 export interface CliRun {

@@ -1,4 +1,4 @@
-import type { Logger } from '../../src/index.js';
+import type { Logger } from '@eso-mtls/kubernetes';
 
 /** A logger that keeps every line, for assertions on what was reported. */
 export class RecordingLogger implements Logger {

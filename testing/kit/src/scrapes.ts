@@ -1,9 +1,9 @@
 // Replays scrapes of real metrics (a ControllerMetrics registry, or a pod's /metrics) through
 // promtool and the shipped alert rules: one scrape per minute of input series, so an alert fires
 // only if the exported series do.
-import { promtoolAlertTest } from '../../../metrics/test/support/alert-test.js';
-import { parseExposition } from '../../../metrics/test/support/exposition.js';
-import type { PromtoolResult } from '../../../metrics/test/support/promtool.js';
+import { promtoolAlertTest } from './alert-test.js';
+import { parseExposition } from './exposition.js';
+import type { PromtoolResult } from './promtool.js';
 
 /** What is scraped: a prom-client Registry, or anything else that answers with exposition text. */
 export interface MetricsSource {

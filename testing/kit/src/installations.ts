@@ -1,7 +1,10 @@
 import { afterAll, afterEach, beforeAll, expect } from '@jest/globals';
 import type { Policy } from '@eso-mtls/core';
-import { type ControlPlane, startControlPlane } from '../../../../testing/envtest/src/index.js';
-import { type RecordingAdapter, TestClock, TestCluster, converge, eventually, startAdapter, text } from './cluster.js';
+import { type ControlPlane, startControlPlane } from '../../envtest/src/index.js';
+import { type RecordingAdapter, TestCluster, converge, startAdapter } from './adapter.js';
+import { TestClock } from './clock.js';
+import { eventually } from './eventually.js';
+import { text } from './secrets.js';
 
 /** A converged installation: its adapter, the clock it plans with, and its ESO namespace. */
 export interface Installation {

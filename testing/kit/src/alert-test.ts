@@ -3,8 +3,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { type PromtoolResult, promtool, repoRoot } from './promtool.js';
-import { ALERTS_PATH } from './rules.js';
+import { type PromtoolResult, promtool } from './promtool.js';
+import { repoRoot } from './repo.js';
+
+/** The shipped alert rules, from the repository root. */
+export const ALERTS_PATH = 'deploy/prometheus/alerts.yaml';
 
 /**
  * Runs a promtool unit test of the shipped alert rules over `inputSeries` (one sample a minute):

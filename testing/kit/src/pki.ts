@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  type Issued,
   clientSpiffeId,
   issueCa,
   issueClientLeaf,
@@ -59,4 +60,12 @@ export function writeCertDir(material: { ca: string; cert: string; key: string }
   writeFileSync(join(dir, 'tls.crt'), material.cert);
   writeFileSync(join(dir, 'tls.key'), material.key, { mode: 0o600 });
   return dir;
+}
+
+/** A CA nobody in the cluster trusts (an attacker's, or another cluster's), and a leaf it signed. */
+export async function rogueCa(dnsNames: readonly string[]): Promise<{ ca: Issued; leaf: Issued }> {
+  const ctx = context();
+  const ca = await issueCa(ctx, { commonName: 'rogue-ca' });
+  const leaf = await issueServerLeaf(ctx, ca, dnsNames);
+  return { ca, leaf };
 }

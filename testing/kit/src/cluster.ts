@@ -1,6 +1,9 @@
+// The installed controller seen from its cluster: the shipped names, provider namespaces,
+// convergence as Node's own X509Certificate checks it, the shipped roles, the Lease, the audit log.
 import { X509Certificate } from 'node:crypto';
-import { CoordinationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api, type V1Secret } from '@kubernetes/client-node';
-import type { AuditEvent, ControlPlane } from '../../../../testing/envtest/src/index.js';
+import { CoordinationV1Api, CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import type { AuditEvent, ControlPlane } from '../../envtest/src/index.js';
+import { text } from './secrets.js';
 
 export const ESO_NS = 'external-secrets-system';
 export const PROVIDER_SECRET = 'external-secrets-provider-tls';
@@ -25,11 +28,6 @@ export async function createProviderService(admin: KubeConfig, namespace: string
   });
 }
 
-const text = (s: V1Secret | undefined, key: string): string | undefined => {
-  const v = s?.data?.[key];
-  return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
-};
-
 /**
  * True when every namespace in `expected` holds a provider Secret whose certificate, checked with
  * Node's X509Certificate, is signed by the stored CA and names each of its Services.
@@ -50,16 +48,6 @@ export async function converged(admin: KubeConfig, expected: ReadonlyMap<string,
     for (const s of services) if (!sans.includes(`DNS:${s}.${ns}.svc.cluster.local`)) return false;
   }
   return true;
-}
-
-/** Polls `condition` every 250 ms; throws after `timeoutMs`. Returns the time it took. */
-export async function eventually(condition: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<number> {
-  const start = Date.now();
-  for (;;) {
-    if (await condition()) return Date.now() - start;
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 /**

@@ -1,10 +1,7 @@
 // Finds promtool through scripts/ensure-promtool.sh (which installs it when it can) and runs it.
 // A missing promtool is an error, never a skip: the alert rules are only tested by it.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-/** The repository root. */
-export const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
+import { repoRoot } from './repo.js';
 
 let cached: string | undefined;
 

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { repoRoot } from './manifests.js';
+import { repoRoot } from './repo.js';
 
 /** One JSON log line of the controller. */
 export type LogLine = Record<string, unknown> & { level: string; msg: string; time: string };

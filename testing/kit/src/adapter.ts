@@ -1,45 +1,9 @@
-import { X509Certificate } from 'node:crypto';
+// The adapter under test against a real kube-apiserver: admin helpers over its cluster, an adapter
+// that records its hooks, and convergence.
 import { PROVIDER_LABEL, PROVIDER_SECRET_NAME, type Policy, type RotationReason, type SecretWrite, describeTarget } from '@eso-mtls/core';
 import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import type { ControlPlane } from '../../../../testing/envtest/src/index.js';
-import { type AdapterOptions, ProviderCertificateAdapter } from '../../src/index.js';
-
-/** A clock tests move by hand: no sleeping for 90 days. */
-export class TestClock {
-  constructor(private t: number = Date.now()) {}
-  readonly now = (): number => this.t;
-  advance(ms: number): void {
-    this.t += ms;
-  }
-  set(t: number): void {
-    this.t = t;
-  }
-}
-
-/** Polls `check` until it stops throwing (or returns true), failing with its last error. */
-export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 20_000, intervalMs = 100): Promise<Exclude<T, false>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== false) return value as Exclude<T, false>;
-      last = new Error('condition still false');
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  throw last instanceof Error ? last : new Error(String(last));
-}
-
-/** Decoded text of one key of a Secret. */
-export const text = (secret: V1Secret | undefined, key: string): string => Buffer.from(secret?.data?.[key] ?? '', 'base64').toString('utf8');
-
-/** PEM blocks of a bundle as X509Certificates. */
-export function certificates(pem: string): X509Certificate[] {
-  return (pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? []).map((b) => new X509Certificate(b));
-}
+import { type AdapterOptions, ProviderCertificateAdapter } from '@eso-mtls/kubernetes';
+import type { ControlPlane } from '../../envtest/src/index.js';
 
 /** Admin helpers over the test's control plane. */
 export class TestCluster {

@@ -11,7 +11,7 @@ import {
   type ProviderServer,
   type ProviderServerOptions,
 } from '@eso-mtls/grpc';
-import { writeAtomically } from './atomic-writer.js';
+import { writeAtomically } from './demo.js';
 import { credentialsPem, podCertificateFiles } from './pod-certificates.js';
 import type { KeyPair } from './pki.js';
 
