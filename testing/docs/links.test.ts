@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
+import { repoRoot as root } from '@eso-mtls/test-kit/repo';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type ImportGraph, importGraph, reachable } from './import-graph.js';
 import { markdownFiles } from './markdown-files.js';
 import { brokenLink, fileLinks, headingAnchors } from './markdown-links.js';
@@ -12,7 +12,6 @@ import { brokenLink, fileLinks, headingAnchors } from './markdown-links.js';
 // is the map of the code (issue 26 item 7): its reading order must also have no loops, no source
 // file it names importing, directly or through others, one it names later.
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const ARCHITECTURE = 'docs/architecture.md';
 const READING_ORDER = '## A reading order';
 
