@@ -17,12 +17,19 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { PROVIDER_LABEL, PROVIDER_SECRET_NAME } from '@eso-mtls/core';
-import { Informer, KubeApiError, KubeRestClient, type ListPage, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
+import { Informer, KubeApiError, KubeRestClient, type ListPage, type Logger, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
 import { type CoreV1Event, CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import { type AuditEvent, startControlPlane } from '../testing/envtest/src/index.js';
 
 const CONCURRENCY = 16; // the adapter's default write concurrency
 export const ESO = 'external-secrets-system';
+/** The adapters' warnings and errors, on stderr: a refusal or a failed round shows in the run's output. */
+export const ADAPTER_LOGGER: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (fields, message) => process.stderr.write(`adapter warn: ${message} ${JSON.stringify(fields)}\n`),
+  error: (fields, message) => process.stderr.write(`adapter error: ${message} ${JSON.stringify(fields)}\n`),
+};
 
 /** What {@link runKubernetesBenchmark} measures. */
 export interface KubernetesBenchmark {

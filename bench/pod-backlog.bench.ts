@@ -14,10 +14,10 @@
 import 'reflect-metadata';
 import { pathToFileURL } from 'node:url';
 import { PROVIDER_LABEL } from '@eso-mtls/core';
-import { KubeRestClient, type Logger, type PodStage, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
+import { KubeRestClient, type PodStage, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
 import { nodeIdentity, startControlPlane } from '../testing/envtest/src/index.js';
 import { type KubeletPod, PodCertificateKubelet } from '../testing/kubelet/index.js';
-import { ESO, pool, providerSecretInformer } from './kubernetes.bench.js';
+import { ADAPTER_LOGGER, ESO, pool, providerSecretInformer } from './kubernetes.bench.js';
 import { type Spread, spread } from './spread.js';
 
 const SERVER_SIGNER = 'eso-mtls.io/provider-server';
@@ -28,12 +28,6 @@ const BACKLOG_NS = 'backlog';
 const CONCURRENCY = 16;
 /** Services labelled at most, per phase. */
 const MAX_PROBES = 400;
-const ADAPTER_LOGGER: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (fields, message) => process.stderr.write(`adapter warn: ${message} ${JSON.stringify(fields)}\n`),
-  error: (fields, message) => process.stderr.write(`adapter error: ${message} ${JSON.stringify(fields)}\n`),
-};
 
 /** What {@link runPodBacklogBenchmark} measures. */
 export interface PodBacklogBenchmark {

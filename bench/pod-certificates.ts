@@ -20,11 +20,11 @@ import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { PROVIDER_LABEL } from '@eso-mtls/core';
-import { KubeRestClient, type Logger, type PodStage, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
+import { KubeRestClient, type PodStage, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
 import type { V1Secret } from '@kubernetes/client-node';
 import { nodeIdentity, startControlPlane } from '../testing/envtest/src/index.js';
 import { type KubeletPod, PodCertificateKubelet } from '../testing/kubelet/index.js';
-import { ESO, pool, providerSecretInformer } from './kubernetes.bench.js';
+import { ADAPTER_LOGGER, ESO, pool, providerSecretInformer } from './kubernetes.bench.js';
 import { type Spread, percentile, sorted, spread } from './spread.js';
 
 const SERVER_SIGNER = 'eso-mtls.io/provider-server';
@@ -37,13 +37,6 @@ const CONCURRENCY = 16;
 const GIVE_UP_MS = 15 * 60_000;
 /** The backlog adapter's reconcile interval: long enough that its drain ends first, so the probes see the recount alone. */
 const RECOUNT_INTERVAL_MS = 45_000;
-/** The adapters' warnings and errors, on stderr: a refusal or a failed round shows in the run's output. */
-const ADAPTER_LOGGER: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (fields, message) => process.stderr.write(`adapter warn: ${message} ${JSON.stringify(fields)}\n`),
-  error: (fields, message) => process.stderr.write(`adapter error: ${message} ${JSON.stringify(fields)}\n`),
-};
 
 /** What {@link runPodCertificateBenchmark} measures. Times in milliseconds unless named seconds. */
 export interface PodCertificateBenchmark {
