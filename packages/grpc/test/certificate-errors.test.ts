@@ -121,7 +121,7 @@ describe('configuration errors are named, not retried', () => {
     expect(error).toBeInstanceOf(UntrustedProviderCertificateError);
     expect(error).toMatchObject({ code: grpc.status.FAILED_PRECONDITION, attempts: 1, problem: 'untrusted_authority', clientFolder: dir });
     expect(error.servedNames).toEqual([`DNS:${TEST_SERVER_NAME}`]);
-    expect(error.tlsCode).toMatch(/UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT/);
+    expect(error.tlsCode).toMatch(/SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT/);
     expect(env.sleeps).toEqual([]);
     expect(presented).toEqual([]);
   });
@@ -140,7 +140,10 @@ describe('configuration errors are named, not retried', () => {
       { now: () => Date.now() - 50 * DAY },
     );
     cleanups.push(() => behind.stop());
-    const { watcher } = await clientFolder(await issueTestClient({ cert: oldCa.certificate.pem, key: oldCa.privateKeyPem, keyed: oldCa }), oldCa.certificate.pem);
+    const { watcher } = await clientFolder(
+      await issueTestClient({ cert: oldCa.certificate.pem, key: oldCa.privateKeyPem, keyed: oldCa }),
+      oldCa.certificate.pem,
+    );
     const { client, env } = dial(watcher, ADDRESS, {}, behind.port);
     const error = await failureOf<ExpiredProviderCertificateError>(client.getSecret({ remoteRef: { key: 'x' } }));
     expect(error).toBeInstanceOf(ExpiredProviderCertificateError);
@@ -150,8 +153,9 @@ describe('configuration errors are named, not retried', () => {
 
   it('a client certificate the provider refuses: ClientCertificateRefusedError, UNAUTHENTICATED', async () => {
     const stranger = await issueTestCa();
-    // The client trusts the provider, but presents a certificate from a CA the provider does not trust.
-    const { dir, watcher } = await clientFolder(await issueTestClient(stranger), ca.cert);
+    // The client trusts the provider, but presents a certificate from a CA the provider does not
+    // trust (its bundle names both, since the client's own watcher wants its leaf to chain to it).
+    const { dir, watcher } = await clientFolder(await issueTestClient(stranger), ca.cert + stranger.cert);
     const { client, env } = dial(watcher);
     const error = await failureOf<ClientCertificateRefusedError>(client.getSecret({ remoteRef: { key: 'x' } }));
     expect(error).toBeInstanceOf(ClientCertificateRefusedError);

@@ -12,10 +12,12 @@ export interface CertificateOrigins {
 }
 
 const WHAT_TO_DO: Record<HandshakeProblem, string> = {
-  server_name: 'dial the name the provider certificate carries, or issue it for this name (the Service must be labelled external-secrets.io/provider: "true"); retrying cannot help',
+  server_name:
+    'dial the name the provider certificate carries, or issue it for this name (the Service must be labelled external-secrets.io/provider: "true"); retrying cannot help',
   untrusted_authority:
     "the provider's certificate and ESO's bundle come from different CAs: mount the bundle (ca.crt) of the CA that signed it; the call is retried only once the client folder reloads",
-  validity: "the provider's certificate is outside its validity: check the controller renews it and the provider reloads its folder, and the clocks; retried only once the client folder reloads",
+  validity:
+    "the provider's certificate is outside its validity: check the controller renews it and the provider reloads its folder, and the clocks; retried only once the client folder reloads",
   client_refused:
     "the provider does not trust ESO's client certificate (another CA, expired, or not clientAuth): check the provider's ca.crt and ESO's tls.crt; retried only once the client folder reloads",
 };

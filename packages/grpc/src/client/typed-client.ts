@@ -123,7 +123,8 @@ export function createSecretStoreProviderClient(channel: ProviderChannelSource, 
     const failure = await channel.explainFailure(ch, Math.max(0, deadline - Date.now()));
     if (failure === undefined) return error;
     const retryNow =
-      failure.diagnosis.problem !== 'server_name' && (await (channel.awaitNewMaterial?.(ch, Math.min(reloadWaitMs, Math.max(0, deadline - Date.now()))) ?? false));
+      failure.diagnosis.problem !== 'server_name' &&
+      (await (channel.awaitNewMaterial?.(ch, Math.min(reloadWaitMs, Math.max(0, deadline - Date.now()))) ?? false));
     // Not UNAVAILABLE any more: the retry loop must not back off and try the same material again.
     const code = CERTIFICATE_PROBLEM_STATUS[failure.diagnosis.problem];
     return Object.assign(new Error(error.message, { cause: error }), { code, details: error.details, certificateFailure: failure, retryNow });
