@@ -1,15 +1,8 @@
 import { status } from '@grpc/grpc-js';
-import type { HandshakeDiagnosis, HandshakeProblem } from '../tls/handshake-probe.js';
+import type { CertificateFailure } from '../tls/client-channel.js';
+import type { HandshakeProblem } from '../tls/handshake-probe.js';
 import type { ProviderMethodName } from '../wire/service.js';
 import { ProviderCallError } from './call-error.js';
-
-/** Where the failing handshake's certificates came from. */
-export interface CertificateOrigins {
-  /** The folder of ESO's client certificate and CA bundle, or undefined for fixed material. */
-  readonly clientFolder: string | undefined;
-  /** What was dialled: the provider whose folder holds the server certificate. */
-  readonly target: string;
-}
 
 const WHAT_TO_DO: Record<HandshakeProblem, string> = {
   server_name:
@@ -22,7 +15,7 @@ const WHAT_TO_DO: Record<HandshakeProblem, string> = {
     "the provider does not trust ESO's client certificate (another CA, expired, or not clientAuth): check the provider's ca.crt and ESO's tls.crt; retried only once the client folder reloads",
 };
 
-const folderOf = (o: CertificateOrigins): string => (o.clientFolder === undefined ? 'fixed material (no folder)' : o.clientFolder);
+const folderOf = (o: CertificateFailure): string => (o.clientFolder === undefined ? 'fixed material (no folder)' : o.clientFolder);
 
 /**
  * A call whose TLS handshake failed on certificates, not on the network: it is not UNAVAILABLE
@@ -30,6 +23,7 @@ const folderOf = (o: CertificateOrigins): string => (o.clientFolder === undefine
  * where each certificate came from. One subclass per cause.
  */
 export class ProviderCertificateError extends ProviderCallError {
+  /** The subclass's name, e.g. ServerNameMismatchError. */
   override readonly name: string = 'ProviderCertificateError';
   /** What was wrong. */
   readonly problem: HandshakeProblem;
@@ -44,12 +38,14 @@ export class ProviderCertificateError extends ProviderCallError {
   /** The address dialled, whose mounted folder holds the served certificate. */
   readonly target: string;
 
-  constructor(method: ProviderMethodName, code: status, attempts: number, d: HandshakeDiagnosis, origins: CertificateOrigins, options?: ErrorOptions) {
+  /** Built by the client from a diagnostic handshake's `failure`; `code` is {@link CERTIFICATE_PROBLEM_STATUS} of its problem. */
+  constructor(method: ProviderMethodName, code: status, attempts: number, failure: CertificateFailure, options?: ErrorOptions) {
+    const { diagnosis: d } = failure;
     super(
       method,
       code,
-      `TLS handshake with ${origins.target} failed (${d.tlsCode}): expected name ${d.expectedName}, served names [${d.servedNames.join(', ')}] ` +
-        `(${d.served}; from the provider's mounted folder at ${origins.target}); client certificate and CA bundle from ${folderOf(origins)}. ${WHAT_TO_DO[d.problem]}`,
+      `TLS handshake with ${failure.target} failed (${d.tlsCode}): expected name ${d.expectedName}, served names [${d.servedNames.join(', ')}] ` +
+        `(${d.served}; from the provider's mounted folder at ${failure.target}); client certificate and CA bundle from ${folderOf(failure)}. ${WHAT_TO_DO[d.problem]}`,
       attempts,
       options,
     );
@@ -57,28 +53,32 @@ export class ProviderCertificateError extends ProviderCallError {
     this.tlsCode = d.tlsCode;
     this.expectedName = d.expectedName;
     this.servedNames = d.servedNames;
-    this.clientFolder = origins.clientFolder;
-    this.target = origins.target;
+    this.clientFolder = failure.clientFolder;
+    this.target = failure.target;
   }
 }
 
 /** The provider's certificate does not carry the name dialled (ERR_TLS_CERT_ALTNAME_INVALID). FAILED_PRECONDITION, never retried. */
 export class ServerNameMismatchError extends ProviderCertificateError {
+  /** Always `ServerNameMismatchError`. */
   override readonly name = 'ServerNameMismatchError';
 }
 
 /** The provider's certificate does not chain to ESO's CA bundle (unknown issuer, self-signed). FAILED_PRECONDITION. */
 export class UntrustedProviderCertificateError extends ProviderCertificateError {
+  /** Always `UntrustedProviderCertificateError`. */
   override readonly name = 'UntrustedProviderCertificateError';
 }
 
 /** The provider's certificate has expired or is not yet valid (CERT_HAS_EXPIRED, CERT_NOT_YET_VALID). FAILED_PRECONDITION. */
 export class ExpiredProviderCertificateError extends ProviderCertificateError {
+  /** Always `ExpiredProviderCertificateError`. */
   override readonly name = 'ExpiredProviderCertificateError';
 }
 
 /** The provider closed the connection instead of accepting ESO's client certificate. UNAUTHENTICATED. */
 export class ClientCertificateRefusedError extends ProviderCertificateError {
+  /** Always `ClientCertificateRefusedError`. */
   override readonly name = 'ClientCertificateRefusedError';
 }
 
@@ -101,13 +101,8 @@ const CLASSES = {
   client_refused: ClientCertificateRefusedError,
 } as const;
 
-/** The named error for `diagnosis`. */
-export function certificateError(
-  method: ProviderMethodName,
-  attempts: number,
-  diagnosis: HandshakeDiagnosis,
-  origins: CertificateOrigins,
-  options?: ErrorOptions,
-): ProviderCertificateError {
-  return new CLASSES[diagnosis.problem](method, CERTIFICATE_PROBLEM_STATUS[diagnosis.problem], attempts, diagnosis, origins, options);
+/** The named error for `failure`. */
+export function certificateError(method: ProviderMethodName, attempts: number, failure: CertificateFailure, options?: ErrorOptions): ProviderCertificateError {
+  const { problem } = failure.diagnosis;
+  return new CLASSES[problem](method, CERTIFICATE_PROBLEM_STATUS[problem], attempts, failure, options);
 }

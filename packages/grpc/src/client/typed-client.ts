@@ -162,7 +162,7 @@ export function createSecretStoreProviderClient(channel: ProviderChannelSource, 
     } catch (e) {
       const error = e as grpc.ServiceError & { attempts?: number; certificateFailure?: CertificateFailure };
       const failure = error.certificateFailure;
-      if (failure !== undefined) throw certificateError(method, error.attempts ?? 1, failure.diagnosis, failure, { cause: error.cause ?? error });
+      if (failure !== undefined) throw certificateError(method, error.attempts ?? 1, failure, { cause: error.cause ?? error });
       if (error.code === grpc.status.NOT_FOUND) throw new SecretNotFoundError(error.details, { cause: error });
       throw new ProviderCallError(method, error.code ?? grpc.status.UNKNOWN, error.details ?? String(error.message), error.attempts ?? 1, { cause: error });
     }

@@ -78,6 +78,7 @@ export interface ProviderChannelStats {
 
 /** Why calls on a channel failed on certificates, and where the certificates came from. */
 export interface CertificateFailure {
+  /** What the diagnostic handshake found. */
   readonly diagnosis: HandshakeDiagnosis;
   /** The folder of ESO's client certificate and CA bundle; undefined for fixed material. */
   readonly clientFolder: string | undefined;

@@ -17,6 +17,7 @@ export type HandshakeProblem =
 
 /** What one diagnostic handshake found. */
 export interface HandshakeDiagnosis {
+  /** What was wrong. */
   readonly problem: HandshakeProblem;
   /** Node's or OpenSSL's code, e.g. CERT_HAS_EXPIRED, or `closed_without_settings` for a silent refusal. */
   readonly tlsCode: string;
