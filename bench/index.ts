@@ -21,6 +21,7 @@ const benchmarks: Record<string, () => Promise<string>> = {
   tenant: async () => formatTenantAnnotationsBenchmark(await runTenantAnnotationsBenchmark()),
   'ca-rotation': async () => import('./ca-rotation.bench.js').then(async (m) => m.formatCaRotationBenchmark(await m.runCaRotationBenchmark())),
   'cert-manager': async () => certManagerBenchmarkTable(),
+  simulate: async () => import('./simulate.bench.js').then(async (m) => m.formatSimulateBenchmark(await m.runSimulateBenchmark())),
   'pod-backlog': async () => import('./pod-backlog.bench.js').then(async (m) => m.formatPodBacklogBenchmark(await m.runPodBacklogBenchmark())),
   'pod-certificates': async () => import('./pod-certificates.js').then(async (m) => m.formatPodCertificateBenchmark(await m.runPodCertificateBenchmark())),
   // A real node: root, and about 5 minutes with the images and node binaries cached.

@@ -41,6 +41,16 @@ describe('our rotation policy', () => {
     expect(summary.byReason.secret_missing).toBe(1);
   });
 
+  it('holds with RSA-2048 keys too, fast: the simulation reuses a small pool of real keys for the leaves', async () => {
+    const rsa = resolvePolicy({ ...ourPolicy, keyAlgorithm: 'RSA-2048' });
+    const { summary } = await simulate({ policy: rsa, crypto: createNodeCryptoBackend(), services, duration: days(3 * 365) });
+    expect(summary.violations).toEqual([]);
+    // A few real RSA keys stand for every leaf; pass freshLeafKeys: true for one per leaf (minutes with RSA).
+    expect(summary.leafKeys.pooled).toBe(true);
+    expect(summary.leafKeys.handedOut).toBe(summary.serverIssuances + summary.clientIssuances);
+    expect(summary.leafKeys.generated).toBeLessThan(summary.leafKeys.handedOut);
+  });
+
   it('is refused when leaves would be renewed too late for the kubelet to deliver them', () => {
     expect(() => resolvePolicy({ leafValidity: days(30), leafLookahead: days(1), leafJitter: 0 })).toThrow(PolicyError);
   });

@@ -210,6 +210,7 @@ describe('the small decisions behind it', () => {
           byReason: {},
           caPhases: {},
           bundleUpdates: 0,
+          leafKeys: { pooled: true, poolSize: 4, generated: 0, handedOut: 0 },
           minRemainingValidity: 5000,
           violations: [],
         },

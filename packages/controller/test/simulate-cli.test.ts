@@ -30,6 +30,16 @@ describe('eso-mtls simulate', () => {
     expect(result.timeline.length).toBeGreaterThan(3);
   });
 
+  it('the report says the leaves shared a pool of real keys; --fresh-keys makes one per leaf; a signal stops the run', async () => {
+    const pooled = await run(['--years', '0.5', '--services', '2', '--key-algorithm', 'RSA-2048']);
+    expect(pooled.code).toBe(0);
+    expect(pooled.out).toMatch(/Leaf keys: pooled, \d real key\(s\) reused for \d+ leaves/);
+    const fresh = await run(['--years', '0.5', '--services', '2', '--fresh-keys']);
+    expect(fresh.out).toMatch(/Leaf keys: a fresh key for each of \d+ leaves/);
+    const sink = { write: () => true };
+    await expect(runSimulateCommand(['--years', '1'], { stdout: sink, stderr: sink }, AbortSignal.abort(new Error('stopped')))).rejects.toThrow('stopped');
+  });
+
   it('policy overrides take days and name the flag when the policy is rejected', () => {
     const args = parseSimulateArgs(['--leaf-validity', '30d', '--leaf-lookahead', '10d', '--leaf-jitter', '1d12h', '--key-algorithm', 'RSA-2048']);
     expect(args).not.toBe('help');
@@ -55,6 +65,7 @@ describe('eso-mtls simulate', () => {
   it('--help describes every flag', async () => {
     const { code, out } = await run(['--help']);
     expect(code).toBe(0);
-    for (const flag of ['--years', '--services', '--namespaces', '--seed', '--leaf-validity', '--key-algorithm', '--delete-ca-at']) expect(out).toContain(flag);
+    for (const flag of ['--years', '--services', '--namespaces', '--seed', '--leaf-validity', '--key-algorithm', '--fresh-keys', '--delete-ca-at'])
+      expect(out).toContain(flag);
   });
 });

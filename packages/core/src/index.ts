@@ -101,6 +101,7 @@ export { describeTarget, type SecretTarget } from './plan/target.js';
 export { DEFAULT_POLICY, KEY_ALGORITHMS, type KeyAlgorithm, type Policy, PolicyError, resolvePolicy, validatePolicy } from './policy/policy.js';
 export { policyFingerprint } from './policy/policy-fingerprint.js';
 export { renewalTime, ROTATION_REASONS, type RotationReason } from './policy/rules.js';
+export { DEFAULT_LEAF_KEY_POOL_SIZE, type LeafKeyPoolReport } from './simulation/key-pool.js';
 export { seededRandom } from './simulation/seeded-random.js';
 export { sha256 } from './x509/sha256.js';
 export { shown, shownList } from './common/shown.js';

@@ -7,9 +7,17 @@
  * @module @eso-mtls/grpc
  */
 export { DEFAULT_RETRY_POLICY, NO_RETRY_POLICY, resolveRetryPolicy, RETRYABLE_CODES, type RetryEnvironment, type RetryPolicy } from './client/retry.js';
+export { ProviderCallError } from './client/call-error.js';
+export {
+  CERTIFICATE_PROBLEM_STATUS,
+  ClientCertificateRefusedError,
+  ExpiredProviderCertificateError,
+  ProviderCertificateError,
+  ServerNameMismatchError,
+  UntrustedProviderCertificateError,
+} from './client/certificate-errors.js';
 export {
   createSecretStoreProviderClient,
-  ProviderCallError,
   type ProviderCallOptions,
   type ProviderChannelSource,
   type ProviderClientOptions,
@@ -25,6 +33,7 @@ export { type CallContext, type SecretStoreProvider } from './server/provider.js
 export { type CertificateSourceFactory, type ProviderServer, startProviderServer } from './server/start.js';
 export { ProviderChannelPool, type ProviderChannelPoolOptions } from './tls/channel-pool.js';
 export {
+  type CertificateFailure,
   type ClientMaterialSource,
   parseProviderAddress,
   type ProviderAddress,
@@ -42,6 +51,7 @@ export {
   type TlsMaterialPems,
   type TlsMaterialProblem,
 } from './tls/material.js';
+export { type HandshakeDiagnosis, type HandshakeProblem } from './tls/handshake-probe.js';
 export { CERTIFICATE_LAYOUTS, type CertificateFileNames, type CertificateLayout } from './tls/layout.js';
 export { MAX_MOUNTED_FILE_BYTES, MountedFileError, type MountedFileProblem, readMountedFile } from './tls/mounted-file.js';
 export { reloadingCertificateSource, ReloadingServerCredentials } from './tls/server-credentials.js';

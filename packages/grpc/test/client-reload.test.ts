@@ -11,6 +11,7 @@ import {
   parseProviderAddress,
   ProviderChannel,
   ProviderChannelPool,
+  ServerNameMismatchError,
   TlsMaterialError,
   type SecretStoreProvider,
 } from '@eso-mtls/grpc';
@@ -61,8 +62,10 @@ describe('verifying the provider', () => {
     const wrong = new ProviderChannel({ address: 'other-provider.provider-system.svc:8080', connectTo: connectTo(), material: material(clients[0]!) });
     cleanups.push(() => wrong.close());
     const error = await failureOf(typed(wrong).getSecret({ remoteRef: { key: 'x' } }));
-    expect(error.code).toBe(grpc.status.UNAVAILABLE);
-    expect(error.details).toMatch(/Hostname\/IP does not match certificate's altnames: Host: other-provider.provider-system.svc/);
+    // A configuration error, named (certificate-errors.test.ts has every kind), not UNAVAILABLE.
+    expect(error).toBeInstanceOf(ServerNameMismatchError);
+    expect(error.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(error.details).toMatch(/expected name other-provider.provider-system.svc, served names \[DNS:file-provider.provider-system.svc\]/);
     expect(wrong.stats.transientFailures).toBeGreaterThan(0);
   });
 

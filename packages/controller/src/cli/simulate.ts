@@ -55,6 +55,7 @@ ${helpTable([
   ['--chart <file>', 'also draw the rotation timeline into this .svg or .html file'],
   ...Object.values(POLICY_FLAGS).map((f): HelpRow => [`--${f} <duration>`, 'policy override']),
   ['--key-algorithm <name>', KEY_ALGORITHMS.join(', ')],
+  ['--fresh-keys', 'a real key per leaf, as the controller does (default: leaves share a small pool of real keys)'],
   ['--cluster-domain <name>', 'cluster DNS domain (default cluster.local)'],
   ['--help', 'print this text'],
 ])}
@@ -69,6 +70,7 @@ const SIMULATE_FLAGS: readonly Flag[] = [
   { name: 'cluster-domain', kind: 'string', accepts: 'a DNS name such as cluster.local' },
   { name: 'chart', kind: 'string', accepts: CHART_FILE_ACCEPTS },
   { name: 'timeline', kind: 'bool' },
+  { name: 'fresh-keys', kind: 'bool' },
   { name: 'json', kind: 'bool' },
 ];
 
@@ -98,6 +100,8 @@ export interface SimulateArgs {
   readonly events: readonly SimulationEvent[];
   readonly timeline: boolean;
   readonly json: boolean;
+  /** A real key per leaf instead of the pool. */
+  readonly freshKeys: boolean;
   /** Where to draw the rotation timeline (.svg or .html), if asked. */
   readonly chart?: string;
   /** The text typed for each policy duration given on the command line, to print it back as typed. */
@@ -154,6 +158,7 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs | 'help
     events,
     timeline: switchOf(read.values, 'timeline'),
     json: switchOf(read.values, 'json'),
+    freshKeys: switchOf(read.values, 'fresh-keys'),
     typed,
     ...(chart === undefined ? {} : { chart }),
   };
@@ -218,11 +223,19 @@ export function formatSimulation(args: SimulateArgs, result: SimulationResult): 
       .join(', ')}`,
     `Bundle updates (not rotations): ${summary.bundleUpdates}`,
     `Reconciles: ${summary.reconciles}`,
+    leafKeysLine(summary.leafKeys),
     `Minimum remaining validity of any certificate in use: ${formatRemaining(summary.minRemainingValidity)}`,
     `Violations: ${summary.violations.length}`,
     ...summary.violations.slice(0, 20).map((v) => `  ${iso(v.at)} ${v.kind}: ${v.message}`),
   );
   return `${lines.join('\n')}\n`;
+}
+
+/** Whether leaves shared pooled keys, in one line: the report must say it did. */
+export function leafKeysLine(k: SimulationResult['summary']['leafKeys']): string {
+  return k.pooled
+    ? `Leaf keys: pooled, ${k.generated} real key(s) reused for ${k.handedOut} leaves (times and phases are judged, not key secrecy; --fresh-keys for one per leaf)`
+    : `Leaf keys: a fresh key for each of ${k.handedOut} leaves`;
 }
 
 /** Why there are fewer server certificates than Services, in one line. */
@@ -252,8 +265,15 @@ function formatRemaining(ms: Duration): string {
   return `${Math.floor(ms / days(1))}d ${Math.floor((ms % days(1)) / 3_600_000)}h`;
 }
 
-/** `eso-mtls simulate [flags]`: resolves with the exit code (0 clean, 1 violations, 2 bad flags). */
-export async function runSimulateCommand(argv: readonly string[], streams: CliStreams = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+/**
+ * `eso-mtls simulate [flags]`: resolves with the exit code (0 clean, 1 violations, 2 bad flags).
+ * `signal` (Ctrl-C in the CLI) stops the run; it then rejects with the signal's reason.
+ */
+export async function runSimulateCommand(
+  argv: readonly string[],
+  streams: CliStreams = { stdout: process.stdout, stderr: process.stderr },
+  signal?: AbortSignal,
+): Promise<number> {
   let args: SimulateArgs | 'help';
   try {
     args = parseSimulateArgs(argv);
@@ -270,7 +290,7 @@ export async function runSimulateCommand(argv: readonly string[], streams: CliSt
   const crypto = { ...createNodeCryptoBackend(), random: seededRandom(args.seed) };
   const duration = Math.round(args.years * days(365));
   const onProgress = isTerminal(streams.stderr) ? throttledProgress(streams.stderr, SIMULATION_EPOCH, SIMULATION_EPOCH + duration) : undefined;
-  const result = await simulate({ policy: args.policy, crypto, services, duration, events: args.events, onProgress });
+  const result = await simulate({ policy: args.policy, crypto, services, duration, events: args.events, onProgress, signal, freshLeafKeys: args.freshKeys });
   if (onProgress !== undefined) streams.stderr.write(CLEAR_LINE);
   streams.stdout.write(args.json ? `${simulationJson(result)}\n` : formatSimulation(args, result));
   if (args.chart !== undefined) {

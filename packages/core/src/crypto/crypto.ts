@@ -58,6 +58,12 @@ export interface CryptoBackend {
    * {@link CaSigner.holds} signs there. Unset: the software signer does everything, as before.
    */
   readonly caSigner?: CaSigner;
+  /**
+   * Generates leaf keys instead of {@link CryptoBackend.signer} when set. The simulator sets it to
+   * a small pool of real keys, since it judges times and phases, not key secrecy; never set it in
+   * a controller.
+   */
+  readonly leafKeys?: Pick<Signer, 'generateKey'>;
   /** Checks signatures and key pairs of observed certificates. */
   readonly verifier: SignatureVerifier;
   /** Serial numbers and jitter. */

@@ -139,7 +139,7 @@ async function issueLeaf(ctx: IssueContext, issuer: KeyedCertificate, profile: P
   if (notAfter <= ctx.now) {
     throw new IssueError(`issuer ${ca.subject} expired at ${new Date(ca.notAfter).toISOString()}; rotate the CA before issuing leaves`);
   }
-  const key = await ctx.crypto.signer.generateKey(ctx.policy.keyAlgorithm);
+  const key = await (ctx.crypto.leafKeys ?? ctx.crypto.signer).generateKey(ctx.policy.keyAlgorithm);
   const validity = { notBefore: backdated(ctx), notAfter };
   return withKey(await sign(ctx, key.subjectPublicKeyInfo, randomSerialNumber(ctx.crypto.random), profile, validity, issuer), key);
 }

@@ -13,6 +13,7 @@ import { type Plan, isPlanEmpty } from '../plan/vocabulary.js';
 import { type SecretTarget, describeTarget } from '../plan/target.js';
 import type { Policy } from '../policy/policy.js';
 import type { RotationReason } from '../policy/rules.js';
+import { LeafKeyPool, type LeafKeyPoolReport } from './key-pool.js';
 import { ROTATE_ANNOTATION } from '../plan/rotate-request.js';
 import type { Duration, Instant } from '../common/time.js';
 
@@ -66,6 +67,8 @@ export interface SimulationSummary {
   readonly minRemainingValidity: Duration;
   /** Every broken invariant; empty when the policy held. */
   readonly violations: readonly Violation[];
+  /** Whether leaves shared a small pool of real keys (the default) and how many were generated. */
+  readonly leafKeys: LeafKeyPoolReport;
 }
 
 /** The result of {@link simulate}. */
@@ -225,6 +228,14 @@ export interface SimulationOptions {
   readonly cache?: CertificateCache;
   /** Told the simulated instant after each reconcile, e.g. to draw a progress line. */
   readonly onProgress?: (at: Instant) => void;
+  /** Stops the run between reconciles: simulate then rejects with the signal's reason and leaves no work behind. */
+  readonly signal?: AbortSignal;
+  /**
+   * Generate a fresh key for every leaf, as the controller does. Default false: leaves share a
+   * pool of `DEFAULT_LEAF_KEY_POOL_SIZE` real keys per algorithm, because the simulation
+   * judges times and phases, not key secrecy, and an RSA key per leaf makes years of RSA cost minutes.
+   */
+  readonly freshLeafKeys?: boolean;
 }
 
 /** Default simulated start: a fixed instant, so runs are reproducible. */
@@ -233,10 +244,15 @@ export const SIMULATION_EPOCH: Instant = Date.UTC(2026, 0, 1);
 /**
  * Runs the planner over simulated time with an in-memory store: reconciles at each event and at
  * each plan's nextDueAt (nothing can change in between, so the 10-minute safety net is skipped),
- * checks trust and expiry throughout, and returns the timeline and its summary.
+ * checks trust and expiry throughout, and returns the timeline and its summary. Leaves share a
+ * small pool of real keys unless `freshLeafKeys` is set; `signal` stops the run.
  */
 export async function simulate(options: SimulationOptions): Promise<SimulationResult> {
-  const cluster = new SimulatedCluster(options.policy, options.crypto, options.cache);
+  const { signal } = options;
+  signal?.throwIfAborted();
+  const pool = options.freshLeafKeys === true ? undefined : new LeafKeyPool(options.crypto.leafKeys ?? options.crypto.signer);
+  const crypto = pool === undefined ? options.crypto : { ...options.crypto, leafKeys: pool };
+  const cluster = new SimulatedCluster(options.policy, crypto, options.cache);
   const byNamespace = new Map<string, string[]>();
   for (const s of options.services) byNamespace.set(s.namespace, [...(byNamespace.get(s.namespace) ?? []), s.name]);
   for (const [namespace, names] of byNamespace)
@@ -250,6 +266,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   let pending = 0;
   let at = start;
   while (at <= end) {
+    signal?.throwIfAborted();
     while (pending < events.length && events[pending]!.at <= at) await cluster.applyEvent(events[pending++]!);
     const replan = await cluster.reconcile(at);
     options.onProgress?.(at);
@@ -257,6 +274,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
     if (next > end) break;
     at = Math.max(next, at + 1000);
   }
+  const leaves = cluster.timeline.filter((e) => e.kind === 'serverLeaf' || e.kind === 'clientLeaf').length;
   return {
     timeline: cluster.timeline,
     summary: {
@@ -270,6 +288,7 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
       clientIssuances: cluster.timeline.filter((e) => e.kind === 'clientLeaf').length,
       minRemainingValidity: cluster.checker.minRemaining,
       violations: cluster.violations,
+      leafKeys: pool?.report() ?? { pooled: false, poolSize: 0, generated: leaves, handedOut: leaves },
     },
   };
 }

@@ -73,7 +73,8 @@ export const REAL_RETRY_ENVIRONMENT: RetryEnvironment = Object.freeze({
 /**
  * Runs `attempt` until it succeeds, fails with a code the policy does not retry, runs out of
  * attempts, or the next wait would pass `deadline`. The last error is rethrown with
- * `attempts` set on it.
+ * `attempts` set on it. An error marked `retryNow: true` (its cause is gone: the certificate
+ * material reloaded) is retried at once, whatever its code.
  */
 export async function withRetries<T>(
   attempt: (attemptNumber: number) => Promise<T>,
@@ -86,8 +87,9 @@ export async function withRetries<T>(
       return await attempt(n);
     } catch (error) {
       const code = (error as { code?: unknown }).code;
-      const retryable = typeof code === 'number' && policy.retryableCodes.includes(code);
-      const wait = retryable && n < policy.maxAttempts ? backoffDelay(n, policy, env.random) : undefined;
+      const now = (error as { retryNow?: unknown }).retryNow === true;
+      const retryable = now || (typeof code === 'number' && policy.retryableCodes.includes(code));
+      const wait = retryable && n < policy.maxAttempts ? (now ? 0 : backoffDelay(n, policy, env.random)) : undefined;
       if (wait === undefined || env.now() + wait >= deadline) {
         if (typeof error === 'object' && error !== null) Object.assign(error, { attempts: n });
         throw error;

@@ -2,6 +2,9 @@ import * as grpc from '@grpc/grpc-js';
 import { SecretNotFoundError } from '../wire/errors.js';
 import type * as m from '../wire/messages.js';
 import { rawProviderClientConstructor, type ProviderMethodName, type RawProviderClient, type RequestOf, type ResponseOf } from '../wire/service.js';
+import type { CertificateFailure } from '../tls/client-channel.js';
+import { ProviderCallError } from './call-error.js';
+import { CERTIFICATE_PROBLEM_STATUS, certificateError } from './certificate-errors.js';
 import { REAL_RETRY_ENVIRONMENT, resolveRetryPolicy, withRetries, type RetryEnvironment, type RetryPolicy } from './retry.js';
 
 /**
@@ -15,6 +18,10 @@ export type ProviderChannelSource =
       getChannel(): grpc.Channel;
       /** Told when a call that started on `channel` has finished, so a replaced channel can close once idle. */
       callFinished?(channel: grpc.Channel): void;
+      /** Why calls on `channel` failed UNAVAILABLE, when it was the certificates (ProviderChannel: one diagnostic handshake). */
+      explainFailure?(channel: grpc.Channel, timeoutMs: number): Promise<CertificateFailure | undefined>;
+      /** Resolves true once new calls get a channel built from other material than `channel`'s, false after `waitMs`. */
+      awaitNewMaterial?(channel: grpc.Channel, waitMs: number): Promise<boolean>;
     };
 
 /** Options of {@link createSecretStoreProviderClient}. */
@@ -29,26 +36,20 @@ export interface ProviderClientOptions {
   readonly waitForReady?: boolean;
   /** Clock, sleep and randomness of the retry loop (tests). */
   readonly retryEnvironment?: RetryEnvironment;
+  /**
+   * How long a call that failed on the CA, on validity or on the provider's refusal of the client
+   * certificate waits for the client folder to reload before it fails with the named error; it is
+   * retried only on reloaded material, never on the same. Default 0: fail at once unless the
+   * material already changed (a rotation then heals on the next call). Bounded by the call's deadline.
+   * A wrong server name is never retried.
+   */
+  readonly certificateReloadWaitMs?: number;
 }
 
 /** Per-call options of the typed methods. */
 export interface ProviderCallOptions {
   readonly metadata?: grpc.Metadata;
   readonly timeoutMs?: number;
-}
-
-/** A call that failed with a gRPC status other than NOT_FOUND, after any retries. */
-export class ProviderCallError extends Error {
-  override readonly name = 'ProviderCallError';
-  constructor(
-    readonly method: ProviderMethodName,
-    readonly code: grpc.status,
-    readonly details: string,
-    readonly attempts: number,
-    options?: ErrorOptions,
-  ) {
-    super(`provider.v1 ${method} failed with ${grpc.status[code] ?? code} after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${details}`, options);
-  }
 }
 
 /** ESO's view of a provider: one typed async method per contract call. */
@@ -82,7 +83,9 @@ export interface SecretStoreProviderClient {
  * A typed provider client over `channel` (e.g. `new grpc.Channel(address, credentials, options)`
  * or a channel pool that swaps channels on rotation). Retries follow the contract: UNAVAILABLE,
  * DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED and ABORTED with backoff, never NOT_FOUND,
- * INVALID_ARGUMENT, PERMISSION_DENIED or UNAUTHENTICATED.
+ * INVALID_ARGUMENT, PERMISSION_DENIED or UNAUTHENTICATED. Over a `ProviderChannel`, a
+ * handshake that fails on certificates is not retried as UNAVAILABLE: it throws a
+ * `ProviderCertificateError` subclass (see {@link ProviderClientOptions.certificateReloadWaitMs}).
  */
 export function createSecretStoreProviderClient(channel: ProviderChannelSource, options: ProviderClientOptions = {}): SecretStoreProviderClient {
   const policy = resolveRetryPolicy(options.retry);
@@ -90,6 +93,7 @@ export function createSecretStoreProviderClient(channel: ProviderChannelSource, 
   const timeoutMs = options.timeoutMs ?? 30_000;
   const attemptTimeoutMs = options.attemptTimeoutMs ?? timeoutMs;
   const waitForReady = options.waitForReady ?? false;
+  const reloadWaitMs = options.certificateReloadWaitMs ?? 0;
   const clients = new WeakMap<grpc.Channel, RawProviderClient>();
   const Raw = rawProviderClientConstructor();
   const clientFor = (ch: grpc.Channel): RawProviderClient => {
@@ -105,14 +109,41 @@ export function createSecretStoreProviderClient(channel: ProviderChannelSource, 
   };
 
   const attemptOnce = <M extends ProviderMethodName>(method: M, request: m.MessageInit<RequestOf<M>>, deadline: number, metadata: grpc.Metadata) =>
+    attemptOn(current(), method, request, deadline, metadata);
+
+  /**
+   * An UNAVAILABLE that a diagnostic handshake traces to certificates becomes a certificate
+   * failure: a wrong name is final; any other is retried at once if the material reloads within
+   * the wait, and otherwise final too. Network failures stay UNAVAILABLE and are retried as before.
+   */
+  const diagnosed = async (error: grpc.ServiceError, ch: grpc.Channel, deadline: number): Promise<Error> => {
+    if (channel instanceof grpc.Channel || channel.explainFailure === undefined || error.code !== grpc.status.UNAVAILABLE) return error;
+    // A refused or unreachable address never got to TLS: no handshake to explain.
+    if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(error.details ?? '')) return error;
+    const failure = await channel.explainFailure(ch, Math.max(0, deadline - Date.now()));
+    if (failure === undefined) return error;
+    const retryNow =
+      failure.diagnosis.problem !== 'server_name' &&
+      (await (channel.awaitNewMaterial?.(ch, Math.min(reloadWaitMs, Math.max(0, deadline - Date.now()))) ?? false));
+    // Not UNAVAILABLE any more: the retry loop must not back off and try the same material again.
+    const code = CERTIFICATE_PROBLEM_STATUS[failure.diagnosis.problem];
+    return Object.assign(new Error(error.message, { cause: error }), { code, details: error.details, certificateFailure: failure, retryNow });
+  };
+
+  const attemptOn = <M extends ProviderMethodName>(
+    { ch, done }: { ch: grpc.Channel; done: () => void },
+    method: M,
+    request: m.MessageInit<RequestOf<M>>,
+    deadline: number,
+    metadata: grpc.Metadata,
+  ) =>
     new Promise<ResponseOf<M>>((resolve, reject) => {
-      const { ch, done } = current();
       const client = clientFor(ch);
       type Unary = (req: unknown, md: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: unknown) => void) => void;
       try {
         (client[method] as unknown as Unary).call(client, request, metadata, { deadline, waitForReady }, (error, response) => {
           done();
-          if (error) reject(error);
+          if (error) diagnosed(error, ch, deadline).then(reject, reject);
           else resolve(response as ResponseOf<M>);
         });
       } catch (e) {
@@ -129,7 +160,9 @@ export function createSecretStoreProviderClient(channel: ProviderChannelSource, 
       const attempt = () => attemptOnce(method, request, Date.now() + Math.min(deadline - env.now(), attemptTimeoutMs), metadata);
       return await withRetries(attempt, policy, env, deadline);
     } catch (e) {
-      const error = e as grpc.ServiceError & { attempts?: number };
+      const error = e as grpc.ServiceError & { attempts?: number; certificateFailure?: CertificateFailure };
+      const failure = error.certificateFailure;
+      if (failure !== undefined) throw certificateError(method, error.attempts ?? 1, failure, { cause: error.cause ?? error });
       if (error.code === grpc.status.NOT_FOUND) throw new SecretNotFoundError(error.details, { cause: error });
       throw new ProviderCallError(method, error.code ?? grpc.status.UNKNOWN, error.details ?? String(error.message), error.attempts ?? 1, { cause: error });
     }

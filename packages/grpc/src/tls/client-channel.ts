@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { checkServerIdentity, createSecureContext } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
+import { probeHandshake, type HandshakeDiagnosis } from './handshake-probe.js';
 import type { TlsMaterial } from './material.js';
 import { MIN_TLS_VERSION } from './server-credentials.js';
 import { CertificateWatcher } from './watcher.js';
@@ -71,6 +72,18 @@ export interface ProviderChannelStats {
   readonly inFlight: number;
   /** Times a channel entered TRANSIENT_FAILURE (a failed connect or handshake). */
   readonly transientFailures: number;
+  /** Failed calls that a diagnostic handshake traced to certificates (see {@link ProviderChannel.explainFailure}). */
+  readonly certificateFailures: number;
+}
+
+/** Why calls on a channel failed on certificates, and where the certificates came from. */
+export interface CertificateFailure {
+  /** What the diagnostic handshake found. */
+  readonly diagnosis: HandshakeDiagnosis;
+  /** The folder of ESO's client certificate and CA bundle; undefined for fixed material. */
+  readonly clientFolder: string | undefined;
+  /** What was dialled. */
+  readonly target: string;
 }
 
 /**
@@ -91,7 +104,8 @@ export class ProviderChannel {
   readonly target: string;
   private current: Generation;
   private readonly generations = new Map<grpc.Channel, Generation>();
-  private readonly counters = { channels: 0, drained: 0, forcedCloses: 0, transientFailures: 0 };
+  private readonly counters = { channels: 0, drained: 0, forcedCloses: 0, transientFailures: 0, certificateFailures: 0 };
+  private readonly materialWaiters = new Set<() => void>();
   private readonly unsubscribe: (() => void) | undefined;
   private closing: Promise<void> | undefined;
   private allClosed: (() => void) | undefined;
@@ -139,6 +153,40 @@ export class ProviderChannel {
     const old = this.current;
     this.current = this.open(material);
     this.retire(old);
+    for (const wake of [...this.materialWaiters]) wake();
+  }
+
+  /**
+   * Why calls on `channel` failed, if it was the certificates: one real TLS handshake with the
+   * material `channel` was built from (grpc-js reports every failed handshake as UNAVAILABLE).
+   * Undefined for a network failure, or once the provider accepts that material.
+   */
+  async explainFailure(channel: grpc.Channel, timeoutMs: number): Promise<CertificateFailure | undefined> {
+    const g = this.generations.get(channel);
+    if (g === undefined) return undefined;
+    const diagnosis = await probeHandshake(parseProviderAddress(this.target), this.serverName, g.material, timeoutMs);
+    if (diagnosis === undefined) return undefined;
+    this.counters.certificateFailures++;
+    const source = this.options.material;
+    return { diagnosis, clientFolder: source instanceof CertificateWatcher ? source.directory : undefined, target: this.target };
+  }
+
+  /**
+   * Resolves true once new calls get a channel built from other material than `channel`'s (the
+   * client folder reloaded), false if that has not happened within `waitMs`.
+   */
+  awaitNewMaterial(channel: grpc.Channel, waitMs: number): Promise<boolean> {
+    const changed = (): boolean => this.current.channel !== channel;
+    if (changed() || this.closing || waitMs <= 0) return Promise.resolve(changed());
+    return new Promise<boolean>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.materialWaiters.delete(done);
+        resolve(changed());
+      };
+      const timer = setTimeout(done, waitMs);
+      this.materialWaiters.add(done);
+    });
   }
 
   /** Counters for tests, benchmarks and metrics. */
@@ -152,6 +200,7 @@ export class ProviderChannel {
   close(): Promise<void> {
     this.closing ??= new Promise<void>((resolve) => {
       this.unsubscribe?.();
+      for (const wake of [...this.materialWaiters]) wake();
       this.allClosed = resolve;
       for (const g of [...this.generations.values()]) this.retire(g);
       if (this.generations.size === 0) resolve();
