@@ -24,10 +24,10 @@ import {
   type RetryEnvironment,
   type SecretStoreProvider,
 } from '@eso-mtls/grpc';
-import { writeAtomically } from './support/atomic-writer.js';
-import { failureOf } from './support/failure.js';
-import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from './support/pki.js';
-import { secretFiles, startReloadingProvider, type ReloadingProvider } from './support/reloading-provider.js';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
+import { failureOf } from '@eso-mtls/test-kit/failure';
+import { issueTestCa, issueTestClient, issueTestServer, TEST_SERVER_NAME, type KeyPair, type TestCa } from '@eso-mtls/test-kit/pki';
+import { secretFiles, startReloadingProvider, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
 
 const ADDRESS = `${TEST_SERVER_NAME}:8080`;
 const DAY = 86_400_000;
