@@ -2,13 +2,14 @@ import { codeBlocks } from '../docs/markdown-blocks.js';
 
 // The runnable blocks of a Markdown page: fenced code whose info string is `sh test` (run to
 // completion, must exit 0) or `sh test-background` (a long-running command, such as a server, left
-// running while the next blocks run). Attributes after the tag, e.g. `timeout=600` (seconds) or
+// running while the next blocks run), and code of any language marked `file=NAME` (a file the
+// page tells the reader to save as NAME, e.g. ```` ```ts file=provider.ts ````). Attributes after the tag, e.g. `timeout=600` (seconds) or
 // `ready="text"` (a background block is ready once its output shows the text), sit in the info
 // string, which renderers do not show: the page reads naturally and the test knows what to do.
 
 /** One block to run. */
 export interface RunnableBlock {
-  readonly mode: 'foreground' | 'background';
+  readonly mode: 'foreground' | 'background' | 'file';
   readonly script: string;
   /** 1-based line of the opening fence, for messages. */
   readonly line: number;
@@ -16,7 +17,12 @@ export interface RunnableBlock {
   readonly timeoutSeconds: number;
   /** Text the background block's output shows once it is ready. */
   readonly ready?: string;
+  /** Where a `file=` block is saved, relative to the page's folder. */
+  readonly file?: string;
 }
+
+// A plain name in the working folder: a page cannot write elsewhere.
+const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 const ATTRIBUTE = /([a-z-]+)=(?:"([^"]*)"|(\S+))/g;
 
@@ -25,8 +31,14 @@ export function runnableBlocks(markdown: string, defaultTimeoutSeconds = 120): R
   const blocks: RunnableBlock[] = [];
   for (const block of codeBlocks(markdown, 'page')) {
     const [tag, ...rest] = block.flags;
-    if (block.language !== 'sh' || (tag !== 'test' && tag !== 'test-background')) continue;
     const where = `line ${block.line}`;
+    const file = block.flags.find((f) => f.startsWith('file='))?.slice('file='.length);
+    if (file !== undefined) {
+      if (!FILE_NAME.test(file)) throw new Error(`${where}: file=${file} is not a plain file name`);
+      blocks.push({ mode: 'file', script: block.code, line: block.line, timeoutSeconds: defaultTimeoutSeconds, file });
+      continue;
+    }
+    if (block.language !== 'sh' || (tag !== 'test' && tag !== 'test-background')) continue;
     const attributes = new Map([...rest.join(' ').matchAll(ATTRIBUTE)].map((m) => [m[1]!, m[2] ?? m[3]!]));
     for (const name of attributes.keys()) {
       if (name !== 'timeout' && name !== 'ready') throw new Error(`${where}: unknown attribute ${name}= (known: timeout=, ready=)`);

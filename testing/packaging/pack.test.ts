@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { codeBlocks } from '../docs/markdown-blocks.js';
 import { type Manifest, installOffline, packAll, root, run, workspacePackages, writeOfflineLock } from './support/offline-install.js';
 
 // What we publish must work outside the monorepo: pack every workspace package (from its built
@@ -135,6 +136,61 @@ describe('published packages', () => {
         const types = Object.values(m.exports as Record<string, { types?: string }>).flatMap((v) => (typeof v === 'object' && v.types ? [v.types] : []));
         for (const t of types) expect(readdirSync(join(installed, t, '..'))).toContain(t.split('/').pop());
       }
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 600_000);
+
+  it('install from the tarballs docs/provider-developers.md names, alone, in the order and the one command it gives', () => {
+    const page = readFileSync(join(root, 'docs', 'provider-developers.md'), 'utf8');
+    const blocks = codeBlocks(page, 'docs/provider-developers.md');
+    const named = (set: string, verb: 'pack' | 'install'): string[] => {
+      const block = blocks.find((b) => b.language === 'sh' && b.flags.includes(`tarballs=${set}`) && b.code.startsWith(`npm ${verb}`));
+      if (block === undefined) throw new Error(`docs/provider-developers.md has no \`\`\`sh tarballs=${set} block with npm ${verb}`);
+      expect(block.code.split('\n')).toHaveLength(1); // one command
+      const pattern = verb === 'pack' ? / -w packages\/([a-z0-9-]+)/g : / \.\/eso-mtls-([a-z0-9-]+)-\*\.tgz/g;
+      return [...block.code.matchAll(pattern)].map((m) => `@eso-mtls/${m[1]}`);
+    };
+    const manifests = new Map(workspacePackages().map((p) => [p.manifest.name, p.manifest]));
+    // A package and every @eso-mtls package it depends on, each after its dependencies.
+    const closure = (name: string, into: string[] = []): string[] => {
+      for (const dep of Object.keys(manifests.get(name)?.dependencies ?? {})) if (dep.startsWith('@eso-mtls/')) closure(dep, into);
+      if (!into.includes(name)) into.push(name);
+      return into;
+    };
+    const provider = named('provider', 'install');
+    expect(named('provider', 'pack')).toEqual(provider);
+    expect([...provider].sort()).toEqual(closure('@eso-mtls/grpc').sort());
+    const cli = named('cli', 'install');
+    expect([...cli].sort()).toEqual(closure('@eso-mtls/controller').sort());
+    for (const order of [provider, cli]) {
+      for (const [i, name] of order.entries()) expect(closure(name).every((dep) => order.indexOf(dep) <= i)).toBe(true);
+    }
+    // Why they go together: grpc pins its siblings to its own version exactly.
+    const grpc = manifests.get('@eso-mtls/grpc')!;
+    for (const dep of ['@eso-mtls/core', '@eso-mtls/metrics']) expect(grpc.dependencies?.[dep]).toBe(grpc.version);
+
+    const work = mkdtempSync(join(tmpdir(), 'eso-mtls-pack-provider-'));
+    try {
+      const packed = packAll(join(work, 'tarballs'), provider);
+      expect(packed.map((p) => p.manifest.name).sort()).toEqual([...provider].sort());
+      const app = join(work, 'app');
+      mkdirSync(app);
+      const manifest = {
+        name: 'my-provider',
+        version: '1.0.0',
+        private: true,
+        type: 'module',
+        dependencies: Object.fromEntries(packed.map((p) => [p.manifest.name, `file:../tarballs/${p.filename}`])),
+      };
+      writeFileSync(join(app, 'package.json'), JSON.stringify(manifest, null, 2));
+      writeOfflineLock(app, manifest, packed, (p) => `file:../tarballs/${p.filename}`);
+      installOffline(app);
+      writeFileSync(
+        join(app, 'check.mjs'),
+        `const g = await import('@eso-mtls/grpc'); if (typeof g.startProviderServer !== 'function' || !g.loadProtoDefinitions()['provider.v1.SecretStoreProvider']) throw new Error('grpc incomplete'); console.log('provider ready');`,
+      );
+      expect(run('node', ['check.mjs'], app)).toContain('provider ready');
     } finally {
       rmSync(work, { recursive: true, force: true });
     }

@@ -13,6 +13,7 @@ Commands:
   status       show the certificates in a cluster and what needs attention (exit 0 healthy)
   renew        ask the controller to rotate a namespace's, the client's or the CA certificate now
   dev-cluster  run a local etcd + kube-apiserver (from a clone) to try the controller against
+  dev-certs    write rotating certificate folders for developing a provider without a cluster
 
 Run eso-mtls <command> --help for the flags of a command.
 eso-mtls --version prints the version.
@@ -31,6 +32,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return (await import('../cli/renew.js')).runRenewCommand(rest);
     case 'demo':
       return (await import('../cli/demo.js')).runDemoCommand(rest);
+    case 'dev-certs':
+      return (await import('../cli/dev-certs.js')).runDevCertsCommand(rest);
     case 'dev-cluster':
       return (await import('../cli/dev-cluster.js')).runDevClusterCommand(rest);
     case '--version':

@@ -17,6 +17,8 @@ export interface Flag {
   readonly short?: string;
   /** Its environment variable, for a command that reads one beside it (status's flags shared with the controller). */
   readonly env?: string;
+  /** May be given more than once; the values are kept in order, joined by commas (`--provider a --provider b` reads `a,b`). */
+  readonly repeatable?: boolean;
 }
 
 /** How a command words the three things the reader can find wrong; each message ends with `; see <command> --help` where it helps. */
@@ -57,7 +59,7 @@ const FLAG = /^--?([a-z][a-z0-9-]*)(?:=(.*))?$/s;
  * does, as Kubernetes controllers (Go's `flag` package) read flags: `--name value`, `--name=value`
  * or `-name`, and the same with a flag's `short` alias; a value is the next argument whatever it
  * looks like; a bool flag is true when bare and takes a value only after `=`; the last of a
- * repeated flag wins; `--help` or `-h` asks for help; reading stops at the first of help or a
+ * repeated flag wins, unless it is `repeatable`; `--help` or `-h` asks for help; reading stops at the first of help or a
  * problem. Values are keyed by the flag's name. Pure: no I/O.
  */
 export function readArgv(argv: readonly string[], line: CommandLine): ArgvResult {
@@ -78,7 +80,8 @@ export function readArgv(argv: readonly string[], line: CommandLine): ArgvResult
       // Named as typed: `-n` is not told that `--namespace` needs a value.
       else return { kind: 'error', message: words.missingValue({ ...flag, name: m[1]! }) };
     }
-    values.set(flag.name, value);
+    const earlier = flag.repeatable ? values.get(flag.name) : undefined;
+    values.set(flag.name, earlier === undefined ? value : `${earlier},${value}`);
   }
   return { kind: 'flags', values };
 }

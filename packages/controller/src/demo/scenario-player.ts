@@ -1,4 +1,5 @@
-import { type MemoryStore, type ProviderService, ROTATE_ANNOTATION, type SecretTarget } from '@eso-mtls/core';
+import { type MemoryStore, ROTATE_ANNOTATION, type SecretTarget } from '@eso-mtls/core';
+import { editServices, forceSecretRotation, forceServiceRotation } from './forced-rotation.js';
 import type { CallTarget, EsoCaller } from './eso-caller.js';
 import type { KubeletVolume } from './kubelet-volume.js';
 import type { ReconcileLoop } from './reconcile-loop.js';
@@ -58,7 +59,7 @@ export class ScenarioPlayer {
       case 'rotateService': {
         const p = this.world.providers[action.provider]!;
         const token = this.token();
-        this.setServices(p.namespace, (s) => (s.name === p.service ? { ...s, rotateRequest: token } : s));
+        forceServiceRotation(store, p.namespace, p.service, token);
         record({ source: 'scenario', subject: `namespace/${p.namespace}`, message: `Service ${p.service} annotated ${ROTATE_ANNOTATION}=${token}` });
         break;
       }
@@ -66,12 +67,10 @@ export class ScenarioPlayer {
       case 'rotateCa': {
         const target: SecretTarget = action.kind === 'rotateCa' ? 'ca' : 'client';
         const token = this.token();
-        const state = store.get(target);
-        if (state === undefined) {
+        if (!forceSecretRotation(store, target, token)) {
           record({ source: 'scenario', subject: target, message: `no ${target} Secret to annotate; step skipped` });
           return;
         }
-        store.put(target, { data: state.data, ownership: state.ownership, annotations: { ...state.annotations, [ROTATE_ANNOTATION]: token } });
         const what = target === 'ca' ? 'CA Secret' : "ESO's client Secret";
         const why = target === 'ca' ? ' (an overlap rotation: prepare, activate, retire)' : '';
         record({ source: 'scenario', subject: target === 'ca' ? 'CA' : 'ESO client', message: `${what} annotated ${ROTATE_ANNOTATION}=${token}${why}` });
@@ -114,7 +113,7 @@ export class ScenarioPlayer {
       }
       case 'labelSecondService': {
         const p = this.world.providers[action.provider]!;
-        this.setServices(p.namespace, (s) => s, { name: p.secondService });
+        editServices(store, p.namespace, (s) => s, { name: p.secondService });
         this.secondLabelled.add(p.namespace);
         record({
           source: 'scenario',
@@ -130,7 +129,7 @@ export class ScenarioPlayer {
           record({ source: 'eso', subject: p.secondTarget.address, message: 'stopped calling it (its SecretStore is deleted before the label)' });
         }
         this.secondLabelled.delete(p.namespace);
-        this.setServices(p.namespace, (s) => (s.name === p.secondService ? undefined : s));
+        editServices(store, p.namespace, (s) => (s.name === p.secondService ? undefined : s));
         this.unlabelled.set(p.namespace, this.now());
         record({ source: 'scenario', subject: `namespace/${p.namespace}`, message: `label removed from Service ${p.secondService}` });
         break;
@@ -142,10 +141,5 @@ export class ScenarioPlayer {
   /** A fresh `eso-mtls.io/rotate` value, as `kubectl annotate --overwrite` with a timestamp would set. */
   private token(): string {
     return `demo-${++this.tokens}`;
-  }
-
-  private setServices(namespace: string, edit: (s: ProviderService) => ProviderService | undefined, add?: ProviderService): void {
-    const services = this.world.store.servicesOf(namespace).flatMap((s) => edit(s) ?? []);
-    this.world.store.setServices(namespace, add === undefined ? services : [...services, add]);
   }
 }

@@ -1,0 +1,55 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PageSession, STOP_MS, repoRoot } from './page-session.js';
+import { runnableBlocks } from './runnable-blocks.js';
+
+// docs/provider-developers.md's inner loop, followed as a newcomer would, with PageSession as
+// docs/getting-started.md is: eso-mtls dev-certs rotating every 10 s in one terminal, the page's
+// TypeScript provider (saved as provider.ts, run by Node) in another, the page's client called
+// with connectTo before and after rotations, then the page's Go provider and Go client through
+// rotations. A block that fails fails the test, naming it. Scale: one provider, about 1 minute warm
+// (the Go builds take longer on a cold cache).
+
+const page = 'docs/provider-developers.md';
+const session = new PageSession(page, 'eso-mtls-provider-developers-');
+let passed = false;
+afterAll(() => session.close(passed), STOP_MS + 60_000);
+
+describe(page, () => {
+  it('runs from dev-certs to a TypeScript and a Go provider reloading rotated certificates, each called over mTLS, and stops on Ctrl-C', async () => {
+    for (const built of ['packages/controller/dist/bin/eso-mtls.js', 'packages/grpc/dist/index.js']) {
+      if (!existsSync(join(repoRoot, built))) throw new Error(`${built} is missing: run \`npm run build\` first (the page runs the built packages)`);
+    }
+    const blocks = runnableBlocks(readFileSync(join(repoRoot, page), 'utf8'));
+    // The page's shape, so that a block lost in an edit fails here rather than passing unnoticed.
+    expect(blocks.filter((b) => b.mode === 'file').map((b) => b.file)).toEqual(['provider.ts', 'client.ts']);
+    expect(blocks.filter((b) => b.mode === 'background').map((b) => b.script.split('\n').at(-1)!.split(' ').slice(0, 3).join(' '))).toEqual([
+      'npx eso-mtls dev-certs',
+      'node provider.ts',
+      'sleep infinity |',
+    ]);
+    expect(blocks.find((b) => b.file === 'client.ts')!.script).toContain("{ connectTo: '127.0.0.1:8443' }");
+    expect(blocks.some((b) => b.mode === 'foreground' && b.script.includes('-connect-to 127.0.0.1:8445'))).toBe(true);
+
+    await session.run(blocks);
+
+    const [goProvider, tsProvider, devCerts] = await session.pressCtrlC();
+    // Each provider reloaded a rotated certificate while it served.
+    expect(tsProvider!.output).toMatch(/"reason":"reloaded"/);
+    expect(goProvider!.output).toMatch(/"event":"reloaded"/);
+    expect(devCerts!.output).toContain('eso-mtls dev-certs: SIGINT: stopping');
+    expect(devCerts!.output).toMatch(/eso-mtls dev-certs: stopped; every folder in .*dev-certs is whole/);
+    expect(devCerts!.output).not.toContain('PRIVATE KEY');
+    passed = true;
+  }, 1_800_000);
+});
+
+describe('runnableBlocks: file= blocks', () => {
+  it('saves a block of any language marked file=NAME, and refuses a name outside the folder', () => {
+    expect(runnableBlocks('```ts file=provider.ts\nconst a = 1;\n```', 7)).toEqual([
+      { mode: 'file', script: 'const a = 1;', line: 1, timeoutSeconds: 7, file: 'provider.ts' },
+    ]);
+    expect(() => runnableBlocks('```ts file=../escape.ts\nx\n```')).toThrow('line 1: file=../escape.ts is not a plain file name');
+  });
+});
