@@ -9,8 +9,8 @@ import { runDevCertsCommand } from '../src/cli/dev-certs.js';
 import { EsoCaller } from '../src/demo/eso-caller.js';
 import { type DemoProvider, startDemoProvider } from '../src/demo/provider-fleet.js';
 import { demoPolicy } from '../src/demo/schedule.js';
-import { ControllerProcess } from './support/controller-process.js';
-import { repoRoot } from './support/manifests.js';
+import { ControllerProcess } from '@eso-mtls/test-kit/controller-process';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 // `eso-mtls dev-certs` as a provider developer uses it: real providers (startProviderServer from
 // @eso-mtls/grpc) serving from the provider folders it writes, ESO's side calling them over mTLS
