@@ -1,9 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { codeBlocks } from '../docs/markdown-blocks.js';
-import { type Manifest, installOffline, packAll, root, run, workspacePackages, writeOfflineLock } from './support/offline-install.js';
+import { type Manifest, installApp, packAll, root, run, workspacePackages } from './support/offline-install.js';
 
 // What we publish must work outside the monorepo: pack every workspace package (from its built
 // dist/), check what each tarball holds, install the tarballs into an empty project with no
@@ -68,18 +68,7 @@ describe('published packages', () => {
     const work = mkdtempSync(join(tmpdir(), 'eso-mtls-pack-'));
     try {
       const packed = packAll(join(work, 'tarballs'));
-      const app = join(work, 'app');
-      mkdirSync(app);
-      const manifest = {
-        name: 'app',
-        version: '1.0.0',
-        private: true,
-        type: 'module',
-        dependencies: Object.fromEntries(packed.map((p) => [p.manifest.name, `file:../tarballs/${p.filename}`])),
-      };
-      writeFileSync(join(app, 'package.json'), JSON.stringify(manifest, null, 2));
-      writeOfflineLock(app, manifest, packed, (p) => `file:../tarballs/${p.filename}`);
-      installOffline(app);
+      const app = installApp(work, 'app', packed);
 
       const entries = packed.flatMap((p) => entryPoints(p.manifest));
       const script =
@@ -174,18 +163,7 @@ describe('published packages', () => {
     try {
       const packed = packAll(join(work, 'tarballs'), provider);
       expect(packed.map((p) => p.manifest.name).sort()).toEqual([...provider].sort());
-      const app = join(work, 'app');
-      mkdirSync(app);
-      const manifest = {
-        name: 'my-provider',
-        version: '1.0.0',
-        private: true,
-        type: 'module',
-        dependencies: Object.fromEntries(packed.map((p) => [p.manifest.name, `file:../tarballs/${p.filename}`])),
-      };
-      writeFileSync(join(app, 'package.json'), JSON.stringify(manifest, null, 2));
-      writeOfflineLock(app, manifest, packed, (p) => `file:../tarballs/${p.filename}`);
-      installOffline(app);
+      const app = installApp(work, 'my-provider', packed);
       writeFileSync(
         join(app, 'check.mjs'),
         `const g = await import('@eso-mtls/grpc'); if (typeof g.startProviderServer !== 'function' || !g.loadProtoDefinitions()['provider.v1.SecretStoreProvider']) throw new Error('grpc incomplete'); console.log('provider ready');`,

@@ -14,9 +14,8 @@ import { PodReader } from '../src/pod-cache.js';
 import type { PodSigningLane } from '../src/signing-lane.js';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { certificates } from '@eso-mtls/test-kit/secrets';
+import { CA_SECRET, ESO_NS } from '@eso-mtls/test-kit/cluster';
 
-const ESO_NS = 'external-secrets-system';
-const CA_SECRET = 'eso-provider-ca-internal';
 const SERVER_SIGNER = 'eso-mtls.io/provider-server';
 const CLIENT_SIGNER = 'eso-mtls.io/eso-client';
 const NODE = 'node-a';

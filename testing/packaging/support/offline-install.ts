@@ -219,3 +219,24 @@ export function installOffline(project: string): void {
     npm_config_update_notifier: 'false',
   });
 }
+
+/**
+ * A user's project in `work/app` (named `name`) that depends on every tarball of `packed` by
+ * file, installed offline: what a user gets from `npm install ./tarballs/*.tgz`.
+ */
+export function installApp(work: string, name: string, packed: readonly PackedPackage[]): string {
+  const app = join(work, 'app');
+  mkdirSync(app);
+  const spec = (p: PackedPackage) => `file:../tarballs/${p.filename}`;
+  const manifest = {
+    name,
+    version: '1.0.0',
+    private: true,
+    type: 'module',
+    dependencies: Object.fromEntries(packed.map((p) => [p.manifest.name, spec(p)])),
+  };
+  writeFileSync(join(app, 'package.json'), JSON.stringify(manifest, null, 2));
+  writeOfflineLock(app, manifest, packed, spec);
+  installOffline(app);
+  return app;
+}
