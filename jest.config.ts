@@ -31,6 +31,10 @@ const config: Config = {
   // The real node's long run (production timings, every fault) is `npm run test:real-node`.
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/testing/real-node/long/'],
   testTimeout: 60_000,
+  // Two suites at a time on our 2-core machines (jest's default is one fewer than the cores): most
+  // of the long suites wait on processes (apiservers, a real node, helm, Go clients), so a second
+  // suite uses the time. Every suite must hold on a loaded machine anyway.
+  maxWorkers: 2,
 };
 
 export default config;
