@@ -7,7 +7,7 @@ import { markdownFiles } from './markdown-files.js';
 import { brokenLink, fileLinks, headingAnchors } from './markdown-links.js';
 
 // Every link of the docs and READMEs to a file of the repository names a file that exists, and
-// every #anchor into a Markdown page one of that page's headings, so a file moved or renamed, or
+// every #anchor into a Markdown page (a bare one into its own) one of that page's headings, so a file moved or renamed, or
 // a heading reworded, fails here instead of leaving a page pointing at nothing. docs/architecture.md
 // is the map of the code (issue 26 item 7): its reading order must also have no loops, no source
 // file it names importing, directly or through others, one it names later.
@@ -74,7 +74,8 @@ describe('the link check itself', () => {
     '## Two words',
     '',
     'See [the map](docs/architecture.md#packages), [the core](packages/core/src/index.ts) and [a URL](https://example.com).',
-    'A [missing file](docs/no-such-page.md), a [missing heading](docs/architecture.md#no-such-heading) and [this page](#two-words).',
+    'A [missing file](docs/no-such-page.md), a [missing heading](docs/architecture.md#no-such-heading) and [this page](#install).',
+    'A [heading of this page that is not](#no-such-section).',
     '`[in code](docs/not-checked.md)` is code.',
     '',
     '```md',
@@ -83,23 +84,27 @@ describe('the link check itself', () => {
     '',
     '[ref]: docs/no-such-reference.md',
   ].join('\n');
-  const links = fileLinks(page, 'page.md', root);
+  // Read as the repository's README.md, so that a bare #anchor names one of that page's headings.
+  const links = fileLinks(page, 'README.md', root);
 
-  it('reads inline links and reference definitions, not URLs, bare anchors, code spans or fences', () => {
+  it('reads inline links, bare anchors (into the page itself) and reference definitions, not URLs, code spans or fences', () => {
     expect(links.map((l) => [l.line, l.path, l.anchor])).toEqual([
       [5, 'docs/architecture.md', 'packages'],
       [5, 'packages/core/src/index.ts', undefined],
       [6, 'docs/no-such-page.md', undefined],
       [6, 'docs/architecture.md', 'no-such-heading'],
-      [13, 'docs/no-such-reference.md', undefined],
+      [6, 'README.md', 'install'],
+      [7, 'README.md', 'no-such-section'],
+      [14, 'docs/no-such-reference.md', undefined],
     ]);
   });
 
   it('reports a missing file and a missing heading, each with its line', () => {
     expect(links.flatMap((l) => brokenLink(l, root) ?? [])).toEqual([
-      'page.md:6: (docs/no-such-page.md) names docs/no-such-page.md, which does not exist',
-      'page.md:6: (docs/architecture.md#no-such-heading) names #no-such-heading, which is no heading of docs/architecture.md',
-      'page.md:13: (docs/no-such-reference.md) names docs/no-such-reference.md, which does not exist',
+      'README.md:6: (docs/no-such-page.md) names docs/no-such-page.md, which does not exist',
+      'README.md:6: (docs/architecture.md#no-such-heading) names #no-such-heading, which is no heading of docs/architecture.md',
+      'README.md:7: (#no-such-section) names #no-such-section, which is no heading of README.md',
+      'README.md:14: (docs/no-such-reference.md) names docs/no-such-reference.md, which does not exist',
     ]);
   });
 

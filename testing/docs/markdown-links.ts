@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, extname, join, relative, resolve } from 'node:path';
 import { codeBlocks } from './markdown-blocks.js';
 
-/** One link of a Markdown file to a path of the repository (a URL or a bare `#anchor` is not one). */
+/** One link of a Markdown file to a path of the repository, or to a heading of its own page (a bare `#anchor`); a URL is not one. */
 export interface FileLink {
   /** The Markdown file, repository-relative. */
   readonly file: string;
@@ -39,10 +39,11 @@ export function fileLinks(markdown: string, file: string, root: string): FileLin
     const definition = DEFINITION.exec(text);
     if (definition) targets.push(definition[1]!);
     for (const target of targets) {
-      if (SCHEME.test(target) || target.startsWith('#')) continue;
+      if (SCHEME.test(target)) continue;
       const [withoutAnchor = '', anchor] = target.split('#', 2) as [string, string | undefined];
       const pathPart = decodeURI(withoutAnchor.split('?')[0]!);
-      const absolute = pathPart.startsWith('/') ? join(root, pathPart) : resolve(root, dirname(file), pathPart);
+      // A bare #anchor names a heading of this page.
+      const absolute = pathPart === '' ? join(root, file) : pathPart.startsWith('/') ? join(root, pathPart) : resolve(root, dirname(file), pathPart);
       links.push({ file, line: i + 1, target, path: relative(root, absolute), anchor: anchor || undefined });
     }
   });
