@@ -209,7 +209,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         problems.push(`issuances in ${ns}: the audit log has ${issued.get(ns) ?? 0}, the Events ${eventIssuances.get(ns) ?? 0}`);
     }
     const failedEvents = await failureEvents(world);
-    if (counts.failures !== failedEvents) problems.push(`the controllers counted ${counts.failures} failed rotations, the Warning Events ${failedEvents}`);
+    if (counts.failures !== failedEvents) {
+      problems.push(`the controllers counted ${counts.failures} failed rotations, the Warning Events ${failedEvents}${unrecordedEvents(world)}`);
+    }
     let hotReloads = 0;
     let refusedReloads = 0;
     for (const p of world.providers.values()) {
@@ -259,6 +261,17 @@ function folderEvents(world: SoakWorld, directory: string): FolderEvent[] {
     .filter((d) => d.mount.directory === directory && d.delivery.kind !== 'mount')
     .map((d) => ({ kind: 'delivery', payload: d.delivery.payload, at: d.at, readerRunning: d.providerRunning, seq: d.seq }));
   return [...starts, ...deliveries].sort((a, b) => a.seq - b.seq);
+}
+
+/**
+ * The running replicas' own reports of Events they could not write (for a count that does not
+ * match: an Event lost while the apiserver was down says so here), at most five.
+ */
+function unrecordedEvents(world: SoakWorld): string {
+  const lines = [...world.replicas.values()].flatMap((r) =>
+    r.lines.filter((l) => l.msg === 'could not record Event').map((l) => `${r.name}: ${JSON.stringify(l)}`),
+  );
+  return lines.length === 0 ? ' (no replica logged an Event it could not record)' : `; Events the replicas could not record: ${lines.slice(0, 5).join('; ')}`;
 }
 
 /** Issued/Rotated Events by "namespace/service/reason". */
