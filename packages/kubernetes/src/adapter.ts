@@ -206,7 +206,6 @@ export class ProviderCertificateAdapter {
           cache: this.certificateCache,
           events: this.events,
           logger,
-          limiter: new ConcurrencyLimit(podConcurrency),
           services: () => this.informers.services.list(),
           ...(options.namespaceRequirement && this.informers.allowedNamespaces
             ? { namespaces: { requirement: options.namespaceRequirement, allowed: this.informers.allowedNamespaces } }

@@ -1,7 +1,6 @@
 import {
   type AllowedNamespaces,
   type CertificateCache,
-  type ConcurrencyLimit,
   type CryptoBackend,
   type Duration,
   type Instant,
@@ -71,8 +70,6 @@ export interface PodSignerDependencies {
   readonly cache: CertificateCache;
   readonly events: EventRecorder;
   readonly logger: Logger;
-  /** The signer's own bound on requests in flight: Secret writes have theirs, so neither queues behind the other. */
-  readonly limiter: ConcurrencyLimit;
   /** The labelled Services (with selectors), from the adapter's cache. */
   readonly services: () => Iterable<V1Service>;
   /** With a namespace requirement: the requirement, and the namespaces that carry its label (the adapter's cache). */

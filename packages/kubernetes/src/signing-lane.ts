@@ -46,6 +46,8 @@ export class PodSigningLane implements SigningCa {
   // Requests being decided now (by uid): a watch event for one of them queues it again after.
   private readonly deciding = new Set<string>();
   private readonly retries = new Map<string, { backoff: Backoff; timer?: ScheduledTimer }>();
+  // Retries with a timer set (kept as a count, so the idle check after each decision is O(1)).
+  private retrying = 0;
   private resyncTimer: ScheduledTimer | undefined;
   private stopped = true;
   private idleWaiters: (() => void)[] = [];
@@ -72,6 +74,7 @@ export class PodSigningLane implements SigningCa {
     this.resyncTimer = undefined;
     for (const retry of this.retries.values()) retry.timer?.cancel();
     this.retries.clear();
+    this.retrying = 0;
     await this.whenIdle();
   }
 
@@ -143,9 +146,8 @@ export class PodSigningLane implements SigningCa {
     this.resyncTimer = this.timers.setTimer(this.options.resyncMs ?? 600_000, () => this.resync());
     this.resyncTimer.unref();
     this.signer.followPods();
-    for (const { role, request } of this.signer.pending()) {
-      if (!this.retries.get(request.metadata?.uid ?? '')?.timer) this.enqueue(role, request);
-    }
+    // enqueue leaves a request whose retry is due to its own backoff.
+    for (const { role, request } of this.signer.pending()) this.enqueue(role, request);
     this.signer.refreshStaleNames(this.options.now());
     this.settle();
   }
@@ -200,8 +202,10 @@ export class PodSigningLane implements SigningCa {
     let retry = this.retries.get(uid);
     if (!retry) this.retries.set(uid, (retry = { backoff: new Backoff(RETRY) }));
     const entry = retry;
+    this.retrying++;
     entry.timer = this.timers.setTimer(entry.backoff.next(), () => {
       entry.timer = undefined;
+      this.retrying--;
       // The latest version from the cache: a 409 means the watch has a newer one.
       const latest = this.signer.requests.get(role)!.get(request.metadata?.namespace ?? '', request.metadata?.name ?? '');
       if (latest?.metadata?.uid === uid) this.enqueue(role, latest);
@@ -212,9 +216,8 @@ export class PodSigningLane implements SigningCa {
   }
 
   private idle(): boolean {
-    const retrying = [...this.retries.values()].some((r) => r.timer !== undefined);
     // With no CA handed over, queued requests wait for one: nothing more happens until then.
-    return this.deciding.size === 0 && !retrying && (this.queue.size === 0 || !this.ca || this.stopped);
+    return this.deciding.size === 0 && this.retrying === 0 && (this.queue.size === 0 || !this.ca || this.stopped);
   }
 
   private settle(): void {
