@@ -6,8 +6,9 @@
  * suite installs it. Then, in M namespaces shaped like deploy/examples/file-provider-pod-certificates
  * (its Namespace, its labelled Service, its pod template with a pause container in place of the
  * provider): first every Service at once, timed until its provider Secret appears (Secret mode);
- * then as many pods as the node takes (at most 100), each projecting a `podCertificate` volume the
- * real kubelet fills: its key, its PodCertificateRequest.
+ * then lone pods, one at a time, each waited for until Running, so that each request meets an idle
+ * signer; then as many pods as the node takes (at most 100), each projecting a `podCertificate`
+ * volume the real kubelet fills: its key, its PodCertificateRequest.
  *
  * Every time comes from the apiserver, through watches in this process: request added → Issued,
  * both as the watch sees them (creationTimestamp and the condition's lastTransitionTime are whole
@@ -36,6 +37,12 @@ const SERVER_SIGNER = 'eso-mtls.io/provider-server';
 const EXAMPLE = 'deploy/examples/file-provider-pod-certificates';
 /** At most this many pods: about what one node takes (the kubelet's default maxPods is 110). */
 const MAX_PODS = 100;
+/** Lone pods made one at a time before the burst, each request timed with the signer idle. */
+const LONE_PODS = 8;
+/** The names of the lone pods start so; the burst's are `pod-N`. */
+const LONE_PREFIX = 'lone-';
+/** A lone pod's wait for Running: a sandbox on a quiet node takes seconds. */
+const LONE_WAIT_MS = 3 * 60_000;
 /** Pod create calls in flight. */
 const CONCURRENCY = 16;
 /** The whole run, cluster start included, before it stops the cluster and gives up. */
@@ -65,6 +72,11 @@ export interface RealNodePodCertificateBenchmark {
   readonly secretMode: { readonly perService: Spread; readonly convergeSeconds: number };
   /** The bench's pods' requests: added → Issued as the watch saw them. */
   readonly issue: Spread;
+  /**
+   * The lone pods' requests, each made with the signer idle: added → Issued as the watch saw them;
+   * and the pod's create call returned → its request Issued (the kubelet's part before it asks included).
+   */
+  readonly lone: { readonly issue: Spread; readonly fromCreate: Spread };
   /** Pod create call returned → the watch saw it Running. */
   readonly podStart: Spread;
   /** The pod's request Issued → the pod Running, both as the watches saw them: the kubelet's part after issuance. */
@@ -212,7 +224,7 @@ export async function runRealNodePodCertificateBenchmark(maxPods = MAX_PODS, nam
     const nodeAllocatablePods = Number(node.status!.allocatable!.pods);
     const onNode = (await world.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${NODE_NAME}` })).items;
     const podsAlreadyOnNode = onNode.filter((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed').length;
-    const pods = Math.min(maxPods, nodeAllocatablePods - podsAlreadyOnNode);
+    const pods = Math.min(maxPods, nodeAllocatablePods - podsAlreadyOnNode - LONE_PODS);
     const namespaces = Array.from({ length: namespaceCount }, (_, i) => `bench-pc-${i}`);
     const example = exampleShapes();
     const inNamespace = (m: Manifest, ns: string): Manifest => {
@@ -255,9 +267,12 @@ export async function runRealNodePodCertificateBenchmark(maxPods = MAX_PODS, nam
     );
 
     // Pod-certificate mode: the pods, each timed to Running; their requests, each added → Issued.
+    // The lone pods' requests are kept apart from the burst's.
     const ours = new Set(namespaces);
-    const requestAdded = new Map<string, number>();
-    const requestDecided = new Map<string, { at: number; request: PodCertificateRequest }>();
+    type Seen = { readonly added: Map<string, number>; readonly decided: Map<string, { at: number; request: PodCertificateRequest }> };
+    const burst: Seen = { added: new Map(), decided: new Map() };
+    const lone: Seen = { added: new Map(), decided: new Map() };
+    const { added: requestAdded, decided: requestDecided } = burst;
     const requests = await watchAll<PodCertificateRequest>(
       api,
       'podcertificaterequests',
@@ -266,13 +281,15 @@ export async function runRealNodePodCertificateBenchmark(maxPods = MAX_PODS, nam
       (r) => {
         if (!ours.has(r.metadata.namespace)) return;
         const now = performance.now();
-        if (!requestAdded.has(r.metadata.uid)) requestAdded.set(r.metadata.uid, now);
-        if (terminalCondition(r) !== undefined && !requestDecided.has(r.metadata.uid)) requestDecided.set(r.metadata.uid, { at: now, request: r });
+        const { added, decided } = r.spec.podName.startsWith(LONE_PREFIX) ? lone : burst;
+        if (!added.has(r.metadata.uid)) added.set(r.metadata.uid, now);
+        if (terminalCondition(r) !== undefined && !decided.has(r.metadata.uid)) decided.set(r.metadata.uid, { at: now, request: r });
       },
     );
     const key = (o: { metadata?: { namespace?: string; name?: string } }): string => `${o.metadata!.namespace}/${o.metadata!.name}`;
     const podCreated = new Map<string, number>();
     const podRunning = new Map<string, number>();
+    const loneRunning = new Map<string, number>();
     const podWatch = await watchAll<V1Pod & Manifest>(
       api,
       'pods',
@@ -283,9 +300,32 @@ export async function runRealNodePodCertificateBenchmark(maxPods = MAX_PODS, nam
           .join(','),
       },
       (p) => {
-        if (ours.has(p.metadata!.namespace!) && p.status?.phase === 'Running' && !podRunning.has(key(p))) podRunning.set(key(p), performance.now());
+        if (!ours.has(p.metadata!.namespace!) || p.status?.phase !== 'Running') return;
+        const running = p.metadata!.name!.startsWith(LONE_PREFIX) ? loneRunning : podRunning;
+        if (!running.has(key(p))) running.set(key(p), performance.now());
       },
     );
+    progress(`pod-certificate mode: ${LONE_PODS} lone pods, one at a time`);
+    const loneIssued = new Map<string, number>();
+    const loneFromCreate: number[] = [];
+    for (let i = 0; i < LONE_PODS; i++) {
+      const ns = namespaces[i % namespaceCount]!;
+      const name = `${LONE_PREFIX}${i}`;
+      await api.create(corePath('pods', ns), pausePod(example.template, name, tc.images.byRole.pause.name));
+      const created = performance.now();
+      const decision = (): { at: number; request: PodCertificateRequest } | undefined =>
+        [...lone.decided.values()].find(({ request: r }) => r.metadata.namespace === ns && r.spec.podName === name);
+      await eventually(
+        () => decision() !== undefined && loneRunning.has(`${ns}/${name}`),
+        LONE_WAIT_MS,
+        `lone pod ${ns}/${name} Running with its request decided`,
+      );
+      const { at, request } = decision()!;
+      if (terminalCondition(request)!.type === 'Issued') {
+        loneIssued.set(request.metadata.uid, at - lone.added.get(request.metadata.uid)!);
+        loneFromCreate.push(at - created);
+      }
+    }
     const specs = Array.from({ length: pods }, (_, i) => ({ ns: namespaces[i % namespaceCount]!, name: `pod-${Math.floor(i / namespaceCount)}` }));
     const loadBeforePods = loadavg()[0]!;
     progress(`pod-certificate mode: ${pods} pods (the node allows ${nodeAllocatablePods}, ${podsAlreadyOnNode} already on it)`);
@@ -344,6 +384,7 @@ export async function runRealNodePodCertificateBenchmark(maxPods = MAX_PODS, nam
       installSeconds,
       secretMode,
       issue: spread(issueMs),
+      lone: { issue: spread([...loneIssued.values()]), fromCreate: spread(loneFromCreate) },
       podStart: spread([...podRunning].map(([k, at]) => at - podCreated.get(k)!)),
       issuedToRunning: spread([...podRunning].filter(([k]) => issuedPod.has(k)).map(([k, at]) => at - issuedPod.get(k)!)),
       failedMounts,
@@ -368,13 +409,16 @@ export async function runRealNodePodCertificateBenchmark(maxPods = MAX_PODS, nam
 export function formatRealNodePodCertificateBenchmark(r: RealNodePodCertificateBenchmark): string {
   const s = (v: number): string => `${(v / 1000).toFixed(2)} s`;
   const p = (x: Spread): string => `${s(x.p50)} / ${s(x.p99)} / ${s(x.max)} (n = ${x.n})`;
+  const ms = (x: Spread): string => `${x.p50.toFixed(1)} / ${x.p99.toFixed(1)} / ${x.max.toFixed(1)} ms`;
   const refused = Object.entries(r.refused).map(([why, n]) => `${n} x ${why}`);
   return [
-    `| ${r.kubelet}: ${r.pods} pods in ${r.namespaces} namespaces, one node | |`,
+    `| ${r.kubelet}: ${r.pods} pods created together in ${r.namespaces} namespaces, one node | |`,
     '|---|---:|',
     `| node: allocatable pods / already on it (the controller's replicas) | ${r.nodeAllocatablePods} / ${r.podsAlreadyOnNode} |`,
     `| requests made by the kubelet / Issued / leaves failing the check (key, name, CA) | ${r.requests} / ${r.issued} / ${r.invalidLeaves}${refused.length ? ` (refused: ${refused.join('; ')})` : ''} |`,
     `| request added → Issued, as the watch saw them, p50 / p99 / max | ${p(r.issue)} |`,
+    `| ${r.lone.issue.n} lone pods, one at a time (signer idle): request added → Issued, p50 / p99 / max | ${ms(r.lone.issue)} |`,
+    `| the same, from the lone pod's create call returned (the kubelet's part before it asks included) | ${ms(r.lone.fromCreate)} |`,
     `| pod create returned → Running seen, p50 / p99 / max | ${p(r.podStart)} |`,
     `| the pod's request Issued → the pod Running (the kubelet's part after issuance), p50 / p99 / max | ${p(r.issuedToRunning)} |`,
     `| the kubelet's FailedMount Events before the mount succeeded: events / pods | ${r.failedMounts.events} / ${r.failedMounts.pods}${r.failedMounts.message ? ` (commonest: "${r.failedMounts.message}")` : ''} |`,
