@@ -29,6 +29,8 @@ export class PodIssuanceEvents {
   // Objects with an Event being sent.
   private readonly sending = new Set<string>();
   private timer: ScheduledTimer | undefined;
+  // Callers of whenSent, resolved once nothing waits and nothing is being sent.
+  private idle: (() => void)[] = [];
 
   constructor(
     private readonly events: EventRecorder,
@@ -62,6 +64,16 @@ export class PodIssuanceEvents {
     this.sendWaiting(true);
   }
 
+  /**
+   * Resolves once every issuance counted so far has its Event sent (or folded, or failed: the
+   * recorder's send never rejects), the waiting batches included: as the last request finishes,
+   * so that a benchmark can time how far the Events trail issuance.
+   */
+  whenSent(): Promise<void> {
+    if (this.waiting.size === 0 && this.sending.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
   private sendWaiting(all: boolean): void {
     for (const key of [...this.waiting.keys()]) if (all || !this.sending.has(key)) this.send(key);
   }
@@ -74,6 +86,7 @@ export class PodIssuanceEvents {
       this.sending.delete(key);
       // What came meanwhile goes now: it has waited for this Event already.
       if (this.waiting.has(key)) this.send(key);
+      else if (this.waiting.size === 0 && this.sending.size === 0) this.idle.splice(0).forEach((resolve) => resolve());
     });
   }
 }
