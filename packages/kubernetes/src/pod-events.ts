@@ -29,6 +29,8 @@ export class PodIssuanceEvents {
   // Objects with an Event being sent.
   private readonly sending = new Set<string>();
   private timer: ScheduledTimer | undefined;
+  // Events being sent: flush may send a second of one object while its first is in flight.
+  private inFlight = 0;
   // Callers of whenSent, resolved once nothing waits and nothing is being sent.
   private idle: (() => void)[] = [];
 
@@ -70,7 +72,7 @@ export class PodIssuanceEvents {
    * so that a benchmark can time how far the Events trail issuance.
    */
   whenSent(): Promise<void> {
-    if (this.waiting.size === 0 && this.sending.size === 0) return Promise.resolve();
+    if (this.waiting.size === 0 && this.inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => this.idle.push(resolve));
   }
 
@@ -82,11 +84,13 @@ export class PodIssuanceEvents {
     const batch = this.waiting.get(key)!;
     this.waiting.delete(key);
     this.sending.add(key);
+    this.inFlight++;
     void this.events.send(batch.about, 'Normal', 'PodCertificateIssued', issuedMessage(batch)).finally(() => {
       this.sending.delete(key);
+      this.inFlight--;
       // What came meanwhile goes now: it has waited for this Event already.
       if (this.waiting.has(key)) this.send(key);
-      else if (this.waiting.size === 0 && this.sending.size === 0) this.idle.splice(0).forEach((resolve) => resolve());
+      else if (this.waiting.size === 0 && this.inFlight === 0) this.idle.splice(0).forEach((resolve) => resolve());
     });
   }
 }

@@ -93,4 +93,23 @@ describe('PodIssuanceEvents', () => {
     await tick();
     expect(done).toBe(true);
   });
+
+  it('whenSent waits for both Events of one object that flush sent together', async () => {
+    const timers = manualTimers();
+    const { events, sent } = recorder();
+    const batcher = new PodIssuanceEvents(events, 100, timers);
+    batcher.issued(service, 's', 'a-0', ['provider'], 1e12);
+    timers.fire();
+    batcher.issued(service, 's', 'a-1', ['provider'], 1e12);
+    batcher.flush();
+    expect(sent.map((s) => s.message)).toEqual([expect.stringContaining('pod a-0'), expect.stringContaining('pod a-1')]);
+    let done = false;
+    void batcher.whenSent().then(() => (done = true));
+    sent[0]!.done();
+    await tick();
+    expect(done).toBe(false);
+    sent[1]!.done();
+    await tick();
+    expect(done).toBe(true);
+  });
 });
