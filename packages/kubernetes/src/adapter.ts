@@ -76,8 +76,8 @@ export interface AdapterOptions {
   /**
    * Pod-certificate mode: the signer's Events (issuances, coalesced per Service; each failure on
    * its pod) have a recorder and connections of their own, with `concurrency` requests in flight
-   * (default 16), and issuances are coalesced over `windowMs`
-   * (default 100 ms). docs/benchmarks.md compares settings.
+   * (default 16), and issuances are coalesced over `windowMs` (default 100 ms). docs/benchmarks.md
+   * compares settings.
    */
   readonly podEvents?: { readonly concurrency?: number; readonly windowMs?: number };
   /** timeoutSeconds of each watch; unset lets the apiserver choose. */
