@@ -76,11 +76,10 @@ export interface AdapterOptions {
   /**
    * Pod-certificate mode: the signer's Events (issuances, coalesced per Service; each failure on
    * its pod) have a recorder and connections of their own, with `concurrency` requests in flight
-   * (default 16). Issuances are coalesced over `windowMs` (default 100 ms), and while the signer is
-   * issuing at most `whileIssuing` of their Events are in flight (default 4), so that they leave
-   * the apiserver to the status writes. docs/benchmarks.md compares settings.
+   * (default 16), and issuances are coalesced over `windowMs` (default 100 ms). docs/benchmarks.md
+   * compares settings.
    */
-  readonly podEvents?: { readonly concurrency?: number; readonly windowMs?: number; readonly whileIssuing?: number };
+  readonly podEvents?: { readonly concurrency?: number; readonly windowMs?: number };
   /** timeoutSeconds of each watch; unset lets the apiserver choose. */
   readonly watchTimeoutSeconds?: number;
   /** Page size of list calls (default 500). */
@@ -241,7 +240,6 @@ export class ProviderCertificateAdapter {
           informerOptions,
           timers: options.timers,
           issuanceEventWindowMs: options.podEvents?.windowMs,
-          issuanceEventsWhileIssuing: options.podEvents?.whileIssuing,
         },
         options.podCertificates,
       );

@@ -27,7 +27,7 @@ interface CheckedOptions {
   readonly clientSecretName?: string;
   readonly writeConcurrency?: number;
   readonly debounceMs?: number;
-  readonly podEvents?: { readonly concurrency?: number; readonly windowMs?: number; readonly whileIssuing?: number };
+  readonly podEvents?: { readonly concurrency?: number; readonly windowMs?: number };
   readonly watchTimeoutSeconds?: number;
   readonly pageSize?: number;
   readonly maxIssuancesPerReconcile?: number;
@@ -94,9 +94,6 @@ export function validateAdapterOptions(options: CheckedOptions): void {
   }
   if (options.podEvents?.concurrency !== undefined && !intIn(options.podEvents.concurrency, 1, 64)) {
     throw new AdapterOptionsError('podEvents.concurrency', options.podEvents.concurrency, 'must be a whole number from 1 to 64');
-  }
-  if (options.podEvents?.whileIssuing !== undefined && !intIn(options.podEvents.whileIssuing, 1, 64)) {
-    throw new AdapterOptionsError('podEvents.whileIssuing', options.podEvents.whileIssuing, 'must be a whole number from 1 to 64');
   }
   if (options.podEvents?.windowMs !== undefined && !intIn(options.podEvents.windowMs, 0, 60_000)) {
     throw new AdapterOptionsError('podEvents.windowMs', options.podEvents.windowMs, 'must be a whole number of milliseconds from 0 to 60000');

@@ -9,8 +9,6 @@ interface Batch {
   readonly pods: string[];
   readonly services: readonly string[];
   notAfter: number;
-  /** Its window is over (or it waited for its object's previous Event): sent as soon as the bound allows. */
-  due: boolean;
 }
 
 /** Pod names listed in one Event; the rest are counted. */
@@ -22,11 +20,8 @@ const LISTED = 10;
  * `windowMs` after its first issuance, and while an Event of the same object is still being sent,
  * the issuances meanwhile wait for it and go together in the next. So the Events follow issuance
  * as fast as the apiserver takes them, whatever the rate: a burst on one Service makes a few Events,
- * not one per pod queued behind each other. While the signer is issuing (an issuance within the last
- * window), at most `busyInFlight` of these Events are in flight: they then compete with status
- * writes for the apiserver, and the batches that wait grow instead. Once issuance pauses they all
- * go, as fast as the recorder sends, so the last Events follow the last issuance closely. Failures
- * are not coalesced here: each is recorded on its pod at once.
+ * not one per pod queued behind each other. Failures are not coalesced here: each is recorded on
+ * its pod at once.
  */
 export class PodIssuanceEvents {
   // Issuances not handed to the recorder yet, by object.
@@ -39,32 +34,26 @@ export class PodIssuanceEvents {
   // Callers of whenSent, resolved once nothing waits and nothing is being sent.
   private idle: (() => void)[] = [];
 
-  // When the last issuance was counted (monotonic ms).
-  private lastIssued = -Infinity;
-
   constructor(
     private readonly events: EventRecorder,
     private readonly windowMs = 100,
     private readonly timers: Timers = systemTimers,
-    private readonly busyInFlight = 4,
   ) {}
 
   /** Counts one issuance to `pod` on `about`, recorded with the others of its batch. */
   issued(about: InvolvedObject, signer: string, pod: string, services: readonly string[], notAfter: number): void {
     const key = `${about.kind ?? 'Service'}/${about.namespace}/${about.name}/${signer}`;
-    this.lastIssued = this.timers.monotonicMs();
     const batch = this.waiting.get(key);
     if (batch) {
       batch.pods.push(pod);
       batch.notAfter = Math.min(batch.notAfter, notAfter);
     } else {
-      this.waiting.set(key, { about, signer, pods: [pod], services, notAfter, due: false });
+      this.waiting.set(key, { about, signer, pods: [pod], services, notAfter });
     }
     if (!this.timer && !this.sending.has(key)) {
       this.timer = this.timers.setTimer(this.windowMs, () => {
         this.timer = undefined;
-        for (const b of this.waiting.values()) b.due = true;
-        this.sendDue();
+        this.sendWaiting(false);
       });
       this.timer.unref();
     }
@@ -74,7 +63,7 @@ export class PodIssuanceEvents {
   flush(): void {
     this.timer?.cancel();
     this.timer = undefined;
-    for (const key of [...this.waiting.keys()]) this.send(key);
+    this.sendWaiting(true);
   }
 
   /**
@@ -87,13 +76,8 @@ export class PodIssuanceEvents {
     return new Promise((resolve) => this.idle.push(resolve));
   }
 
-  /** The due batches of objects with no Event in flight, oldest first, within the bound while issuing. */
-  private sendDue(): void {
-    const busy = this.timers.monotonicMs() - this.lastIssued < this.windowMs;
-    for (const [key, batch] of [...this.waiting]) {
-      if (busy && this.inFlight >= this.busyInFlight) return;
-      if (batch.due && !this.sending.has(key)) this.send(key);
-    }
+  private sendWaiting(all: boolean): void {
+    for (const key of [...this.waiting.keys()]) if (all || !this.sending.has(key)) this.send(key);
   }
 
   private send(key: string): void {
@@ -104,11 +88,9 @@ export class PodIssuanceEvents {
     void this.events.send(batch.about, 'Normal', 'PodCertificateIssued', issuedMessage(batch)).finally(() => {
       this.sending.delete(key);
       this.inFlight--;
-      // What came meanwhile is due: it has waited for this Event already.
-      const next = this.waiting.get(key);
-      if (next) next.due = true;
-      this.sendDue();
-      if (this.waiting.size === 0 && this.inFlight === 0) this.idle.splice(0).forEach((resolve) => resolve());
+      // What came meanwhile goes now: it has waited for this Event already.
+      if (this.waiting.has(key)) this.send(key);
+      else if (this.waiting.size === 0 && this.inFlight === 0) this.idle.splice(0).forEach((resolve) => resolve());
     });
   }
 }

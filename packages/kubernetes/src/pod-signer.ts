@@ -80,8 +80,6 @@ export interface PodSignerDependencies {
   readonly timers?: Timers;
   /** The issuance Events' coalescing window (default 100 ms). */
   readonly issuanceEventWindowMs?: number;
-  /** Issuance Events in flight at most while issuing (default 4); once issuance pauses, the recorder's bound. */
-  readonly issuanceEventsWhileIssuing?: number;
 }
 
 /**
@@ -134,7 +132,7 @@ export class PodCertificateSigner {
     ]);
     this.issued = new IssuedPods();
     this.pods = new PodReader({ api: deps.api, informerOptions: deps.informerOptions, logger: deps.logger });
-    this.issuedEvents = new PodIssuanceEvents(deps.events, deps.issuanceEventWindowMs, deps.timers, deps.issuanceEventsWhileIssuing);
+    this.issuedEvents = new PodIssuanceEvents(deps.events, deps.issuanceEventWindowMs, deps.timers);
   }
 
   /** Call on every change of a labelled Service: the next decision reads the Services again, and the pod cache follows their namespaces. */

@@ -5,13 +5,11 @@ import type { Timers } from '../src/clock.js';
 import type { EventRecorder, InvolvedObject } from '../src/event-recorder.js';
 import { PodIssuanceEvents } from '../src/pod-events.js';
 
-/** Timers fired by hand, on a clock moved by hand. */
-function manualTimers(): Timers & { fire(): void; advance(ms: number): void } {
+/** Timers fired by hand. */
+function manualTimers(): Timers & { fire(): void } {
   let due: (() => void)[] = [];
-  let now = 0;
   return {
-    monotonicMs: () => now,
-    advance: (ms) => void (now += ms),
+    monotonicMs: () => 0,
     setTimer: (_ms, callback) => {
       due.push(callback);
       return { cancel: () => (due = due.filter((c) => c !== callback)), unref: () => undefined };
@@ -113,27 +111,5 @@ describe('PodIssuanceEvents', () => {
     sent[1]!.done();
     await tick();
     expect(done).toBe(true);
-  });
-
-  it('keeps at most busyInFlight Events in flight while issuing, and sends the rest at once when issuance pauses', async () => {
-    const timers = manualTimers();
-    const { events, sent } = recorder();
-    const batcher = new PodIssuanceEvents(events, 100, timers, 2);
-    const on = (ns: string) => ({ namespace: ns, name: 'provider' });
-    for (const ns of ['a', 'b', 'c', 'd']) batcher.issued(on(ns), 's', `${ns}-0`, ['provider'], 1e12);
-    timers.advance(100);
-    batcher.issued(on('e'), 's', 'e-0', ['provider'], 1e12);
-    timers.fire();
-    // Issuing (e-0 just now): two in flight, c and d wait and keep coalescing.
-    expect(sent.map((s) => s.about.namespace)).toEqual(['a', 'b']);
-    batcher.issued(on('c'), 's', 'c-1', ['provider'], 1e12);
-    sent[0]!.done();
-    await tick();
-    expect(sent.map((s) => s.about.namespace)).toEqual(['a', 'b', 'c']);
-    expect(sent[2]!.message).toContain('2 pods (c-0, c-1)');
-    // No issuance for a window: everything due goes, beyond the bound; e's window is over too.
-    timers.advance(100);
-    timers.fire();
-    expect(sent.map((s) => s.about.namespace)).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 });
