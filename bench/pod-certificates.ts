@@ -7,9 +7,11 @@
  * watch sees Issued, p50 and p99; requests issued per second of wall time (first create to last
  * Issued); this process's RSS and heap (after a full GC, and the RSS peak while requests were
  * signed), which include the kubelet stand-in's; every leaf checked (the request's key, the
- * Service's name, a CA of the trust bundle). Then one more request per pod, made while no signer
- * runs, and a fresh adapter's start → last Issued (the signer's own rate on a backlog, as after an
- * outage). Then, in the same run, an adapter in Secret mode: start → a provider Secret with a valid
+ * Service's name, a CA of the trust bundle); and how long after the last Issued the signer's last
+ * Event was done. Then the same live part again on fresh adapters with other settings (the
+ * Events' requests in flight and window, 8 decisions in flight). Then one more request per pod,
+ * made while no signer runs, and a fresh adapter's start → last Issued (the signer's own rate on a
+ * backlog, as after an outage), first with 8 decisions in flight, then 16. Then, in the same run, an adapter in Secret mode: start → a provider Secret with a valid
  * leaf in every one of the same N namespaces, and the ratio of the two.
  *
  *   node --import ./scripts/register-ts.mjs bench/pod-certificates.ts [pods] [namespaces]
