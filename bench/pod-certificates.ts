@@ -7,20 +7,23 @@
  * watch sees Issued, p50 and p99; requests issued per second of wall time (first create to last
  * Issued); this process's RSS and heap (after a full GC, and the RSS peak while requests were
  * signed), which include the kubelet stand-in's; every leaf checked (the request's key, the
- * Service's name, a CA of the trust bundle). Then one more request per pod, made while no signer
- * runs, and a fresh adapter's start → last Issued (the signer's own rate on a backlog, as after an
- * outage). Then, in the same run, an adapter in Secret mode: start → a provider Secret with a valid
+ * Service's name, a CA of the trust bundle); and how long after the last Issued the signer's last
+ * Event was done. Then the same live part again on fresh adapters with other settings (the
+ * Events' requests in flight and window, 8 decisions in flight). Then one more request per pod,
+ * made while no signer runs, and a fresh adapter's start → last Issued (the signer's own rate on a
+ * backlog, as after an outage), first with 8 decisions in flight, then 16. Then, in the same run, an adapter in Secret mode: start → a provider Secret with a valid
  * leaf in every one of the same N namespaces, and the ratio of the two.
  *
  *   node --import ./scripts/register-ts.mjs bench/pod-certificates.ts [pods] [namespaces]
  */
 import 'reflect-metadata';
 import { X509Certificate } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { PROVIDER_LABEL } from '@eso-mtls/core';
-import { KubeRestClient, type PodStage, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
+import { type AdapterOptions, KubeRestClient, type PodStage, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
 import type { V1Secret } from '@kubernetes/client-node';
 import { nodeIdentity, startControlPlane } from '../testing/envtest/src/index.js';
 import { type KubeletPod, PodCertificateKubelet } from '../testing/kubelet/index.js';
@@ -75,18 +78,20 @@ export interface PodCertificateBenchmark {
   readonly stages: Stages;
   /** Pod reads answered by the metadata-only cache, and by a GET. */
   readonly podReads: { readonly cache: number; readonly api: number };
-  /** Events the adapter had sent (created or patched) when the last certificate was issued, and in all once flushed. */
-  readonly events: { readonly atLastIssued: number; readonly total: number };
-  /** One more request per pod, created while no signer ran, then a fresh adapter: start → last Issued seen. */
-  readonly backlog: {
-    readonly seconds: number;
-    readonly issued: number;
-    readonly refused: Record<string, number>;
-    readonly invalidLeaves: number;
-    /** The drain alone: the first decision → the last Issued seen (the adapter's start and first reconcile left out). */
-    readonly drainSeconds: number;
-    readonly stages: Stages;
-  };
+  /** {@link issueAll}'s Event figures, for the live part. */
+  readonly events: EventTrail;
+  /**
+   * The live part again, in the same run, on a fresh adapter each: other settings of the pod
+   * signer's Events, 8 decisions in flight against 16, and the defaults once more (the drift of
+   * the run: etcd holds more each time).
+   */
+  readonly passes: readonly LivePass[];
+  /** The 1-minute load average at the run's start (before the control plane) and end. */
+  readonly load: { readonly start: number; readonly end: number };
+  /** One more request per pod, created while no signer ran, then a fresh adapter: start → last Issued seen, and the drain alone. */
+  readonly backlog: Backlog;
+  /** A backlog made the same way just before, drained by an adapter with writeConcurrency 8 (8 decisions in flight, as beside the Secret mode) instead of 16. */
+  readonly backlogAt8: Backlog;
   /**
    * The apiserver's own rate for status writes, with no signer: one more request per pod, made
    * with no signer running, then a Denied status PUT by the bench on each (no chain for the
@@ -110,6 +115,36 @@ type Stages = Record<PodStage, Spread>;
 const STAGES: readonly PodStage[] = ['queueWait', 'podRead', 'sign', 'statusWrite'];
 const stagesOf = (adapter: ProviderCertificateAdapter): Stages =>
   Object.fromEntries(STAGES.map((stage) => [stage, spread(adapter.podSigner!.stages.of(stage))])) as Stages;
+
+/** Events the adapter had sent (created or patched) when the last certificate was issued, in all, and when the last finished. */
+interface EventTrail {
+  readonly atLastIssued: number;
+  readonly total: number;
+  /** The last Event request of the pod signer finished, ms after the last Issued was seen. */
+  readonly trailMs: number;
+}
+
+/** One live pass: 1,000 requests while the signer runs, on an adapter with `options`. */
+interface LivePass {
+  readonly label: string;
+  readonly issued: number;
+  /** Request created → Issued seen. */
+  readonly issue: Spread;
+  readonly statusWrite: Spread;
+  readonly wallSeconds: number;
+  readonly events: EventTrail;
+}
+
+/** A backlog drained by a fresh adapter (see {@link drainBacklog}). */
+interface Backlog {
+  readonly seconds: number;
+  readonly issued: number;
+  readonly refused: Record<string, number>;
+  readonly invalidLeaves: number;
+  /** The drain alone: the first decision → the last Issued seen (the adapter's start and first reconcile left out). */
+  readonly drainSeconds: number;
+  readonly stages: Stages;
+}
 
 /** A full collection: with --expose-gc its gc(), else V8's flag set at run time (the same function). */
 function collectGarbage(): void {
@@ -242,6 +277,66 @@ async function statusWriteRate(admin: KubeRestClient, requests: readonly Created
   return requests.length / ((performance.now() - start) / 1000);
 }
 
+type Outcome = { request: KubeletRequest; outcome: RequestOutcome; sinceCreate: number };
+
+/**
+ * One request per pod while `adapter` signs; resolves at the last Issued seen, then waits for the
+ * pod signer's Events (the batches it still coalesces included) and times how far they trailed.
+ * `atLastIssued` runs at the last Issued, before the Events are awaited.
+ */
+async function issueAll(
+  node: PodCertificateKubelet,
+  pods: readonly KubeletPod[],
+  adapter: ProviderCertificateAdapter,
+  step: Step,
+  atLastIssued: () => void = () => undefined,
+): Promise<{ created: Created[]; outcomes: Outcome[]; t0: number; end: number; events: EventTrail }> {
+  const eventsSent = (): number => adapter.eventStats.created + adapter.eventStats.patched;
+  const eventsBefore = eventsSent();
+  const settled: Promise<Outcome>[] = [];
+  const t0 = performance.now();
+  const created = await requestAll(node, pods, ({ request, at }) =>
+    settled.push(
+      node.waitForOutcome(request).then((outcome) => {
+        step.done++;
+        return { request, outcome, sinceCreate: performance.now() - at };
+      }),
+    ),
+  );
+  const outcomes = await Promise.all(settled);
+  const end = performance.now();
+  const sentAtLastIssued = eventsSent() - eventsBefore;
+  atLastIssued();
+  await adapter.podEventsSent();
+  const trailMs = performance.now() - end;
+  return { created, outcomes, t0, end, events: { atLastIssued: sentAtLastIssued, total: eventsSent() - eventsBefore, trailMs } };
+}
+
+/**
+ * `backlog` (requests made while no signer ran) drained by `adapter`, fresh: its start → the last
+ * Issued seen, and the drain alone (its first decision → the last Issued). Leaves it running.
+ */
+async function drainBacklog(
+  node: PodCertificateKubelet,
+  backlog: readonly Created[],
+  adapter: ProviderCertificateAdapter,
+  started: number,
+  cas: readonly X509Certificate[],
+  step: Step,
+): Promise<Backlog> {
+  let firstDecision = NaN;
+  const signer = adapter.podSigner!;
+  const decide = signer.decide.bind(signer);
+  signer.decide = (...args) => {
+    if (Number.isNaN(firstDecision)) firstDecision = performance.now();
+    return decide(...args);
+  };
+  await adapter.start();
+  const drained = await Promise.all(backlog.map(async ({ request }) => ({ request, outcome: await node.waitForOutcome(request).finally(() => step.done++) })));
+  const end = performance.now();
+  return { ...tally(drained, cas), seconds: (end - started) / 1000, drainSeconds: (end - firstDecision) / 1000, stages: stagesOf(adapter) };
+}
+
 /** How the requests ended: issued, refused by "condition reason: message", and issued leaves failing {@link validLeaf}. */
 function tally(outcomes: readonly { request: KubeletRequest; outcome: RequestOutcome }[], cas: readonly X509Certificate[]) {
   const refused: Record<string, number> = {};
@@ -345,6 +440,7 @@ async function probeRecount(
  * Secret mode over the same namespaces.
  */
 export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 100): Promise<PodCertificateBenchmark> {
+  const loadStart = loadavg()[0]!;
   const step: Step = { name: 'setup: pods running', done: 0 };
   const reporter = setInterval(() => progress(`${step.name}: ${step.done} done`), 10_000);
   const giveUp = setTimeout(() => {
@@ -352,12 +448,13 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
     process.exit(1);
   }, GIVE_UP_MS);
   const plane = await startControlPlane({ nodeAuthorization: true, identities: [nodeIdentity(NODE), { name: 'bench-adapter', groups: ['system:masters'] }] });
-  const adapter = (mode: 'pod-certificate' | 'secret', reconcileInterval?: number): Promise<ProviderCertificateAdapter> =>
+  const adapter = (mode: 'pod-certificate' | 'secret', reconcileInterval?: number, extra: Partial<AdapterOptions> = {}): Promise<ProviderCertificateAdapter> =>
     ProviderCertificateAdapter.create({
       kubeConfig: plane.kubeconfigFor('bench-adapter'),
       policy: { esoNamespace: ESO, ...(reconcileInterval ? { reconcileInterval } : {}) },
       logger: ADAPTER_LOGGER,
       ...(mode === 'pod-certificate' ? { secretMode: false, podCertificates: POD_CERTIFICATES } : {}),
+      ...extra,
     });
   let kubelet: PodCertificateKubelet | undefined;
   try {
@@ -381,60 +478,83 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
     const roundsBefore = signer.rounds;
     signer.podSigner!.stages.clear();
     const readsBefore = { ...signer.podSigner!.pods.stats };
-    const eventsSent = (): number => signer.eventStats.created + signer.eventStats.patched;
-    const eventsBefore = eventsSent();
 
     // Live: the signer runs while the kubelet creates the requests.
     let peak = mb(process.memoryUsage().rss);
     const sampler = setInterval(() => (peak = Math.max(peak, mb(process.memoryUsage().rss))), 100);
-    const settled: Promise<{ request: KubeletRequest; outcome: RequestOutcome; sinceCreate: number }>[] = [];
     begin(step, 'live: requests issued');
     const cpu = process.cpuUsage();
-    const t0 = performance.now();
-    const created = await requestAll(node, running, ({ request, at }) =>
-      settled.push(
-        node.waitForOutcome(request).then((outcome) => {
-          step.done++;
-          return { request, outcome, sinceCreate: performance.now() - at };
-        }),
-      ),
-    );
-    const outcomes = await Promise.all(settled);
-    const end = performance.now();
-    const eventsAtLastIssued = eventsSent() - eventsBefore;
-    const stages = stagesOf(signer);
-    const reads = signer.podSigner!.pods.stats;
-    const podReads = { cache: reads.cache - readsBefore.cache, api: reads.api - readsBefore.api };
-    const used = process.cpuUsage(cpu);
-    clearInterval(sampler);
-    const adapterRequests = signer.requests.since(requestsBefore);
+    let used!: NodeJS.CpuUsage;
+    let stages!: Stages;
+    let podReads!: PodCertificateBenchmark['podReads'];
+    let adapterRequests!: Record<string, number>;
+    const { created, outcomes, t0, end, events } = await issueAll(node, running, signer, step, () => {
+      stages = stagesOf(signer);
+      const reads = signer.podSigner!.pods.stats;
+      podReads = { cache: reads.cache - readsBefore.cache, api: reads.api - readsBefore.api };
+      used = process.cpuUsage(cpu);
+      clearInterval(sampler);
+      adapterRequests = signer.requests.since(requestsBefore);
+    });
     peak = Math.max(peak, mb(process.memoryUsage().rss));
     const afterIssued = afterGc();
     // The signer works beside the rounds: none need run, so wait for the signer, not for a round.
     await signer.podSigningIdle();
     const rounds = signer.rounds - roundsBefore;
     await signer.stop();
-    const events = { atLastIssued: eventsAtLastIssued, total: eventsSent() - eventsBefore };
+    const cas = (await node.trustBundles(SERVER_SIGNER, TRUST_SELECTOR)).flatMap((b) => certificatesIn(b.spec.trustBundle));
 
-    begin(step, 'backlog: requests created with no signer running');
+    // The live part again, a fresh adapter each, same run: what the Events' settings and the decisions in flight change.
+    // Each setting of the Events twice, interleaved, so that a change of the machine's load shows as a spread, not as a difference.
+    const fourEvents = { label: 'Events: 4 in flight (as the shared recorder had), 100 ms window', options: { podEvents: { concurrency: 4 } } };
+    const eightEvents = { label: 'Events: 8 in flight, 100 ms window', options: { podEvents: { concurrency: 8 } } };
+    const defaults = { label: 'the defaults: 16 decisions, Events 16 in flight, 100 ms window', options: {} };
+    const variants: readonly { label: string; options: Partial<AdapterOptions> }[] = [
+      fourEvents,
+      defaults,
+      eightEvents,
+      { label: 'Events: 16 in flight, 1 s window', options: { podEvents: { windowMs: 1000 } } },
+      { label: 'writeConcurrency 8: 8 decisions in flight (Events as the defaults)', options: { writeConcurrency: 8 } },
+      fourEvents,
+      defaults,
+      eightEvents,
+    ];
+    const passes: LivePass[] = [];
+    for (const { label, options } of variants) {
+      begin(step, `live again, ${label}: requests issued`);
+      const pass = await adapter('pod-certificate', undefined, options);
+      await pass.start();
+      await pass.whenSettled();
+      pass.podSigner!.stages.clear();
+      const run = await issueAll(node, running, pass, step);
+      await pass.podSigningIdle();
+      await pass.stop();
+      const issuedOnes = run.outcomes.filter((o) => o.outcome.condition === 'Issued');
+      passes.push({
+        label,
+        issued: issuedOnes.length,
+        issue: spread(issuedOnes.map((o) => o.sinceCreate)),
+        statusWrite: spread(pass.podSigner!.stages.of('statusWrite')),
+        wallSeconds: (run.end - run.t0) / 1000,
+        events: run.events,
+      });
+    }
+
     // Backlog: one more request per pod (as at refresh) while no signer runs; a fresh adapter drains them.
+    // First with 8 decisions in flight, then, as the adapter decides alone, with 16.
+    begin(step, 'backlog at 8 in flight: requests created with no signer running');
+    const backlog8 = await requestAll(node, running, () => step.done++);
+    begin(step, 'backlog at 8 in flight: requests issued by a fresh adapter');
+    const backlog8Start = performance.now();
+    const drainer8 = await adapter('pod-certificate', RECOUNT_INTERVAL_MS, { writeConcurrency: 8 });
+    const backlogAt8 = await drainBacklog(node, backlog8, drainer8, backlog8Start, cas, step);
+    await drainer8.stop();
+    begin(step, 'backlog: requests created with no signer running');
     const backlog = await requestAll(node, running, () => step.done++);
     begin(step, 'backlog: requests issued by a fresh adapter');
     const backlogStart = performance.now();
     const restarted = await adapter('pod-certificate', RECOUNT_INTERVAL_MS);
-    let firstDecision = NaN;
-    const decide = restarted.podSigner!.decide.bind(restarted.podSigner!);
-    restarted.podSigner!.decide = (...args) => {
-      if (Number.isNaN(firstDecision)) firstDecision = performance.now();
-      return decide(...args);
-    };
-    await restarted.start();
-    const drained = await Promise.all(
-      backlog.map(async ({ request }) => ({ request, outcome: await node.waitForOutcome(request).finally(() => step.done++) })),
-    );
-    const backlogEnd = performance.now();
-    const backlogSeconds = (backlogEnd - backlogStart) / 1000;
-    const backlogStages = stagesOf(restarted);
+    const backlogAt16 = await drainBacklog(node, backlog, restarted, backlogStart, cas, step);
     restarted.podSigner!.stages.clear();
     begin(step, 'probes across the stale-names recount');
     const recountProbe = await probeRecount(node, running, restarted, backlogStart, step);
@@ -457,7 +577,6 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
     };
     begin(step, 'Secret mode: adapter start → every provider Secret valid');
 
-    const cas = (await node.trustBundles(SERVER_SIGNER, TRUST_SELECTOR)).flatMap((b) => certificatesIn(b.spec.trustBundle));
     const live = tally(outcomes, cas);
     const latencies = sorted(outcomes.filter((o) => o.outcome.condition === 'Issued').map((o) => o.sinceCreate));
     const calls = sorted(created.map((c) => c.callMs));
@@ -496,12 +615,15 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
       stages,
       podReads,
       events,
-      backlog: { ...tally(drained, cas), seconds: backlogSeconds, drainSeconds: (backlogEnd - firstDecision) / 1000, stages: backlogStages },
+      passes,
+      backlog: backlogAt16,
+      backlogAt8,
       staleRecount,
       recountProbe,
       statusWriteLimit,
       secretModeSeconds,
       secretModeRssMb,
+      load: { start: loadStart, end: loadavg()[0]! },
     };
   } finally {
     clearTimeout(giveUp);
@@ -535,7 +657,7 @@ export function formatPodCertificateBenchmark(r: PodCertificateBenchmark): strin
     `| bench process CPU over that window (adapter + kubelet stand-in) | ${r.cpuSeconds.toFixed(2)} s |`,
     `| adapter requests over that window | ${requests.join(', ')} |`,
     `| pod reads from the metadata-only cache / by GET | ${r.podReads.cache} / ${r.podReads.api} |`,
-    `| Events sent when the last certificate was issued / in all | ${r.events.atLastIssued} / ${r.events.total} |`,
+    `| Events sent when the last certificate was issued / in all; the last one done, after the last Issued | ${r.events.atLastIssued} / ${r.events.total}; ${ms(r.events.trailMs)} |`,
     ...stageRows('live, in the signer', r.stages),
     `| RSS after GC: before the adapter / adapter settled / all issued | ${beforeAdapter.rss.toFixed(0)} / ${adapterSettled.rss.toFixed(0)} / ${afterIssued.rss.toFixed(0)} MB |`,
     `| V8 heap after GC: before the adapter / adapter settled / all issued | ${beforeAdapter.heap.toFixed(0)} / ${adapterSettled.heap.toFixed(0)} / ${afterIssued.heap.toFixed(0)} MB |`,
@@ -543,6 +665,9 @@ export function formatPodCertificateBenchmark(r: PodCertificateBenchmark): strin
     `| adapter start → settled (CA and trust bundles) | ${r.adapterReadySeconds.toFixed(2)} s |`,
     `| backlog: ${r.pods} requests made with no signer running, fresh adapter start → last Issued | ${r.backlog.seconds.toFixed(2)} s (${(r.backlog.issued / r.backlog.seconds).toFixed(0)}/s; ${r.backlog.issued} issued, ${r.backlog.invalidLeaves} failing the check${backlogRefused.length ? `; refused: ${backlogRefused.join('; ')}` : ''}) |`,
     `| backlog: the drain alone, first decision → last Issued | ${r.backlog.drainSeconds.toFixed(2)} s (${(r.backlog.issued / r.backlog.drainSeconds).toFixed(0)}/s) |`,
+    `| the same drain with 8 decisions in flight (writeConcurrency 8), just before: drain alone; start → last Issued | ${r.backlogAt8.drainSeconds.toFixed(2)} s (${(r.backlogAt8.issued / r.backlogAt8.drainSeconds).toFixed(0)}/s, ${r.backlogAt8.issued} issued, ${r.backlogAt8.invalidLeaves} failing); ${r.backlogAt8.seconds.toFixed(2)} s |`,
+    `| drain rate, 16 against 8 in flight | ${(r.backlogAt8.drainSeconds / r.backlog.drainSeconds).toFixed(2)} |`,
+    `| backlog at 8 in flight, in the signer: status write, p50 / p99 / max | ${spreadMs(r.backlogAt8.stages.statusWrite)} |`,
     ...stageRows('backlog, in the signer', r.backlog.stages),
     `| stale-names recount (in the background, once per reconcile interval): ${r.staleRecount.trackedPods} tracked pods | ${r.staleRecount.seconds.toFixed(2)} s (${r.staleRecount.stale} stale) |`,
     `| a lone request (one a second, signer idle): create call returned → Issued seen, p50 / p99 / max | ${spreadMs(r.recountProbe.lone)} (${r.recountProbe.lone.n} probes) |`,
@@ -553,6 +678,14 @@ export function formatPodCertificateBenchmark(r: PodCertificateBenchmark): strin
     `| ratio pod-certificate wall / Secret-mode convergence | ${(r.wallSeconds / r.secretModeSeconds).toFixed(2)} |`,
     `| RSS after GC, Secret mode converged (same process) | ${r.secretModeRssMb.toFixed(0)} MB |`,
     `| setup (namespaces, Services, pods) | ${r.setupSeconds.toFixed(1)} s |`,
+    `| 1-minute load average at the run's start / end | ${r.load.start.toFixed(1)} / ${r.load.end.toFixed(1)} |`,
+    '',
+    `| the live part again, same run, a fresh adapter each (in this order) | request → Issued p50 / p99 | status write p50 / p99 | Events at the last Issued / all | last Event done after the last Issued | first create → last Issued |`,
+    '|---|---:|---:|---:|---:|---:|',
+    ...r.passes.map(
+      (p) =>
+        `| ${p.label}${p.issued === r.pods ? '' : ` (${p.issued} issued)`} | ${ms(p.issue.p50)} / ${ms(p.issue.p99)} | ${ms(p.statusWrite.p50)} / ${ms(p.statusWrite.p99)} | ${p.events.atLastIssued} / ${p.events.total} | ${ms(p.events.trailMs)} | ${p.wallSeconds.toFixed(2)} s |`,
+    ),
   ].join('\n');
 }
 

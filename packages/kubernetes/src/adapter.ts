@@ -73,6 +73,13 @@ export interface AdapterOptions {
   readonly writeConcurrency?: number;
   /** Event coalescing window (default 100 ms). */
   readonly debounceMs?: number;
+  /**
+   * Pod-certificate mode: the signer's Events (issuances, coalesced per Service; each failure on
+   * its pod) have a recorder and connections of their own, with `concurrency` requests in flight
+   * (default 16), and issuances are coalesced over `windowMs` (default 100 ms). docs/benchmarks.md
+   * compares settings.
+   */
+  readonly podEvents?: { readonly concurrency?: number; readonly windowMs?: number };
   /** timeoutSeconds of each watch; unset lets the apiserver choose. */
   readonly watchTimeoutSeconds?: number;
   /** Page size of list calls (default 500). */
@@ -111,6 +118,12 @@ export interface AdapterOptions {
   readonly pruneOrphanedSecretsAfter?: number;
 }
 
+/** Requests in flight of the pod signer's own Event recorder, by default. */
+const POD_EVENT_CONCURRENCY = 16;
+
+/** Connections for the pod signer's Events: their own, so that an Event never takes a status write's. */
+const podEventConnections = (options: AdapterOptions): number => (options.podCertificates ? (options.podEvents?.concurrency ?? POD_EVENT_CONCURRENCY) : 0);
+
 /** The Secret and Event fences, defaults applied. */
 interface Fences {
   readonly writesAllowed: () => boolean;
@@ -139,6 +152,8 @@ export class ProviderCertificateAdapter {
   readonly certificateCache: CertificateCache;
   private readonly reconciler: Reconciler;
   private readonly events: EventRecorder;
+  /** Pod-certificate mode: the signer's Events, apart from the rounds' so that a burst of issuances never queues a CA or Secret-mode Event. */
+  private readonly podEvents: EventRecorder | undefined;
   /** Pod-certificate mode: the signer (its request informers and the stale-names count); undefined otherwise. */
   readonly podSigner: PodCertificateSigner | undefined;
   private readonly podInformers: readonly Informer<ObjectWithMeta>[];
@@ -184,6 +199,16 @@ export class ProviderCertificateAdapter {
     const ledger = new IssuanceLedger();
     this.certificateCache = new CertificateCache(crypto.verifier);
     this.events = new EventRecorder(api, { now, logger, writesAllowed: eventsAllowed, instance: options.eventInstance });
+    const podEvents = options.podCertificates
+      ? new EventRecorder(api, {
+          now,
+          logger,
+          writesAllowed: eventsAllowed,
+          instance: options.eventInstance,
+          concurrency: podEventConnections(options),
+        })
+      : undefined;
+    this.podEvents = podEvents;
     // The pod signer is created below; the view reads it at scrape time.
     this.status = new CertificateStatusView(
       () => informerServices(this.informers.services),
@@ -198,13 +223,14 @@ export class ProviderCertificateAdapter {
     const podConcurrency = secretMode ? Math.max(1, Math.floor((options.writeConcurrency ?? 16) / 2)) : (options.writeConcurrency ?? 16);
     const signer =
       options.podCertificates &&
+      podEvents &&
       new PodCertificateSigner(
         {
           api,
           policy: this.policy,
           crypto,
           cache: this.certificateCache,
-          events: this.events,
+          events: podEvents,
           logger,
           services: () => this.informers.services.list(),
           ...(options.namespaceRequirement && this.informers.allowedNamespaces
@@ -213,6 +239,7 @@ export class ProviderCertificateAdapter {
           onRequest: options.hooks?.onPodCertificateRequest?.bind(options.hooks),
           informerOptions,
           timers: options.timers,
+          issuanceEventWindowMs: options.podEvents?.windowMs,
         },
         options.podCertificates,
       );
@@ -290,7 +317,7 @@ export class ProviderCertificateAdapter {
     const writesAllowed = options.writesAllowed ?? (() => true);
     const eventsAllowed = options.eventsAllowed ?? writesAllowed;
     const api = new KubeRestClient(connection, {
-      maxSockets: options.writeConcurrency ?? 16,
+      maxSockets: (options.writeConcurrency ?? 16) + podEventConnections(options),
       // The last check, as each request is sent: Events have their own fence, everything else the Secrets'.
       writesAllowed: (resource) => (resource === 'events' ? eventsAllowed() : writesAllowed()),
     });
@@ -335,7 +362,7 @@ export class ProviderCertificateAdapter {
     this.unsubscribe = undefined;
     await Promise.all([this.informers.stop(), ...this.podInformers.map((i) => i.stop()), this.podSigner?.stop()]);
     await this.podSigner?.settled();
-    await this.events.flush();
+    await this.flushEvents();
     this.api.close();
   }
 
@@ -383,13 +410,26 @@ export class ProviderCertificateAdapter {
     return this.informers.stats();
   }
 
-  /** Events created, patched, folded and failed. */
+  /** Events created, patched, folded and failed (the pod signer's included). */
   get eventStats(): EventRecorderStats {
-    return this.events.stats;
+    const pods = this.podEvents?.stats;
+    if (!pods) return this.events.stats;
+    const sum = { ...this.events.stats };
+    for (const k of Object.keys(sum) as (keyof EventRecorderStats)[]) sum[k] += pods[k];
+    return sum;
   }
 
-  /** Resolves when queued Events have been sent. */
-  flushEvents(): Promise<void> {
-    return this.events.flush();
+  /** Resolves when queued Events have been sent (the pod signer's included). */
+  async flushEvents(): Promise<void> {
+    await Promise.all([this.events.flush(), this.podEvents?.flush()]);
+  }
+
+  /**
+   * Pod-certificate mode: resolves once the signer's Events so far are sent, the issuances it is
+   * still coalescing included, as the last request finishes (benchmarks time the trail with it).
+   */
+  async podEventsSent(): Promise<void> {
+    await this.podSigner?.issuanceEventsSent();
+    await this.podEvents?.flush();
   }
 }

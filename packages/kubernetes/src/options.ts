@@ -27,6 +27,7 @@ interface CheckedOptions {
   readonly clientSecretName?: string;
   readonly writeConcurrency?: number;
   readonly debounceMs?: number;
+  readonly podEvents?: { readonly concurrency?: number; readonly windowMs?: number };
   readonly watchTimeoutSeconds?: number;
   readonly pageSize?: number;
   readonly maxIssuancesPerReconcile?: number;
@@ -90,6 +91,12 @@ export function validateAdapterOptions(options: CheckedOptions): void {
   }
   if (options.debounceMs !== undefined && !intIn(options.debounceMs, 0, 60_000)) {
     throw new AdapterOptionsError('debounceMs', options.debounceMs, 'must be a whole number of milliseconds from 0 to 60000');
+  }
+  if (options.podEvents?.concurrency !== undefined && !intIn(options.podEvents.concurrency, 1, 64)) {
+    throw new AdapterOptionsError('podEvents.concurrency', options.podEvents.concurrency, 'must be a whole number from 1 to 64');
+  }
+  if (options.podEvents?.windowMs !== undefined && !intIn(options.podEvents.windowMs, 0, 60_000)) {
+    throw new AdapterOptionsError('podEvents.windowMs', options.podEvents.windowMs, 'must be a whole number of milliseconds from 0 to 60000');
   }
   if (options.watchTimeoutSeconds !== undefined && !intIn(options.watchTimeoutSeconds, 1, 86_400)) {
     throw new AdapterOptionsError('watchTimeoutSeconds', options.watchTimeoutSeconds, 'must be a whole number of seconds from 1 to 86400');

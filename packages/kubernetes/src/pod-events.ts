@@ -29,6 +29,10 @@ export class PodIssuanceEvents {
   // Objects with an Event being sent.
   private readonly sending = new Set<string>();
   private timer: ScheduledTimer | undefined;
+  // Events being sent: flush may send a second of one object while its first is in flight.
+  private inFlight = 0;
+  // Callers of whenSent, resolved once nothing waits and nothing is being sent.
+  private idle: (() => void)[] = [];
 
   constructor(
     private readonly events: EventRecorder,
@@ -62,6 +66,16 @@ export class PodIssuanceEvents {
     this.sendWaiting(true);
   }
 
+  /**
+   * Resolves once every issuance counted so far has its Event sent (or folded, or failed: the
+   * recorder's send never rejects), the waiting batches included: as the last request finishes,
+   * so that a benchmark can time how far the Events trail issuance.
+   */
+  whenSent(): Promise<void> {
+    if (this.waiting.size === 0 && this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
   private sendWaiting(all: boolean): void {
     for (const key of [...this.waiting.keys()]) if (all || !this.sending.has(key)) this.send(key);
   }
@@ -70,10 +84,13 @@ export class PodIssuanceEvents {
     const batch = this.waiting.get(key)!;
     this.waiting.delete(key);
     this.sending.add(key);
+    this.inFlight++;
     void this.events.send(batch.about, 'Normal', 'PodCertificateIssued', issuedMessage(batch)).finally(() => {
       this.sending.delete(key);
+      this.inFlight--;
       // What came meanwhile goes now: it has waited for this Event already.
       if (this.waiting.has(key)) this.send(key);
+      else if (this.waiting.size === 0 && this.inFlight === 0) this.idle.splice(0).forEach((resolve) => resolve());
     });
   }
 }

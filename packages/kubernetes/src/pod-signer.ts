@@ -78,6 +78,8 @@ export interface PodSignerDependencies {
   readonly informerOptions: InformerOptions;
   /** Timers of the coalesced issuance Events (default: the process's own). */
   readonly timers?: Timers;
+  /** The issuance Events' coalescing window (default 100 ms). */
+  readonly issuanceEventWindowMs?: number;
 }
 
 /**
@@ -130,7 +132,7 @@ export class PodCertificateSigner {
     ]);
     this.issued = new IssuedPods();
     this.pods = new PodReader({ api: deps.api, informerOptions: deps.informerOptions, logger: deps.logger });
-    this.issuedEvents = new PodIssuanceEvents(deps.events, undefined, deps.timers);
+    this.issuedEvents = new PodIssuanceEvents(deps.events, deps.issuanceEventWindowMs, deps.timers);
   }
 
   /** Call on every change of a labelled Service: the next decision reads the Services again, and the pod cache follows their namespaces. */
@@ -150,6 +152,11 @@ export class PodCertificateSigner {
   async stop(): Promise<void> {
     this.issuedEvents.flush();
     await this.pods.stop();
+  }
+
+  /** Resolves once the issuances so far have their Events sent: the waiting batches too, as the last request finishes (benchmarks). */
+  issuanceEventsSent(): Promise<void> {
+    return this.issuedEvents.whenSent();
   }
 
   /** Every request pending in the cache that we have not written, with its role: what a resync queues. */

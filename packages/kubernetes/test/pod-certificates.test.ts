@@ -292,10 +292,19 @@ describe('pod-certificate mode on kube-apiserver v1.37.2, as the controller Serv
     service.metadata!.labels = { ...service.metadata!.labels, 'external-secrets.io/provider': 'true' };
     await core.replaceNamespacedService({ namespace: PROVIDERS, name: 'lonely', body: service });
     await eventually(() => expect(adapter.informers.services.get(PROVIDERS, 'lonely')).toBeDefined());
+    const issuedHere = (): number => decided.filter((d) => d.result === 'issued' && d.namespace === PROVIDERS).length;
+    const issuedBefore = issuedHere();
     expect(await volume.mount()).toMatchObject({ condition: 'Issued' });
     expect([...parseCertificate(leafOf(volume).toString()).dnsNames].sort()).toEqual(
       ['lonely', `lonely.${PROVIDERS}`, `lonely.${PROVIDERS}.svc`, `lonely.${PROVIDERS}.svc.cluster.local`].sort(),
     );
+    // Its Event is still being coalesced when the hook runs; podEventsSent resolves once it is written (issue 25).
+    await eventually(() => expect(issuedHere()).toBe(issuedBefore + 1));
+    await adapter.podEventsSent();
+    const events = await core.listNamespacedEvent({ namespace: PROVIDERS, fieldSelector: 'involvedObject.name=lonely' });
+    expect(events.items.map((e) => [e.involvedObject.kind, e.type, e.reason, e.message])).toEqual([
+      ['Service', 'Normal', 'PodCertificateIssued', expect.stringContaining('to pod lonely-0 from eso-mtls.io/provider-server')],
+    ]);
   });
 
   it('denies a pod that only a labelled ExternalName Service selects (ExternalNameService), and leaves that Service out beside one that selects the pod', async () => {

@@ -69,4 +69,47 @@ describe('PodIssuanceEvents', () => {
     ]);
     expect(sent[2]!.message).toContain('for ESO core (client)');
   });
+
+  it('whenSent resolves once the waiting batches are sent too, as the last request finishes', async () => {
+    const timers = manualTimers();
+    const { events, sent } = recorder();
+    const batcher = new PodIssuanceEvents(events, 100, timers);
+    await batcher.whenSent();
+    let done = false;
+    batcher.issued(service, 's', 'a-0', ['provider'], 1e12);
+    void batcher.whenSent().then(() => (done = true));
+    timers.fire();
+    // Issued while that Event is in flight: it waits for it, and whenSent waits for both.
+    batcher.issued(service, 's', 'a-1', ['provider'], 1e12);
+    batcher.issued({ namespace: 'ns-b', name: 'provider' }, 's', 'b-0', ['provider'], 1e12);
+    timers.fire();
+    expect(sent.map((s) => s.message)).toEqual([expect.stringContaining('pod a-0'), expect.stringContaining('pod b-0')]);
+    sent[0]!.done();
+    sent[1]!.done();
+    await tick();
+    expect(sent[2]!.message).toContain('pod a-1');
+    expect(done).toBe(false);
+    sent[2]!.done();
+    await tick();
+    expect(done).toBe(true);
+  });
+
+  it('whenSent waits for both Events of one object that flush sent together', async () => {
+    const timers = manualTimers();
+    const { events, sent } = recorder();
+    const batcher = new PodIssuanceEvents(events, 100, timers);
+    batcher.issued(service, 's', 'a-0', ['provider'], 1e12);
+    timers.fire();
+    batcher.issued(service, 's', 'a-1', ['provider'], 1e12);
+    batcher.flush();
+    expect(sent.map((s) => s.message)).toEqual([expect.stringContaining('pod a-0'), expect.stringContaining('pod a-1')]);
+    let done = false;
+    void batcher.whenSent().then(() => (done = true));
+    sent[0]!.done();
+    await tick();
+    expect(done).toBe(false);
+    sent[1]!.done();
+    await tick();
+    expect(done).toBe(true);
+  });
 });
