@@ -254,8 +254,10 @@ export class EventRecorder {
   ): Promise<void> {
     try {
       // The patch sets count and lastTimestamp: sending it twice does no harm.
-      await this.retries.attempt(object, () => false, () =>
-        this.api.mergePatch(corePath('events', object.namespace, entry.name), { count: entry.count, lastTimestamp: rfc3339(now) }),
+      await this.retries.attempt(
+        object,
+        () => false,
+        () => this.api.mergePatch(corePath('events', object.namespace, entry.name), { count: entry.count, lastTimestamp: rfc3339(now) }),
       );
       this.stats.patched++;
     } catch (e) {

@@ -73,7 +73,8 @@ export class EventRetries {
         // A fenced request was not sent, and will not be while the fence is closed.
         const delay = e instanceof WriteFencedError ? undefined : eventRetryDelayMs(apiErrorOf(e), backoff);
         if (delay === undefined || this.stopping || timers.monotonicMs() + delay > deadline) throw e;
-        if (this.waiting.size >= maxWaiting) throw new DroppedEvent(`${maxWaiting} Events already wait to be retried; given up after: ${apiErrorOf(e).message}`, false);
+        if (this.waiting.size >= maxWaiting)
+          throw new DroppedEvent(`${maxWaiting} Events already wait to be retried; given up after: ${apiErrorOf(e).message}`, false);
         onRetry();
         if (!(await this.pause(object, delay))) throw new DroppedEvent('stopping while it waited to be retried', true);
       }
