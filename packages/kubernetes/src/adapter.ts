@@ -62,8 +62,9 @@ export interface AdapterOptions {
   /** Fencing: checked before every plan, every issuance and every Secret write; leader election turns it off at once. */
   readonly writesAllowed?: () => boolean;
   /**
-   * Fencing of Events (default: writesAllowed). A controller that is stopping still leads until it
-   * releases its Lease, so it may report the writes it finished while Secret writes are already fenced.
+   * Fencing of Events (default: writesAllowed), checked when an Event is decided, not again when it
+   * is sent. A controller that is stopping still leads until it releases its Lease, so it may report
+   * the writes it finished while Secret writes are already fenced.
    */
   readonly eventsAllowed?: () => boolean;
   /** For the metrics view only (default: writesAllowed). */
@@ -198,16 +199,10 @@ export class ProviderCertificateAdapter {
     this.informers = new ClusterInformers(api, scope, tuning);
     const ledger = new IssuanceLedger();
     this.certificateCache = new CertificateCache(crypto.verifier);
-    this.events = new EventRecorder(api, { now, logger, writesAllowed: eventsAllowed, instance: options.eventInstance });
-    const podEvents = options.podCertificates
-      ? new EventRecorder(api, {
-          now,
-          logger,
-          writesAllowed: eventsAllowed,
-          instance: options.eventInstance,
-          concurrency: podEventConnections(options),
-        })
-      : undefined;
+    const recorder = (concurrency?: number): EventRecorder =>
+      new EventRecorder(api, { now, logger, writesAllowed: eventsAllowed, instance: options.eventInstance, timers: options.timers, concurrency });
+    this.events = recorder();
+    const podEvents = options.podCertificates ? recorder(podEventConnections(options)) : undefined;
     this.podEvents = podEvents;
     // The pod signer is created below; the view reads it at scrape time.
     this.status = new CertificateStatusView(
@@ -318,8 +313,10 @@ export class ProviderCertificateAdapter {
     const eventsAllowed = options.eventsAllowed ?? writesAllowed;
     const api = new KubeRestClient(connection, {
       maxSockets: (options.writeConcurrency ?? 16) + podEventConnections(options),
-      // The last check, as each request is sent: Events have their own fence, everything else the Secrets'.
-      writesAllowed: (resource) => (resource === 'events' ? eventsAllowed() : writesAllowed()),
+      // The last check, as each request is sent, for everything but Events: the recorder checks
+      // theirs once, when it decides to send one (with the failure it reports, if any), and an
+      // Event decided goes out, retries included, even if leadership is lost meanwhile.
+      writesAllowed: (resource) => resource === 'events' || writesAllowed(),
     });
     return new ProviderCertificateAdapter(api, options, { writesAllowed, eventsAllowed });
   }
@@ -362,7 +359,8 @@ export class ProviderCertificateAdapter {
     this.unsubscribe = undefined;
     await Promise.all([this.informers.stop(), ...this.podInformers.map((i) => i.stop()), this.podSigner?.stop()]);
     await this.podSigner?.settled();
-    await this.flushEvents();
+    // Not flush(): Events waiting to be retried (the apiserver down) are given up, not waited for.
+    await Promise.all([this.events.stop(), this.podEvents?.stop()]);
     this.api.close();
   }
 

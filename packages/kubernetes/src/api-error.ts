@@ -5,10 +5,12 @@ export interface ApiErrorInfo {
   readonly message: string;
   /** The reasons of the Status's `details.causes` (`NamespaceTerminating`, `FieldValueInvalid`, ...). */
   readonly causes: readonly string[];
+  /** The Status's `details.retryAfterSeconds` (a 429 or 5xx saying when to try again; the apiserver sends it as Retry-After too). */
+  readonly retryAfterSeconds?: number;
 }
 
 /** The `reason`, `message` and cause reasons of a JSON Status body (a string or already parsed); empty when it is not one. */
-export function statusOf(body: unknown): { reason?: string; message?: string; causes?: string[] } {
+export function statusOf(body: unknown): { reason?: string; message?: string; causes?: string[]; retryAfterSeconds?: number } {
   let status: unknown = body;
   if (typeof body === 'string') {
     try {
@@ -18,7 +20,7 @@ export function statusOf(body: unknown): { reason?: string; message?: string; ca
     }
   }
   if (typeof status !== 'object' || status === null) return {};
-  const { reason, message, details } = status as { reason?: unknown; message?: unknown; details?: { causes?: unknown } };
+  const { reason, message, details } = status as { reason?: unknown; message?: unknown; details?: { causes?: unknown; retryAfterSeconds?: unknown } };
   const causes = Array.isArray(details?.causes)
     ? details.causes.map((c: { reason?: unknown }) => c?.reason).filter((r): r is string => typeof r === 'string')
     : [];
@@ -26,6 +28,7 @@ export function statusOf(body: unknown): { reason?: string; message?: string; ca
     ...(typeof reason === 'string' ? { reason } : {}),
     ...(typeof message === 'string' ? { message } : {}),
     ...(causes.length > 0 ? { causes } : {}),
+    ...(typeof details?.retryAfterSeconds === 'number' ? { retryAfterSeconds: details.retryAfterSeconds } : {}),
   };
 }
 
@@ -39,7 +42,13 @@ export function apiErrorOf(error: unknown): ApiErrorInfo {
   const status = statusOf(e?.body);
   const message = status.message ?? (typeof e?.message === 'string' ? e.message : String(error));
   const reason = status.reason;
-  return { code, reason, message: code === undefined ? message : `${code}${reason ? ` ${reason}` : ''}: ${message}`, causes: status.causes ?? [] };
+  return {
+    code,
+    reason,
+    message: code === undefined ? message : `${code}${reason ? ` ${reason}` : ''}: ${message}`,
+    causes: status.causes ?? [],
+    ...(status.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: status.retryAfterSeconds }),
+  };
 }
 
 /**

@@ -224,27 +224,26 @@ export class RoundWrites {
     }
     const fields = servicesFields(services, what.promptedBy);
     logger.error({ target, namespace, ...fields, reason, code, error }, message);
-    hooks.onRotationFailure?.(namespace, services);
     const secret = writer.locate(what.target).name;
     const text =
       stage === 'issuing'
         ? `Could not issue the certificate for Secret ${secret} (reason: ${reason})${sharedBy(fields)}: ${error}`
         : `Could not write Secret ${secret} (reason: ${reason})${sharedBy(fields)}: ${error}`;
-    for (const ref of this.services.refs(namespace, fields.sample)) events.record(ref, 'Warning', 'Failed', text);
+    // Counter and Events together or not at all (a replica that lost its Lease leaves both to the new leader).
+    events.reportFailure(() => hooks.onRotationFailure?.(namespace, services), this.services.refs(namespace, fields.sample), 'Failed', text);
   }
 
   /** The accounting path of a CA that could not be generated, signed or written: counter, Event on the CA Secret, log line. */
   private caFailed(stage: 'generating or signing' | 'writing', reason: string | undefined, error: string, code: number | undefined): void {
     const { writer, hooks, events, logger } = this.deps;
     const where = writer.locate('ca');
-    hooks.onCaRotationFailure?.();
     logger.error({ target: 'ca', secret: `${where.namespace}/${where.name}`, reason, code, error }, `${stage} the CA failed`);
     const text =
       stage === 'writing'
         ? `Could not write the CA Secret (reason: ${reason ?? 'unknown'}): ${error}`
         : `Could not generate or sign a CA (reason: ${reason ?? 'unknown'}): ${error}; nothing is issued until this succeeds`;
     const uid = this.existing('ca')?.metadata?.uid;
-    events.record({ kind: 'Secret', namespace: where.namespace, name: where.name, uid }, 'Warning', 'Failed', text);
+    events.reportFailure(() => hooks.onCaRotationFailure?.(), [{ kind: 'Secret', namespace: where.namespace, name: where.name, uid }], 'Failed', text);
   }
 
   private existing(target: SecretTarget): V1Secret | undefined {

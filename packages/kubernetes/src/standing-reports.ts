@@ -50,7 +50,7 @@ export class StandingReports {
 
   constructor(
     private readonly logger: Logger,
-    private readonly events: Pick<EventRecorder, 'record'>,
+    private readonly events: Pick<EventRecorder, 'record' | 'reportFailure'>,
     private readonly hooks: AdapterHooks,
     intervalMs: number,
   ) {
@@ -120,8 +120,8 @@ export class StandingReports {
       const fields = servicesFields(c.services);
       this.logger.warn({ target: describeTarget(c.target), ...fields }, `conflict: ${c.message}`);
       if (typeof c.target === 'object' && c.services.length > 0) {
-        this.hooks.onRotationFailure?.(c.target.namespace, c.services);
-        for (const ref of services.refs(c.target.namespace, fields.sample)) this.events.record(ref, 'Warning', 'Conflict', c.message);
+        const namespace = c.target.namespace;
+        this.events.reportFailure(() => this.hooks.onRotationFailure?.(namespace, c.services), services.refs(namespace, fields.sample), 'Conflict', c.message);
       }
     }
   }

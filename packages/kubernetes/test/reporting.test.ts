@@ -21,6 +21,11 @@ class RecordedEvents {
   record(ref: InvolvedObject, type: 'Normal' | 'Warning', reason: EventReason, message: string): void {
     this.events.push({ ref, type, reason, message });
   }
+  reportFailure(count: () => void, refs: Iterable<InvolvedObject>, reason: EventReason, message: string): boolean {
+    count();
+    for (const ref of refs) this.record(ref, 'Warning', reason, message);
+    return true;
+  }
 }
 
 function setUp() {
