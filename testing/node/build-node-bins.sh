@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds (once, cached outside the clone) what a real node needs beyond kube-apiserver and etcd:
 #   kubelet, kube-controller-manager, kube-scheduler and kube-proxy in ONE go build (they share
-#   compilation), containerd v2 with ctr and the runc shim, and CoreDNS, from the wrapper modules
-#   next to this script. Prints ONLY the folder that holds them on stdout; progress goes to stderr.
+#   compilation), containerd v2 with ctr and the runc shim, and CoreDNS with only the plugins the
+#   node's Corefile uses (coredns/main.go: half the packages of CoreDNS's own main), from the
+#   wrapper modules next to this script. Prints ONLY the folder that holds them on stdout; progress
+#   goes to stderr.
 #
 #   ESO_MTLS_NODE_BINS      reuse an existing folder holding all of them
 #   ESO_MTLS_NODE_CACHE     cache root (default: $HOME/.cache/eso-mtls/kube-node)
@@ -62,7 +64,7 @@ log "building containerd ${containerd_ver}, ctr and containerd-shim-runc-v2"
   -o "$tmp/" github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr \
   github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2) >&2
 log "building CoreDNS ${coredns_ver}"
-(cd "$here/coredns" && "$go_cmd" build -trimpath -ldflags "-s -w" -o "$tmp/coredns" github.com/coredns/coredns) >&2
+(cd "$here/coredns" && "$go_cmd" build -trimpath -ldflags "-s -w" -o "$tmp/coredns" .) >&2
 
 mkdir -p "$dir"
 for b in "${bins[@]}"; do mv -f "$tmp/$b" "$dir/$b"; done
