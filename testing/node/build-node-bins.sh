@@ -32,7 +32,9 @@ k8s_minor="${BASH_REMATCH[1]}"
 [[ -n "$containerd_ver" && -n "$coredns_ver" ]] || die "cannot read the containerd or CoreDNS version from their go.mod"
 
 cache_root="${ESO_MTLS_NODE_CACHE:-$HOME/.cache/eso-mtls/kube-node}"
-dir="$cache_root/k8s-${k8s_ver}_containerd-${containerd_ver}_coredns-${coredns_ver}"
+# The CoreDNS build carries only the plugins its main.go imports: a change to that set is a new build.
+coredns_plugins="$(sha256sum "$here/coredns/main.go" | cut -c1-8)"
+dir="$cache_root/k8s-${k8s_ver}_containerd-${containerd_ver}_coredns-${coredns_ver}-${coredns_plugins}"
 if have_bins "$dir"; then echo "$dir"; exit 0; fi
 
 go_cmd="${GO:-go}"

@@ -3,6 +3,7 @@ import { ConcurrencyLimit, type Instant } from '@eso-mtls/core';
 import { apiErrorOf } from './api-error.js';
 import { type Timers, systemTimers } from './clock.js';
 import { DroppedEvent, EVENT_RETRY_FOR_MS, EventRetries, MAX_EVENTS_WAITING } from './event-retry.js';
+import type { InvolvedObject } from './involved-object.js';
 import { type Logger, silentLogger } from './logger.js';
 import { type KubeRestClient, corePath } from './rest-client.js';
 
@@ -23,22 +24,6 @@ export type EventReason =
   | 'PodCertificateFailed'
   | 'Pruned'
   | 'PruneFailed';
-
-/**
- * The object an Event is about (its `involvedObject`): a labelled Service, the CA Secret in ESO's
- * namespace (for the CA's failures, which concern no Service), or a pod whose certificate request
- * was decided.
- */
-export interface InvolvedObject {
-  /** Default `Service`. */
-  readonly kind?: 'Service' | 'Secret' | 'Pod';
-  /** The object's namespace. */
-  readonly namespace: string;
-  /** The object's name. */
-  readonly name: string;
-  /** The object's uid, which ties the Event to this incarnation of it. */
-  readonly uid?: string;
-}
 
 /** Options of {@link EventRecorder}. */
 export interface EventRecorderOptions {

@@ -2,7 +2,7 @@ import type { ConcurrencyLimit } from '@eso-mtls/core';
 import { type ApiErrorInfo, apiErrorOf } from './api-error.js';
 import { Backoff } from './backoff.js';
 import type { Timers } from './clock.js';
-import type { InvolvedObject } from './event-recorder.js';
+import type { InvolvedObject } from './involved-object.js';
 import { WriteFencedError } from './rest-client.js';
 
 /** How long an Event write is retried: an apiserver or etcd restart takes tens of seconds. */

@@ -11,7 +11,8 @@ export { CertificateStatusView, type LabelledService } from './certificate-statu
 export { type MonotonicClock, type ScheduledTimer, sleep, systemTimers, type Timers, type TimerScheduler } from './clock.js';
 export { type ClusterInformers, type InformerScope, type InformerTuning, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService } from './cluster-informers.js';
 export { type ClusterConnection, connectionFromKubeConfig, type ConnectionTls, type KubeConfigConnectionOptions, type KubeConfigLike } from './connection.js';
-export { type EventReason, type EventRecorderStats, type InvolvedObject } from './event-recorder.js';
+export { type EventReason, type EventRecorderStats } from './event-recorder.js';
+export type { InvolvedObject } from './involved-object.js';
 export {
   Informer,
   type InformerEvent,

@@ -1,6 +1,7 @@
 import { shownList } from '@eso-mtls/core';
 import { type ScheduledTimer, type Timers, systemTimers } from './clock.js';
-import type { EventRecorder, InvolvedObject } from './event-recorder.js';
+import type { EventRecorder } from './event-recorder.js';
+import type { InvolvedObject } from './involved-object.js';
 
 /** Issuances of one window on one object, waiting to be recorded as one Event. */
 interface Batch {

@@ -1,5 +1,5 @@
 import type { V1Service } from '@kubernetes/client-node';
-import type { InvolvedObject } from './event-recorder.js';
+import type { InvolvedObject } from './involved-object.js';
 
 /**
  * The most Services one namespace-wide report is about: a namespace's labelled Services share one

@@ -2,7 +2,8 @@
 // whose sends the test completes; never time.
 import { describe, expect, it } from '@jest/globals';
 import type { Timers } from '../src/clock.js';
-import type { EventRecorder, InvolvedObject } from '../src/event-recorder.js';
+import type { EventRecorder } from '../src/event-recorder.js';
+import type { InvolvedObject } from '../src/involved-object.js';
 import { PodIssuanceEvents } from '../src/pod-events.js';
 
 /** Timers fired by hand. */
