@@ -169,6 +169,7 @@ describe('parseControllerConfig', () => {
               `--cluster-domain=${c.policy.clusterDomain}`,
               `--service-account=${c.policy.serviceAccount}`,
               `--reconcile-interval=${formatFlagDuration(c.policy.reconcileInterval)}`,
+              `--propagation-delay=${formatFlagDuration(c.policy.propagationDelay)}`,
               `--key-algorithm=${c.policy.keyAlgorithm}`,
               `--ca-secret-name=${c.caSecretName}`,
               `--client-secret-name=${c.clientSecretName}`,
