@@ -3,7 +3,7 @@ import { ConcurrencyLimit, type Instant } from '@eso-mtls/core';
 import { apiErrorOf } from './api-error.js';
 import { type Timers, systemTimers } from './clock.js';
 import { DroppedEvent, EVENT_RETRY_FOR_MS, EventRetries, MAX_EVENTS_WAITING } from './event-retry.js';
-import type { InvolvedObject } from './involved-object.js';
+import { type InvolvedObject, kindOf, objectKey } from './involved-object.js';
 import { type Logger, silentLogger } from './logger.js';
 import { type KubeRestClient, corePath } from './rest-client.js';
 
@@ -151,7 +151,7 @@ export class EventRecorder {
     const given = this.retries.stop();
     await this.flush();
     if (given.length === 0) return;
-    const objects = given.slice(0, 10).map((o) => `${o.kind ?? 'Service'} ${o.namespace}/${o.name}`);
+    const objects = given.slice(0, 10).map((o) => `${kindOf(o)} ${o.namespace}/${o.name}`);
     // The message of every Event not written, so one search finds them all (the soak's does).
     this.logger.warn({ events: given.length, objects, error: 'stopping while they waited to be retried' }, 'could not record Event');
   }
@@ -163,7 +163,7 @@ export class EventRecorder {
   /** An Event already decided on (past the fence): folded into a repeat, patched onto it, or created. */
   private dispatch(object: InvolvedObject, type: 'Normal' | 'Warning', reason: EventReason, message: string): Promise<void> {
     const text = eventMessage(message);
-    const key = `${object.kind ?? 'Service'}/${object.namespace}/${object.name}/${reason}/${text}`;
+    const key = `${objectKey(object)}/${reason}/${text}`;
     const now = this.options.now();
     const previous = this.sent.get(key);
     if (previous) {
@@ -204,7 +204,7 @@ export class EventRecorder {
           metadata: { name: entry.name, namespace: object.namespace },
           involvedObject: {
             apiVersion: 'v1',
-            kind: object.kind ?? 'Service',
+            kind: kindOf(object),
             namespace: object.namespace,
             name: object.name,
             ...(object.uid ? { uid: object.uid } : {}),

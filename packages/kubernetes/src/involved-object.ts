@@ -13,3 +13,9 @@ export interface InvolvedObject {
   /** The object's uid, which ties the Event to this incarnation of it. */
   readonly uid?: string;
 }
+
+/** The object's kind: a Service when the caller named none. */
+export const kindOf = (o: InvolvedObject): NonNullable<InvolvedObject['kind']> => o.kind ?? 'Service';
+
+/** `Kind/namespace/name`: the object as a key of the Events kept per object. */
+export const objectKey = (o: InvolvedObject): string => `${kindOf(o)}/${o.namespace}/${o.name}`;

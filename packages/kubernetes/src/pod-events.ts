@@ -1,7 +1,7 @@
 import { shownList } from '@eso-mtls/core';
 import { type ScheduledTimer, type Timers, systemTimers } from './clock.js';
 import type { EventRecorder } from './event-recorder.js';
-import type { InvolvedObject } from './involved-object.js';
+import { type InvolvedObject, objectKey } from './involved-object.js';
 
 /** Issuances of one window on one object, waiting to be recorded as one Event. */
 interface Batch {
@@ -43,7 +43,7 @@ export class PodIssuanceEvents {
 
   /** Counts one issuance to `pod` on `about`, recorded with the others of its batch. */
   issued(about: InvolvedObject, signer: string, pod: string, services: readonly string[], notAfter: number): void {
-    const key = `${about.kind ?? 'Service'}/${about.namespace}/${about.name}/${signer}`;
+    const key = `${objectKey(about)}/${signer}`;
     const batch = this.waiting.get(key);
     if (batch) {
       batch.pods.push(pod);
