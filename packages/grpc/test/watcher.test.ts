@@ -93,6 +93,23 @@ describe('loading what the kubelet mounted', () => {
     expect((await started).serialNumber).toBe(serial(first.cert));
   });
 
+  it('a read in flight when close() is called counts and reports nothing, even if the folder is gone by then', async () => {
+    const dir = folder();
+    await writeAtomically(dir, secret(ca.cert, first));
+    const watcher = watcherOn(dir);
+    await watcher.start();
+    const failures: ReloadFailure[] = [];
+    watcher.onFailure((f) => failures.push(f));
+    await watcher.check(); // the first load's read has ended, so the next check() starts a read of its own
+    // As a provider's stop does: the read starts, the watcher is closed, then the owner removes the folder.
+    const reading = watcher.check();
+    watcher.close();
+    rmSync(dir, { recursive: true, force: true });
+    await reading;
+    expect([failures, watcher.stats]).toEqual([[], { loads: 1, reloads: 0, failures: 0 }]);
+    expect(watcher.current?.serialNumber).toBe(serial(first.cert));
+  });
+
   it('close() before the first good load rejects start()', async () => {
     const watcher = watcherOn(join(folder(), 'never'));
     const started = watcher.start();

@@ -278,6 +278,9 @@ export class CertificateWatcher {
         fileNames: this.layout.partNames,
       });
     } catch (e) {
+      // A read still in flight when close() was called judges nothing: the owner may already have
+      // removed the folder, and a refusal logged after the stop would name a problem that is not one.
+      if (this.closed) return;
       const reason: TlsMaterialProblem = e instanceof TlsMaterialError ? e.reason : 'unreadable';
       // The same problem (same files and errnos, or the same bytes refused for the same reason) is
       // one failure, however often it is re-read; a different one is a failure of its own.
