@@ -6,9 +6,10 @@
 #   wrapper modules next to this script. Prints ONLY the folder that holds them on stdout; progress
 #   goes to stderr.
 #
-#   ESO_MTLS_NODE_BINS      reuse an existing folder holding all of them
-#   ESO_MTLS_NODE_CACHE     cache root (default: $HOME/.cache/eso-mtls/kube-node)
-#   GO                      go command to use (default: go on PATH)
+#   ESO_MTLS_NODE_BINS        reuse an existing folder holding all of them
+#   ESO_MTLS_KUBE_NODE_CACHE  cache root (default: $HOME/.cache/eso-mtls/kube-node); not
+#                             ESO_MTLS_NODE_CACHE, which is the Node releases' (scripts/node-cache.mjs)
+#   GO                        go command to use (default: go on PATH)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,7 +32,7 @@ coredns_ver="$(modver "$here/coredns/go.mod" github.com/coredns/coredns)"
 k8s_minor="${BASH_REMATCH[1]}"
 [[ -n "$containerd_ver" && -n "$coredns_ver" ]] || die "cannot read the containerd or CoreDNS version from their go.mod"
 
-cache_root="${ESO_MTLS_NODE_CACHE:-$HOME/.cache/eso-mtls/kube-node}"
+cache_root="${ESO_MTLS_KUBE_NODE_CACHE:-$HOME/.cache/eso-mtls/kube-node}"
 # The CoreDNS build carries only the plugins its main.go imports: a change to that set is a new build.
 coredns_plugins="$(sha256sum "$here/coredns/main.go" | cut -c1-8)"
 dir="$cache_root/k8s-${k8s_ver}_containerd-${containerd_ver}_coredns-${coredns_ver}-${coredns_plugins}"
