@@ -95,7 +95,7 @@ build_image() {
     else
       images_log "building $name"
       local start=$SECONDS
-      bah bud --isolation chroot --pull-never --layers=false --quiet --label "io.eso-mtls.inputs=sha256:$key" -t "$name" "$@" >"$work/$role.build.log" 2>&1 \
+      bah bud --isolation chroot --pull-never --quiet --label "io.eso-mtls.inputs=sha256:$key" -t "$name" "$@" >"$work/$role.build.log" 2>&1 \
         || { tail -n 40 "$work/$role.build.log" >&2; images_die "building $name failed (the last lines above)"; }
       images_log "built $name in $((SECONDS - start)) s"
     fi
@@ -119,24 +119,30 @@ fi
 declare -A tarball_of name_of
 roles=()
 
-# The images of deploy/docker: their Dockerfiles unchanged, on the stand-in bases.
-for role in controller controller-hsm file-provider; do
+# The images of deploy/docker: their Dockerfiles unchanged, on the stand-in bases. Their build
+# stages begin with the same lines (the workspace's npm ci and build), and --layers keeps each
+# step as a cached layer, so the first image to build does that work and the others reuse it. For
+# the cache to match, they build from one context folder (the files any of them takes: each
+# one's ignore file filters it), so `COPY packages/` sees the same files with the same times.
+node_roles=(controller controller-hsm file-provider)
+node_ctx="$work/node-images.context"
+mkdir -p "$node_ctx"
+for role in "${node_roles[@]}"; do context_files "deploy/docker/$role.Dockerfile.dockerignore"; done | sort -zu | tar --null -T - -cf - | tar -xf - -C "$node_ctx"
+for role in "${node_roles[@]}"; do
   file="deploy/docker/$role.Dockerfile"
-  ctx="$work/$role.context"
-  mkdir -p "$ctx"
-  context_files "$file.dockerignore" | tar --null -T - -cf - | tar -xf - -C "$ctx"
   bases="$(dockerfile_bases "$file" | while read -r ref; do printf '%s=%s\n' "$ref" "$(bah inspect --type image --format '{{.FromImageID}}' "$ref")"; done)"
+  # The key: this image's own context only, so a file only another image takes does not change it.
   key="$({
     printf 'recipe 1\nversion %s\n%s\n' "$version" "$bases"
     cat "$file" "$file.dockerignore"
-    (cd "$ctx" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+    context_files "$file.dockerignore" | sort -z | xargs -0 sha256sum
   } | digest)"
   key="${key:0:16}"
   name="localhost/eso-mtls/$role:$key"
   # The npm cache is shared between builds (content-addressed: it changes no result, only the time).
-  tarball_of[$role]="$(ensure_image "$role" "$name" "$key" -f "$file" --ignorefile "$file.dockerignore" \
+  tarball_of[$role]="$(ensure_image "$role" "$name" "$key" -f "$file" --ignorefile "$file.dockerignore" --layers \
     --build-arg "VERSION=$version" --build-arg "REVISION=$revision" --build-arg "CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-    "${npm_mounts[@]}" "$ctx")"
+    "${npm_mounts[@]}" "$node_ctx")"
   name_of[$role]="$name"
   roles+=("$role")
 done
@@ -195,7 +201,7 @@ make_set() {
 
 # Keeps the newest sets used; drops the tarballs no kept set links and no run used in the last
 # 3 hours (a run touches each tarball it uses before making its set), then the images in storage
-# whose tarball is gone.
+# whose tarball is gone, and the cached build steps over 3 hours old.
 prune() {
   local keep="${ESO_MTLS_IMAGES_KEEP:-4}" image key
   ls -1dt "$images_cache/sets"/*/ | tail -n +"$((keep + 1))" | xargs -r rm -rf
@@ -207,6 +213,17 @@ prune() {
     # An untagged one was replaced under its name (the pause image's name is fixed).
     [[ "$image" != "<none>:<none>" && -f "$images_cache/tarballs/${repo##*/}-${key#sha256:}.tar" ]] || bah rmi "$id" >/dev/null 2>&1 || true
   done
+  # The steps --layers cached for the Node images (untagged): those made over 3 hours ago, newest
+  # first, so that a step goes before the one it was built on. rmi refuses a step an image still
+  # stands on (a kept image's own stage), and it stays.
+  bah images --all --json | node -e '
+    let s = "";
+    process.stdin.on("data", (d) => (s += d)).on("end", () => {
+      const old = Math.floor(Date.now() / 1000) - 3 * 3600;
+      const steps = (JSON.parse(s || "[]") ?? []).filter((i) => (i.names ?? []).length === 0 && i.created < old);
+      for (const i of steps.sort((a, b) => b.created - a.created)) console.log(i.id);
+    });
+  ' | while read -r id; do bah rmi "$id" >/dev/null 2>&1 || true; done
 }
 
 locked "$images_cache/.sets.lock" "a set of images" make_set

@@ -98,8 +98,11 @@ build() { # NAME: deploy/docker/NAME.Dockerfile -> $prefix/NAME:$tag
   local name="$1" file="deploy/docker/$1.Dockerfile" image="$prefix/$1:$tag"
   local args=(-f "$file" -t "$image" --build-arg "VERSION=$version" --build-arg "REVISION=$revision" --build-arg "CREATED=$created")
   # BuildKit (docker, nerdctl) reads <Dockerfile>.dockerignore by itself; podman and buildah are told.
+  # BuildKit and podman keep a layer cache by default; buildah is asked to, so the second image
+  # reuses the first one's install and build of the workspace (the Dockerfiles share those lines).
   case "$builder" in
-    podman | buildah) args+=(--ignorefile "$file.dockerignore") ;;
+    podman) args+=(--ignorefile "$file.dockerignore") ;;
+    buildah) args+=(--ignorefile "$file.dockerignore" --layers) ;;
   esac
   echo "images: $builder building $image from $file" >&2
   "$builder" build "${args[@]}" .

@@ -33,21 +33,25 @@ RUN apt-get update \
     | grep -Ev '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so' \
     | xargs -r cp -L -t /opt/hsm/lib/
 
-# controller.Dockerfile's build, with a C++ toolchain for node-gyp, which compiles pkcs11js (a
+# controller.Dockerfile's build, then a C++ toolchain for node-gyp, which compiles pkcs11js (a
 # Node-API addon) against this Node's own headers (nodedir), so nothing is downloaded for it.
+# The toolchain comes after the shared lines below, so that they stay shared.
+# The same first lines in the three Dockerfiles of deploy/docker (testing/packaging/images.test.ts
+# holds them so): a builder with a layer cache (BuildKit, or buildah and podman with --layers)
+# installs and compiles the workspace once for all three images.
 FROM node:24-trixie-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json tsconfig.base.json ./
+COPY packages/ packages/
+RUN npm ci --no-audit --no-fund --ignore-scripts \
+ && npm run build --workspaces --if-present
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 ENV npm_config_nodedir=/usr/local
-WORKDIR /src
-COPY package.json package-lock.json tsconfig.base.json ./
-COPY packages/ packages/
 # pkcs11js is an optional dependency of @eso-mtls/pkcs11: its version is the lockfile's. The
 # build fails here, not at the controller's start, when the binding does not load.
-RUN npm ci --no-audit --no-fund --ignore-scripts \
- && npm rebuild pkcs11js --foreground-scripts \
- && npm run build --workspaces --if-present \
+RUN npm rebuild pkcs11js --foreground-scripts \
  && npm prune --omit=dev --no-audit --no-fund \
  && rm -rf packages/*/src packages/*/test \
  && cd packages/pkcs11 && node -e "require('pkcs11js')"

@@ -9,13 +9,16 @@
 # Base images are pinned by tag; scripts/resolve-image-digests.sh adds their digests where a
 # registry is reachable (docs/images.md).
 
+# The same first lines in the three Dockerfiles of deploy/docker (testing/packaging/images.test.ts
+# holds them so): a builder with a layer cache (BuildKit, or buildah and podman with --layers)
+# installs and compiles the workspace once for all three images.
 FROM node:24-trixie-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json tsconfig.base.json ./
 COPY packages/ packages/
 RUN npm ci --no-audit --no-fund --ignore-scripts \
- && npm run build --workspaces --if-present \
- && npm prune --omit=dev --no-audit --no-fund \
+ && npm run build --workspaces --if-present
+RUN npm prune --omit=dev --no-audit --no-fund \
  && rm -rf packages/*/src packages/*/test
 
 # Distroless: no shell, no package manager; uid 65532 matches the Deployment's runAsUser.

@@ -7,15 +7,18 @@
 # Node 24, as controller.Dockerfile (which says why); pinned by tag, digests from
 # scripts/resolve-image-digests.sh (docs/images.md).
 
+# The same first lines in the three Dockerfiles of deploy/docker (testing/packaging/images.test.ts
+# holds them so): a builder with a layer cache (BuildKit, or buildah and podman with --layers)
+# installs and compiles the workspace once for all three images.
 FROM node:24-trixie-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json tsconfig.base.json ./
 COPY packages/ packages/
+RUN npm ci --no-audit --no-fund --ignore-scripts \
+ && npm run build --workspaces --if-present
 COPY examples/file-provider/src/ examples/file-provider/src/
 COPY deploy/docker/file-provider.tsconfig.json deploy/docker/
-RUN npm ci --no-audit --no-fund --ignore-scripts \
- && npm run build --workspaces --if-present \
- && npx tsc -p deploy/docker/file-provider.tsconfig.json \
+RUN npx tsc -p deploy/docker/file-provider.tsconfig.json \
  && npm prune --omit=dev --no-audit --no-fund \
  && rm -rf packages/*/src packages/*/test
 

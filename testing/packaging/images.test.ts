@@ -247,3 +247,29 @@ describe('npm run images (scripts/images.sh)', () => {
     expect(r.calls.filter((c) => c.startsWith('push '))).toEqual([]);
   });
 });
+
+describe('the build stages of deploy/docker', () => {
+  /** A Dockerfile's build stage up to and including its first RUN, comments left out: what a layer cache shares. */
+  const sharedLines = (name: string) => {
+    const lines = stages(dockerfile(name))
+      .get('build')!
+      .split('\n')
+      .filter((l) => l.trim() !== '' && !l.startsWith('#'));
+    return lines.slice(0, lines.findIndex((l) => l.startsWith('RUN ')) + 1);
+  };
+  /** An ignore file's lines about the paths those lines copy (the ones outside package.json, the lockfile, tsconfig.base.json and packages/ left out). */
+  const sharedContext = (name: string) =>
+    read(`deploy/docker/${name}.Dockerfile.dockerignore`)
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('#') && !/^!(examples|deploy)\//.test(l));
+
+  it('begin with the same lines, through the install and build of the workspace, so that a layer cache does that once for all three images', () => {
+    const controller = sharedLines('controller');
+    expect(controller.at(-1)).toMatch(/^RUN npm ci .*&& npm run build --workspaces --if-present$/);
+    for (const name of DOCKERFILES) expect([name, sharedLines(name)]).toEqual([name, controller]);
+  });
+
+  it("copy those lines' sources from the same files: the ignore files agree on everything outside examples/ and deploy/", () => {
+    for (const name of DOCKERFILES) expect([name, sharedContext(name)]).toEqual([name, sharedContext('controller')]);
+  });
+});
