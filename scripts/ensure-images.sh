@@ -213,15 +213,14 @@ prune() {
     # An untagged one was replaced under its name (the pause image's name is fixed).
     [[ "$image" != "<none>:<none>" && -f "$images_cache/tarballs/${repo##*/}-${key#sha256:}.tar" ]] || bah rmi "$id" >/dev/null 2>&1 || true
   done
-  # The steps --layers cached for the Node images (untagged): those made over 3 hours ago, newest
-  # first, so that a step goes before the one it was built on. rmi refuses a step an image still
-  # stands on (a kept image's own stage), and it stays.
+  # The steps --layers cached for the Node images (untagged images): those made over 3 hours ago.
+  # A tagged image keeps the layers it uses whatever happens to the steps that made them.
   bah images --all --json | node -e '
     let s = "";
     process.stdin.on("data", (d) => (s += d)).on("end", () => {
       const old = Math.floor(Date.now() / 1000) - 3 * 3600;
       const steps = (JSON.parse(s || "[]") ?? []).filter((i) => (i.names ?? []).length === 0 && i.created < old);
-      for (const i of steps.sort((a, b) => b.created - a.created)) console.log(i.id);
+      for (const i of steps) console.log(i.id);
     });
   ' | while read -r id; do bah rmi "$id" >/dev/null 2>&1 || true; done
 }
