@@ -51,6 +51,17 @@ function watcherOn(dir: string, options: Partial<ConstructorParameters<typeof Ce
   return w;
 }
 
+/** A watcher that has loaded `first` from a fresh folder, and the failures it counts from then on. */
+async function loadedWatcher(): Promise<{ dir: string; watcher: CertificateWatcher; failures: ReloadFailure[] }> {
+  const dir = folder();
+  await writeAtomically(dir, secret(ca.cert, first));
+  const watcher = watcherOn(dir);
+  await watcher.start();
+  const failures: ReloadFailure[] = [];
+  watcher.onFailure((f) => failures.push(f));
+  return { dir, watcher, failures };
+}
+
 beforeAll(async () => {
   ca = await issueTestCa();
   otherCa = await issueTestCa();
@@ -94,12 +105,7 @@ describe('loading what the kubelet mounted', () => {
   });
 
   it('a read in flight when close() is called counts and reports nothing, even if the folder is gone by then', async () => {
-    const dir = folder();
-    await writeAtomically(dir, secret(ca.cert, first));
-    const watcher = watcherOn(dir);
-    await watcher.start();
-    const failures: ReloadFailure[] = [];
-    watcher.onFailure((f) => failures.push(f));
+    const { dir, watcher, failures } = await loadedWatcher();
     await watcher.check(); // the first load's read has ended, so the next check() starts a read of its own
     // As a provider's stop does: the read starts, the watcher is closed, then the owner removes the folder.
     const reading = watcher.check();
@@ -320,12 +326,7 @@ describe('files that are not regular certificate files are refused before readin
   });
 
   it('different problems one after another are each reported; the same problem again is not', async () => {
-    const dir = folder();
-    await writeAtomically(dir, secret(ca.cert, first));
-    const watcher = watcherOn(dir);
-    await watcher.start();
-    const failures: ReloadFailure[] = [];
-    watcher.onFailure((f) => failures.push(f));
+    const { dir, watcher, failures } = await loadedWatcher();
 
     rmSync(inData(dir));
     await watcher.check();
