@@ -16,6 +16,7 @@ set -euo pipefail
 shopt -s inherit_errexit
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/go-tool-cache.sh"
+source "$here/go-build-flags.sh"
 version="${CERT_MANAGER_VERSION:-v1.21.2}"
 module=github.com/cert-manager/cert-manager
 
@@ -35,7 +36,7 @@ build() {
   sed "1s|^module .*|module $module/cmd/controller|" "$src/go.mod" >"$wrapper/go.mod"
   printf '\nrequire %s %s\n' "$module" "$version" >>"$wrapper/go.mod"
   # -mod=mod, not tidy: tidy would also fetch what upstream's tests import.
-  (cd "$wrapper" && CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" go build -trimpath \
+  (cd "$wrapper" && CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" go build "${go_tool_flags[@]}" \
       -ldflags "-s -w -X $module/pkg/util.AppVersion=$version" -o "$1" .)
 }
 

@@ -7,6 +7,7 @@
 #   ESO_MTLS_TOOLS_CACHE     cache root (default: $HOME/.cache/eso-mtls/tools)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/go-tool-cache.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/go-build-flags.sh"
 version="${HELM_VERSION:-v3.22.0}"
 build() {
   # Stamp what helm's own Makefile stamps: its version (else `helm version` says v3.x-dev), and the
@@ -22,7 +23,7 @@ build() {
   for pkg in pkg/lint/rules pkg/chartutil; do
     x+=(-X "helm.sh/helm/v3/$pkg.k8sVersionMajor=$major" -X "helm.sh/helm/v3/$pkg.k8sVersionMinor=$minor")
   done
-  CGO_ENABLED=0 GOBIN="$(dirname "$1")" GOFLAGS=-buildvcs=false go install -trimpath \
+  CGO_ENABLED=0 GOBIN="$(dirname "$1")" GOFLAGS=-buildvcs=false go install "${go_tool_flags[@]}" \
     -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version -X helm.sh/helm/v3/internal/version.gitTreeState=clean ${x[*]}" \
     "helm.sh/helm/v3/cmd/helm@$version"
 }

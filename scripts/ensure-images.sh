@@ -23,6 +23,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/image-storage.sh
+source scripts/go-build-flags.sh
 images_storage_init
 
 for tool in buildah debootstrap "${GO:-go}" git; do
@@ -153,7 +154,7 @@ go_image() { # ROLE NAME-WITHOUT-TAG|FULL-NAME MODULE-DIR PACKAGE BINARY DOCKERF
   local role="$1" name="$2" module="$3" package="$4" binary="$5" file="$6" ctx="$work/$1.context"
   shift 6
   mkdir -p "$ctx"
-  (cd "$module" && CGO_ENABLED=0 "${GO:-go}" build -mod=readonly -buildvcs=false -trimpath -ldflags='-s -w' -o "$ctx/$binary" "$package") >&2 \
+  (cd "$module" && CGO_ENABLED=0 "${GO:-go}" build -mod=readonly -buildvcs=false "${go_tool_flags[@]}" -ldflags='-s -w' -o "$ctx/$binary" "$package") >&2 \
     || images_die "go build of $package in $module failed"
   local key
   key="$({ printf '%s\n' "$@"; cat "$file" "$ctx/$binary"; } | digest)"

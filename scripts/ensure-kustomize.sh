@@ -7,8 +7,9 @@
 #   ESO_MTLS_TOOLS_CACHE     cache root (default: $HOME/.cache/eso-mtls/tools)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/go-tool-cache.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/go-build-flags.sh"
 version="${KUSTOMIZE_VERSION:-v5.8.1}"
 build() {
-  CGO_ENABLED=0 GOBIN="$(dirname "$1")" GOFLAGS=-buildvcs=false go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$version"
+  CGO_ENABLED=0 GOBIN="$(dirname "$1")" GOFLAGS=-buildvcs=false go install "${go_tool_flags[@]}" -ldflags "-s -w" "sigs.k8s.io/kustomize/kustomize/v5@$version"
 }
 cached_go_tool kustomize "$version" build

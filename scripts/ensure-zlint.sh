@@ -16,8 +16,9 @@ version="$(awk '($1 == "github.com/zmap/zlint/v3") { print $2; exit }' "$here/go
 [[ "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
   { echo "ensure-zlint: cannot read the github.com/zmap/zlint/v3 version from $here/go.mod (got '$version')" >&2; exit 1; }
 source "$(dirname "${BASH_SOURCE[0]}")/go-tool-cache.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/go-build-flags.sh"
 build() {
   (cd "$here" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" \
-    go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$1" github.com/zmap/zlint/v3/cmd/zlint)
+    go build "${go_tool_flags[@]}" -ldflags "-s -w -X main.version=$version" -o "$1" github.com/zmap/zlint/v3/cmd/zlint)
 }
 cached_go_tool zlint "$version" build

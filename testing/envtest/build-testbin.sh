@@ -9,6 +9,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/../../scripts/go-build-flags.sh"
 # The Go modules to build: this folder (the version npm test runs on) or ESO_MTLS_TESTBIN_MODULES,
 # a folder with kube-apiserver/ and etcd/ of its own (testing/envtest/compat: the oldest version we claim).
 modules="${ESO_MTLS_TESTBIN_MODULES:-$here}"
@@ -71,11 +72,11 @@ trap 'rm -rf "$tmp"' EXIT
 export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
 start=$SECONDS
 log "building etcd ${etcd_ver} (Go ${have_go})"
-(cd "$modules/etcd" && "$go_cmd" build -trimpath -ldflags "-s -w" \
+(cd "$modules/etcd" && "$go_cmd" build "${go_tool_flags[@]}" -ldflags "-s -w" \
   -o "$tmp/etcd" go.etcd.io/etcd/server/v3) >&2
 log "building kube-apiserver ${k8s_ver} (cold: 10-20+ minutes on 2 cores)"
 vpkg=k8s.io/component-base/version
-(cd "$modules/kube-apiserver" && "$go_cmd" build -trimpath \
+(cd "$modules/kube-apiserver" && "$go_cmd" build "${go_tool_flags[@]}" \
   -ldflags "-s -w -X $vpkg.gitVersion=${k8s_ver} -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=${k8s_minor} -X $vpkg.gitTreeState=clean" \
   -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver) >&2
 

@@ -13,6 +13,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/../../scripts/go-build-flags.sh"
 log() { printf 'build-node-bins: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 bins=(kubelet kube-controller-manager kube-scheduler kube-proxy containerd ctr containerd-shim-runc-v2 coredns)
@@ -57,17 +58,17 @@ export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
 start=$SECONDS
 vpkg=k8s.io/component-base/version
 log "building kubelet, kube-controller-manager, kube-scheduler and kube-proxy ${k8s_ver} in one go build (cold: 15-30 minutes on 2 cores)"
-(cd "$here/kubernetes" && "$go_cmd" build -trimpath \
+(cd "$here/kubernetes" && "$go_cmd" build "${go_tool_flags[@]}" \
   -ldflags "-s -w -X $vpkg.gitVersion=${k8s_ver} -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=${k8s_minor} -X $vpkg.gitTreeState=clean" \
   -o "$tmp/" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy) >&2
 log "building containerd ${containerd_ver}, ctr and containerd-shim-runc-v2"
-(cd "$here/containerd" && "$go_cmd" build -trimpath -tags "no_btrfs no_devmapper no_zfs" \
+(cd "$here/containerd" && "$go_cmd" build "${go_tool_flags[@]}" -tags "no_btrfs no_devmapper no_zfs" \
   -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=${containerd_ver}" \
   -o "$tmp/" github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr \
   github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2) >&2
 log "building CoreDNS ${coredns_ver}"
-(cd "$here/coredns" && "$go_cmd" build -trimpath -ldflags "-s -w" -o "$tmp/coredns" .) >&2
+(cd "$here/coredns" && "$go_cmd" build "${go_tool_flags[@]}" -ldflags "-s -w" -o "$tmp/coredns" .) >&2
 
 mkdir -p "$dir"
 for b in "${bins[@]}"; do mv -f "$tmp/$b" "$dir/$b"; done
