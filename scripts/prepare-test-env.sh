@@ -12,8 +12,8 @@
 #     on local stand-ins for their base images (scripts/ensure-images.sh, docs/images.md).
 #
 # With the caches warm every step finds its tool and this takes seconds (7 s). On a fresh machine
-# nearly all the time is compiling: 64 minutes cold at load average 8 on 2 cores (README.md), of
-# which the go lane below is the whole length, the images running beside its first step. The
+# nearly all the time is compiling: 31.5 minutes cold on a quiet 2-core machine, 64 at load average
+# 8 (README.md), of which the go lane below is the whole length, the images beside its first step. The
 # downloads and Debian's installs would add to it if they waited their turn, so the steps run in
 # three lanes side by side, each lane in order:
 #   go        the Go compiles, one after another (two at once on 2 cores gain little, and
@@ -23,8 +23,8 @@
 #             kustomize, zlint;
 #   debian    Debian's packages (apt runs one install at a time), then the images, which need
 #             buildah and debootstrap: downloads (debootstrap, Node, npm ci), but also the
-#             TypeScript build in each of the three Node images, CPU the go lane shares (28 minutes
-#             cold, beside kube-apiserver's 35);
+#             TypeScript build the three Node images share, CPU the go lane shares (13 minutes cold
+#             on a quiet machine, beside kube-apiserver's 18);
 #   download  the Go modules of the wrapper modules the go lane builds (go mod download; 2.5
 #             minutes cold), and the Prometheus operator's CRDs, so the go lane rarely waits for
 #             the network (helm and kustomize, built by version, still fetch their own).
