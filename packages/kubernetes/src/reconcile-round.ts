@@ -124,16 +124,18 @@ export class ReconcileRound {
     const now = clock();
     const published = await pods.trustBundles.publish(ca, now);
     // Every failed write counts; a standing conflict once per reconcile interval, like the Secrets'.
-    // Either is logged and recorded at most once per interval and bundle, so nothing floods.
-    published.failed.forEach(() => hooks.onCaRotationFailure?.());
+    // Either is logged and recorded at most once per interval and bundle, so nothing floods. The
+    // counter and the Event are decided together (reportFailure), as for the Secrets.
+    const caSecret = { kind: 'Secret' as const, ...pods.caEventTarget };
     for (const f of [...published.failed, ...published.conflicts]) {
-      const last = this.bundleReports.get(f.name);
-      if (last !== undefined && now - last < this.deps.plan.policy.reconcileInterval) continue;
-      this.bundleReports.set(f.name, now);
       const conflict = published.conflicts.includes(f);
-      if (conflict) hooks.onCaRotationFailure?.();
+      const last = this.bundleReports.get(f.name);
+      const due = last === undefined || now - last >= this.deps.plan.policy.reconcileInterval;
+      if (!due && conflict) continue;
+      events.reportFailure(() => hooks.onCaRotationFailure?.(), due ? [caSecret] : [], conflict ? 'Conflict' : 'Failed', f.message);
+      if (!due) continue;
+      this.bundleReports.set(f.name, now);
       logger.warn({ trustBundle: f.name, error: f.message }, conflict ? `trust bundle conflict: ${f.message}` : 'publishing a trust bundle failed; retrying');
-      events.record({ kind: 'Secret', ...pods.caEventTarget }, 'Warning', conflict ? 'Conflict' : 'Failed', f.message);
     }
     pods.lane.use(ca);
     return { ...result, written: result.written + published.written, failed: result.failed + published.failed.length };
