@@ -195,7 +195,10 @@ export class EventRecorder {
   private async create(object: InvolvedObject, entry: Sent, type: string, reason: EventReason, message: string, now: Instant): Promise<void> {
     const component = this.options.component ?? 'eso-mtls';
     // AlreadyExists on a retry: the attempt that got no answer landed (the name is ours alone).
-    const landed = (e: unknown): boolean => apiErrorOf(e).code === 409 && apiErrorOf(e).reason === 'AlreadyExists';
+    const landed = (e: unknown): boolean => {
+      const { code, reason: status } = apiErrorOf(e);
+      return code === 409 && status === 'AlreadyExists';
+    };
     try {
       await this.retries.attempt(object, landed, () =>
         this.api.create(corePath('events', object.namespace), {
