@@ -128,7 +128,8 @@ roles=()
 node_roles=(controller controller-hsm file-provider)
 node_ctx="$work/node-images.context"
 mkdir -p "$node_ctx"
-for role in "${node_roles[@]}"; do context_files "deploy/docker/$role.Dockerfile.dockerignore"; done | sort -zu | tar --null -T - -cf - | tar -xf - -C "$node_ctx"
+for role in "${node_roles[@]}"; do context_files "deploy/docker/$role.Dockerfile.dockerignore" >"$work/$role.files"; done
+for role in "${node_roles[@]}"; do cat "$work/$role.files"; done | sort -zu | tar --null -T - -cf - | tar -xf - -C "$node_ctx"
 for role in "${node_roles[@]}"; do
   file="deploy/docker/$role.Dockerfile"
   bases="$(dockerfile_bases "$file" | while read -r ref; do printf '%s=%s\n' "$ref" "$(bah inspect --type image --format '{{.FromImageID}}' "$ref")"; done)"
@@ -136,7 +137,7 @@ for role in "${node_roles[@]}"; do
   key="$({
     printf 'recipe 1\nversion %s\n%s\n' "$version" "$bases"
     cat "$file" "$file.dockerignore"
-    context_files "$file.dockerignore" | sort -z | xargs -0 sha256sum
+    sort -z "$work/$role.files" | xargs -0 sha256sum
   } | digest)"
   key="${key:0:16}"
   name="localhost/eso-mtls/$role:$key"
