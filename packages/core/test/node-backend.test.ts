@@ -34,7 +34,8 @@ describe('createNodeSigner', () => {
     const signer = createNodeSigner();
     const key = await signer.generateKey('RSA-3072');
     const stopCounting = countLoopTurns();
-    const signatures = await Promise.all(Array.from({ length: 20 }, (_, i) => signer.sign(key.privateKeyPem, Uint8Array.of(i))));
+    // Enough signatures to outlast a turn of the loop on a loaded machine (CI once saw 20 finish within one).
+    const signatures = await Promise.all(Array.from({ length: 200 }, (_, i) => signer.sign(key.privateKeyPem, Uint8Array.of(i % 256))));
     const turns = stopCounting();
     expect(turns).toBeGreaterThan(1);
     expect(signatures.every((s) => s.length === 384)).toBe(true);
