@@ -193,8 +193,11 @@ describe('pod-certificate modes of the Helm chart, rendered by helm', () => {
     expect(pod.volumes!.filter((v: V1Volume) => v.secret !== undefined)).toEqual([]);
   });
 
-  it('renders the example provider of deploy/examples/file-provider-pod-certificates when the modes include pod-certificate, the Secret one otherwise', () => {
-    const volumesAndMounts = (pod: V1PodSpec) => ({ volumes: pod.volumes, mounts: pod.containers[0]!.volumeMounts, args: pod.containers[0]!.args });
+  it('renders the example provider of deploy/examples/file-provider-pod-certificates when the modes include pod-certificate, the Secret one otherwise, with the same probes', () => {
+    const volumesAndMounts = (pod: V1PodSpec) => {
+      const { volumeMounts: mounts, args, startupProbe, livenessProbe, readinessProbe } = pod.containers[0]!;
+      return { volumes: pod.volumes, mounts, args, probes: { startupProbe, livenessProbe, readinessProbe } };
+    };
     for (const modes of [['pod-certificate'], ['secret', 'pod-certificate']]) {
       const chart = render({ modes, exampleProvider: { enabled: true } });
       expect({ modes, ...volumesAndMounts(podOf(chart, 'file-provider')) }).toEqual({ modes, ...volumesAndMounts(podOf(examplePod, 'file-provider')) });

@@ -106,7 +106,9 @@ function listen(server: Server, host: string | undefined, port: number): Promise
 }
 
 /**
- * The liveness check: answering at all proves the event loop turns, and the probe's own timeout
- * (1 s in the Deployment) bounds how slowly. A stalled loop cannot run a smarter check anyway.
+ * The liveness check: answering at all proves the event loop turns, so the process can make
+ * progress. It says nothing of how fast: a restart never helps a controller that is merely busy,
+ * and the Deployment's probe (5 s, 6 misses in a row) tolerates a starved node. A stalled loop
+ * cannot run a smarter check anyway.
  */
 export const pingCheck: ProbeCheck = { name: 'ping', check: () => undefined };

@@ -79,6 +79,11 @@ describe('deploy/ manifests', () => {
     for (const [k, v] of Object.entries(service.spec!.selector!)) expect(deployment.spec!.template.metadata!.labels![k]).toBe(v);
   });
 
+  it('restarts only a controller that makes no progress: liveness waits 5 s for an answer and a minute of misses in a row', () => {
+    // 1 s and 3 misses restarted both replicas 3 times on a starved node (load 125 on 2 cores), moving leadership each time.
+    expect(container.livenessProbe).toMatchObject({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 });
+  });
+
   it('runs non-root with a read-only root filesystem, no capabilities and the runtime seccomp profile', () => {
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
     expect(pod.securityContext!.runAsUser).toBeGreaterThan(0);
@@ -235,6 +240,17 @@ describe('deploy/examples/file-provider manifests', () => {
     expect(provider.livenessProbe!.httpGet!.path).toBe('/healthz');
     expect(provider.readinessProbe!.httpGet!.path).toBe('/readyz');
     expect(provider.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
+  });
+
+  it('judges liveness only once the provider has started (5 minutes for a start), then restarts it only after a minute of misses', () => {
+    // 33 of 80 providers started at once on a starved node were restarted before they ever served.
+    expect(provider.startupProbe).toEqual({
+      httpGet: provider.livenessProbe!.httpGet,
+      periodSeconds: 5,
+      timeoutSeconds: 5,
+      failureThreshold: 60,
+    });
+    expect(provider.livenessProbe).toMatchObject({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 });
   });
 });
 
