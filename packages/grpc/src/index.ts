@@ -55,9 +55,11 @@ export { type HandshakeDiagnosis, type HandshakeProblem } from './tls/handshake-
 export { CERTIFICATE_LAYOUTS, type CertificateFileNames, type CertificateLayout } from './tls/layout.js';
 export { MAX_MOUNTED_FILE_BYTES, MountedFileError, type MountedFileProblem, readMountedFile } from './tls/mounted-file.js';
 export { reloadingCertificateSource, ReloadingServerCredentials } from './tls/server-credentials.js';
+export { NoGoodCertificateError } from './tls/no-good-certificate.js';
 export {
   CertificateWatcher,
   type CertificateWatcherOptions,
+  type CertificateWatcherStartOptions,
   DEFAULT_CERT_DIR,
   type FailureListener,
   type MaterialListener,

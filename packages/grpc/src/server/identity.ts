@@ -1,5 +1,6 @@
 import type { PeerCertificate } from 'node:tls';
 import { CLIENT_COMMON_NAME } from '@eso-mtls/core';
+import { extendedKeyUsageNames } from '../tls/material.js';
 
 const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
 
@@ -53,7 +54,7 @@ function subjectAltNames(text: string | undefined, kind: string): string[] {
  */
 export function clientIdentityMismatch(peer: PeerIdentity, requirement: ClientIdentityRequirement | false): string | undefined {
   if (!peer.extendedKeyUsage.includes(CLIENT_AUTH_OID)) {
-    return `client certificate (serial ${peer.serialNumber}) lacks extendedKeyUsage clientAuth; presented [${peer.extendedKeyUsage.join(', ')}]`;
+    return `client certificate (serial ${peer.serialNumber}) lacks extendedKeyUsage clientAuth; presented [${extendedKeyUsageNames(peer.extendedKeyUsage).join(', ')}]`;
   }
   if (requirement === false) return undefined;
   const commonName = requirement.commonName ?? CLIENT_COMMON_NAME;

@@ -1,9 +1,12 @@
 /**
- * One structured log record of the provider server: a certificate reload or a refused one.
+ * One structured log record of the provider server, or of a `CertificateWatcher` of its own
+ * (ESO's client folder): a certificate reload or a refused one.
  * Carries labels, reasons and dates only, never PEM or key text.
  */
 export interface ProviderLogRecord {
   readonly level: 'info' | 'warn';
+  /** Who wrote it: default `eso-mtls-provider` (the provider server); `eso-mtls-certificate-watcher` for a watcher's own lines. */
+  readonly component?: string;
   readonly message: string;
   /** The `metrics` identity, when given. */
   readonly namespace?: string;

@@ -10,6 +10,18 @@ const PURPOSE_OID: Record<CertificatePurpose, string> = {
   clientAuth: '1.3.6.1.5.5.7.3.2',
 };
 
+// RFC 5280's names (section 4.2.1.12) for the purposes a reader may meet; messages use them.
+const EKU_NAMES: Readonly<Record<string, string>> = {
+  ...Object.fromEntries(Object.entries(PURPOSE_OID).map(([name, oid]) => [oid, name])),
+  '1.3.6.1.5.5.7.3.3': 'codeSigning',
+  '1.3.6.1.5.5.7.3.4': 'emailProtection',
+  '1.3.6.1.5.5.7.3.8': 'timeStamping',
+  '1.3.6.1.5.5.7.3.9': 'OCSPSigning',
+};
+
+/** extendedKeyUsage OIDs as messages name them: `serverAuth`, `clientAuth`, ...; an OID without a name stays dotted. */
+export const extendedKeyUsageNames = (oids: readonly string[]): string[] => oids.map((oid) => EKU_NAMES[oid] ?? oid);
+
 /** The three PEM texts of a mounted `kubernetes.io/tls` Secret with a bundle, or of a pod-certificate credential bundle split in two plus its ca.crt. */
 export interface TlsMaterialPems {
   /** tls.crt: the leaf, optionally followed by intermediates. */
@@ -142,7 +154,7 @@ export function checkTlsMaterial(pems: TlsMaterialPems, check: TlsMaterialCheck)
   if (!usages.includes(PURPOSE_OID[check.purpose])) {
     throw new TlsMaterialError(
       'wrong_purpose',
-      `${files.certificate} ${describe(leaf)} lacks extendedKeyUsage ${check.purpose}; it has [${usages.join(', ')}]`,
+      `${files.certificate} ${describe(leaf)} lacks extendedKeyUsage ${check.purpose}; it has [${extendedKeyUsageNames(usages).join(', ')}]`,
     );
   }
   const notBefore = Date.parse(leaf.validFrom);

@@ -82,7 +82,8 @@ export function reloadingCertificateSource(
   certDir: string,
   options: Omit<CertificateWatcherOptions, 'directory' | 'purpose'> = {},
 ): ServedCertificateSource & { readonly watcher: CertificateWatcher } {
-  const watcher = new CertificateWatcher({ ...options, directory: certDir, purpose: 'serverAuth' });
+  // startProviderServer logs each refusal itself, with its metrics identity: the watcher's own line would repeat it.
+  const watcher = new CertificateWatcher({ log: false, ...options, directory: certDir, purpose: 'serverAuth' });
   const credentials = new ReloadingServerCredentials(watcher);
   return {
     watcher,

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { type CertificateFileNames, type CertificateLayout, folderLayout, type FolderLayout } from './layout.js';
 import { checkTlsMaterial, TlsMaterialError, type CertificatePurpose, type TlsMaterial, type TlsMaterialProblem } from './material.js';
 import { MAX_MOUNTED_FILE_BYTES, MountedFileError, readMountedFile } from './mounted-file.js';
+import { NoGoodCertificateError } from './no-good-certificate.js';
+import { type ProviderLogger, stderrProviderLogger } from '../server/log.js';
 
 /** Where a provider mounts its certificate folder (the Secret, per the design), whatever its layout. */
 export const DEFAULT_CERT_DIR = '/etc/provider/certs';
@@ -39,6 +41,22 @@ export interface CertificateWatcherOptions {
    * unexpectedly; the watcher carries on either way. Default `process.emitWarning`.
    */
   readonly onError?: (error: Error) => void;
+  /**
+   * Where each counted refusal is logged, one record per problem (a poll re-reading the same bad
+   * folder is not a new one); default {@link stderrProviderLogger}, one JSON line on stderr, so a
+   * bad folder never goes unseen. `false` for none: `startProviderServer` logs its folder's itself.
+   */
+  readonly log?: ProviderLogger | false;
+}
+
+/** Options of {@link CertificateWatcher.start}. */
+export interface CertificateWatcherStartOptions {
+  /**
+   * Gives up waiting for the first good material once aborted, e.g. `AbortSignal.timeout(5_000)`:
+   * start() then rejects with a {@link NoGoodCertificateError} naming the last refusal. Without
+   * it, start() waits as long as it takes. Either way the watcher carries on until closed.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** A refused attempt to load what is on disk; the last good material stays in use. */
@@ -104,6 +122,8 @@ export class CertificateWatcher {
   /** What {@link material} was read from. */
   private materialTexts: FolderTexts | undefined;
   private lastRejected: { key: string; texts: FolderTexts | undefined } | undefined;
+  /** The last counted refusal, which start() names when it gives up. */
+  private lastFailure: ReloadFailure | undefined;
   private readonly materialListeners = new Set<MaterialListener>();
   private readonly failureListeners = new Set<FailureListener>();
   private readonly counters = { loads: 0, reloads: 0, failures: 0 };
@@ -168,17 +188,27 @@ export class CertificateWatcher {
 
   /**
    * Starts watching and polling. Resolves with the first good material; until then it keeps
-   * retrying on every event and poll (a Secret may be mounted before it is issued). Rejects only
-   * if {@link close} is called first.
+   * retrying on every event and poll (a Secret may be mounted before it is issued), and each
+   * refusal is logged (option `log`) and told to {@link onFailure} listeners within milliseconds.
+   * Rejects if {@link close} is called first, or, when `options.signal` aborts first, with a
+   * {@link NoGoodCertificateError} naming the last refusal (ESO's client gives up on a bad folder
+   * instead of hanging).
    */
-  start(): Promise<TlsMaterial> {
+  start(options: CertificateWatcherStartOptions = {}): Promise<TlsMaterial> {
     if (this.closed) return Promise.reject(new Error(`certificate watcher for ${this.directory} is closed`));
     if (this.pollTimer === undefined) {
       this.pollTimer = setInterval(() => this.checkInBackground(), this.options.pollIntervalMs ?? 10_000);
       this.pollTimer.unref();
       this.checkInBackground();
     }
-    return this.firstLoad;
+    const { signal } = options;
+    if (signal === undefined || this.material !== undefined) return this.firstLoad;
+    return new Promise<TlsMaterial>((resolve, reject) => {
+      const giveUp = (): void => reject(new NoGoodCertificateError(this.directory, this.lastFailure, signal.reason));
+      if (signal.aborted) return giveUp();
+      signal.addEventListener('abort', giveUp, { once: true });
+      this.firstLoad.then(resolve, reject).finally(() => signal.removeEventListener('abort', giveUp));
+    });
   }
 
   /** Re-reads the folder now (what an event or a poll does). Resolves when that read is judged. */
@@ -253,6 +283,25 @@ export class CertificateWatcher {
     }
   }
 
+  // The provider server's record, under the watcher's name: reason, folder and what is in use, never PEM.
+  private logRefusal(failure: ReloadFailure): void {
+    const log = this.options.log === undefined ? stderrProviderLogger : this.options.log;
+    if (log === false) return;
+    const used = this.material;
+    try {
+      log({
+        level: 'warn',
+        component: 'eso-mtls-certificate-watcher',
+        message: used ? 'certificate reload refused; keeping the last good certificate' : 'certificate load refused; waiting for a good certificate',
+        reason: failure.reason,
+        detail: failure.message,
+        ...(used ? { notAfter: new Date(used.notAfter).toISOString(), serialNumber: used.serialNumber } : {}),
+      });
+    } catch (e) {
+      this.report(new Error(`certificate watcher for ${this.directory}: log failed: ${(e as Error).message}`, { cause: e }));
+    }
+  }
+
   private report(error: Error): void {
     try {
       (this.options.onError ?? ((e: Error) => process.emitWarning(e)))(error);
@@ -292,6 +341,8 @@ export class CertificateWatcher {
       if (!repeated) {
         this.counters.failures++;
         const failure: ReloadFailure = { reason, message: `${this.directory}: ${(e as Error).message}`, directory: this.directory };
+        this.lastFailure = failure;
+        this.logRefusal(failure);
         this.notify(this.failureListeners, failure);
       }
       return;
