@@ -107,6 +107,9 @@ describe('configuration errors are named, not retried', () => {
     });
     expect(error.message).toContain('expected name other-provider.provider-system.svc, served names [DNS:file-provider.provider-system.svc]');
     expect(error.message).toContain(`client certificate and CA bundle from ${dir}`);
+    // The dialled address is where the certificate was served, not a folder of ours.
+    expect(error.message).toContain(`served by the provider at 127.0.0.1:${provider.port})`);
+    expect(error.message).not.toContain('folder at 127.0.0.1');
     // Never transient: not retried, not even while a reload could be awaited.
     expect(env.sleeps).toEqual([]);
     expect(channel.stats.certificateFailures).toBe(1);

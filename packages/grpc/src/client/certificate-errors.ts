@@ -35,7 +35,7 @@ export class ProviderCertificateError extends ProviderCallError {
   readonly servedNames: readonly string[];
   /** The folder of ESO's client certificate and CA bundle (undefined for fixed material). */
   readonly clientFolder: string | undefined;
-  /** The address dialled, whose mounted folder holds the served certificate. */
+  /** The address dialled (the provider address, or the `connectTo` given), whose server presented the certificate. */
   readonly target: string;
 
   /** Built by the client from a diagnostic handshake's `failure`; `code` is {@link CERTIFICATE_PROBLEM_STATUS} of its problem. */
@@ -45,7 +45,7 @@ export class ProviderCertificateError extends ProviderCallError {
       method,
       code,
       `TLS handshake with ${failure.target} failed (${d.tlsCode}): expected name ${d.expectedName}, served names [${d.servedNames.join(', ')}] ` +
-        `(${d.served}; from the provider's mounted folder at ${failure.target}); client certificate and CA bundle from ${folderOf(failure)}. ${WHAT_TO_DO[d.problem]}`,
+        `(${d.served}; served by the provider at ${failure.target}); client certificate and CA bundle from ${folderOf(failure)}. ${WHAT_TO_DO[d.problem]}`,
       attempts,
       options,
     );

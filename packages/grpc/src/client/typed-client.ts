@@ -5,6 +5,7 @@ import { rawProviderClientConstructor, type ProviderMethodName, type RawProvider
 import type { CertificateFailure } from '../tls/client-channel.js';
 import { ProviderCallError } from './call-error.js';
 import { CERTIFICATE_PROBLEM_STATUS, certificateError } from './certificate-errors.js';
+import { isNameResolutionFailure, networkFailureDetails } from './network-failure.js';
 import { REAL_RETRY_ENVIRONMENT, resolveRetryPolicy, withRetries, type RetryEnvironment, type RetryPolicy } from './retry.js';
 
 /**
@@ -119,7 +120,8 @@ export function createSecretStoreProviderClient(channel: ProviderChannelSource, 
   const diagnosed = async (error: grpc.ServiceError, ch: grpc.Channel, deadline: number): Promise<Error> => {
     if (channel instanceof grpc.Channel || channel.explainFailure === undefined || error.code !== grpc.status.UNAVAILABLE) return error;
     // A refused or unreachable address never got to TLS: no handshake to explain.
-    if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(error.details ?? '')) return error;
+    const details = error.details ?? '';
+    if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(details) || isNameResolutionFailure(details)) return error;
     const failure = await channel.explainFailure(ch, Math.max(0, deadline - Date.now()));
     if (failure === undefined) return error;
     const retryNow =
@@ -164,7 +166,10 @@ export function createSecretStoreProviderClient(channel: ProviderChannelSource, 
       const failure = error.certificateFailure;
       if (failure !== undefined) throw certificateError(method, error.attempts ?? 1, failure, { cause: error.cause ?? error });
       if (error.code === grpc.status.NOT_FOUND) throw new SecretNotFoundError(error.details, { cause: error });
-      throw new ProviderCallError(method, error.code ?? grpc.status.UNKNOWN, error.details ?? String(error.message), error.attempts ?? 1, { cause: error });
+      const details = error.details ?? String(error.message);
+      // grpc-js's own words for a network failure, made readable; a provider's details stay as it sent them.
+      const shown = error.code === grpc.status.UNAVAILABLE ? networkFailureDetails(details) : details;
+      throw new ProviderCallError(method, error.code ?? grpc.status.UNKNOWN, shown, error.attempts ?? 1, { cause: error });
     }
   };
 
