@@ -204,6 +204,7 @@ describe('the small decisions behind it', () => {
         summary: {
           start: 0,
           end: 1000,
+          interrupted: false,
           reconciles: 2,
           serverIssuances: 0,
           clientIssuances: 0,

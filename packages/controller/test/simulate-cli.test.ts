@@ -1,5 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { days } from '@eso-mtls/core';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
 import { parseSimulateArgs, runSimulateCommand } from '../src/cli/simulate.js';
 
 async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -36,8 +40,10 @@ describe('eso-mtls simulate', () => {
     expect(pooled.out).toMatch(/Leaf keys: pooled, \d real key\(s\) reused for \d+ leaves/);
     const fresh = await run(['--years', '0.5', '--services', '2', '--fresh-keys']);
     expect(fresh.out).toMatch(/Leaf keys: a fresh key for each of \d+ leaves/);
-    const sink = { write: () => true };
-    await expect(runSimulateCommand(['--years', '1'], { stdout: sink, stderr: sink }, AbortSignal.abort(new Error('stopped')))).rejects.toThrow('stopped');
+    let out = '';
+    const sink = { write: (t: string) => (out += t) };
+    expect(await runSimulateCommand(['--years', '1'], { stdout: sink, stderr: sink }, AbortSignal.abort(new Error('stopped')))).toBe(130);
+    expect(out).toMatch(/^eso-mtls simulate: INTERRUPTED: 0\.00 of 1 year\(s\) simulated/);
   });
 
   it('policy overrides take days and name the flag when the policy is rejected', () => {
@@ -68,4 +74,33 @@ describe('eso-mtls simulate', () => {
     for (const flag of ['--years', '--services', '--namespaces', '--seed', '--leaf-validity', '--key-algorithm', '--fresh-keys', '--delete-ca-at'])
       expect(out).toContain(flag);
   });
+});
+
+// The built command under a real Ctrl-C. Node catches SIGINT from its start, so the signal waits
+// until the process has done 2 s of CPU work: past loading, well into the simulation.
+describe('eso-mtls simulate, built, under Ctrl-C', () => {
+  const CLI = resolve(repoRoot, 'packages/controller/dist/bin/eso-mtls.js');
+  // utime + stime of /proc/<pid>/stat, in clock ticks (100 a second on Linux).
+  const cpuTicks = (pid: number): number => {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  };
+
+  it('prints the summary of what it simulated so far, says it was interrupted and exits 130', async () => {
+    if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build -w packages/controller\` first`);
+    const child = spawn(process.execPath, [CLI, 'simulate', '--years', '50', '--services', '500'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((r) => child.once('close', (code, signal) => r([code, signal])));
+    while (child.exitCode === null && cpuTicks(child.pid!) < 200) await new Promise((r) => setTimeout(r, 50));
+    child.kill('SIGINT');
+    expect(await exited).toEqual([130, null]);
+    expect(out).toMatch(/^eso-mtls simulate: INTERRUPTED: \d+\.\d\d of 50 year\(s\) simulated, from 2026-01-01T00:00:00Z to 20\d\d-/);
+    expect(Number(/^Reconciles: (\d+)$/m.exec(out)?.[1])).toBeGreaterThan(0);
+    expect(out).toMatch(/^ {2}initial +126$/m); // 125 namespaces and the client, issued at the first reconcile
+    expect(out).toContain('Violations: 0');
+    expect(err).toMatch(/^eso-mtls simulate: interrupted; the summary covers 2026-01-01T00:00:00Z to 20\d\d-.* only, not the 50 year\(s\) asked\n$/);
+  }, 300_000);
 });

@@ -44,10 +44,10 @@ describe('simulate: pooled leaf keys', () => {
 });
 
 describe('simulate: AbortSignal', () => {
-  it('an abort stops the run between reconciles: it rejects with the reason and does no more work', async () => {
+  it('an abort stops the run between reconciles: it resolves with the part simulated so far and does no more work', async () => {
     const { crypto, generated } = countingCrypto(5);
     const stop = new AbortController();
-    let progress = 0;
+    const reached: number[] = [];
     const run = simulate({
       policy: resolvePolicy(),
       crypto,
@@ -55,21 +55,29 @@ describe('simulate: AbortSignal', () => {
       start: T0,
       duration: days(3 * 365),
       signal: stop.signal,
-      onProgress: () => {
-        if (++progress === 3) stop.abort(new Error('test over'));
+      onProgress: (at) => {
+        reached.push(at);
+        if (reached.length === 3) stop.abort(new Error('test over'));
       },
     });
-    await expect(run).rejects.toThrow('test over');
-    const [progressAtStop, keysAtStop] = [progress, generated()];
+    const { summary, timeline } = await run;
+    const [progressAtStop, keysAtStop] = [reached.length, generated()];
     expect(progressAtStop).toBe(3);
+    // What was simulated up to the third reconcile, said to be partial.
+    expect(summary).toMatchObject({ interrupted: true, start: T0, end: reached[2], reconciles: 3 });
+    expect(summary.serverIssuances).toBeGreaterThan(0);
+    expect(timeline.every((e) => e.at <= reached[2]!)).toBe(true);
     // Nothing left running: another simulation to completion gives the aborted one every chance to go on.
-    await simulate({ policy: resolvePolicy(), crypto: testCrypto(6), services: services.slice(0, 1), start: T0, duration: days(30) });
-    expect([progress, generated()]).toEqual([progressAtStop, keysAtStop]);
+    const whole = await simulate({ policy: resolvePolicy(), crypto: testCrypto(6), services: services.slice(0, 1), start: T0, duration: days(30) });
+    expect(whole.summary).toMatchObject({ interrupted: false, end: T0 + days(30) });
+    expect([reached.length, generated()]).toEqual([progressAtStop, keysAtStop]);
   });
 
-  it('an already aborted signal starts nothing', async () => {
+  it('an already aborted signal starts nothing: an empty, interrupted result', async () => {
     const { crypto, generated } = countingCrypto(7);
-    await expect(simulate({ policy: resolvePolicy(), crypto, services, start: T0, duration: days(30), signal: AbortSignal.abort() })).rejects.toThrow();
+    const { summary, timeline } = await simulate({ policy: resolvePolicy(), crypto, services, start: T0, duration: days(30), signal: AbortSignal.abort() });
+    expect(summary).toMatchObject({ interrupted: true, start: T0, end: T0, reconciles: 0 });
+    expect(timeline).toEqual([]);
     expect(generated()).toBe(0);
   });
 });

@@ -12,6 +12,8 @@ export {
   type ControllerCertificateSource,
   ControllerMetrics,
   type ControllerMetricsOptions,
+  LEADER_LEASE_FOREIGN_REASONS,
+  type LeaderLeaseForeignReason,
   POD_REQUEST_REASONS,
   type PodRequestResult,
   type ProviderCertificateEntry,

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { ControllerMetrics, METRIC_NAMES, ProviderMetrics } from '@eso-mtls/metrics';
+import { ControllerMetrics, type LeaderLeaseForeignReason, METRIC_NAMES, ProviderMetrics } from '@eso-mtls/metrics';
 import { TestClock } from '@eso-mtls/test-kit/clock';
 import { ControllerView } from './support/controller-view.js';
 import type { Sample, Scrape } from '@eso-mtls/test-kit/exposition';
@@ -36,7 +36,9 @@ async function system(options: { leader: boolean }) {
   view.refused = [{ namespace: 'provider-aws', service: 'aws', reason: 'certificate_too_large' }];
   view.pausedUntil = T0 + 5 * MINUTE;
   view.notServed = { cap: 3, not_allowed: 1 };
-  const controller = new ControllerMetrics({ now: clock.now, source: view, podCertificates: true, orphanPruning: true });
+  // Every replica, leader or not, judges the leader election Lease it reads.
+  const lease = { foreign: [] as LeaderLeaseForeignReason[] };
+  const controller = new ControllerMetrics({ now: clock.now, source: view, podCertificates: true, orphanPruning: true, leaderLease: () => lease.foreign });
   // The vault provider still serves the certificate from before the last rotation.
   const provider = new ProviderMetrics({
     namespace: 'provider-vault',
@@ -48,7 +50,7 @@ async function system(options: { leader: boolean }) {
     { labels: { job: 'eso-mtls-controller', instance: 'controller-0:8080' }, scrape: await served.start(controller.registry) },
     { labels: { job: 'providers', instance: 'vault-1:8081' }, scrape: await served.start(provider.registry) },
   ];
-  return { clock, view, controller, provider, targets };
+  return { clock, view, lease, controller, provider, targets };
 }
 
 type System = Awaited<ReturnType<typeof system>>;
@@ -160,6 +162,7 @@ describe('the alert rules and the real exporters', () => {
         sys.controller.recordPodCertificateRequest('server', 'denied', 'NoProviderService');
         sys.controller.recordPodCertificateRequest('client', 'issued', 'Issued');
         sys.controller.recordWriteConflict('provider-tls');
+        sys.lease.foreign = ['unknown_holder', 'duration_too_long'];
       }
     });
     const controller = { job: 'eso-mtls-controller', instance: 'controller-0:8080' };
@@ -168,6 +171,8 @@ describe('the alert rules and the real exporters', () => {
       firing('EsoCaCertificateExpiringSoon', { ...controller, state: 'active' }),
       firing('EsoCaCertificateRotationFailed', {}),
       firing('EsoClientCertificateExpiringSoon', controller),
+      firing('EsoLeaderLeaseForeign', { reason: 'duration_too_long' }),
+      firing('EsoLeaderLeaseForeign', { reason: 'unknown_holder' }),
       firing('EsoPodCertificateRequestsRefused', { signer: 'server', result: 'denied', reason: 'NoProviderService' }),
       firing('EsoProviderCertificateExpiringSoon', { ...controller, namespace: 'provider-aws', service: 'aws' }),
       firing('EsoProviderCertificateHotReloadFailed', vaultPod),
@@ -181,7 +186,7 @@ describe('the alert rules and the real exporters', () => {
     expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('SUCCESS')]);
   });
 
-  it('fire only EsoControllerMetricsAbsent when the controller replica scraped is not the leader', async () => {
+  it('fire only EsoControllerMetricsAbsent when the controller replica scraped is not the leader (its Lease gauge at 0)', async () => {
     const sys = await system({ leader: false });
     const { inputSeries } = await record(sys, 20);
     const r = promtoolExpectsFiring(inputSeries, 20, [firing('EsoControllerMetricsAbsent', { state: 'active' })]);

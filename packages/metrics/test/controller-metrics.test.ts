@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { ROTATION_REASONS, type RotationReason } from '@eso-mtls/core';
-import { ControllerMetrics, METRIC_NAMES, MetricLabelError } from '@eso-mtls/metrics';
+import { ControllerMetrics, type LeaderLeaseForeignReason, METRIC_NAMES, MetricLabelError } from '@eso-mtls/metrics';
 import { TestClock } from '@eso-mtls/test-kit/clock';
 import { ControllerView } from './support/controller-view.js';
 import { series, valueOf } from '@eso-mtls/test-kit/exposition';
@@ -352,5 +352,26 @@ describe('ControllerMetrics instances', () => {
     expect(() => new ControllerMetrics({ registry: first.registry, now: () => T0, source: view })).toThrow(
       /eso_provider_certificate_expiry_seconds has already been registered/,
     );
+  });
+});
+
+describe('ControllerMetrics leader election Lease gauge', () => {
+  it('exports both reasons on every replica, leader or not, 1 for each the Lease is foreign by at the scrape', async () => {
+    const view = new ControllerView();
+    view.leader = false;
+    let foreign: LeaderLeaseForeignReason[] = [];
+    const metrics = new ControllerMetrics({ now: new TestClock(T0).now, source: view, leaderLease: () => foreign });
+    const scrape = await served.start(metrics.registry);
+    const lease = async (reason: LeaderLeaseForeignReason) => valueOf((await scrape()).samples, N.leaderLeaseForeign, { reason });
+    expect([await lease('unknown_holder'), await lease('duration_too_long')]).toEqual([0, 0]);
+    foreign = ['unknown_holder', 'duration_too_long'];
+    expect([await lease('unknown_holder'), await lease('duration_too_long')]).toEqual([1, 1]);
+    foreign = ['duration_too_long'];
+    expect([await lease('unknown_holder'), await lease('duration_too_long')]).toEqual([0, 1]);
+  });
+
+  it('is not exported by a controller that reads no Lease (an embedder)', async () => {
+    const { samples } = await setUp();
+    expect(series(await samples(), N.leaderLeaseForeign)).toEqual([]);
   });
 });

@@ -17,6 +17,7 @@ import {
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { CHART_FILE_ACCEPTS, isChartFileName, writeTimelineChart } from '../chart/chart-file.js';
+import { EXIT_INTERRUPTED } from '../demo/summary.js';
 import { formatFlagDuration, parseDuration } from '../duration.js';
 import { type Flag, type HelpRow, helpTable, readArgv } from './args.js';
 import type { CliStreams } from './controller.js';
@@ -187,8 +188,11 @@ export function formatSimulation(args: SimulateArgs, result: SimulationResult): 
   const { summary, timeline } = result;
   const p = args.policy;
   const d = (field: keyof typeof POLICY_FLAGS): string => formatFlagDuration(p[field], args.typed[field]);
+  const span = summary.interrupted
+    ? `INTERRUPTED: ${formatYears(summary.end - summary.start)} of ${args.years} year(s) simulated, from ${iso(summary.start)} to ${iso(summary.end)}`
+    : `${args.years} year(s) from ${iso(summary.start)} to ${iso(summary.end)}`;
   const lines = [
-    `eso-mtls simulate: ${args.years} year(s) from ${iso(summary.start)} to ${iso(summary.end)}, ${args.services} Services in ${args.namespaces} namespaces, seed ${args.seed}`,
+    `eso-mtls simulate: ${span}, ${args.services} Services in ${args.namespaces} namespaces, seed ${args.seed}`,
     oneSecretPerNamespace(args.services, args.namespaces),
     `policy: CA ${d('caValidity')} (rotation starts ${d('caLookahead')} before notAfter), leaves ${d('leafValidity')} (renewed ${d('leafLookahead')} + up to ${d('leafJitter')} jitter before notAfter), ${p.keyAlgorithm}`,
     `        reconcile ${d('reconcileInterval')}, propagation delay ${d('propagationDelay')}, max connection age ${d('maxConnectionAge')}, notBefore backdated ${d('notBeforeBackdate')}`,
@@ -257,6 +261,9 @@ export function progressLine(start: number, end: number, at: number): string {
   return `\r\x1b[Ksimulating ${new Date(at).toISOString().slice(0, 10)}  ${String(Math.floor(share * 100)).padStart(3)}%`;
 }
 
+// Simulated time as years with two decimals: an interrupted run says how far it got.
+const formatYears = (ms: Duration): string => (ms / days(365)).toFixed(2);
+
 /** Erases the progress line, so the report starts on a clean line. */
 const CLEAR_LINE = '\r\x1b[K';
 
@@ -266,8 +273,9 @@ function formatRemaining(ms: Duration): string {
 }
 
 /**
- * `eso-mtls simulate [flags]`: resolves with the exit code (0 clean, 1 violations, 2 bad flags).
- * `signal` (Ctrl-C in the CLI) stops the run; it then rejects with the signal's reason.
+ * `eso-mtls simulate [flags]`: resolves with the exit code (0 clean, 1 violations, 2 bad flags,
+ * 130 stopped early). `signal` (Ctrl-C in the CLI) stops the run; what was simulated so far is
+ * then reported, said to be partial.
  */
 export async function runSimulateCommand(
   argv: readonly string[],
@@ -293,6 +301,12 @@ export async function runSimulateCommand(
   const result = await simulate({ policy: args.policy, crypto, services, duration, events: args.events, onProgress, signal, freshLeafKeys: args.freshKeys });
   if (onProgress !== undefined) streams.stderr.write(CLEAR_LINE);
   streams.stdout.write(args.json ? `${simulationJson(result)}\n` : formatSimulation(args, result));
+  const { interrupted } = result.summary;
+  if (interrupted) {
+    streams.stderr.write(
+      `eso-mtls simulate: interrupted; the summary covers ${iso(result.summary.start)} to ${iso(result.summary.end)} only, not the ${args.years} year(s) asked\n`,
+    );
+  }
   if (args.chart !== undefined) {
     const { summary } = result;
     const title = `eso-mtls simulate: ${args.years} year(s), ${args.services} Services in ${args.namespaces} namespaces, seed ${args.seed}`;
@@ -313,7 +327,8 @@ export async function runSimulateCommand(
       return 1;
     }
   }
-  return result.summary.violations.length === 0 ? 0 : 1;
+  if (result.summary.violations.length > 0) return 1;
+  return interrupted ? EXIT_INTERRUPTED : 0;
 }
 
 // Redraws at most ten times a second: a line per reconcile would cost more than the simulation.

@@ -49,8 +49,10 @@ export interface TimelineEntry {
 export interface SimulationSummary {
   /** First simulated instant. */
   readonly start: Instant;
-  /** Last simulated instant. */
+  /** Last simulated instant: the end asked for, or where an abort stopped the run. */
   readonly end: Instant;
+  /** Stopped early by the `signal` of {@link SimulationOptions}: the counts cover `start` to `end` only. */
+  readonly interrupted: boolean;
   /** Reconciles run. */
   readonly reconciles: number;
   /** Provider (server) leaves issued. */
@@ -228,7 +230,10 @@ export interface SimulationOptions {
   readonly cache?: CertificateCache;
   /** Told the simulated instant after each reconcile, e.g. to draw a progress line. */
   readonly onProgress?: (at: Instant) => void;
-  /** Stops the run between reconciles: simulate then rejects with the signal's reason and leaves no work behind. */
+  /**
+   * Stops the run between reconciles: simulate then resolves with what it simulated so far
+   * (`summary.interrupted`, `summary.end` the last instant reconciled) and leaves no work behind.
+   */
   readonly signal?: AbortSignal;
   /**
    * Generate a fresh key for every leaf, as the controller does. Default false: leaves share a
@@ -245,11 +250,11 @@ export const SIMULATION_EPOCH: Instant = Date.UTC(2026, 0, 1);
  * Runs the planner over simulated time with an in-memory store: reconciles at each event and at
  * each plan's nextDueAt (nothing can change in between, so the 10-minute safety net is skipped),
  * checks trust and expiry throughout, and returns the timeline and its summary. Leaves share a
- * small pool of real keys unless `freshLeafKeys` is set; `signal` stops the run.
+ * small pool of real keys unless `freshLeafKeys` is set; `signal` stops the run, which then
+ * resolves with the part simulated so far.
  */
 export async function simulate(options: SimulationOptions): Promise<SimulationResult> {
   const { signal } = options;
-  signal?.throwIfAborted();
   const pool = options.freshLeafKeys === true ? undefined : new LeafKeyPool(options.crypto.leafKeys ?? options.crypto.signer);
   const crypto = pool === undefined ? options.crypto : { ...options.crypto, leafKeys: pool };
   const cluster = new SimulatedCluster(options.policy, crypto, options.cache);
@@ -265,21 +270,26 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const events = [...(options.events ?? [])].sort((a, b) => a.at - b.at);
   let pending = 0;
   let at = start;
+  // The last instant reconciled: where an abort leaves the timeline (the start if none was).
+  let reached = start;
   while (at <= end) {
-    signal?.throwIfAborted();
+    if (signal?.aborted === true) break;
     while (pending < events.length && events[pending]!.at <= at) await cluster.applyEvent(events[pending++]!);
     const replan = await cluster.reconcile(at);
+    reached = at;
     options.onProgress?.(at);
     const next = Math.min(replan.nextDueAt ?? Infinity, events[pending]?.at ?? Infinity);
     if (next > end) break;
     at = Math.max(next, at + 1000);
   }
   const leaves = cluster.timeline.filter((e) => e.kind === 'serverLeaf' || e.kind === 'clientLeaf').length;
+  const interrupted = signal?.aborted === true;
   return {
     timeline: cluster.timeline,
     summary: {
       start,
-      end,
+      end: interrupted ? reached : end,
+      interrupted,
       reconciles: cluster.reconciles,
       byReason: cluster.byReason,
       caPhases: cluster.caPhases,
