@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // The `eso-mtls` command: dispatches to a subcommand.
 import { runControllerCommand } from '../cli/controller.js';
+import { unsupportedNodeWarning } from '../cli/node-support.js';
 import { runSimulateCommand } from '../cli/simulate.js';
 import { controllerVersion } from '../cli/version.js';
+import { listenForStop } from '../dev-cluster/stop-signals.js';
 
 const USAGE = `Usage: eso-mtls <command> [flags]
 
@@ -25,7 +27,7 @@ async function main(argv: readonly string[]): Promise<number> {
     case 'controller':
       return runControllerCommand(rest);
     case 'simulate':
-      return runSimulateCommand(rest);
+      return runSimulateCommand(rest, undefined, stopSignal('simulate'));
     case 'status':
       return (await import('../cli/status.js')).runStatusCommand(rest);
     case 'renew':
@@ -53,7 +55,22 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
+// The first Ctrl-C (SIGINT) or SIGTERM aborts the signal, and the command reports what it did so
+// far; a second one exits at once.
+function stopSignal(command: string): AbortSignal {
+  const stop = new AbortController();
+  const signals = listenForStop((name) => process.stderr.write(`eso-mtls ${command}: ${name} again: stopped at once, nothing reported\n`));
+  void signals.stopped.then(() => stop.abort(new Error(`stopped by ${signals.requested()}`)));
+  return stop.signal;
+}
+
+// Said once, before any output: npx runs the command on any Node without a word. Not for the
+// version and usage texts, which do no work a Node line changes and which scripts may capture.
+const argv = process.argv.slice(2);
+const warning = ['--version', '-V', 'version', '--help', '-h', 'help', undefined].includes(argv[0]) ? undefined : unsupportedNodeWarning(process.versions.node);
+if (warning !== undefined) process.stderr.write(warning);
+
+main(argv).then(
   (code) => {
     process.exitCode = code;
   },
