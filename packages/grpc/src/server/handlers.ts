@@ -3,7 +3,9 @@ import { statusOfError, ProviderError } from '../wire/errors.js';
 import { SECRET_STORE_CAPABILITIES } from '../wire/messages.js';
 import { PROVIDER_METHOD_NAMES, type ProviderMethodName } from '../wire/service.js';
 import { clientIdentityMismatch, peerIdentity, type ClientIdentityRequirement } from './identity.js';
+import type { ProviderLogger } from './log.js';
 import type { CallContext, SecretStoreProvider } from './provider.js';
+import { unknownResponseFields } from './response-fields.js';
 
 type Method = (request: never, context: CallContext) => unknown;
 
@@ -23,14 +25,23 @@ export type CallObserver = (event: { method: ProviderMethodName; code: grpc.stat
 
 /**
  * grpc-js handlers for every contract method: each checks the caller's certificate identity,
- * runs the provider's method and maps a thrown error to its gRPC status.
+ * runs the provider's method and maps a thrown error to its gRPC status. A response the
+ * message cannot carry (an unknown field, a wrong type) is refused with INTERNAL naming it, and
+ * logged once per problem: it is the provider's bug, which must not look like an empty secret.
  */
 export function providerHandlers(
   implementation: SecretStoreProvider,
   requirement: ClientIdentityRequirement | false,
   observe: CallObserver = () => undefined,
+  log: ProviderLogger = () => undefined,
 ): grpc.UntypedServiceImplementation {
   const handlers: grpc.UntypedServiceImplementation = {};
+  const logged = new Set<string>();
+  const refuse = (problem: string): void => {
+    if (logged.has(problem)) return;
+    logged.add(problem);
+    log({ level: 'warn', message: 'provider response refused; the call failed with INTERNAL', reason: 'invalid_response', detail: problem });
+  };
   for (const name of PROVIDER_METHOD_NAMES) {
     const method = resolveMethod(implementation, name);
     handlers[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
@@ -62,8 +73,10 @@ export function providerHandlers(
         .then(
           (response) => {
             const invalid = invalidResponse(name, response);
-            if (invalid !== undefined) finish(grpc.status.INTERNAL, invalid);
-            else finish(grpc.status.OK, '', response ?? {});
+            if (invalid !== undefined) {
+              refuse(invalid);
+              finish(grpc.status.INTERNAL, invalid);
+            } else finish(grpc.status.OK, '', response ?? {});
           },
           (error: unknown) => {
             const { code, details } = statusOfError(error);
@@ -89,11 +102,14 @@ function resolveMethod(implementation: SecretStoreProvider, name: ProviderMethod
   };
 }
 
-// protobufjs encodes a wrong-typed value silently (a string as base64 bytes, an unknown enum as
-// 0), so the few easy mistakes are caught here and reported as INTERNAL naming the field.
+// protobufjs drops an unknown field and encodes a wrong-typed value silently (a string as base64
+// bytes, an unknown enum as 0), so the easy mistakes are caught here and reported as INTERNAL
+// naming the field.
 function invalidResponse(name: ProviderMethodName, response: unknown): string | undefined {
   if (response === undefined || response === null) return undefined;
   if (typeof response !== 'object') return `${name} returned ${typeof response}, expected a response object`;
+  const unknown = unknownResponseFields(name, response);
+  if (unknown !== undefined) return unknown;
   const r = response as Record<string, unknown>;
   if (name === 'GetSecret' && r.value !== undefined && !(r.value instanceof Uint8Array)) {
     return `GetSecret returned value of type ${typeof r.value}; return bytes (Buffer or Uint8Array)`;

@@ -11,9 +11,9 @@ export interface ProviderLogRecord {
   /** The `metrics` identity, when given. */
   readonly namespace?: string;
   readonly service?: string;
-  /** `reloaded`, or the refusal's reason label (e.g. `key_mismatch`). */
+  /** `reloaded`, the refusal's reason label (e.g. `key_mismatch`), or `invalid_response` for a provider's response refused. */
   readonly reason?: string;
-  /** What was wrong with the files, naming them (refusals only). */
+  /** What was wrong with the files, naming them, or with the response, naming its fields (refusals only). */
   readonly detail?: string;
   /** notAfter (ISO 8601) and lower-case hex serial of the certificate served after the event. */
   readonly notAfter?: string;

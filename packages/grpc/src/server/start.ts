@@ -102,7 +102,7 @@ export async function startProviderServer(
   try {
     await Promise.race([source.start(), aborted]);
     state = 'binding';
-    server.addService(providerServiceDefinition(), providerHandlers(o.implementation, o.requireClientIdentity, o.onCall));
+    server.addService(providerServiceDefinition(), providerHandlers(o.implementation, o.requireClientIdentity, o.onCall, (r) => o.log?.({ ...r, ...identity })));
     server.addService(healthServiceDefinition(), health.handlers());
     const address = `${o.host.includes(':') ? `[${o.host}]` : o.host}:${o.port}`;
     port = await new Promise<number>((resolve, reject) => {
