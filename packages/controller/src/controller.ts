@@ -8,6 +8,7 @@ import { type Clock, systemClock } from './clock.js';
 import type { ControllerConfig, Pkcs11Config } from './config.js';
 import { loadConnection } from './kube-config.js';
 import { LeaderElector } from './leader-election.js';
+import { LeaseHolderWatch } from './lease-holder-watch.js';
 import { LeaseLock } from './lease-lock.js';
 import { LeaseYield } from './lease-yield.js';
 import { type ProbeCheck, type ProbeServer, pingCheck, startProbeServer } from './probes.js';
@@ -74,12 +75,15 @@ export async function startController(config: ControllerConfig, deps: Controller
   // Lease traffic has its own client, unfenced and apart from the adapter's connection pool.
   const leaseApi = new KubeRestClient(connection, { maxSockets: 2, requestTimeoutMs: le.renewDeadline });
   const lock = new LeaseLock(leaseApi, le.namespace, le.leaseName);
+  // Every read of the Lease, leader or not, is judged: a holder that is no replica of ours stops all issuance (docs/rbac.md#the-leader-election-lease).
+  const holderWatch = new LeaseHolderWatch({ lease: lock, identity, leaseDuration: le.leaseDuration, logger, events: leaseApi });
+  const onLeaseRead = (record: Parameters<LeaseHolderWatch['observe']>[0]): void => holderWatch.observe(record);
   if (!le.enabled) {
     // Without leader election, yield to a controller that holds this installation's Lease (docs/controller.md#two-controllers).
     const onChange = (yielding: boolean): void => {
       if (!yielding) adapter.requestReconcile();
     };
-    leaseYield = new LeaseYield({ lock, identity, retryPeriod: le.retryPeriod, clock, logger, onChange });
+    leaseYield = new LeaseYield({ lock, identity, retryPeriod: le.retryPeriod, clock, logger, onChange, onLeaseRead });
   } else {
     elector = new LeaderElector({
       lock,
@@ -87,6 +91,7 @@ export async function startController(config: ControllerConfig, deps: Controller
       timings: le,
       clock,
       logger,
+      onLeaseRead,
       onStartedLeading: () => adapter.requestReconcile(),
       onStoppedLeading: (reason) => {
         if (!stopping) logger.warn({ reason }, 'no longer the leader; writes stopped, caches kept warm');
@@ -115,6 +120,7 @@ export async function startController(config: ControllerConfig, deps: Controller
     // While stopping, the leader still holds its Lease: the Events of writes it finished go out.
     eventsAllowed: leading,
     eventInstance: identity,
+    leaderLease: () => holderWatch.reasons(),
   });
 
   const readiness: ProbeCheck[] = [{ name: 'informers', check: () => (adapter.hasSynced ? undefined : 'caches not synced yet') }];

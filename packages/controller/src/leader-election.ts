@@ -22,6 +22,8 @@ export interface LeaderElectorOptions {
   readonly onStartedLeading?: () => void;
   /** Called once per term, when the lease is lost or given up; writes are already fenced by then. */
   readonly onStoppedLeading?: (reason: string) => void;
+  /** Called with every read or write of the Lease (undefined: it does not exist), e.g. to judge its holder. */
+  readonly onLeaseRead?: (record: LeaseRecord | undefined) => void;
 }
 
 /** Counters that let tests and logs see how close renewals came to the deadline. */
@@ -211,6 +213,7 @@ export class LeaderElector {
       leaseTransitions: transitions,
     });
     const current = await lock.get();
+    this.options.onLeaseRead?.(current?.record);
     if (token.abandoned) return false;
     if (!current) {
       const created = await lock.create(mine(now, 0));
@@ -225,6 +228,7 @@ export class LeaderElector {
   }
 
   private commit(token: Attempt, lease: ObservedLease, startedMs: number): boolean {
+    this.options.onLeaseRead?.(lease.record);
     if (token.abandoned) return false;
     this.recordLease(lease);
     this.renewedFromMs = startedMs;

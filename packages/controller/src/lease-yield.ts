@@ -16,6 +16,8 @@ export interface LeaseYieldOptions {
   readonly logger?: Logger;
   /** Called when yielding starts or ends (after the first read, and on each change). */
   readonly onChange?: (yielding: boolean) => void;
+  /** Called with every read of the Lease (undefined: it does not exist), e.g. to judge its holder. */
+  readonly onLeaseRead?: (record: LeaseRecord | undefined) => void;
 }
 
 /**
@@ -71,6 +73,7 @@ export class LeaseYield {
     try {
       const lease = await lock.get();
       const r = lease?.record;
+      this.options.onLeaseRead?.(r);
       if (r && leaseRecordChanged(this.record, r)) this.changedAtMs = this.clock.monotonicMs();
       this.record = r;
       this.lastError = undefined;

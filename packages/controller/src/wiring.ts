@@ -10,6 +10,8 @@ export interface ProviderCertificateWiringOptions extends Omit<AdapterOptions, '
   readonly now: () => Instant;
   /** Where the metrics register (default: a fresh registry); an embedder passes its own. */
   readonly registry?: ControllerMetricsOptions['registry'];
+  /** Why the leader election Lease is held by no replica of ours (eso_leader_lease_foreign); undefined: not exported. */
+  readonly leaderLease?: ControllerMetricsOptions['leaderLease'];
 }
 
 /** The adapter and the metrics it feeds. */
@@ -27,7 +29,7 @@ export interface ProviderCertificateWiring {
  * reference controller, the embedding example and the tests all wire through here.
  */
 export async function wireProviderCertificates(options: ProviderCertificateWiringOptions): Promise<ProviderCertificateWiring> {
-  const { logger, now, registry, ...adapterOptions } = options;
+  const { logger, now, registry, leaderLease, ...adapterOptions } = options;
   // The hooks fire only once the adapter has started, by when `metrics` below exists.
   const adapter = await ProviderCertificateAdapter.create({
     ...adapterOptions,
@@ -49,6 +51,7 @@ export async function wireProviderCertificates(options: ProviderCertificateWirin
     onInvalidEntry: (e) => logger.warn({ error: e.message }, 'metrics entry skipped'),
     podCertificates: options.podCertificates !== undefined,
     orphanPruning: (options.pruneOrphanedSecretsAfter ?? 0) > 0,
+    ...(leaderLease ? { leaderLease } : {}),
   });
   return { adapter, metrics };
 }

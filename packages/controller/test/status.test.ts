@@ -117,8 +117,12 @@ describe('eso-mtls status', () => {
     expect(text.stdout).toContain(`Secret ${ESO_NS}/${CA_SECRET} not checked: HTTP 403 Forbidden; it needs get on secrets/${CA_SECRET} in ${ESO_NS}`);
     expect(text.stdout).toContain(`Secret team-a/${PROVIDER_SECRET} not checked: HTTP 403 Forbidden`);
     expect(text.stdout).toMatch(/Namespace team-b {2}NOT CHECKED\n {2}Services {9}aws, gcp/);
+    expect(text.stdout).toContain(
+      `Lease ${ESO_NS}/eso-mtls-controller not checked: HTTP 403 Forbidden; it needs get on leases/eso-mtls-controller in ${ESO_NS} (ClusterRole eso-mtls-status)`,
+    );
     const { report } = await json([], kubeconfig);
-    expect(report.summary).toEqual({ healthy: false, problems: 0, unchecked: 5, exitCode: 4 });
+    // The CA and client Secrets, the three provider namespaces, and the leader election Lease.
+    expect(report.summary).toEqual({ healthy: false, problems: 0, unchecked: 6, exitCode: 4 });
     // A user who may not even list Services learns that, with exit code 3.
     const none = await status([], plane.identity('nobody').kubeconfigPath);
     expect(none.code).toBe(3);

@@ -72,6 +72,7 @@ export async function runStatusCommand(
       ...(assumed.podCertificates ? { podCertificates: assumed.podCertificates } : {}),
       ...(assumed.namespaceRequirement ? { namespaceRequirement: assumed.namespaceRequirement } : {}),
       ...(assumed.maxNamespaces === undefined ? {} : { maxNamespaces: assumed.maxNamespaces }),
+      ...(assumed.lease ? { lease: { namespace: assumed.lease.namespace, name: assumed.lease.name } } : {}),
     });
   } catch (e) {
     const why = e instanceof ClusterUnreachableError ? e.message : `cannot read the cluster at ${api.connection.server}: ${(e as Error).message}`;

@@ -16,6 +16,7 @@ import {
   trustBundleName,
 } from '@eso-mtls/kubernetes';
 import type { V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
+import { LeaseLock, type LeaseRecord } from '../lease-lock.js';
 
 /** Where status looks: ESO's namespace and Secret names, and optionally one provider namespace. */
 export interface StatusScope {
@@ -35,7 +36,14 @@ export interface StatusScope {
    * are read even with `namespace` set, since whether one is served depends on all of them.
    */
   readonly maxNamespaces?: number;
+  /** The leader election Lease (`--leader-election-namespace`, `--leader-election-id`); undefined: not read. */
+  readonly lease?: { readonly namespace: string; readonly name: string };
 }
+
+/** The leader election Lease read by name: its record (undefined when absent), or why it could not be read. */
+export type LeaseRead =
+  | { readonly kind: 'read'; readonly namespace: string; readonly name: string; readonly record: LeaseRecord | undefined }
+  | { readonly kind: 'unreadable'; readonly namespace: string; readonly name: string; readonly why: string };
 
 /** A Secret read by name: its content (undefined when absent), or why it could not be read. */
 export type SecretRead = { readonly kind: 'read'; readonly secret: V1Secret | undefined } | { readonly kind: 'unreadable'; readonly why: string };
@@ -57,6 +65,8 @@ export interface ClusterState {
   readonly podCertificates?: PodCertificateState;
   /** With a namespace requirement (Secret mode): the namespaces carrying its label; undefined otherwise. */
   readonly allowedNamespaces?: AllowedNamespacesRead;
+  /** The leader election Lease, when the scope names one. */
+  readonly lease?: LeaseRead;
 }
 
 /** A ClusterTrustBundle as status keeps it: what ownership, the selector label and the CA activation are judged on. */
@@ -153,6 +163,17 @@ async function readSecret(api: KubeRestClient, namespace: string, name: string):
   }
 }
 
+/** The leader election Lease by name, with the controller's own LeaseLock: 404 is absent; 401/403 is unreadable; anything else throws. */
+async function readLease(api: KubeRestClient, lease: { readonly namespace: string; readonly name: string }): Promise<LeaseRead> {
+  try {
+    const observed = await new LeaseLock(api, lease.namespace, lease.name).get();
+    return { kind: 'read', ...lease, record: observed?.record };
+  } catch (e) {
+    if (!forbidden(e)) throw e;
+    return { kind: 'unreadable', ...lease, why: refusal(e, `Lease ${lease.namespace}/${lease.name}`, `get on leases/${lease.name} in ${lease.namespace}`) };
+  }
+}
+
 /**
  * The namespaces carrying the required label, as the controller's namespace informer lists them
  * (label selector, names only); 401/403 is unreadable (said, not thrown); anything else throws.
@@ -209,11 +230,12 @@ export async function readClusterState(api: KubeRestClient, scope: StatusScope):
   }
   // Pod-certificate mode only: no namespace has a Secret to judge, so which are allowed is not read.
   const requirement = scope.secretMode === false ? undefined : scope.namespaceRequirement;
-  const [caSecret, clientSecret, podCertificates, allowedNamespaces] = await Promise.all([
+  const [caSecret, clientSecret, podCertificates, allowedNamespaces, lease] = await Promise.all([
     readSecret(api, scope.esoNamespace, scope.caSecretName),
     readSecret(api, scope.esoNamespace, scope.clientSecretName),
     scope.podCertificates && readPodCertificateState(api, scope.podCertificates, scope.namespace),
     requirement && readAllowedNamespaces(api, requirement),
+    scope.lease && readLease(api, scope.lease),
   ]);
   return {
     services,
@@ -223,6 +245,7 @@ export async function readClusterState(api: KubeRestClient, scope: StatusScope):
     clientSecret,
     ...(podCertificates ? { podCertificates } : {}),
     ...(allowedNamespaces ? { allowedNamespaces } : {}),
+    ...(lease ? { lease } : {}),
   };
 }
 

@@ -26,6 +26,7 @@ import { SnapshotBuilder, type SnapshotSource, installationId, planContext } fro
 import { type TokenKeys, isTokenReference } from './ca-keys.js';
 import type { ClusterState, SecretRead } from './cluster-state.js';
 import { evaluatePodCertificates, observedTrustBundles, pendingThreshold } from './evaluate-pod-certificates.js';
+import { evaluateLease } from './evaluate-lease.js';
 import { statusExitCode } from './exit-codes.js';
 import type { AssumedPolicy } from './options.js';
 import type {
@@ -351,7 +352,14 @@ export function evaluateStatus(
   const podCertificates =
     podState &&
     evaluatePodCertificates(podState, { now, plan, cache, caUnknown: !ca.checked, installation, pendingThreshold: pendingThreshold(policy.reconcileInterval) });
-  const all = [ca, client, ...namespaces, ...(podCertificates ? [...podCertificates.trustBundles, podCertificates.strays, ...podCertificates.signers] : [])];
+  const leaderElection = state.lease && assumed.lease && evaluateLease(state.lease, assumed.lease.leaseDuration);
+  const all = [
+    ca,
+    client,
+    ...namespaces,
+    ...(podCertificates ? [...podCertificates.trustBundles, podCertificates.strays, ...podCertificates.signers] : []),
+    ...(leaderElection ? [leaderElection] : []),
+  ];
   const problems = all.reduce((n, r) => n + r.problems.length, 0);
   const unchecked = all.filter((r) => !r.checked).length;
   const exitCode = statusExitCode({ problems, unchecked });
@@ -363,6 +371,7 @@ export function evaluateStatus(
     client,
     namespaces,
     ...(podCertificates ? { podCertificates } : {}),
+    ...(leaderElection ? { leaderElection } : {}),
     summary: { healthy: problems === 0 && unchecked === 0, problems, unchecked, exitCode },
   };
 }

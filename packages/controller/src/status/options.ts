@@ -27,6 +27,11 @@ const POLICY_FLAG_NAMES = [
   'pod-certificate-max-validity',
   'require-namespace-label',
   'max-namespaces',
+  'leader-election-namespace',
+  'leader-election-id',
+  'leader-election-lease-duration',
+  'leader-election-renew-deadline',
+  'leader-election-retry-period',
 ] as const;
 /**
  * The controller's flags naming the PKCS#11 token of the CA keys: with them, status asks the token
@@ -111,6 +116,8 @@ export interface AssumedPolicy {
   readonly namespaceRequirement?: NamespaceRequirement;
   /** The most provider namespaces served (`--max-namespaces`); undefined: no cap (as for the controller). */
   readonly maxNamespaces?: number;
+  /** Status only: the leader election Lease and the lease duration (milliseconds) its holder is judged by. */
+  readonly lease?: { readonly namespace: string; readonly name: string; readonly leaseDuration: number };
   /** Flag name (as typed for this command) → where its value came from. */
   readonly sources: ReadonlyMap<string, ValueSource>;
 }
@@ -163,7 +170,11 @@ export function readCliOptions(
   const parsed = parseControllerConfig(controllerArgv, controllerEnv);
   if (parsed.kind === 'error') return { kind: 'error', message: parsed.error.message.replace(/--namespace\b/g, '--eso-namespace') };
   if (parsed.kind === 'help') return { kind: 'help' };
-  const { policy, caSecretName, clientSecretName, secretMode, podCertificates, namespaceRequirement, maxNamespaces, pkcs11 } = parsed.config;
+  const { policy, caSecretName, clientSecretName, secretMode, podCertificates, namespaceRequirement, maxNamespaces, pkcs11, leaderElection } = parsed.config;
+  // The Lease is read whether or not the controller elects a leader: without --leader-elect it yields to whoever holds it.
+  const lease = flags.some((f) => f.name === 'leader-election-id')
+    ? { namespace: leaderElection.namespace, name: leaderElection.leaseName, leaseDuration: leaderElection.leaseDuration }
+    : undefined;
   const kubeconfig = chooseKubeconfig(values.get('kubeconfig'), env);
   if (kubeconfig !== undefined && 'error' in kubeconfig) return { kind: 'error', message: kubeconfig.error };
   return {
@@ -178,6 +189,7 @@ export function readCliOptions(
         ...(podCertificates ? { podCertificates } : {}),
         ...(namespaceRequirement ? { namespaceRequirement } : {}),
         ...(maxNamespaces === undefined ? {} : { maxNamespaces }),
+        ...(lease ? { lease } : {}),
         sources,
       },
       kubeconfig,

@@ -1,5 +1,5 @@
 import { counted } from './counted.js';
-import type { CertificateFacts, Checked, LeafReport, PodCertificatesReport, Problem, ReasonCount, StatusReport } from './report.js';
+import type { CertificateFacts, Checked, LeafReport, LeaseReport, PodCertificatesReport, Problem, ReasonCount, StatusReport } from './report.js';
 
 /** SGR colours, or none: plain text when piped, under NO_COLOR, or on a dumb terminal. */
 export interface Palette {
@@ -53,6 +53,20 @@ function leafLines(r: LeafReport, p: Palette): string[] {
     lines.push(`  next rotation    ${at} (${r.nextRotation.reason})`);
   }
   return lines;
+}
+
+/** The leader election Lease: its holder, and why that is no replica of ours when it is not. */
+function leaseLines(r: LeaseReport, p: Palette): string[] {
+  const lines = [`${p.bold('Leader election Lease')} ${r.lease}  ${verdict(r, p)}`];
+  if (!r.checked) lines.push(`  ${p.warn(r.unchecked ?? '')}`);
+  else if (r.exists === false) lines.push(`  ${p.dim('does not exist: no controller with --leader-elect has started yet')}`);
+  else {
+    const holder = r.holder === '' ? p.dim('none (released)') : JSON.stringify(r.holder);
+    lines.push(
+      `  holder           ${holder}, leaseDurationSeconds ${r.leaseDurationSeconds} (ours write at most ${r.maxLeaseDurationSeconds}), renewed ${r.renewTime ?? p.dim('never')}`,
+    );
+  }
+  return [...lines, ...problems(r.problems, p), ''];
 }
 
 const reasons = (list: readonly ReasonCount[]): string => (list.length === 0 ? '' : ` (${list.map((r) => `${r.reason} ${r.count}`).join(', ')})`);
@@ -122,6 +136,8 @@ export function renderText(report: StatusReport, p: Palette): string {
   if (report.namespaceFilter && pol.maxNamespaces === undefined)
     out.push(p.dim(`  only namespace ${report.namespaceFilter} was read: the CA schedule below sees its bundle only`));
   out.push('');
+
+  if (report.leaderElection) out.push(...leaseLines(report.leaderElection, p));
 
   const ca = report.ca;
   out.push(`${p.bold('CA')} ${ca.secret}  ${verdict(ca, p)}`);

@@ -8,7 +8,7 @@
 export type ProblemKind =
   | 'missing' // no Secret, or an empty placeholder not adopted yet
   | 'invalid' // a Secret of ours whose data cannot be served (garbage, mismatched key, bad bundle)
-  | 'foreign' // a Secret by our name that this installation did not write: left alone
+  | 'foreign' // a Secret by our name that this installation did not write: left alone; or a Lease held by no replica of ours
   | 'conflict' // something the controller will not do (a bad Service name, a CA that is not ours)
   | 'untrusted' // a leaf signed by none of our CAs
   | 'expired' // past notAfter
@@ -221,6 +221,29 @@ export interface PodCertificatesReport {
   readonly signers: readonly SignerRequestsReport[];
 }
 
+/**
+ * The leader election Lease: who holds it, and whether that is a replica of this installation.
+ * A holder of another form, or a duration far above `--leader-election-lease-duration`, stops all
+ * issuance while it stands (docs/rbac.md#the-leader-election-lease).
+ */
+export interface LeaseReport {
+  /** `<namespace>/<name>` */
+  readonly lease: string;
+  /** False when it could not be read; `unchecked` says why. */
+  readonly checked: boolean;
+  readonly unchecked?: string;
+  /** False: no controller has created it (leader election off, or none started yet). */
+  readonly exists?: boolean;
+  /** '' when released. */
+  readonly holder?: string;
+  readonly leaseDurationSeconds?: number;
+  /** RFC 3339; when the holder last renewed it. */
+  readonly renewTime?: string;
+  /** The most leaseDurationSeconds a replica of ours writes, under the lease duration assumed. */
+  readonly maxLeaseDurationSeconds: number;
+  readonly problems: readonly Problem[];
+}
+
 /** Everything status found. */
 export interface StatusReport {
   readonly now: string;
@@ -233,6 +256,8 @@ export interface StatusReport {
   readonly namespaces: readonly NamespaceReport[];
   /** Present when the pod-certificate mode is on. */
   readonly podCertificates?: PodCertificatesReport;
+  /** The leader election Lease, when status was told where it is (always, from the CLI). */
+  readonly leaderElection?: LeaseReport;
   readonly summary: {
     readonly healthy: boolean;
     /** Problems, all sections together. */
