@@ -147,7 +147,7 @@ describe('the Go provider and client reading pod-certificate projections (-cert-
 
   afterAll(async () => {
     await client?.terminate();
-    await provider?.stop();
+    await provider?.terminate();
     if (root) rmSync(root, { recursive: true, force: true });
   });
 

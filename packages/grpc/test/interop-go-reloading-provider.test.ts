@@ -94,7 +94,7 @@ describe('a Go provider (cmd/reloading-provider) reloading its mounted Secret, c
     await load?.stop();
     await Promise.all(channels?.map((c) => c.close()) ?? []);
     clientWatcher?.close();
-    await goProvider?.stop();
+    await goProvider?.terminate();
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
@@ -189,10 +189,12 @@ describe('a Go provider (cmd/reloading-provider) reloading its mounted Secret, c
   );
 });
 
-describe('a Go provider started before its Secret is issued', () => {
-  it('answers /readyz 503 naming the folder, then serves provider.v1 and grpc.health.v1 once a good pair is mounted', async () => {
+describe('a Go provider started before its Secret is issued, as in a pod', () => {
+  it('answers /readyz 503 naming the folder, then serves provider.v1 and grpc.health.v1 once a good pair is mounted, until SIGTERM', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'go-provider-unissued-'));
-    const program = spawnGoProgram(bin, ['-addr', '127.0.0.1:0', '-health-addr', '127.0.0.1:0', '-cert-dir', dir, '-poll', '100ms']);
+    // A container's stdin is closed from the start: the program serves on, until SIGTERM.
+    const program = spawnGoProgram(bin, ['-addr', '127.0.0.1:0', '-health-addr', '127.0.0.1:0', '-cert-dir', dir, '-poll', '100ms'], { stdin: 'closed' });
+    let stopped: number | null | undefined;
     let channel: grpc.Channel | undefined;
     try {
       const health = (await program.nextLine((l) => l.startsWith('HEALTH '), 0)).line.slice('HEALTH '.length);
@@ -217,11 +219,14 @@ describe('a Go provider started before its Secret is issued', () => {
       // A certificate from the CA without clientAuth (the provider's own) is refused at the handshake.
       const wrong = await probe(Number(address.split(':').pop()), { ca: pki.ca.cert, cert: pki.server.cert, key: pki.server.key, servername: SERVER_NAME });
       expect(wrong.accepted).toBe(false);
+      channel.close();
+      stopped = await program.terminate();
     } finally {
       channel?.close();
-      await program.stop();
+      await program.terminate();
       rmSync(dir, { recursive: true, force: true });
     }
+    expect(stopped).toBe(0);
   }, 30_000);
 });
 

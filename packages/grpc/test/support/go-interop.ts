@@ -94,7 +94,10 @@ export async function buildGoCommands<Name extends string>(names: readonly Name[
   return Object.fromEntries(names.map((n) => [n, join(out, n)])) as Record<Name, string>;
 }
 
-/** A running Go program of this module that prints one line per event on stdout and stops when its stdin closes. */
+/**
+ * A running Go program of this module that prints one line per event on stdout and stops when its
+ * stdin closes, or (a program run as in a pod) on SIGTERM.
+ */
 export interface GoProgram {
   /** Every complete stdout line so far, in order. */
   readonly lines: readonly string[];
@@ -106,9 +109,12 @@ export interface GoProgram {
   terminate(): Promise<number | null>;
 }
 
-/** Starts `file` with `args`, collecting its stdout by line; stderr is kept for error messages. */
-export function spawnGoProgram(file: string, args: readonly string[]): GoProgram {
-  const child = spawn(file, [...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+/**
+ * Starts `file` with `args`, collecting its stdout by line; stderr is kept for error messages.
+ * `stdin: 'closed'` starts it with stdin at its end, as a container's is.
+ */
+export function spawnGoProgram(file: string, args: readonly string[], options: { readonly stdin?: 'open' | 'closed' } = {}): GoProgram {
+  const child = spawn(file, [...args], { stdio: [options.stdin === 'closed' ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
   const lines: string[] = [];
   let partial = '';
   let stderr = '';
@@ -153,7 +159,7 @@ export function spawnGoProgram(file: string, args: readonly string[]): GoProgram
         check();
       }),
     stop: () => {
-      if (!closed) child.stdin.end();
+      if (!closed) child.stdin?.end();
       return exited;
     },
     terminate: () => {

@@ -4,7 +4,8 @@
 // new good pair and bundle without a restart and keeping the last good one when a new version is
 // refused. Each load, reload and refusal is one JSON line on stdout; "HEALTH <host:port>" once
 // /healthz and /readyz (plain HTTP) listen, "LISTENING <host:port>" once gRPC does. It serves
-// until stdin closes.
+// until SIGTERM (the kubelet's stop) or SIGINT (Ctrl-C); stdin is not read, as a container's is
+// closed from the start.
 package main
 
 import (
@@ -17,6 +18,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	gointerop "eso-mtls/testing/go-interop"
@@ -118,8 +121,10 @@ func run(addr, healthAddr, certDir string, layout gointerop.Layout, poll, maxAge
 		return err
 	}
 	fmt.Printf("LISTENING %s\n", lis.Addr())
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
+		<-stop
 		srv.Stop()
 	}()
 	return srv.Serve(lis)
