@@ -1,13 +1,23 @@
 // How the kubelet changes a mounted Secret on disk (pkg/volume/util/atomic_writer.go): the files
 // never change in place; a new timestamped folder appears and one symlink rename swaps it in.
-import { lstat, mkdtemp, readdir, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
+// The writer follows no link it did not make: a folder that is a link, a `..data` pointing out of
+// the folder, or a file's name taken by anything but `..data/<name>` is refused before any write,
+// and each file is created anew with O_EXCL | O_NOFOLLOW inside a fresh private folder.
+import type { Stats } from 'node:fs';
+import { constants } from 'node:fs';
+import { lstat, mkdtemp, open, readdir, readlink, rename, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const DATA_DIR = '..data';
 const DATA_DIR_TMP = '..data_tmp';
+// Created anew, never through a link: a name already there (a planted link) fails rather than redirects.
+const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 /** File name -> content of one version of a mounted Secret. */
 export type VolumePayload = Readonly<Record<string, string>>;
+
+/** A folder {@link writeAtomically} will not write into: nothing in it was changed. */
+export class UnsafeVolumeFolderError extends Error {}
 
 /** Go's `..2006_01_02_15_04_05.` prefix of the kubelet's timestamped folders (a random suffix follows, as MkdirTemp adds). */
 function timestampPrefix(now: Date): string {
@@ -15,12 +25,80 @@ function timestampPrefix(now: Date): string {
   return `..${now.getUTCFullYear()}_${p(now.getUTCMonth() + 1)}_${p(now.getUTCDate())}_${p(now.getUTCHours())}_${p(now.getUTCMinutes())}_${p(now.getUTCSeconds())}.`;
 }
 
-async function exists(path: string): Promise<boolean> {
+async function lstatOrUndefined(path: string): Promise<Stats | undefined> {
   try {
-    await lstat(path);
-    return true;
-  } catch {
-    return false;
+    return await lstat(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
+/** What an entry is, for an error message: "a symlink to /etc", "a file", "a FIFO". */
+export async function describeEntry(path: string, stats: Stats): Promise<string> {
+  if (stats.isSymbolicLink()) return `a symlink to ${await readlink(path)}`;
+  if (stats.isDirectory()) return 'a folder';
+  if (stats.isFile()) return 'a file';
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isSocket()) return 'a socket';
+  return 'a device';
+}
+
+// `..data`'s target as the kubelet (and this writer) makes it: a name beside it, never a path.
+const isVersionName = (target: string): boolean => /^\.\.[^/]+$/.test(target) && ![DATA_DIR, DATA_DIR_TMP, '..'].includes(target);
+
+/** The version a folder shows now, as {@link inspectVolumeFolder} found it. */
+export interface VolumeFolderState {
+  /** The timestamped folder `..data` points at (a real folder beside it), if any. */
+  readonly versionDir?: string;
+  /** The files of that version. */
+  readonly names: readonly string[];
+}
+
+/**
+ * Checks, with lstat and without following any link, that `targetDir` is a folder laid out only
+ * the way {@link writeAtomically} lays it out for the files `names`: the folder itself not a link,
+ * `..data` absent or a link to a real timestamped folder beside it, each name absent or the link
+ * `..data/<name>`. Throws {@link UnsafeVolumeFolderError} naming the entry and what to do.
+ */
+export async function inspectVolumeFolder(targetDir: string, names: readonly string[]): Promise<VolumeFolderState> {
+  const refuse = async (path: string, stats: Stats, expected: string): Promise<never> => {
+    throw new UnsafeVolumeFolderError(
+      `${path} is ${await describeEntry(path, stats)}, not ${expected}; it was not made by this writer and is not followed: remove it`,
+    );
+  };
+  const folder = await lstatOrUndefined(targetDir);
+  if (folder === undefined) throw new UnsafeVolumeFolderError(`${targetDir} does not exist; create the folder first`);
+  if (!folder.isDirectory()) await refuse(targetDir, folder, 'a folder');
+
+  const dataLink = join(targetDir, DATA_DIR);
+  const data = await lstatOrUndefined(dataLink);
+  let versionDir: string | undefined;
+  if (data !== undefined) {
+    if (!data.isSymbolicLink()) await refuse(dataLink, data, 'the link to a timestamped folder beside it');
+    const target = await readlink(dataLink);
+    if (!isVersionName(target)) await refuse(dataLink, data, 'the link to a timestamped folder beside it');
+    const version = await lstatOrUndefined(join(targetDir, target));
+    // A dangling `..data` has no old version to clean up; the swap replaces the link itself.
+    if (version !== undefined && !version.isDirectory()) await refuse(join(targetDir, target), version, 'a timestamped folder');
+    if (version !== undefined) versionDir = target;
+  }
+  for (const name of names) {
+    const path = join(targetDir, name);
+    const entry = await lstatOrUndefined(path);
+    if (entry === undefined || (entry.isSymbolicLink() && (await readlink(path)) === join(DATA_DIR, name))) continue;
+    await refuse(path, entry, `the link ${join(DATA_DIR, name)}`);
+  }
+  return { versionDir, names: versionDir === undefined ? [] : await readdir(join(targetDir, versionDir)) };
+}
+
+/** Writes `content` to a file that must not exist yet, refusing a link in its place. */
+async function createFile(path: string, content: string | Buffer): Promise<void> {
+  const file = await open(path, CREATE_NEW, 0o644);
+  try {
+    await file.writeFile(content);
+  } finally {
+    await file.close();
   }
 }
 
@@ -37,27 +115,32 @@ export interface AtomicWrite {
  * new `..<timestamp>` folder with the payload, a `..data_tmp` symlink to it renamed over `..data`
  * (the one atomic step), top-level symlinks `name -> ..data/name` for new names, names no longer in
  * the payload removed, the old folder removed. A reader that resolves `..data` once sees one
- * version whole.
+ * version whole. A folder not laid out this way is refused untouched ({@link inspectVolumeFolder}).
  */
 export async function writeAtomically(targetDir: string, payload: Readonly<Record<string, string | Buffer>>, now: Date = new Date()): Promise<AtomicWrite> {
-  const dataLink = join(targetDir, DATA_DIR);
-  const oldTimestampedDir = (await exists(dataLink)) ? await readlink(dataLink) : undefined;
-  const oldNames = oldTimestampedDir === undefined ? [] : await readdir(join(targetDir, oldTimestampedDir));
+  const names = Object.keys(payload);
+  const bad = names.find((name) => name.includes('/') || name.startsWith('..') || name === '');
+  if (bad !== undefined) throw new Error(`writeAtomically: ${JSON.stringify(bad)} is not a plain file name (no "/", not starting with "..")`);
+  const old = await inspectVolumeFolder(targetDir, names);
 
   const tsPath = await mkdtemp(join(targetDir, timestampPrefix(now)));
   const timestampedDir = tsPath.slice(targetDir.length + 1);
-  for (const [name, content] of Object.entries(payload)) await writeFile(join(tsPath, name), content, { mode: 0o644 });
+  for (const [name, content] of Object.entries(payload)) await createFile(join(tsPath, name), content);
 
   const tmpLink = join(targetDir, DATA_DIR_TMP);
+  // rm removes a link itself, never what it points at.
   await rm(tmpLink, { force: true });
   await symlink(timestampedDir, tmpLink);
-  await rename(tmpLink, dataLink);
+  await rename(tmpLink, join(targetDir, DATA_DIR));
   const swappedAt = performance.now();
 
-  for (const name of Object.keys(payload)) {
-    if (!(await exists(join(targetDir, name)))) await symlink(join(DATA_DIR, name), join(targetDir, name));
+  for (const name of names) {
+    if ((await lstatOrUndefined(join(targetDir, name))) === undefined) await symlink(join(DATA_DIR, name), join(targetDir, name));
   }
-  for (const name of oldNames) if (!(name in payload)) await rm(join(targetDir, name), { force: true });
-  if (oldTimestampedDir !== undefined) await rm(join(targetDir, oldTimestampedDir), { recursive: true, force: true });
+  for (const name of old.names) {
+    const path = join(targetDir, name);
+    if (!(name in payload) && (await lstatOrUndefined(path))?.isSymbolicLink() && (await readlink(path)) === join(DATA_DIR, name)) await rm(path);
+  }
+  if (old.versionDir !== undefined) await rm(join(targetDir, old.versionDir), { recursive: true, force: true });
   return { timestampedDir, swappedAt };
 }

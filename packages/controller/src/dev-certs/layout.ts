@@ -23,6 +23,11 @@ export interface DevCertsLayout {
 /** The marker a run leaves in `--dir`, so that a later run knows the folder is its own to rewrite. */
 export const MARKER_FILE = '.eso-mtls-dev-certs';
 
+/** The files of a provider's and of ESO's client folder, as in the Secrets they mirror. */
+export const LEAF_FILES: readonly string[] = ['tls.crt', 'tls.key', 'ca.crt'];
+/** The file of the CA folder. */
+export const BUNDLE_FILES: readonly string[] = ['ca.crt'];
+
 /** The folders of a run over `dir`. Pure. */
 export function devCertsLayout(dir: string, providers: readonly DevProvider[]): DevCertsLayout {
   return {

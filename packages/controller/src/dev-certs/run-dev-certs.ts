@@ -1,12 +1,12 @@
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { CertificateCache, MemoryStore, type SecretWrite, describeTarget } from '@eso-mtls/core';
 import { createNodeCryptoBackend, createNodeVerifier } from '@eso-mtls/core/node';
 import { forceSecretRotation, forceServiceRotation } from '../demo/forced-rotation.js';
 import { KubeletVolume } from '../demo/kubelet-volume.js';
 import { ReconcileLoop } from '../demo/reconcile-loop.js';
 import { demoPolicy } from '../demo/schedule.js';
-import { type DevCertsLayout, type DevProvider, MARKER_FILE, devCertsLayout } from './layout.js';
+import { claimFolder } from './claim-folder.js';
+import { type DevCertsLayout, type DevProvider, devCertsLayout } from './layout.js';
+import { type LeafValidity, issuanceClockOffsetMs } from './validity.js';
 
 /** Options of {@link runDevCerts}. */
 export interface DevCertsOptions {
@@ -16,6 +16,10 @@ export interface DevCertsOptions {
   readonly rotateEveryMs?: number;
   /** Each forced rotation is an overlap CA rotation (which re-issues every leaf under the new CA). */
   readonly caRotation: boolean;
+  /** Write the folders and resolve, instead of waiting for `signal`. */
+  readonly once?: boolean;
+  /** Issue the leaves valid now (the default), already expired, or not yet valid. */
+  readonly validity?: LeafValidity;
   /** Stops the run (Ctrl-C); every folder is left whole. */
   readonly signal: AbortSignal;
   /** Progress lines, for people. */
@@ -24,32 +28,41 @@ export interface DevCertsOptions {
   readonly onReady?: (layout: DevCertsLayout) => void;
 }
 
-/** A folder `--dir` names that holds files this command did not write: nothing in it is touched. */
-export class ForeignFolderError extends Error {}
-
 /**
  * Writes certificate folders for local development, kept by the demo's engine: the controller's
  * planner and executor over an in-memory cluster with the demo's short schedule (so an overlap CA
  * rotation takes seconds), forced rotations as `eso-mtls.io/rotate` annotations, and each Secret
  * laid out in its folder the way the kubelet writes a mounted Secret (`..data` swapped in one
- * rename). Resolves once `signal` aborts and the last write has finished.
+ * rename). Resolves once `signal` aborts (or, with `once`, the folders are written) and the last
+ * write has finished. A folder it cannot trust is refused untouched ({@link claimFolder}).
  */
 export async function runDevCerts(options: DevCertsOptions): Promise<void> {
   const layout = devCertsLayout(options.dir, options.providers);
-  await claimFolder(layout);
+  const release = await claimFolder(layout);
+  try {
+    await keepFolders(options, layout);
+  } finally {
+    await release();
+  }
+}
+
+/** Issues into the claimed folders and keeps them, rotating as asked, until told to stop. */
+async function keepFolders(options: DevCertsOptions, layout: DevCertsLayout): Promise<void> {
   const policy = demoPolicy();
+  const clockOffsetMs = issuanceClockOffsetMs(options.validity ?? 'current', policy);
   const store = new MemoryStore();
   const say = (line: string): void => void options.out.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
-  const onError = (e: Error): void => say(`write failed, the next change retries: ${e.message}`);
+  let live = false;
+  // A first write that fails fails the run: there would be no folder to develop against.
+  const mountFailures: Error[] = [];
+  const onError = (e: Error): void => (live ? say(`write failed, the next change retries: ${e.message}`) : void mountFailures.push(e));
   // The folder is written as soon as the Secret changes: the schedule's propagation delay covers the reload.
   const volume = (directory: string): KubeletVolume => new KubeletVolume({ directory, deliveryDelay: () => 0, onError });
   const providerVolumes = layout.providers.map((p) => ({ ...p, volume: volume(p.directory) }));
   const client = volume(layout.client);
   const ca = volume(layout.ca);
   const all = [...providerVolumes.map((p) => p.volume), client, ca];
-  for (const v of all) await mkdir(v.directory, { recursive: true });
 
-  let live = false;
   const deliver = (w: SecretWrite): void => {
     const data = store.get(w.target)?.data;
     if (data === undefined || w.target === 'ca') return;
@@ -67,7 +80,8 @@ export async function runDevCerts(options: DevCertsOptions): Promise<void> {
     policy,
     crypto: createNodeCryptoBackend(),
     cache: new CertificateCache(createNodeVerifier()),
-    now: () => Date.now(),
+    // Plans and certificates use this clock; a moved one issues leaves outside their validity now.
+    now: () => Date.now() + clockOffsetMs,
     onError: (e) => say(`reconcile failed, retrying in 1s: ${e.message}`),
     onReconcile: (outcome) => {
       for (const w of outcome.written) {
@@ -93,6 +107,7 @@ export async function runDevCerts(options: DevCertsOptions): Promise<void> {
     const clientData = folderPayload(required(store, 'client'));
     await client.mount(clientData);
     await ca.mount({ 'ca.crt': clientData['ca.crt']! });
+    if (mountFailures.length > 0) throw mountFailures[0]!;
     live = true;
     let tokens = 0;
     const rotate = (): void => {
@@ -107,7 +122,7 @@ export async function runDevCerts(options: DevCertsOptions): Promise<void> {
     if (options.rotateEveryMs !== undefined && !options.signal.aborted) timer = setInterval(rotate, options.rotateEveryMs);
     options.onReady?.(layout);
     await new Promise<void>((resolve) => {
-      if (options.signal.aborted) resolve();
+      if (options.signal.aborted || options.once === true) resolve();
       options.signal.addEventListener('abort', () => resolve(), { once: true });
     });
   } finally {
@@ -129,17 +144,4 @@ function required(store: MemoryStore, target: Parameters<MemoryStore['get']>[0])
   const data = store.get(target)?.data;
   if (data === undefined) throw new Error(`the first reconcile wrote no Secret for ${describeTarget(target)}, so there is nothing to write`);
   return data;
-}
-
-/** Makes `--dir` ours: missing or empty (then marked), or marked by an earlier run. Anything else is refused untouched. */
-async function claimFolder(layout: DevCertsLayout): Promise<void> {
-  await mkdir(layout.dir, { recursive: true });
-  const entries = await readdir(layout.dir);
-  if (entries.length > 0 && !entries.includes(MARKER_FILE)) {
-    const shown = entries.slice(0, 5).join(', ') + (entries.length > 5 ? `, and ${entries.length - 5} more` : '');
-    throw new ForeignFolderError(
-      `${layout.dir} holds files eso-mtls dev-certs did not write (${shown}); give --dir a new or empty folder, so that nothing of yours is overwritten`,
-    );
-  }
-  await writeFile(join(layout.dir, MARKER_FILE), 'Written by eso-mtls dev-certs: it may rewrite the certificate folders here.\n');
 }
