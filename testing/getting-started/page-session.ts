@@ -1,7 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RunnableBlock } from './runnable-blocks.js';
 
@@ -127,7 +127,9 @@ export class PageSession {
 
   private save(block: RunnableBlock): void {
     appendFileSync(this.log, `\n=== ${this.described(block)} saved as ${block.file}\n`);
-    writeFileSync(join(this.work, block.file!), `${block.script}\n`);
+    const file = join(this.work, block.file!);
+    mkdirSync(dirname(file), { recursive: true }); // a file= in a folder the page has not made yet
+    writeFileSync(file, `${block.script}\n`);
   }
 
   private async runForeground(block: RunnableBlock): Promise<void> {

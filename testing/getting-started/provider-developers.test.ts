@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PageSession, STOP_MS, repoRoot } from './page-session.js';
 import { runnableBlocks } from './runnable-blocks.js';
@@ -23,23 +23,28 @@ describe(page, () => {
     }
     const blocks = runnableBlocks(readFileSync(join(repoRoot, page), 'utf8'));
     // The page's shape, so that a block lost in an edit fails here rather than passing unnoticed.
-    expect(blocks.filter((b) => b.mode === 'file').map((b) => b.file)).toEqual(['provider.ts', 'client.ts']);
-    expect(blocks.filter((b) => b.mode === 'background').map((b) => b.script.split('\n').at(-1)!.split(' ').slice(0, 3).join(' '))).toEqual([
-      'npx eso-mtls dev-certs',
-      'node provider.ts',
-      'sleep infinity |',
+    expect(blocks.filter((b) => b.mode === 'file').map((b) => b.file)).toEqual(['.eso-mtls-dev/provider.ts', '.eso-mtls-dev/client.ts']);
+    expect(blocks.filter((b) => b.mode === 'background').map((b) => b.script.split('\n').at(-1)!.split(' ').slice(0, 2).join(' '))).toEqual([
+      'npx eso-mtls',
+      'node .eso-mtls-dev/provider.ts',
+      '.eso-mtls-dev/reloading-provider -cert-dir', // the pod's command: it serves until SIGTERM or Ctrl-C
     ]);
-    expect(blocks.find((b) => b.file === 'client.ts')!.script).toContain("{ connectTo: '127.0.0.1:8443' }");
+    expect(blocks.find((b) => b.file === '.eso-mtls-dev/client.ts')!.script).toContain("{ connectTo: '127.0.0.1:8443' }");
+    // Node's type stripping checks nothing: both files are type-checked before they run.
+    const typeChecks = blocks.filter((b) => b.mode === 'foreground' && b.script.includes('npx tsc --noEmit')).map((b) => b.script);
+    for (const file of ['.eso-mtls-dev/provider.ts', '.eso-mtls-dev/client.ts']) expect(typeChecks.some((s) => s.includes(file))).toBe(true);
     expect(blocks.some((b) => b.mode === 'foreground' && b.script.includes('-connect-to 127.0.0.1:8445'))).toBe(true);
 
     await session.run(blocks);
+    // Everything the page wrote is under .eso-mtls-dev/, which the clone ignores; the rest is the clone's own entries.
+    expect(readdirSync(session.work).filter((e) => !lstatSync(join(session.work, e)).isSymbolicLink())).toEqual(['.eso-mtls-dev']);
 
     const [goProvider, tsProvider, devCerts] = await session.pressCtrlC();
     // Each provider reloaded a rotated certificate while it served.
     expect(tsProvider!.output).toMatch(/"reason":"reloaded"/);
     expect(goProvider!.output).toMatch(/"event":"reloaded"/);
     expect(devCerts!.output).toContain('eso-mtls dev-certs: SIGINT: stopping');
-    expect(devCerts!.output).toMatch(/eso-mtls dev-certs: stopped; every folder in .*dev-certs is whole/);
+    expect(devCerts!.output).toMatch(/eso-mtls dev-certs: stopped; every folder in .*\.eso-mtls-dev\/certs is whole/);
     expect(devCerts!.output).not.toContain('PRIVATE KEY');
     passed = true;
   }, 1_800_000);
@@ -51,5 +56,9 @@ describe('runnableBlocks: file= blocks', () => {
       { mode: 'file', script: 'const a = 1;', line: 1, timeoutSeconds: 7, file: 'provider.ts' },
     ]);
     expect(() => runnableBlocks('```ts file=../escape.ts\nx\n```')).toThrow('line 1: file=../escape.ts is not a plain file name');
+    // One folder of the working folder, as .eso-mtls-dev/; never above it, never deeper.
+    expect(runnableBlocks('```ts file=.eso-mtls-dev/client.ts\nx\n```')[0]!.file).toBe('.eso-mtls-dev/client.ts');
+    for (const name of ['../x/escape.ts', './escape.ts', 'a/b/c.ts', '/etc/passwd', '.eso-mtls-dev/..'])
+      expect(() => runnableBlocks(`\`\`\`ts file=${name}\nx\n\`\`\``)).toThrow(`file=${name} is not a plain file name`);
   });
 });

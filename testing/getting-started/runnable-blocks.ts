@@ -17,12 +17,13 @@ export interface RunnableBlock {
   readonly timeoutSeconds: number;
   /** Text the background block's output shows once it is ready. */
   readonly ready?: string;
-  /** Where a `file=` block is saved, relative to the page's folder. */
+  /** Where a `file=` block is saved, relative to the working folder: a name, or a folder and a name. */
   readonly file?: string;
 }
 
-// A plain name in the working folder: a page cannot write elsewhere.
-const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+// A plain name in the working folder or in one folder of it (`.eso-mtls-dev/provider.ts`), never
+// `..`: a page cannot write elsewhere.
+const FILE_NAME = /^(?:(?!\.\.?\/)[A-Za-z0-9._-]+\/)?[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 const ATTRIBUTE = /([a-z-]+)=(?:"([^"]*)"|(\S+))/g;
 
@@ -34,7 +35,7 @@ export function runnableBlocks(markdown: string, defaultTimeoutSeconds = 120): R
     const where = `line ${block.line}`;
     const file = block.flags.find((f) => f.startsWith('file='))?.slice('file='.length);
     if (file !== undefined) {
-      if (!FILE_NAME.test(file)) throw new Error(`${where}: file=${file} is not a plain file name`);
+      if (!FILE_NAME.test(file)) throw new Error(`${where}: file=${file} is not a plain file name (NAME or FOLDER/NAME)`);
       blocks.push({ mode: 'file', script: block.code, line: block.line, timeoutSeconds: defaultTimeoutSeconds, file });
       continue;
     }

@@ -219,6 +219,9 @@ describe('eso-mtls dev-certs: what it refuses', () => {
     ],
     [['--dir', 'x', '--ca-rotation'], '--ca-rotation needs --rotate-every: say how often, e.g. --rotate-every 30s'],
     [['--dir', 'x', 'extra'], 'unexpected argument "extra"'],
+    [['--dir', 'x', '--once', '--rotate-every', '5s'], '--once exits once the folders are written, so nothing would rotate: drop --once or --rotate-every 5s'],
+    [['--dir', 'x', '--once=maybe'], '--once: "maybe" is not true or false'],
+    [['--dir', 'x', '--validity', 'stale'], '--validity: "stale" is not current, expired or not-yet-valid'],
   ])('%j: exit 2, naming the problem and what to do', async (argv, message) => {
     const { code, err } = await refusal(argv as string[]);
     expect(code).toBe(2);
