@@ -71,6 +71,23 @@ export class PageSession {
     }
   }
 
+  /**
+   * Runs `script` as the reader would type it, in the session's folder, and resolves with its exit
+   * code and output whatever the code: for what a page says happens when something is wrong. A
+   * script still running after `timeoutSeconds` is killed (code null).
+   */
+  async runAnyExit(script: string, timeoutSeconds: number): Promise<{ code: number | null; output: string }> {
+    appendFileSync(this.log, `\n=== ${JSON.stringify(script)} (any exit code)\n`);
+    const child = this.shell(`${this.session()}\n${script}`);
+    let output = '';
+    this.collect(child, (t) => (output += t));
+    const timer = setTimeout(() => killGroup(child, 'SIGKILL'), timeoutSeconds * 1000);
+    // 'close', not 'exit': the output is whole only once the streams have ended.
+    const code = await new Promise<number | null>((r) => child.once('close', (c) => r(c)));
+    clearTimeout(timer);
+    return { code, output };
+  }
+
   /** Ctrl-C in each terminal, last started first; resolves with how each ended. */
   async pressCtrlC(): Promise<Ended[]> {
     const ended: Ended[] = [];

@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { badClientFolders } from '@eso-mtls/test-kit/bad-client-folders';
+import { writeAtomically } from '@eso-mtls/test-kit/demo';
 import { PageSession, STOP_MS, repoRoot } from './page-session.js';
 import { runnableBlocks } from './runnable-blocks.js';
 
@@ -48,6 +50,43 @@ describe(page, () => {
     expect(devCerts!.output).not.toContain('PRIVATE KEY');
     passed = true;
   }, 1_800_000);
+});
+
+// The page's client run on each client folder a newcomer can get wrong (issue 33): it hung there,
+// printing nothing. Now the watcher logs the refusal at once and the client gives up at the
+// page's deadline (a few seconds), printing the reason. Checked by what it prints, never by time:
+// a client that hangs is killed after two minutes and fails here.
+const clientSession = new PageSession(page, 'eso-mtls-provider-client-');
+let clientPassed = false;
+afterAll(() => clientSession.close(clientPassed), STOP_MS);
+
+describe(`${page}: the client on a bad client folder`, () => {
+  it("names the reason and exits 1: another CA's ca.crt, a server certificate, an expired one, no folder", async () => {
+    if (!existsSync(join(repoRoot, 'packages/grpc/dist/index.js'))) throw new Error('packages/grpc/dist is missing: run `npm run build` first');
+    // The page's client file, wherever the page saves it.
+    const client = runnableBlocks(readFileSync(join(repoRoot, page), 'utf8')).find((b) => /(^|\/)client\.ts$/.test(b.file ?? ''))!;
+    // The folder the page's client reads, as the page names it.
+    const folder = /directory: '([^']+)'/.exec(client.script)?.[1];
+    if (folder === undefined) throw new Error(`${page}'s ${client.file!} names no directory: '...'`);
+    const top = join(clientSession.work, folder.split('/')[0]!);
+    // The session links the clone's entries: writing through one of them would write into the clone.
+    if (existsSync(top) && lstatSync(top).isSymbolicLink()) throw new Error(`${folder} lies in the clone (${top} is a link); refusing to write there`);
+    await clientSession.run([client]);
+    const dir = join(clientSession.work, folder);
+    for (const bad of await badClientFolders()) {
+      rmSync(dir, { recursive: true, force: true });
+      if (bad.files !== undefined) {
+        mkdirSync(dir, { recursive: true });
+        await writeAtomically(dir, bad.files);
+      }
+      const { code, output } = await clientSession.runAnyExit(`node ${client.file!}`, 120);
+      expect({ folder: bad.name, code }).toEqual({ folder: bad.name, code: 1 });
+      // At once, the watcher's line on stderr; then what the client printed when it gave up.
+      expect(output).toContain(`"reason":"${bad.reason}"`);
+      expect(output).toContain(`last refusal (${bad.reason}): ${folder}: `);
+    }
+    clientPassed = true;
+  }, 900_000);
 });
 
 describe('runnableBlocks: file= blocks', () => {

@@ -60,7 +60,8 @@ export class EsoCaller {
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly options: EsoCallerOptions) {
-    this.watcher = new CertificateWatcher({ directory: options.directory, purpose: 'clientAuth', pollIntervalMs: 1000 });
+    // Refusals go to onReloadRefused, which the demo prints its own way: the watcher's line would repeat them.
+    this.watcher = new CertificateWatcher({ directory: options.directory, purpose: 'clientAuth', pollIntervalMs: 1000, log: false });
     this.watcher.onMaterial((material, previous) => previous !== undefined && options.onReload(material, previous));
     this.watcher.onFailure((failure) => options.onReloadRefused(failure));
   }

@@ -15,7 +15,10 @@ function abortedBecause(reason: unknown): string {
  * read of the folder had not finished). The watcher itself carries on until closed.
  */
 export class NoGoodCertificateError extends Error {
+  /** Always `NoGoodCertificateError`. */
   override readonly name = 'NoGoodCertificateError';
+  /** The watched folder. */
+  readonly directory: string;
   /** The last refusal's reason, e.g. `untrusted` or `not_found`; undefined when nothing was refused yet. */
   readonly reason: TlsMaterialProblem | undefined;
 
@@ -24,14 +27,11 @@ export class NoGoodCertificateError extends Error {
    * @param failure - The last refusal of the folder, if any.
    * @param abortReason - The signal's `reason`, kept as the cause.
    */
-  constructor(
-    readonly directory: string,
-    failure: { readonly reason: TlsMaterialProblem; readonly message: string } | undefined,
-    abortReason: unknown,
-  ) {
+  constructor(directory: string, failure: { readonly reason: TlsMaterialProblem; readonly message: string } | undefined, abortReason: unknown) {
     const last =
       failure === undefined ? 'nothing was refused yet: the first read of the folder had not finished' : `last refusal (${failure.reason}): ${failure.message}`;
     super(`no good certificate in ${directory} when start() gave up (${abortedBecause(abortReason)}); ${last}`, { cause: abortReason });
+    this.directory = directory;
     this.reason = failure?.reason;
   }
 }

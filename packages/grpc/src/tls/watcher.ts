@@ -187,18 +187,20 @@ export class CertificateWatcher {
   }
 
   /**
-   * Starts watching and polling. Resolves with the first good material; until then it keeps
-   * retrying on every event and poll (a Secret may be mounted before it is issued), and each
-   * refusal is logged (option `log`) and told to {@link onFailure} listeners within milliseconds.
-   * Rejects if {@link close} is called first, or, when `options.signal` aborts first, with a
-   * {@link NoGoodCertificateError} naming the last refusal (ESO's client gives up on a bad folder
-   * instead of hanging).
+   * Starts watching and polling. Resolves with the first good material. Until then it retries on
+   * every event and poll (a Secret may be mounted before it is issued) and keeps the process alive
+   * (afterwards the watcher alone does not); each refusal is logged (option `log`) and told to
+   * {@link onFailure} listeners within milliseconds. Rejects if {@link close} is called first, or,
+   * when `options.signal` aborts first, with a {@link NoGoodCertificateError} naming the last
+   * refusal, so that ESO's client can give up on a bad folder and say why.
    */
   start(options: CertificateWatcherStartOptions = {}): Promise<TlsMaterial> {
     if (this.closed) return Promise.reject(new Error(`certificate watcher for ${this.directory} is closed`));
     if (this.pollTimer === undefined) {
       this.pollTimer = setInterval(() => this.checkInBackground(), this.options.pollIntervalMs ?? 10_000);
-      this.pollTimer.unref();
+      // Until the first good load someone awaits start(): the poll keeps the process alive, or a
+      // script's top-level await would end unsettled (exit 13) while the signal's timer is pending.
+      if (this.material !== undefined) this.pollTimer.unref();
       this.checkInBackground();
     }
     const { signal } = options;
@@ -354,7 +356,10 @@ export class CertificateWatcher {
     this.lastRejected = undefined;
     this.counters.loads++;
     if (previous !== undefined) this.counters.reloads++;
-    if (previous === undefined) this.resolveFirst(next);
+    if (previous === undefined) {
+      this.pollTimer?.unref(); // nobody waits any more: the watcher alone keeps no process alive
+      this.resolveFirst(next);
+    }
     this.notify(this.materialListeners, next, previous);
   }
 
