@@ -9,6 +9,6 @@
  * outcome.ts, pem-files.ts): add a name here when a test needs it.
  */
 export { type ClusterTrustBundle, type PodCertificateRequest, podCertificateRequestPath, podCertificateRequestsPath } from './api.js';
-export { KUBELET_KEY_TYPES, type KubeletKeyType } from './keys.js';
+export { KUBELET_KEY_TYPES, type KubeletKeyType, weakExponentRsaKey } from './keys.js';
 export { type KubeletPod, labelSelectorQuery, PodCertificateKubelet, type PodCertificatePodSpec } from './kubelet.js';
 export { PodCertificateVolume } from './volume.js';

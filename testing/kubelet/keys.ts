@@ -56,6 +56,16 @@ export async function generateKubeletKey(keyType: KubeletKeyType): Promise<Kubel
   return { keyType, privateKey, publicKey, pkcs8Pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
 }
 
+/**
+ * An RSA key of `keyType`'s size with another public exponent than the 65537 a kubelet uses: a
+ * key made to be weak, which the apiserver accepts and the signer must refuse.
+ */
+export async function weakExponentRsaKey(keyType: 'RSA3072' | 'RSA4096', publicExponent: number): Promise<KubeletKey> {
+  const modulusLength = keyType === 'RSA3072' ? 3072 : 4096;
+  const { privateKey, publicKey } = await promisify(generateKeyPair)('rsa', { modulusLength, publicExponent });
+  return { keyType, privateKey, publicKey, pkcs8Pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
+}
+
 /** The DER of a PKCS#10 request with an empty subject, no attributes, self-signed with `key`. */
 export async function stubPkcs10Request(key: KubeletKey): Promise<Uint8Array> {
   const algorithm = ALGORITHMS[key.keyType];

@@ -38,6 +38,8 @@ export interface RequestOptions {
   readonly maxExpirationSeconds?: number;
   /** Rewrites the DER of the stub request before it is sent (e.g. to break its signature). */
   readonly stubRequest?: (der: Uint8Array) => Uint8Array;
+  /** The key to ask for instead of a fresh one of the keyType (e.g. one with a weak RSA exponent). */
+  readonly key?: KubeletKey;
 }
 
 /** A PodCertificateRequest the kubelet created, and the key only it holds. */
@@ -146,7 +148,7 @@ export class PodCertificateKubelet {
   async requestCertificate(kubeletPod: KubeletPod, options: RequestOptions = {}): Promise<KubeletRequest> {
     const { pod, serviceAccountUid } = kubeletPod;
     const source = podCertificateSource(pod);
-    const key = await generateKubeletKey(options.keyType ?? (source.keyType as KubeletKeyType));
+    const key = options.key ?? (await generateKubeletKey(options.keyType ?? (source.keyType as KubeletKeyType)));
     const der = await stubPkcs10Request(key);
     const maxExpirationSeconds = options.maxExpirationSeconds ?? source.maxExpirationSeconds;
     const body: PodCertificateRequest = {

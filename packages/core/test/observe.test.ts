@@ -15,6 +15,7 @@ import {
 } from '@eso-mtls/core';
 import { observeCaSecret } from '../src/plan/observe.js';
 import { NOW, nodeBackend } from './support/fixtures.js';
+import { weakExponentCrypto } from './support/weak-exponent.js';
 
 const crypto = nodeBackend();
 const ctx = { crypto, policy: resolvePolicy(), now: NOW };
@@ -24,6 +25,8 @@ let nextCa: Issued;
 let leaf: Issued;
 let otherLeaf: Issued;
 let rsaLeaf: Issued;
+let weakCa: Issued;
+let weakLeaf: Issued;
 let good: SecretData;
 beforeAll(async () => {
   ca = await issueCa(ctx);
@@ -31,6 +34,9 @@ beforeAll(async () => {
   leaf = await issueServerLeaf(ctx, ca, ['provider', 'provider.ns']);
   otherLeaf = await issueClientLeaf(ctx, ca);
   rsaLeaf = await issueServerLeaf({ ...ctx, policy: resolvePolicy({ keyAlgorithm: 'RSA-2048' }) }, ca, ['provider']);
+  const weak = { crypto: weakExponentCrypto(crypto, 3), policy: resolvePolicy({ keyAlgorithm: 'RSA-3072' }), now: NOW };
+  weakCa = await issueCa(weak);
+  weakLeaf = await issueServerLeaf(weak, ca, ['provider']);
   good = { 'tls.crt': leaf.certificate.pem, 'tls.key': leaf.privateKeyPem, 'ca.crt': ca.certificate.pem };
 });
 
@@ -121,6 +127,15 @@ describe('observeLeafSecret', () => {
     expect(observeLeafSecret({ ...good, 'tls.crt': rsaLeaf.certificate.pem, 'tls.key': rsaLeaf.privateKeyPem }, cache()).leaf.ok).toBe(true);
   });
 
+  it('refuses an RSA key with public exponent 3, whatever signed its certificate, naming the exponent', () => {
+    const o = observeLeafSecret({ ...good, 'tls.crt': weakLeaf.certificate.pem, 'tls.key': weakLeaf.privateKeyPem }, cache());
+    expectProblem(
+      o.leaf,
+      'weak_key',
+      /^tls\.crt holds CN=provider \(serial [0-9a-f]+\), an RSA key of 3072 bits with public exponent 3; only 65537 is accepted$/,
+    );
+  });
+
   it.each([
     ['an empty ca.crt', { 'ca.crt': '' }, 'empty', /ca\.crt is absent or empty/],
     ['a missing ca.crt', { 'ca.crt': undefined }, 'empty', /ca\.crt/],
@@ -184,6 +199,21 @@ describe('observeCaSecret', () => {
     expect(o.active?.ok && o.active.value.certificate.isCa).toBe(true);
     expect([o.next, o.retired]).toEqual([undefined, undefined]);
     expect(observeCaSecret({}, cache())).toEqual({ active: undefined, next: undefined, retired: undefined });
+  });
+
+  it('refuses a CA whose RSA key has public exponent 3, active or next, as an adopted CA Secret or a token key may hold', () => {
+    const weak = { 'ca.crt': weakCa.certificate.pem, 'ca.key': weakCa.privateKeyPem };
+    expectProblem(
+      observeCaSecret(weak, cache()).active,
+      'weak_key',
+      /^ca\.crt holds .*, an RSA key of 3072 bits with public exponent 3; only 65537 is accepted$/,
+    );
+    const next = observeCaSecret({ ...caData(), 'next.crt': weakCa.certificate.pem, 'next.key': weakCa.privateKeyPem }, cache());
+    expect(next.active?.ok).toBe(true);
+    expectProblem(next.next, 'weak_key', /^next\.crt holds .*public exponent 3/);
+    // A key kept in a token is judged by its certificate alone: the reference says nothing of the key.
+    const reference = observeCaSecret({ 'ca.crt': weakCa.certificate.pem, 'ca.key-ref': 'pkcs11:object=eso-mtls-ca-1' }, cache());
+    expectProblem(reference.active, 'weak_key', /public exponent 3/);
   });
 
   it('reads next and retired material', () => {

@@ -48,6 +48,18 @@ describe('podKeyTypeOf', () => {
     expect(detail.endsWith(`this signer issues for ${ACCEPTED_LIST}`)).toBe(true);
   });
 
+  it.each([
+    [3072, 3],
+    [4096, 3],
+    [3072, 17],
+  ] as const)(
+    'refuses an RSA key of %d bits (a size it accepts) with public exponent %d, naming the exponent: only 65537 is accepted',
+    (modulusLength, publicExponent) => {
+      const result = podKeyTypeOf(spkiOf(generateKeyPairSync('rsa', { modulusLength, publicExponent })));
+      expect(result).toEqual({ ok: false, detail: `an RSA key of ${modulusLength} bits with public exponent ${publicExponent}; only 65537 is accepted` });
+    },
+  );
+
   it('refuses a truncated SubjectPublicKeyInfo of every accepted type as unreadable', () => {
     for (const type of POD_KEY_TYPES) {
       const spki = spkis.get(type)!;

@@ -30,6 +30,7 @@ import {
   type PodCertificateRequest,
   podCertificateRequestPath,
   podCertificateRequestsPath,
+  weakExponentRsaKey,
 } from '../../../testing/kubelet/index.js';
 import {
   type AdapterOptions,
@@ -307,6 +308,17 @@ describe('pod-certificate mode on kube-apiserver v1.37.2, as the controller Serv
     expect(ours.map((e) => [e.involvedObject.kind, e.type, e.reason, e.message])).toEqual([
       ['Service', 'Normal', 'PodCertificateIssued', expect.stringContaining('to pod lonely-0 from eso-mtls.io/provider-server')],
     ]);
+  });
+
+  it('denies an RSA-3072 key with public exponent 3, which the apiserver accepts, as UnsupportedKeyType naming the exponent', async () => {
+    const { pod } = await volumeFor({ ...providerPod('weak-key-0', { app: 'provider' }), podCertificate: { signerName: SERVER_SIGNER, keyType: 'RSA3072' } });
+    const request = await kubelet.requestCertificate(pod, { key: await weakExponentRsaKey('RSA3072', 3) });
+    const denied = await kubelet.waitForOutcome(request);
+    expect(denied).toMatchObject({ condition: 'Denied', reason: 'UnsupportedKeyType' });
+    expect(denied.condition === 'Denied' && denied.message).toContain(
+      `pod ${PROVIDERS}/weak-key-0 asks for an RSA key of 3072 bits with public exponent 3; only 65537 is accepted`,
+    );
+    await eventually(() => expect(decided).toContainEqual({ signer: 'server', result: 'denied', reason: 'UnsupportedKeyType', namespace: PROVIDERS }));
   });
 
   it('denies a pod that only a labelled ExternalName Service selects (ExternalNameService), and leaves that Service out beside one that selects the pod', async () => {

@@ -8,6 +8,7 @@ import type { Policy } from '../policy/policy.js';
 import { type RotationReason, issuedNoLaterThan } from '../policy/rules.js';
 import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { textOf } from '../x509/pem.js';
+import { rsaExponentRefusal } from '../x509/rsa-public-key.js';
 import type { ObservedBundle } from './bundle.js';
 import { ACTIVE_SINCE_ANNOTATION, type CaLayout, type CaMaterial } from './ca-layout.js';
 
@@ -361,12 +362,19 @@ function textValue(value: unknown): string {
 /**
  * The certificate of a good CA key whose own certificate is missing or unreadable: a self-signed,
  * unexpired CA certificate in the client Secret's bundle (ESO namespace, never a provider
- * namespace, which tenants can write) whose public key matches and whose signature verifies.
+ * namespace, which tenants can write) whose public key matches and whose signature verifies, and
+ * never one whose RSA exponent the CA Secret's check refuses (it would be restored each round).
  */
 function restorableCertificate(keyText: string, clientBundle: readonly CertificateView[], cache: CertificateCache, now: Instant): KeyedCertificate | undefined {
   if (keyText.trim() === '') return undefined;
   const certificate = clientBundle.find(
-    (c) => c.isCa && c.notAfter > now && c.subject === c.issuer && cache.isSignedBy(c, c) && cache.checkKey(c, keyText) === 'match',
+    (c) =>
+      c.isCa &&
+      c.notAfter > now &&
+      c.subject === c.issuer &&
+      rsaExponentRefusal(c.subjectPublicKeyInfo) === undefined &&
+      cache.isSignedBy(c, c) &&
+      cache.checkKey(c, keyText) === 'match',
   );
   return certificate && { certificate, privateKeyPem: keyText };
 }

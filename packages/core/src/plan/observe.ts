@@ -2,6 +2,7 @@ import type { CertificateCache } from '../crypto/cache.js';
 import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { textOf } from '../x509/pem.js';
 import { shown } from '../common/shown.js';
+import { rsaExponentRefusal } from '../x509/rsa-public-key.js';
 
 /** The data of a Kubernetes Secret: raw bytes, or text (e.g. from stringData), per key. */
 export type SecretData = Readonly<Record<string, Uint8Array | string | undefined>>;
@@ -37,6 +38,7 @@ export type DataProblem =
   | 'missing_certificate' // key present, certificate absent/empty
   | 'key_mismatch' // key does not match certificate
   | 'multiple_certificates' // several certificates where one was expected (tls.crt, ca.crt of CA secret)
+  | 'weak_key' // an RSA key whose public exponent is not 65537
   | 'not_a_ca'; // a certificate without basicConstraints cA where a CA is expected
 
 /** Either a usable value, or the problem that makes it unusable with a human-readable detail. */
@@ -111,6 +113,9 @@ function observePair(data: SecretData, certKey: string, keyKey: string, cache: C
       return problem('not_a_ca', `${certKey} holds ${certificate.subject}, which is not a CA (no basicConstraints cA)`);
     }
     if (expectCa && !cache.isSignedBy(certificate, certificate)) return problem('garbage_pem', notSelfSigned(certKey, certificate));
+    // We generate 65537 only: another exponent was put here by someone else, wherever the key is kept.
+    const weak = rsaExponentRefusal(certificate.subjectPublicKeyInfo);
+    if (weak !== undefined) return problem('weak_key', `${certKey} holds ${certificate.subject} (serial ${certificate.serialNumber}), ${weak}`);
     if (isBlank(keyText)) return problem('missing_key', `${certKey} is present but ${keyKey} is absent or empty`);
     switch (cache.checkKey(certificate, keyText)) {
       // 'unavailable': the signer holding the key cannot tell now; the reference stays the key, and signing with it fails loudly.

@@ -1,4 +1,5 @@
 import { Tag, children, contentsOf, oidToString, readElement } from '../x509/der.js';
+import { rsaExponentRefusal, rsaPublicKeyOf } from '../x509/rsa-public-key.js';
 
 /**
  * The key types a kubelet generates for a pod certificate (`keyType` of the `podCertificate`
@@ -52,10 +53,12 @@ export function podKeyTypeOf(subjectPublicKeyInfo: Uint8Array): PodKeyTypeResult
       return refused(`an ECDSA key on curve ${curve === undefined ? '(not a named curve)' : (CURVE_NAMES[curve] ?? curve)}`);
     }
     if (oid === RSA_ENCRYPTION) {
-      const bits = rsaModulusBits(contentsOf(subjectPublicKeyInfo, key));
-      if (bits === 3072) return { ok: true, type: 'RSA3072' };
-      if (bits === 4096) return { ok: true, type: 'RSA4096' };
-      return refused(`an RSA key of ${bits} bits`);
+      const bits = rsaPublicKeyOf(subjectPublicKeyInfo)!.modulusBits;
+      if (bits !== 3072 && bits !== 4096) return refused(`an RSA key of ${bits} bits`);
+      // A kubelet generates 65537 (Go's crypto/rsa); any other exponent is a key made to be weak.
+      const weak = rsaExponentRefusal(subjectPublicKeyInfo);
+      if (weak !== undefined) return { ok: false, detail: weak };
+      return { ok: true, type: bits === 3072 ? 'RSA3072' : 'RSA4096' };
     }
     const name = ALGORITHM_NAMES[oid];
     return refused(name === undefined ? `a key of algorithm ${oid}` : `a key of type ${name} (algorithm ${oid})`);
@@ -66,16 +69,4 @@ export function podKeyTypeOf(subjectPublicKeyInfo: Uint8Array): PodKeyTypeResult
 
 function refused(what: string): PodKeyTypeResult {
   return { ok: false, detail: `${what}; this signer issues for ${POD_KEY_TYPES.join(', ')}` };
-}
-
-/** Bit length of the modulus in an RSAPublicKey BIT STRING's contents (first octet: unused bits). */
-function rsaModulusBits(bitString: Uint8Array): number {
-  const der = bitString.subarray(1);
-  const rsaKey = readElement(der, 0);
-  const [modulus] = children(der, rsaKey);
-  if (modulus?.tag !== Tag.INTEGER) throw new Error('RSAPublicKey without a modulus');
-  let bytes = contentsOf(der, modulus);
-  while (bytes.length > 0 && bytes[0] === 0) bytes = bytes.subarray(1);
-  if (bytes.length === 0) return 0;
-  return (bytes.length - 1) * 8 + (32 - Math.clz32(bytes[0]!));
 }
