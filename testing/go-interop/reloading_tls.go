@@ -16,14 +16,14 @@ import (
 // never mix; established connections keep what they were made with.
 func ServerTLSConfig(w *CertificateWatcher) *tls.Config {
 	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
+		MinVersion: tls.VersionTLS13,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			m := w.Current()
 			if m == nil {
 				return nil, errors.New("no good certificate loaded yet")
 			}
 			return &tls.Config{
-				MinVersion:   tls.VersionTLS12,
+				MinVersion:   tls.VersionTLS13,
 				Certificates: []tls.Certificate{m.Certificate},
 				ClientCAs:    m.Roots, // two CAs during a CA rotation's overlap
 				ClientAuth:   tls.RequireAndVerifyClientCert,
@@ -45,7 +45,7 @@ func ServerTLSConfig(w *CertificateWatcher) *tls.Config {
 // fixed RootCAs, so its check is replaced by the same one against the current bundle.
 func ClientTLSConfig(w *CertificateWatcher, serverName string) *tls.Config {
 	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
+		MinVersion: tls.VersionTLS13,
 		ServerName: serverName,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			m := w.Current()

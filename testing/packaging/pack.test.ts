@@ -1,8 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { codeBlocks } from '../docs/markdown-blocks.js';
+import { fileLinks } from '../docs/markdown-links.js';
 import { type Manifest, installApp, packAll, root, run, workspacePackages } from './support/offline-install.js';
 
 // What we publish must work outside the monorepo: pack every workspace package (from its built
@@ -62,6 +63,30 @@ describe('published packages', () => {
       // Tests, sources, API reports and configs stay home.
       expect(files.filter((f) => /(^|\/)(test|src|etc)\/|tsconfig|api-extractor|\.tsbuildinfo$/.test(f))).toEqual([]);
     }
+  });
+
+  // A README's link relative to the repository (../../docs/x.md) works on GitHub and breaks in the
+  // installed package (node_modules/@eso-mtls/x/README.md, the registry's page): links leave the
+  // package by absolute URL, to the repository its package.json names, and name files that exist.
+  it("README links stay inside the package or name the repository's files by URL; each manifest names the repository", () => {
+    const REPOSITORY = 'https://github.com/eso-mtls/eso-mtls';
+    const problems: string[] = [];
+    for (const { dir, manifest } of workspacePackages()) {
+      const folder = relative(root, dir);
+      expect({ name: manifest.name, repository: (manifest as { repository?: unknown }).repository }).toEqual({
+        name: manifest.name,
+        repository: { type: 'git', url: `git+${REPOSITORY}.git`, directory: folder },
+      });
+      const readme = join(folder, 'README.md');
+      const text = readFileSync(join(root, readme), 'utf8');
+      for (const link of fileLinks(text, readme, root)) {
+        if (!link.path.startsWith(`${folder}/`) && link.path !== readme) problems.push(`${readme}:${link.line}: (${link.target}) leaves the package; link ${REPOSITORY}/blob/main/${link.path} instead`);
+      }
+      for (const [, path] of text.matchAll(/\]\(https:\/\/github\.com\/eso-mtls\/eso-mtls\/(?:blob|tree)\/main\/([^)#\s]+)/g)) {
+        if (!existsSync(join(root, path!))) problems.push(`${readme}: links ${path}, which the repository does not have`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   it('install from their tarballs without a registry, import, run the CLI and type-check with skipLibCheck: false', () => {
@@ -133,12 +158,18 @@ describe('published packages', () => {
   it('install from the tarballs docs/provider-developers.md names, alone, in the order and the one command it gives', () => {
     const page = readFileSync(join(root, 'docs', 'provider-developers.md'), 'utf8');
     const blocks = codeBlocks(page, 'docs/provider-developers.md');
-    const named = (set: string, verb: 'pack' | 'install'): string[] => {
-      const block = blocks.find((b) => b.language === 'sh' && b.flags.includes(`tarballs=${set}`) && b.code.startsWith(`npm ${verb}`));
+    // The block of `set` holding the `npm <verb>` command, and that command: one line.
+    const blockOf = (set: string, verb: 'pack' | 'install'): { lines: string[]; command: string } => {
+      const block = blocks.find((b) => b.language === 'sh' && b.flags.includes(`tarballs=${set}`) && b.code.split('\n').some((l) => l.startsWith(`npm ${verb} `)));
       if (block === undefined) throw new Error(`docs/provider-developers.md has no \`\`\`sh tarballs=${set} block with npm ${verb}`);
-      expect(block.code.split('\n')).toHaveLength(1); // one command
+      const lines = block.code.split('\n');
+      const command = lines.find((l) => l.startsWith(`npm ${verb} `))!;
+      expect(command.endsWith('\\')).toBe(false); // one command, on one line
+      return { lines, command };
+    };
+    const named = (set: string, verb: 'pack' | 'install'): string[] => {
       const pattern = verb === 'pack' ? / -w packages\/([a-z0-9-]+)/g : / \.\/eso-mtls-([a-z0-9-]+)-\*\.tgz/g;
-      return [...block.code.matchAll(pattern)].map((m) => `@eso-mtls/${m[1]}`);
+      return [...blockOf(set, verb).command.matchAll(pattern)].map((m) => `@eso-mtls/${m[1]}`);
     };
     const manifests = new Map(workspacePackages().map((p) => [p.manifest.name, p.manifest]));
     // A package and every @eso-mtls package it depends on, each after its dependencies.
@@ -161,6 +192,19 @@ describe('published packages', () => {
 
     const work = mkdtempSync(join(tmpdir(), 'eso-mtls-pack-provider-'));
     try {
+      // The page's lines around its two commands, run as written from a clone's folder: the pack
+      // makes its destination (npm pack fails on a missing one), and a new project gets
+      // "type": "module" (the page's provider uses import and top-level await).
+      const pack = blockOf('provider', 'pack');
+      const destination = / --pack-destination (\S+)/.exec(pack.command)?.[1];
+      expect(pack.lines.slice(0, pack.lines.indexOf(pack.command))).toContain(`mkdir -p ${destination}`);
+      const install = blockOf('provider', 'install');
+      const setUp = [...pack.lines.filter((l) => !l.startsWith('npm pack ')), ...install.lines.slice(0, install.lines.indexOf(install.command))];
+      mkdirSync(join(work, 'clone'));
+      run('bash', ['-euc', setUp.join('\n')], join(work, 'clone'));
+      const project = join(work, 'clone', destination!);
+      expect((JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { type?: string }).type).toBe('module');
+
       const packed = packAll(join(work, 'tarballs'), provider);
       expect(packed.map((p) => p.manifest.name).sort()).toEqual([...provider].sort());
       const app = installApp(work, 'my-provider', packed);

@@ -54,7 +54,14 @@ export {
 export { type HandshakeDiagnosis, type HandshakeProblem } from './tls/handshake-probe.js';
 export { CERTIFICATE_LAYOUTS, type CertificateFileNames, type CertificateLayout } from './tls/layout.js';
 export { MAX_MOUNTED_FILE_BYTES, MountedFileError, type MountedFileProblem, readMountedFile } from './tls/mounted-file.js';
-export { reloadingCertificateSource, ReloadingServerCredentials } from './tls/server-credentials.js';
+export {
+  MIN_TLS_VERSIONS,
+  type MinTlsVersion,
+  reloadingCertificateSource,
+  ReloadingServerCredentials,
+  type ReloadingServerCredentialsOptions,
+  TLS12_CIPHERS,
+} from './tls/server-credentials.js';
 export { NoGoodCertificateError } from './tls/no-good-certificate.js';
 export {
   CertificateWatcher,

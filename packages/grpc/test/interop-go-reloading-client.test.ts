@@ -6,8 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { SecretWrite } from '@eso-mtls/core';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { createServer } from 'node:tls';
 import { buildGoCommands, spawnGoProgram, type GoProgram } from './support/go-interop.js';
 import { ADDRESS, BUILD_TIMEOUT, countCas, GoEvents, leafSerial, NAMESPACE, serial, SERVER_NAME, SERVICE, TEST_TIMEOUT } from './support/go-reloading.js';
 import { loaded, PlannedCluster } from '@eso-mtls/test-kit/planned-cluster';
@@ -164,5 +166,23 @@ describe('ESO core in Go (cmd/reloading-client) reloading its client Secret, cal
     } finally {
       expect(await ip.stop()).toBe(1);
     }
+  });
+
+  it('refuses a provider that offers only TLS 1.2: ClientTLSConfig asks for TLS 1.3', async () => {
+    const m = provider.watcher.current!;
+    const tls12Only = createServer({ cert: m.certificate, key: m.privateKey, maxVersion: 'TLSv1.2', ALPNProtocols: ['h2'] });
+    await new Promise<void>((resolve) => tls12Only.listen(0, '127.0.0.1', resolve));
+    const port = (tls12Only.address() as AddressInfo).port;
+    const client = spawnGoProgram(bin, ['-addr', ADDRESS, '-connect-to', `127.0.0.1:${port}`, '-cert-dir', dirs.client]);
+    try {
+      await client.nextLine((l) => l === 'READY', 0);
+      await client.nextLine((l) => l.includes('"call_failed"'), 0);
+    } finally {
+      expect(await client.stop()).toBe(0);
+      tls12Only.close();
+    }
+    const summary = JSON.parse(client.lines.find((l) => l.includes('"summary"'))!) as { calls: number; failed: number; failures: string[] };
+    expect(summary.failed).toBe(summary.calls);
+    expect(summary.failures[0]).toContain('tls: protocol version not supported');
   });
 });

@@ -219,6 +219,15 @@ describe('a Go provider started before its Secret is issued, as in a pod', () =>
       // A certificate from the CA without clientAuth (the provider's own) is refused at the handshake.
       const wrong = await probe(Number(address.split(':').pop()), { ca: pki.ca.cert, cert: pki.server.cert, key: pki.server.key, servername: SERVER_NAME });
       expect(wrong.accepted).toBe(false);
+      // TLS 1.3 only (ServerTLSConfig's MinVersion): a client capped at TLS 1.2 gets alert protocol_version.
+      const tls12 = await probe(Number(address.split(':').pop()), {
+        ca: pki.ca.cert,
+        cert: pki.client.cert,
+        key: pki.client.key,
+        servername: SERVER_NAME,
+        maxVersion: 'TLSv1.2',
+      });
+      expect([tls12.accepted, tls12.errorCode]).toEqual([false, 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION']);
       channel.close();
       stopped = await program.terminate();
     } finally {

@@ -2,11 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import * as grpc from '@grpc/grpc-js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { createServer } from 'node:tls';
 import { createSecretStoreProviderClient, healthServiceDefinition, SecretNotFoundError } from '@eso-mtls/grpc';
 import { failureOf } from '@eso-mtls/test-kit/failure';
 import { buildGoInterop, runProgram, startGoServer } from './support/go-interop.js';
 import { memoryProvider, type SeenCall } from './support/memory-provider.js';
+import { sClient } from './support/openssl-tls.js';
 import { TEST_SERVER_NAME } from '@eso-mtls/test-kit/pki';
 import { clientChannel, createTestPkiSet, startTestProvider, type TestPkiSet } from '@eso-mtls/test-kit/provider-fixture';
 
@@ -87,6 +90,18 @@ describe('a grpc-go client (crypto/tls, code generated from our .proto) calls ou
     }
   });
 
+  it('the Go client asks for TLS 1.3: a server offering only TLS 1.2 gets alert protocol_version', async () => {
+    const tls12Only = createServer({ cert: pki.server.cert, key: pki.server.key, maxVersion: 'TLSv1.2', ALPNProtocols: ['h2'] });
+    await new Promise<void>((resolve) => tls12Only.listen(0, '127.0.0.1', resolve));
+    try {
+      const result = await runProgram(bin.client, clientArgs(`127.0.0.1:${(tls12Only.address() as AddressInfo).port}`));
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain('tls: protocol version not supported');
+    } finally {
+      tls12Only.close();
+    }
+  });
+
   it('the Go client refuses our server when it expects another name', async () => {
     const provider = await startTestProvider(pki, { implementation: memoryProvider([]) });
     try {
@@ -134,6 +149,16 @@ describe('our client calls a grpc-go provider server holding a server certificat
     expect(await client.capabilities({})).toBe('READ_WRITE');
     const invalid = await failureOf(client.getAllSecrets({ find: { name: { regexp: '(' } } }));
     expect(invalid.code).toBe(grpc.status.INVALID_ARGUMENT);
+  });
+
+  it('the Go server accepts TLS 1.3 only: openssl s_client over TLS 1.2 gets alert protocol_version', async () => {
+    const port = Number(server.address.split(':').pop());
+    const sClientFiles = { caFile: file('ca.crt'), certFile: file('client.crt'), keyFile: file('client.key') };
+    const v13 = await sClient(port, sClientFiles, TEST_SERVER_NAME, ['-tls1_3']);
+    expect(v13.accepted).toBe(true);
+    const v12 = await sClient(port, sClientFiles, TEST_SERVER_NAME, ['-tls1_2']);
+    expect(v12.accepted).toBe(false);
+    expect(v12.stderr).toMatch(/alert protocol version|alert number 70/);
   });
 
   it("grpc-go's health service answers our grpc.health.v1 definition", async () => {

@@ -6,6 +6,9 @@
 // version) reach the client as alerts. So for a bad client certificate the client observes a
 // silent close with no HTTP/2 SETTINGS, and the reason is Node's verdict on that certificate
 // under exactly the options grpc-js gives the server, read with rejectUnauthorized off.
+//
+// The provider serves TLS 1.3 only; the TLS 1.2 cases run against a second provider started with
+// `minTlsVersion: 'TLSv1.2'`, the option for an ESO that speaks only TLS 1.2.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,6 +30,7 @@ let ca: TestCa;
 let otherCa: TestCa;
 let client: KeyPair;
 let provider: ReloadingProvider;
+let tls12Provider: ReloadingProvider;
 const pki: Record<string, KeyPair> = {};
 
 /** A self-signed leaf with EKU clientAuth, as someone would make one with the openssl CLI. */
@@ -64,9 +68,12 @@ const asClient = (leaf: KeyPair | undefined, extra: ConnectionOptions = {}): Con
   ...extra,
 });
 
-/** Node's verdict on the client certificate under the provider's own server options (constructor + current context). */
+/** The provider a client of at most TLS `maxVersion` dials: the TLS 1.2 one when it is capped at 1.2. */
+const providerFor = (options: ConnectionOptions): ReloadingProvider => (options.maxVersion === 'TLSv1.2' ? tls12Provider : provider);
+
+/** Node's verdict on the client certificate under the server options of {@link providerFor} (constructor + current context). */
 async function verdict(options: ConnectionOptions): Promise<string | null> {
-  const credentials = new ReloadingServerCredentials(provider.watcher);
+  const credentials = new ReloadingServerCredentials(provider.watcher, options.maxVersion === 'TLSv1.2' ? { minTlsVersion: 'TLSv1.2' } : {});
   const server = createServer({
     ...credentials._getConstructorOptions(),
     ...credentials._getSecureContextOptions(),
@@ -105,10 +112,11 @@ beforeAll(async () => {
   pki.selfSigned = selfSignedClient();
   pki.otherCaServer = await issueTestServer(otherCa);
   provider = await startReloadingProvider(ca.cert, await issueTestServer(ca), { implementation });
+  tls12Provider = await startReloadingProvider(ca.cert, await issueTestServer(ca), { implementation, minTlsVersion: 'TLSv1.2' });
 });
 
 afterAll(async () => {
-  await provider.stop();
+  await Promise.all([provider.stop(), tls12Provider.stop()]);
 });
 
 const refusedSilently = (o: ProbeOutcome) => ({ accepted: o.accepted, alert: /ALERT/.test(o.errorCode ?? '') });
@@ -118,7 +126,7 @@ describe('the provider accepts the ESO client certificate', () => {
     ['TLSv1.3', {}],
     ['TLSv1.2', { maxVersion: 'TLSv1.2' }],
   ] as const)('over %s', async (protocol, extra) => {
-    const outcome = await probe(provider.port, asClient(client, extra));
+    const outcome = await probe(providerFor(extra).port, asClient(client, extra));
     expect([outcome.accepted, outcome.protocol, outcome.alpn]).toEqual([true, protocol, 'h2']);
     expect(await verdict(asClient(client, extra))).toBeNull();
   });
@@ -132,15 +140,24 @@ describe('refused by the server with a TLS alert', () => {
   });
 
   it('no client certificate (TLS 1.2): alert handshake_failure', async () => {
-    const o = await probe(provider.port, asClient(undefined, { maxVersion: 'TLSv1.2' }));
+    const o = await probe(tls12Provider.port, asClient(undefined, { maxVersion: 'TLSv1.2' }));
     // OpenSSL 3.2+ (Node 22.20+, 24, 26) names the alert 'ssl/tls alert', 3.0 (Node 20) 'sslv3 alert'; the number is the protocol's.
     expect([o.accepted, o.handshakeCompleted]).toEqual([false, false]);
     expect(o.errorCode).toMatch(/^ERR_SSL_(SSLV3|SSL\/TLS)_ALERT_HANDSHAKE_FAILURE$/);
     expect(o.errorMessage).toMatch(/SSL alert number 40/);
   });
 
-  it('a client limited to TLS 1.1: alert protocol_version', async () => {
-    const o = await probe(provider.port, asClient(client, { minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }));
+  it('a client limited to TLS 1.2, by default: alert protocol_version', async () => {
+    const o = await probe(provider.port, asClient(client, { maxVersion: 'TLSv1.2' }));
+    expect([o.accepted, o.handshakeCompleted, o.errorCode]).toEqual([false, false, 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION']);
+    expect(o.errorMessage).toMatch(/SSL alert number 70/);
+  });
+
+  it.each([
+    ['by default', () => provider],
+    ["with minTlsVersion 'TLSv1.2'", () => tls12Provider],
+  ])('a client limited to TLS 1.1, %s: alert protocol_version', async (_floor, server) => {
+    const o = await probe(server().port, asClient(client, { minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }));
     expect([o.accepted, o.handshakeCompleted, o.errorCode]).toEqual([false, false, 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION']);
     expect(o.errorMessage).toMatch(/SSL alert number 70/);
   });
@@ -155,7 +172,7 @@ describe('refused by the server after verifying the client certificate (closed w
     ['self-signed client certificate', 'selfSigned', 'DEPTH_ZERO_SELF_SIGNED_CERT'],
   ])('%s', async (_name, which, reason) => {
     for (const extra of [{}, { maxVersion: 'TLSv1.2' as const }]) {
-      const o = await probe(provider.port, asClient(pki[which], extra));
+      const o = await probe(providerFor(extra).port, asClient(pki[which], extra));
       expect(refusedSilently(o)).toEqual({ accepted: false, alert: false });
       // TLS 1.3 clients finish their side before the server judges them; TLS 1.2 clients never do.
       expect(o.handshakeCompleted).toBe(extra.maxVersion === undefined);

@@ -1,5 +1,6 @@
 // Every key type the kubelet can generate for a pod certificate, loaded from a credential bundle
-// and used in real mTLS handshakes: as the provider server's key and as ESO's client key.
+// and used in real mTLS handshakes: as the provider server's key and as ESO's client key, over
+// TLS 1.3 and over TLS 1.2 (the providers accept 1.2 with `minTlsVersion`, ECDHE and AEAD suites only).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type KeyObject, X509Certificate } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -44,11 +45,20 @@ const implementation: SecretStoreProvider = {
   },
 };
 
-/** A provider server over a pod-certificate folder holding `leaf`, trusting `ca`. */
+/** A provider server over a pod-certificate folder holding `leaf`, trusting `ca`, accepting TLS 1.3 and 1.2. */
 async function providerWith(leaf: KeyPair): Promise<ProviderServer> {
   const certDir = await podCertificateDir(leaf, ca.cert);
   dirs.push(certDir);
-  return startProviderServer({ implementation, certDir, certLayout: 'pod-certificate', host: '127.0.0.1', port: 0, healthPort: 0, log: false });
+  return startProviderServer({
+    implementation,
+    certDir,
+    certLayout: 'pod-certificate',
+    minTlsVersion: 'TLSv1.2',
+    host: '127.0.0.1',
+    port: 0,
+    healthPort: 0,
+    log: false,
+  });
 }
 
 /** ESO's client material, watched in a pod-certificate folder holding `leaf`. */

@@ -48,7 +48,17 @@ describe('options', () => {
       maxConnectionAgeMs: 1_200_000,
       maxConnectionAgeGraceMs: 600_000,
       requireClientIdentity: {},
+      minTlsVersion: 'TLSv1.3',
     });
+  });
+
+  it('accept TLSv1.3 and TLSv1.2 as the TLS floor, and nothing lower, naming the value', () => {
+    expect(resolveProviderServerOptions({ implementation: minimal, minTlsVersion: 'TLSv1.2' }).minTlsVersion).toBe('TLSv1.2');
+    for (const floor of ['TLSv1.1', 'TLSv1', '1.2']) {
+      expect(() => resolveProviderServerOptions({ implementation: minimal, minTlsVersion: floor as never })).toThrow(
+        `startProviderServer: minTlsVersion="${floor}" is not one of TLSv1.3, TLSv1.2`,
+      );
+    }
   });
 
   it('waits for a good certificate pair, not ready meanwhile and naming the problem, then serves', async () => {

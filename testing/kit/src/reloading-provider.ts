@@ -61,8 +61,8 @@ export async function startProviderOn(
   sourceOptions: Parameters<typeof reloadingCertificateSource>[1] = {},
 ): Promise<ReloadingProvider> {
   let watcher: CertificateWatcher | undefined;
-  const server = await startProviderServer({ host: '127.0.0.1', port: 0, healthPort: 0, ...options, certDir }, (dir, { layout }) => {
-    const source = reloadingCertificateSource(dir, { ...sourceOptions, layout });
+  const server = await startProviderServer({ host: '127.0.0.1', port: 0, healthPort: 0, ...options, certDir }, (dir, served) => {
+    const source = reloadingCertificateSource(dir, { ...sourceOptions, ...served });
     watcher = source.watcher;
     return source;
   });

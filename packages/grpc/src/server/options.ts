@@ -4,6 +4,7 @@ import type { CallObserver } from './handlers.js';
 import type { SecretStoreProvider } from './provider.js';
 import { type ProviderLogger, stderrProviderLogger } from './log.js';
 import { CERTIFICATE_LAYOUTS, type CertificateLayout } from '../tls/layout.js';
+import { MIN_TLS_VERSIONS, type MinTlsVersion } from '../tls/server-credentials.js';
 
 /** Options of {@link startProviderServer}. There is deliberately no option that turns TLS or client authentication off. */
 export interface ProviderServerOptions {
@@ -22,6 +23,12 @@ export interface ProviderServerOptions {
    * bundles. Both are hot-reloaded and checked alike, and a refused reload keeps the last good pair.
    */
   readonly certLayout?: CertificateLayout;
+  /**
+   * The lowest TLS version the gRPC port accepts. `TLSv1.3` (default): TLS 1.3 only, which both
+   * grpc-js and ESO's grpc-go speak. `TLSv1.2`: for an ESO built to speak only TLS 1.2; TLS 1.2 is
+   * then accepted with ECDHE and an AEAD cipher only (AES-GCM, ChaCha20-Poly1305), never CBC.
+   */
+  readonly minTlsVersion?: MinTlsVersion;
   /** gRPC (mTLS) port; default 8080, 0 picks a free one. */
   readonly port?: number;
   /** Address both ports listen on; default `0.0.0.0`. */
@@ -70,6 +77,7 @@ export function resolveProviderServerOptions(options: ProviderServerOptions): Re
     implementation: options.implementation,
     certDir: options.certDir ?? '/etc/provider/certs',
     certLayout: options.certLayout ?? 'secret',
+    minTlsVersion: options.minTlsVersion ?? 'TLSv1.3',
     port: options.port ?? 8080,
     host: options.host ?? '0.0.0.0',
     healthPort: options.healthPort ?? 8081,
@@ -103,6 +111,7 @@ export function resolveProviderServerOptions(options: ProviderServerOptions): Re
       `must be at least longestCallDeadlineMs (${formatDuration(r.longestCallDeadlineMs)}), or a connection reaching its maximum age cuts calls still within their deadline`,
     );
   }
+  if (!MIN_TLS_VERSIONS.includes(r.minTlsVersion)) bad('minTlsVersion', r.minTlsVersion, `is not one of ${MIN_TLS_VERSIONS.join(', ')}`);
   if (!CERTIFICATE_LAYOUTS.includes(r.certLayout)) bad('certLayout', r.certLayout, `is not one of ${CERTIFICATE_LAYOUTS.join(', ')}`);
   if (typeof r.certDir !== 'string' || r.certDir === '') {
     bad('certDir', r.certDir, `must name the folder holding ${r.certLayout === 'secret' ? 'ca.crt, tls.crt and tls.key' : 'credentials.pem and ca.crt'}`);

@@ -3,7 +3,7 @@ import { ProviderMetrics } from '@eso-mtls/metrics';
 import { healthServiceDefinition, providerServiceDefinition } from '../wire/proto.js';
 import { PROVIDER_SERVICE_NAME } from '../wire/service.js';
 import type { CertificateLayout } from '../tls/layout.js';
-import { reloadingCertificateSource } from '../tls/server-credentials.js';
+import { type MinTlsVersion, reloadingCertificateSource } from '../tls/server-credentials.js';
 import type { ServedCertificateSource } from './certificate-source.js';
 import { providerHandlers } from './handlers.js';
 import { HealthService } from './health.js';
@@ -26,9 +26,12 @@ export interface ProviderServer {
 
 /**
  * How the server obtains its certificate from `certDir`, whose files are laid out as `layout`
- * says; a seam for the hot-reloading source. @internal
+ * says, and serves it from TLS version `minTlsVersion` up; a seam for the hot-reloading source. @internal
  */
-export type CertificateSourceFactory = (certDir: string, options: { readonly layout: CertificateLayout }) => ServedCertificateSource;
+export type CertificateSourceFactory = (
+  certDir: string,
+  options: { readonly layout: CertificateLayout; readonly minTlsVersion: MinTlsVersion },
+) => ServedCertificateSource;
 
 /**
  * Starts a provider: the user's {@link SecretStoreProvider} and `grpc.health.v1.Health` over
@@ -42,7 +45,7 @@ export async function startProviderServer(
   certificateSource: CertificateSourceFactory = reloadingCertificateSource,
 ): Promise<ProviderServer> {
   const o = resolveProviderServerOptions(options);
-  const source = certificateSource(o.certDir, { layout: o.certLayout });
+  const source = certificateSource(o.certDir, { layout: o.certLayout, minTlsVersion: o.minTlsVersion });
   const metrics =
     o.metrics === undefined
       ? undefined
@@ -102,7 +105,10 @@ export async function startProviderServer(
   try {
     await Promise.race([source.start(), aborted]);
     state = 'binding';
-    server.addService(providerServiceDefinition(), providerHandlers(o.implementation, o.requireClientIdentity, o.onCall, (r) => o.log?.({ ...r, ...identity })));
+    server.addService(
+      providerServiceDefinition(),
+      providerHandlers(o.implementation, o.requireClientIdentity, o.onCall, (r) => o.log?.({ ...r, ...identity })),
+    );
     server.addService(healthServiceDefinition(), health.handlers());
     const address = `${o.host.includes(':') ? `[${o.host}]` : o.host}:${o.port}`;
     port = await new Promise<number>((resolve, reject) => {

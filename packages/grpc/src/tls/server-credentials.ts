@@ -4,11 +4,46 @@ import type { ServedCertificateSource } from '../server/certificate-source.js';
 import type { TlsMaterial } from './material.js';
 import { CertificateWatcher, type CertificateWatcherOptions } from './watcher.js';
 
-/** TLS 1.2 is the floor (1.3 is negotiated whenever the peer offers it). Not configurable. */
-export const MIN_TLS_VERSION = 'TLSv1.2';
+/**
+ * The lowest TLS version of every handshake we make or serve by default. Both ends of the channel
+ * speak TLS 1.3 (grpc-js, and grpc-go inside ESO), so nothing older is offered; only a provider
+ * server can be told to accept TLS 1.2 as well (`minTlsVersion`), for an ESO that speaks no 1.3.
+ */
+export const MIN_TLS_VERSION = 'TLSv1.3';
 
-function contextOptionsOf(material: TlsMaterial): SecureContextOptions {
-  return { ca: material.caBundle, cert: material.certificate, key: material.privateKey, minVersion: MIN_TLS_VERSION };
+/** The floors a provider server can be given: TLS 1.3 (default), or TLS 1.2 for an ESO built without 1.3. */
+export const MIN_TLS_VERSIONS = ['TLSv1.3', 'TLSv1.2'] as const;
+
+/** A provider server's lowest TLS version; see {@link MIN_TLS_VERSIONS}. */
+export type MinTlsVersion = (typeof MIN_TLS_VERSIONS)[number];
+
+/**
+ * The only TLS 1.2 suites a server floored at 1.2 accepts: ECDHE key exchange (forward secrecy)
+ * with an AEAD cipher, for ECDSA (and Ed25519) and RSA keys. No CBC suite (LUCKY13-style padding
+ * oracles), no RSA key transport, no finite-field DHE, no ARIA or CCM. Node reads names without a
+ * `TLS_` prefix as TLS 1.2 suites, so the TLS 1.3 suites stay at Node's defaults.
+ */
+export const TLS12_CIPHERS = [
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+// The protocol options go into every secure context too: setSecureContext builds a context from
+// these alone, and a reload must not fall back to Node's defaults.
+const protocolOptionsOf = (minVersion: MinTlsVersion): SecureContextOptions => ({ minVersion, ciphers: TLS12_CIPHERS });
+
+function contextOptionsOf(material: TlsMaterial, minVersion: MinTlsVersion): SecureContextOptions {
+  return { ca: material.caBundle, cert: material.certificate, key: material.privateKey, ...protocolOptionsOf(minVersion) };
+}
+
+/** Options of {@link ReloadingServerCredentials}. */
+export interface ReloadingServerCredentialsOptions {
+  /** The lowest TLS version accepted; default `TLSv1.3`. `TLSv1.2` also accepts TLS 1.2 with {@link TLS12_CIPHERS} only. */
+  readonly minTlsVersion?: MinTlsVersion;
 }
 
 /**
@@ -28,9 +63,19 @@ export class ReloadingServerCredentials extends grpc.ServerCredentials {
   private options: { material: TlsMaterial; context: SecureContextOptions } | undefined;
   private handedOut: TlsMaterial | undefined;
 
-  /** @param watcher - The watcher of the mounted certificate folder whose pairs are served. */
-  constructor(readonly watcher: CertificateWatcher) {
-    super({ requestCert: true, rejectUnauthorized: true, minVersion: MIN_TLS_VERSION });
+  private readonly minTlsVersion: MinTlsVersion;
+
+  /**
+   * @param watcher - The watcher of the mounted certificate folder whose pairs are served.
+   * @param options - The lowest TLS version accepted (default TLS 1.3).
+   */
+  constructor(
+    readonly watcher: CertificateWatcher,
+    options: ReloadingServerCredentialsOptions = {},
+  ) {
+    const minTlsVersion = options.minTlsVersion ?? MIN_TLS_VERSION;
+    super({ requestCert: true, rejectUnauthorized: true, ...protocolOptionsOf(minTlsVersion) });
+    this.minTlsVersion = minTlsVersion;
     this.refresh(watcher.current);
   }
 
@@ -66,7 +111,7 @@ export class ReloadingServerCredentials extends grpc.ServerCredentials {
   // Never hands grpc-js null after a good load: a refused reload leaves the current context alone.
   private refresh(material: TlsMaterial | undefined): void {
     if (material === undefined || material === this.options?.material) return;
-    this.options = { material, context: contextOptionsOf(material) };
+    this.options = { material, context: contextOptionsOf(material, this.minTlsVersion) };
     this.updateSecureContextOptions(this.options.context);
   }
 }
@@ -75,16 +120,17 @@ export class ReloadingServerCredentials extends grpc.ServerCredentials {
  * The hot-reloading certificate source of `startProviderServer`: watches `certDir` (ca.crt,
  * tls.crt, tls.key, as the kubelet mounts the Secret; or with `layout: 'pod-certificate'`,
  * credentials.pem and ca.crt, as it projects a pod certificate and its trust bundle) and serves
- * its newest good pair. Reloads and refused attempts are reported to the listeners (the
- * provider's metrics).
+ * its newest good pair over TLS 1.3 (or from `minTlsVersion`). Reloads and refused attempts are
+ * reported to the listeners (the provider's metrics).
  */
 export function reloadingCertificateSource(
   certDir: string,
-  options: Omit<CertificateWatcherOptions, 'directory' | 'purpose'> = {},
+  options: Omit<CertificateWatcherOptions, 'directory' | 'purpose'> & ReloadingServerCredentialsOptions = {},
 ): ServedCertificateSource & { readonly watcher: CertificateWatcher } {
+  const { minTlsVersion, ...watcherOptions } = options;
   // startProviderServer logs each refusal itself, with its metrics identity: the watcher's own line would repeat it.
-  const watcher = new CertificateWatcher({ log: false, ...options, directory: certDir, purpose: 'serverAuth' });
-  const credentials = new ReloadingServerCredentials(watcher);
+  const watcher = new CertificateWatcher({ log: false, ...watcherOptions, directory: certDir, purpose: 'serverAuth' });
+  const credentials = new ReloadingServerCredentials(watcher, { minTlsVersion });
   return {
     watcher,
     credentials,

@@ -91,9 +91,14 @@ const TIMEOUT_MS = 15_000;
  * Dials 127.0.0.1:`port` with `openssl s_client` (ALPN h2, `certFile` and `keyFile` as the client
  * certificate, `caFile` as the only trust, `serverName` checked against the certificate, verification errors
  * fatal), sends the HTTP/2 preface once the handshake is done, and stops at the server's SETTINGS
- * frame, at s_client's exit, or after 15 s.
+ * frame, at s_client's exit, or after 15 s. `extraArgs` go last, e.g. `-tls1_2 -cipher …`.
  */
-export function sClient(port: number, files: { caFile: string; certFile: string; keyFile: string }, serverName: string): Promise<SClientOutcome> {
+export function sClient(
+  port: number,
+  files: { caFile: string; certFile: string; keyFile: string },
+  serverName: string,
+  extraArgs: readonly string[] = [],
+): Promise<SClientOutcome> {
   return new Promise((resolve) => {
     const child = spawn(
       'openssl',
@@ -114,6 +119,7 @@ export function sClient(port: number, files: { caFile: string; certFile: string;
         files.keyFile,
         '-alpn',
         'h2',
+        ...extraArgs,
       ],
       { stdio: ['pipe', 'pipe', 'pipe'] },
     );

@@ -42,7 +42,7 @@ func run(addr, serverName, caFile, certFile, keyFile string) error {
 	if err != nil {
 		return err
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS13}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
 	if err != nil {
 		return err
