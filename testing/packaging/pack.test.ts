@@ -80,7 +80,8 @@ describe('published packages', () => {
       const readme = join(folder, 'README.md');
       const text = readFileSync(join(root, readme), 'utf8');
       for (const link of fileLinks(text, readme, root)) {
-        if (!link.path.startsWith(`${folder}/`) && link.path !== readme) problems.push(`${readme}:${link.line}: (${link.target}) leaves the package; link ${REPOSITORY}/blob/main/${link.path} instead`);
+        if (!link.path.startsWith(`${folder}/`) && link.path !== readme)
+          problems.push(`${readme}:${link.line}: (${link.target}) leaves the package; link ${REPOSITORY}/blob/main/${link.path} instead`);
       }
       for (const [, path] of text.matchAll(/\]\(https:\/\/github\.com\/eso-mtls\/eso-mtls\/(?:blob|tree)\/main\/([^)#\s]+)/g)) {
         if (!existsSync(join(root, path!))) problems.push(`${readme}: links ${path}, which the repository does not have`);
@@ -160,7 +161,9 @@ describe('published packages', () => {
     const blocks = codeBlocks(page, 'docs/provider-developers.md');
     // The block of `set` holding the `npm <verb>` command, and that command: one line.
     const blockOf = (set: string, verb: 'pack' | 'install'): { lines: string[]; command: string } => {
-      const block = blocks.find((b) => b.language === 'sh' && b.flags.includes(`tarballs=${set}`) && b.code.split('\n').some((l) => l.startsWith(`npm ${verb} `)));
+      const block = blocks.find(
+        (b) => b.language === 'sh' && b.flags.includes(`tarballs=${set}`) && b.code.split('\n').some((l) => l.startsWith(`npm ${verb} `)),
+      );
       if (block === undefined) throw new Error(`docs/provider-developers.md has no \`\`\`sh tarballs=${set} block with npm ${verb}`);
       const lines = block.code.split('\n');
       const command = lines.find((l) => l.startsWith(`npm ${verb} `))!;
