@@ -10,6 +10,7 @@ export { type CaChange, type CaRotationPlan, type CaStatus } from './ca/ca-rotat
 export { type CaLayout, type CaMaterial } from './ca/ca-layout.js';
 export { type CaPhase } from './ca/ca-phases.js';
 export { type ObservedBundle } from './ca/bundle.js';
+export { refusalGrace, type WriteRefusal, type WriteRefusalReason, WRITE_REFUSAL_REASONS } from './ca/left-behind.js';
 export { CertificateCache, type CertificateCacheOptions, type CertificateCacheStats, type KeyCheck } from './crypto/cache.js';
 export { type CertificateView, type KeyedCertificate } from './x509/certificate.js';
 export { ConcurrencyLimit } from './common/concurrency-limit.js';
@@ -90,6 +91,7 @@ export {
   EXCLUSION_REASONS,
   isPlanEmpty,
   type LeafIssuance,
+  type LeftBehindNamespace,
   type Plan,
   type PlanContext,
   type PlanStatus,

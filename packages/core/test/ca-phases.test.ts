@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { type CertificateView, type Issued, type SecretState, days, minutes } from '@eso-mtls/core';
+import { type CertificateView, type Issued, type SecretState, days, minutes, refusalGrace } from '@eso-mtls/core';
 import { type CaLayout } from '../src/ca/ca-layout.js';
 import {
   activatePhase,
@@ -132,6 +132,21 @@ describe('activatePhase', () => {
     const step = activatePhase(r, initialSlots(r));
     expect(step.phase).toBeUndefined();
     expect(step.resumesAt).toBeGreaterThan(nextIssued + days(1));
+  });
+
+  it('a bundle whose writes are refused holds it for refusalGrace, then is left behind; a refused bundle that holds next changes nothing', () => {
+    const since = nextIssued + minutes(1);
+    const holds = { certificates: [active.certificate, next.certificate] };
+    const refused = { certificates: [active.certificate], refusedSince: since };
+    const grace = refusalGrace(policy);
+    const early = published(since + grace - 1000, [holds, refused]);
+    const waiting = activatePhase(early, initialSlots(early));
+    expect(waiting.phase).toBeUndefined();
+    expect(waiting.dueAt).toContain(since + grace);
+    const due = published(since + grace, [holds, refused]);
+    expect(activatePhase(due, initialSlots(due))).toMatchObject({ phase: 'activate', message: expect.stringContaining('without 1 namespace(s)') });
+    const refusedButCurrent = published(nextIssued + days(1), [holds, { ...holds, refusedSince: nextIssued + days(1) }]);
+    expect(activatePhase(refusedButCurrent, initialSlots(refusedButCurrent)).message).not.toContain('without');
   });
 });
 

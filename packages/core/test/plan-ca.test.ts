@@ -1,5 +1,17 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
-import { type Instant, MemoryStore, days, executePlan, isPlanEmpty, minutes } from '@eso-mtls/core';
+import {
+  type Instant,
+  MemoryStore,
+  type Plan,
+  type SecretTarget,
+  type WriteRefusal,
+  days,
+  executePlan,
+  isPlanEmpty,
+  minutes,
+  planRotation,
+  refusalGrace,
+} from '@eso-mtls/core';
 import { Pki, T0, convergedCluster, describeWrites, planAt, reconcile, text } from './support/planner.js';
 
 const LEAVES = ['client', { namespace: 'a' }, { namespace: 'b' }] as const;
@@ -76,6 +88,65 @@ describe('planner: overlap CA rotation', () => {
     expect(after.ca).toBeUndefined();
     expect(after.nextDueAt).toBe(T0 + minutes(30) + 1000 + pki.policy.propagationDelay);
     expect(planAt(store, pki, after.nextDueAt!).ca?.phases).toEqual(['activate']);
+  });
+
+  it('a namespace whose Secret refuses our writes holds activation for refusalGrace only, is then left behind and reported, and catches up once writable', async () => {
+    const { policy } = pki;
+    const ca = store.get('ca')!;
+    store.put('ca', { ...ca, annotations: { 'eso-mtls.io/rotate': 'r' } });
+    const preparedAt = T0 + minutes(1);
+    const isB = (target: SecretTarget): boolean => typeof target === 'object' && target.namespace === 'b';
+    // b's Secret was made immutable: every write to it is refused from the prepare on.
+    const refusal: WriteRefusal = { since: preparedAt, reason: 'immutable', detail: 'data: Forbidden: field is immutable when `immutable` is set' };
+    const planRefused = (now: Instant) => {
+      const snapshot = store.snapshot();
+      const namespaces = snapshot.namespaces.map((n) => (n.namespace === 'b' ? { ...n, writesRefused: refusal } : n));
+      return planRotation({ ...snapshot, namespaces }, { now, policy, cache: pki.cache });
+    };
+    const applyAllButB = async (plan: Plan) => {
+      for (const w of await executePlan(plan, { crypto: pki.crypto })) if (!isB(w.target)) store.apply(w);
+    };
+    await applyAllButB(planRefused(preparedAt));
+    const leftBehindAt = preparedAt + refusalGrace(policy);
+
+    // Within the grace it holds activation as any bundle short of next does, and the plan wakes at its end.
+    const holding = planRefused(leftBehindAt - 1000);
+    expect(holding.ca).toBeUndefined();
+    expect(holding.leftBehind).toEqual([]);
+    expect(holding.nextDueAt).toBe(leftBehindAt);
+
+    // Then the others move on without it: activation, every leaf but b's re-issued, b reported.
+    const moved = planRefused(leftBehindAt);
+    expect(moved.ca?.phases).toEqual(['activate']);
+    expect(moved.ca?.message).toContain('without 1 namespace(s) whose Secret refuses our writes');
+    expect(moved.leftBehind).toEqual([
+      { namespace: 'b', services: ['q'], reason: 'immutable', since: preparedAt, message: expect.stringContaining('Delete the Secret') },
+    ]);
+    expect(moved.leftBehind[0]!.message).toContain('namespace b is left behind by the CA rotation');
+    await applyAllButB(moved);
+    const oldCa = pki.cache.parse(text(store.get({ namespace: 'b' }), 'tls.crt')).issuer;
+    expect(issuerOf('client')).toBe(activeSubject());
+    expect(issuerOf({ namespace: 'b' })).toBe(oldCa);
+
+    // While refused it stays reported, and the CA its leaf chains to stays trusted everywhere (never retired).
+    const later = planRefused(leftBehindAt + days(1));
+    expect(later.leftBehind.map((l) => l.namespace)).toEqual(['b']);
+    expect(later.ca?.phases ?? []).not.toContain('retire');
+    expect(later.trust.retired.map((c) => c.subject)).toEqual([oldCa]);
+
+    // Writable again (the adapter's write landed, so no refusal): b gets the new CA's leaf and bundle.
+    const { plan: caughtUp, writes } = await reconcile(store, pki, leftBehindAt + days(1));
+    expect(caughtUp.leftBehind).toEqual([]);
+    expect(describeWrites(writes)).toContain('namespace/b:ca_rotated');
+    expect(issuerOf({ namespace: 'b' })).toBe(activeSubject());
+  });
+
+  it('a refused namespace whose bundle already holds every CA that signs is not left behind', async () => {
+    const refusal: WriteRefusal = { since: T0, reason: 'refused', detail: 'denied by policy' };
+    const snapshot = store.snapshot();
+    const namespaces = snapshot.namespaces.map((n) => (n.namespace === 'b' ? { ...n, writesRefused: refusal } : n));
+    const plan = planRotation({ ...snapshot, namespaces }, { now: T0 + days(1), policy: pki.policy, cache: pki.cache });
+    expect(plan.leftBehind).toEqual([]);
   });
 });
 

@@ -24,6 +24,11 @@ export interface ObservedBundle {
   readonly certificates?: readonly CertificateView[];
   /** When we last wrote it, if known. */
   readonly writtenAt?: Instant;
+  /**
+   * A provider namespace's only: since when our writes to it have been refused for a reason
+   * retrying cannot change (immutable, or refused by the apiserver); see left-behind.ts.
+   */
+  readonly refusedSince?: Instant;
 }
 
 /**

@@ -11,6 +11,7 @@ import { textOf } from '../x509/pem.js';
 import { rsaExponentRefusal } from '../x509/rsa-public-key.js';
 import type { ObservedBundle } from './bundle.js';
 import { ACTIVE_SINCE_ANNOTATION, type CaLayout, type CaMaterial } from './ca-layout.js';
+import { isLeftBehind, leftBehindFrom } from './left-behind.js';
 
 /**
  * What a CA write does; one write may do several (retire an old CA and prepare the next).
@@ -256,6 +257,7 @@ export const recoverOrCreatePhase: CaPhaseRule = (reading, slots) => {
 /**
  * Activate: next signs once it has been published for propagationDelay and every managed bundle
  * holds it, or at a deadline past which waiting would do more harm; the old active CA is retired.
+ * A bundle whose writes have been refused for refusalGrace (left-behind.ts) is not waited for.
  */
 export const activatePhase: CaPhaseRule = ({ input }, slots) => {
   const { now, policy } = input;
@@ -266,8 +268,12 @@ export const activatePhase: CaPhaseRule = ({ input }, slots) => {
   // since the bundle was last written (a write that failed and was retried reached peers later).
   let lastWrite = issuedNoLaterThan(nextCert, policy);
   let ready = true;
+  const holdsNext = (b: ObservedBundle): boolean => b.certificates?.some((c) => c.pem === nextCert.pem) ?? false;
+  // One namespace that cannot be written must not hold every other one's rotation for months.
+  const leftBehind = input.bundles.filter((b) => !holdsNext(b) && isLeftBehind(b, now, policy)).length;
+  const leftBehindAt = input.bundles.flatMap((b) => (holdsNext(b) ? [] : (leftBehindFrom(b, policy) ?? [])));
   for (const b of input.bundles) {
-    if (!b.certificates?.some((c) => c.pem === nextCert.pem)) ready = false;
+    if (!holdsNext(b)) ready &&= isLeftBehind(b, now, policy);
     // + 1 s like issuedNoLaterThan: never in the same instant as the write, even with no delay.
     else if (b.writtenAt !== undefined && b.writtenAt <= now) lastWrite = Math.max(lastWrite, b.writtenAt + 1000);
   }
@@ -282,12 +288,12 @@ export const activatePhase: CaPhaseRule = ({ input }, slots) => {
       slots: { active: slots.next, next: undefined, retired: dedupe([...(activeCert ? [activeCert] : []), ...slots.retired]) },
       phase: 'activate',
       dueAt: [],
-      message: `activating the next CA ${shown(nextCert.subject)}${ready ? '' : ' (deadline reached before every bundle held it)'}`,
+      message: `activating the next CA ${shown(nextCert.subject)}${ready ? '' : ' (deadline reached before every bundle held it)'}${leftBehind > 0 ? ` without ${leftBehind} namespace(s) whose Secret refuses our writes (left behind)` : ''}`,
     };
   }
   // Bundles short of next are written this round: they count from a second after now.
   const resumesAt = ready ? activationAt : Math.min(deadline, Math.max(activationAt, truncateToSecond(now) + 1000 + policy.propagationDelay));
-  return { slots, dueAt: [activationAt, deadline], resumesAt };
+  return { slots, dueAt: [activationAt, deadline, ...leftBehindAt], resumesAt };
 };
 
 /**

@@ -1,12 +1,14 @@
 import { BUNDLE_WRITTEN_AT_ANNOTATION, expectedBundle } from '../ca/bundle.js';
 import { type CaRotationInput } from '../ca/ca-phases.js';
 import { type CaRotationPlan, planCaRotation } from '../ca/ca-rotation.js';
+import type { CaLayout } from '../ca/ca-layout.js';
+import { isLeftBehind, lacksSigningCa, leftBehindMessage } from '../ca/left-behind.js';
 import { type Instant, parseInstant, truncateToSecond } from '../common/time.js';
 import { orderIssuances } from './issuance-order.js';
 import { type DueIssuance, bundleUpdate, planLeaves } from './leaves.js';
 import type { Snapshot } from './snapshot.js';
 import { type LeafSubject, type Subjects, collectSubjects } from './subjects.js';
-import type { BundleUpdate, Conflict, DeferredLeaf, LeafIssuance, Plan, PlanContext, PlanStatus } from './vocabulary.js';
+import type { BundleUpdate, Conflict, DeferredLeaf, LeafIssuance, LeftBehindNamespace, Plan, PlanContext, PlanStatus } from './vocabulary.js';
 
 /*
  * The planner as a pipeline, the way planCaRotation folds its phases: collect the subjects
@@ -58,6 +60,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     refused,
     deferred: held.deferred,
     excluded,
+    leftBehind: leftBehindNamespaces(subjects, ca.layout, ctx),
     status,
     nextDueAt: nextDueAt([...ca.dueAt, ...planned.renewals, ...followUps(ca, leaves, held.deferred, ctx)], now),
   };
@@ -78,8 +81,25 @@ function caConflictPlan(conflict: string, ca: CaRotationPlan, found: Subjects, s
     refused,
     deferred: [],
     excluded,
+    leftBehind: [],
     status,
   };
+}
+
+/**
+ * The provider namespaces the CA rotation goes on without: their writes refused for refusalGrace,
+ * and their bundle short of the CA that signs after the plan or the one about to.
+ */
+function leftBehindNamespaces(subjects: readonly LeafSubject[], layout: CaLayout, { now, policy }: PlanContext): LeftBehindNamespace[] {
+  return subjects.flatMap((s) => {
+    const refusal = s.writesRefused;
+    if (typeof s.target !== 'object' || !refusal || !isLeftBehind({ refusedSince: refusal.since }, now, policy)) return [];
+    const bundle = s.observed?.bundle.ok ? s.observed.bundle.value : undefined;
+    if (!lacksSigningCa(bundle, layout)) return [];
+    const { namespace } = s.target;
+    const message = leftBehindMessage(namespace, refusal, policy);
+    return [{ namespace, services: s.services, reason: refusal.reason, since: refusal.since, message }];
+  });
 }
 
 /** A bound of the plan context: undefined, or a whole number from 1. */
@@ -103,6 +123,7 @@ function caRotationInput(snapshot: Snapshot, subjects: readonly LeafSubject[], c
       ...managed.map((s) => ({
         certificates: s.observed!.bundle.ok ? s.observed!.bundle.value : undefined,
         writtenAt: parseInstant(s.secret!.annotations[BUNDLE_WRITTEN_AT_ANNOTATION]),
+        ...(s.writesRefused ? { refusedSince: s.writesRefused.since } : {}),
       })),
       ...(snapshot.trustBundles ?? []),
     ],

@@ -1,4 +1,5 @@
 import type { ObservedBundle } from '../ca/bundle.js';
+import type { WriteRefusal } from '../ca/left-behind.js';
 import type { AllowedNamespaces } from '../policy/namespace-requirement.js';
 import type { IssuanceLedger } from './ledger.js';
 import type { SecretData } from './observe.js';
@@ -56,6 +57,12 @@ export interface ProviderNamespace {
    * when that is set, and then a namespace without it (or not known to have it) is not served.
    */
   readonly allowed?: boolean;
+  /**
+   * Set by the adapter while its writes to this namespace's Secret are refused for a reason
+   * retrying cannot change (see {@link WriteRefusal}); the CA rotation stops waiting for it after
+   * a grace, and reports it (docs/ca-rotation.md).
+   */
+  readonly writesRefused?: WriteRefusal;
 }
 
 /** Everything the planner reads: the observed state of the cluster. */

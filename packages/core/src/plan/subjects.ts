@@ -1,4 +1,5 @@
 import { shown, shownList } from '../common/shown.js';
+import type { WriteRefusal } from '../ca/left-behind.js';
 import type { Instant } from '../common/time.js';
 import { type NamespaceRequirement, notAllowedMessage } from '../policy/namespace-requirement.js';
 import type { LeafIdentity } from '../policy/rules.js';
@@ -40,6 +41,8 @@ export interface LeafSubject {
   readonly forcedBy?: string;
   /** Its oldest labelled Service's creationTimestamp (namespaces only), if known. */
   readonly since?: Instant;
+  /** Namespaces only: the adapter's writes to its Secret are refused (see ProviderNamespace.writesRefused). */
+  readonly writesRefused?: WriteRefusal;
 }
 
 /** The subjects of a plan (the client first, then namespaces by name), and what is left out and why. */
@@ -156,6 +159,7 @@ function namespaceSubject({ ns, valid }: Candidate, { policy, cache }: PlanConte
     request: namespaceRotationRequest(services),
     forcedBy: pending.length > 0 ? `the annotation eso-mtls.io/rotate of ${listServices(pending)}` : undefined,
     since: oldestService(valid),
+    ...(ns.writesRefused ? { writesRefused: ns.writesRefused } : {}),
   };
   return { subject, refused };
 }

@@ -1,5 +1,6 @@
 import type { CaLayout } from '../ca/ca-layout.js';
 import type { CaChange, CaStatus } from '../ca/ca-rotation.js';
+import type { WriteRefusalReason } from '../ca/left-behind.js';
 import type { Duration, Instant } from '../common/time.js';
 import type { CertificateCache } from '../crypto/cache.js';
 import type { NamespaceRequirement } from '../policy/namespace-requirement.js';
@@ -139,6 +140,25 @@ export interface RefusedService {
   readonly message: string;
 }
 
+/**
+ * A provider namespace the CA rotation does not wait for: its Secret has refused our writes for a
+ * reason retrying cannot change, for longer than refusalGrace, and its ca.crt lacks the CA that
+ * signs or the one about to. Its writes are still planned every round, so it catches up as soon
+ * as the Secret can be written again (docs/ca-rotation.md).
+ */
+export interface LeftBehindNamespace {
+  /** The namespace. */
+  readonly namespace: string;
+  /** Its labelled Services, for Events. */
+  readonly services: readonly string[];
+  /** Why its writes are refused. */
+  readonly reason: WriteRefusalReason;
+  /** Since when its writes have been refused. */
+  readonly since: Instant;
+  /** What happened, what breaks and what its owner can do, for an Event and a log line. */
+  readonly message: string;
+}
+
 /** notAfter of what is in use, for metrics computed at scrape time. */
 export interface PlanStatus {
   /** notAfter of the active, next and retired CA. */
@@ -177,6 +197,8 @@ export interface Plan {
   readonly deferred: readonly DeferredLeaf[];
   /** Namespaces left out by {@link PlanContext.namespaceRequirement} or {@link PlanContext.maxNamespaces}. */
   readonly excluded: readonly ExcludedNamespace[];
+  /** Namespaces whose Secret refuses our writes and that the CA rotation no longer waits for. */
+  readonly leftBehind: readonly LeftBehindNamespace[];
   /** What is in use after the plan, for metrics. */
   readonly status: PlanStatus;
   /** Earliest future instant at which anything comes due; plan again then. */
