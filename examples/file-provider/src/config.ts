@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { CERTIFICATE_LAYOUTS, type CertificateLayout } from '@eso-mtls/grpc';
+import { CERTIFICATE_LAYOUTS, type CertificateLayout, MIN_TLS_VERSIONS, type MinTlsVersion } from '@eso-mtls/grpc';
 
 /** Everything the file provider's main reads from flags and the environment. */
 export interface FileProviderConfig {
@@ -7,6 +7,8 @@ export interface FileProviderConfig {
   readonly certDir: string;
   /** What certDir holds: a mounted Secret (`secret`) or a pod-certificate projection (`pod-certificate`). */
   readonly certLayout: CertificateLayout;
+  /** The lowest TLS version the gRPC port accepts: TLS 1.3 (default), or TLS 1.2 for an ESO that speaks only TLS 1.2. */
+  readonly minTlsVersion: MinTlsVersion;
   readonly host: string;
   readonly port: number;
   readonly healthPort: number;
@@ -26,6 +28,8 @@ export const USAGE = `file-provider: serves secrets from a JSON or YAML file to 
   --cert-dir DIR       ca.crt, tls.crt, tls.key (CERT_DIR), default /etc/provider/certs
   --cert-layout L      what --cert-dir holds (CERT_LAYOUT): secret (default; ca.crt, tls.crt,
                        tls.key) or pod-certificate (credentials.pem and ca.crt, projected by the kubelet)
+  --min-tls-version V  lowest TLS version of the gRPC port (MIN_TLS_VERSION): TLSv1.3 (default) or
+                       TLSv1.2, for an ESO built to speak only TLS 1.2 (ECDHE with AES-GCM or ChaCha20 only)
   --port N             gRPC mTLS port (PORT), default 8080
   --health-port N      /healthz /readyz /metrics port (HEALTH_PORT), default 8081
   --host ADDR          listen address (HOST), default 0.0.0.0
@@ -45,6 +49,12 @@ function certLayout(raw: string): CertificateLayout {
   return layout;
 }
 
+function minTlsVersion(raw: string): MinTlsVersion {
+  const version = MIN_TLS_VERSIONS.find((v) => v === raw);
+  if (version === undefined) throw new FileProviderConfigError(`min-tls-version=${JSON.stringify(raw)} is not one of ${MIN_TLS_VERSIONS.join(', ')}`);
+  return version;
+}
+
 /** Flags win over the environment, which wins over defaults. */
 export function parseFileProviderConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): FileProviderConfig {
   let values: Record<string, string | undefined>;
@@ -52,7 +62,10 @@ export function parseFileProviderConfig(argv: readonly string[], env: Readonly<R
     ({ values } = parseArgs({
       args: [...argv],
       options: Object.fromEntries(
-        ['data-file', 'cert-dir', 'cert-layout', 'port', 'health-port', 'host', 'namespace', 'service'].map((o) => [o, { type: 'string' as const }]),
+        ['data-file', 'cert-dir', 'cert-layout', 'min-tls-version', 'port', 'health-port', 'host', 'namespace', 'service'].map((o) => [
+          o,
+          { type: 'string' as const },
+        ]),
       ),
       strict: true,
     }) as { values: Record<string, string | undefined> });
@@ -73,6 +86,7 @@ export function parseFileProviderConfig(argv: readonly string[], env: Readonly<R
     dataFile,
     certDir: pick('cert-dir', 'CERT_DIR') ?? '/etc/provider/certs',
     certLayout: certLayout(pick('cert-layout', 'CERT_LAYOUT') ?? 'secret'),
+    minTlsVersion: minTlsVersion(pick('min-tls-version', 'MIN_TLS_VERSION') ?? 'TLSv1.3'),
     host: pick('host', 'HOST') ?? '0.0.0.0',
     port: port('port', pick('port', 'PORT') ?? '8080'),
     healthPort: port('health-port', pick('health-port', 'HEALTH_PORT') ?? '8081'),

@@ -27,6 +27,7 @@ export async function runFileProvider(config: FileProviderConfig): Promise<Runni
       implementation: createFileProvider(store),
       certDir: config.certDir,
       certLayout: config.certLayout,
+      minTlsVersion: config.minTlsVersion,
       host: config.host,
       port: config.port,
       healthPort: config.healthPort,

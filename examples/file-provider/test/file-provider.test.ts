@@ -55,7 +55,16 @@ beforeAll(async () => {
   dataFile = join(dir, 'secrets.yaml');
   writeFileSync(dataFile, DATA);
   certDir = writeCertDir({ ca: pki.ca.cert, cert: pki.server.cert, key: pki.server.key });
-  provider = await runFileProvider({ dataFile, certDir, certLayout: 'secret', host: '127.0.0.1', port: 0, healthPort: 0, metrics: undefined });
+  provider = await runFileProvider({
+    dataFile,
+    certDir,
+    certLayout: 'secret',
+    minTlsVersion: 'TLSv1.3',
+    host: '127.0.0.1',
+    port: 0,
+    healthPort: 0,
+    metrics: undefined,
+  });
   channel = clientChannel(`127.0.0.1:${provider.server.port}`, pki.ca.cert, pki.client);
   client = createSecretStoreProviderClient(channel, { retry: false });
 });

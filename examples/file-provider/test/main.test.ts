@@ -22,6 +22,7 @@ describe('configuration', () => {
       dataFile: '/d.yaml',
       certDir: '/etc/provider/certs',
       certLayout: 'secret',
+      minTlsVersion: 'TLSv1.3',
       host: '0.0.0.0',
       port: 9000,
       healthPort: 7001,
