@@ -120,13 +120,13 @@ export function spawnGoProgram(file: string, args: readonly string[], options: {
   let stderr = '';
   const waiters = new Set<() => void>();
   const wake = () => waiters.forEach((w) => w());
-  child.stdout.on('data', (d: Buffer) => {
+  child.stdout!.on('data', (d: Buffer) => {
     const parts = (partial + d.toString()).split('\n');
     partial = parts.pop()!;
     lines.push(...parts);
     wake();
   });
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   // 'close', not 'exit': by then stdout and stderr are read to the end, so a message is complete.
   let closed = false;
   const exited = new Promise<number | null>((resolve) =>
