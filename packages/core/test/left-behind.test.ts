@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { type Issued, minutes, seconds } from '@eso-mtls/core';
-import { isLeftBehind, lacksSigningCa, leftBehindFrom, leftBehindMessage, refusalGrace } from '../src/ca/left-behind.js';
+import { isLeftBehind, lacksSigningCa, leftBehindFrom, leftBehindMessage, refusalGrace, refusalsAreLocal } from '../src/ca/left-behind.js';
 import { issueCaGenerations } from './support/ca-secrets.js';
 import { Pki, T0 } from './support/planner.js';
 
@@ -26,6 +26,15 @@ describe('refusalGrace, leftBehindFrom and isLeftBehind', () => {
   it('a bundle whose writes are not refused (or only transiently, which the adapter never reports) is never left behind', () => {
     expect(leftBehindFrom({}, policy)).toBeUndefined();
     expect(isLeftBehind({}, Number.MAX_SAFE_INTEGER, policy)).toBe(false);
+  });
+});
+
+describe('refusalsAreLocal', () => {
+  it("is true while at least one served provider namespace is written; a refusal everywhere is the cluster's, not a tenant's", () => {
+    const refused = { since: T0, reason: 'refused' as const, detail: 'forbidden' };
+    expect(refusalsAreLocal([refused, undefined])).toBe(true);
+    expect(refusalsAreLocal([refused, refused])).toBe(false);
+    expect(refusalsAreLocal([refused])).toBe(false);
   });
 });
 

@@ -141,6 +141,19 @@ describe('planner: overlap CA rotation', () => {
     expect(issuerOf({ namespace: 'b' })).toBe(activeSubject());
   });
 
+  it('when every served namespace refuses our writes (RBAC or a policy broken for all), nobody is left behind and activation waits', async () => {
+    const ca = store.get('ca')!;
+    store.put('ca', { ...ca, annotations: { 'eso-mtls.io/rotate': 'r' } });
+    const preparedAt = T0 + minutes(1);
+    for (const w of await executePlan(planAt(store, pki, preparedAt), { crypto: pki.crypto })) if (typeof w.target !== 'object') store.apply(w);
+    const refusal: WriteRefusal = { since: preparedAt, reason: 'refused', detail: 'secrets is forbidden' };
+    const snapshot = store.snapshot();
+    const namespaces = snapshot.namespaces.map((n) => ({ ...n, writesRefused: refusal }));
+    const plan = planRotation({ ...snapshot, namespaces }, { now: preparedAt + days(1), policy: pki.policy, cache: pki.cache });
+    expect(plan.ca).toBeUndefined();
+    expect(plan.leftBehind).toEqual([]);
+  });
+
   it('a refused namespace whose bundle already holds every CA that signs is not left behind', async () => {
     const refusal: WriteRefusal = { since: T0, reason: 'refused', detail: 'denied by policy' };
     const snapshot = store.snapshot();

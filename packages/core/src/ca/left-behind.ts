@@ -43,6 +43,16 @@ export function refusalGrace(policy: Pick<Policy, 'propagationDelay' | 'reconcil
   return policy.propagationDelay + policy.reconcileInterval;
 }
 
+/**
+ * True when refused writes are some tenants' problem, not the cluster's: at least one of the served
+ * provider namespaces (one entry each, undefined when not refused) is written. When every one is
+ * refused (RBAC or an admission policy broken for all), going on would break every provider and
+ * help none, so nobody is left behind and the rotation waits, as for any failure.
+ */
+export function refusalsAreLocal(refusals: readonly (WriteRefusal | undefined)[]): boolean {
+  return refusals.some((r) => r === undefined);
+}
+
 /** When a bundle whose writes are refused stops holding the rotation; undefined while its writes are not refused. */
 export function leftBehindFrom(
   bundle: Pick<ObservedBundle, 'refusedSince'>,

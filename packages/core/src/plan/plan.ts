@@ -2,7 +2,7 @@ import { BUNDLE_WRITTEN_AT_ANNOTATION, expectedBundle } from '../ca/bundle.js';
 import { type CaRotationInput } from '../ca/ca-phases.js';
 import { type CaRotationPlan, planCaRotation } from '../ca/ca-rotation.js';
 import type { CaLayout } from '../ca/ca-layout.js';
-import { isLeftBehind, lacksSigningCa, leftBehindMessage } from '../ca/left-behind.js';
+import { isLeftBehind, lacksSigningCa, leftBehindMessage, refusalsAreLocal } from '../ca/left-behind.js';
 import { type Instant, parseInstant, truncateToSecond } from '../common/time.js';
 import { orderIssuances } from './issuance-order.js';
 import { type DueIssuance, bundleUpdate, planLeaves } from './leaves.js';
@@ -37,7 +37,8 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
   ctx.cache.reserve(cacheEntriesFor(snapshot));
 
   const found = collectSubjects(snapshot, ctx);
-  const { subjects, conflicts, refused, excluded } = found;
+  const { conflicts, refused, excluded } = found;
+  const subjects = localRefusalsOnly(found.subjects);
   const ca = planCaRotation(caRotationInput(snapshot, subjects, ctx));
   const status = planStatus(subjects, ca);
   if (ca.conflict !== undefined) return caConflictPlan(ca.conflict, ca, found, status, ctx);
@@ -84,6 +85,13 @@ function caConflictPlan(conflict: string, ca: CaRotationPlan, found: Subjects, s
     leftBehind: [],
     status,
   };
+}
+
+/** The subjects, without their refusals when every served provider namespace is refused (see refusalsAreLocal). */
+function localRefusalsOnly(subjects: readonly LeafSubject[]): readonly LeafSubject[] {
+  const providers = subjects.filter((s) => typeof s.target === 'object');
+  if (refusalsAreLocal(providers.map((s) => s.writesRefused))) return subjects;
+  return subjects.map(({ writesRefused: _, ...s }) => s);
 }
 
 /**
