@@ -293,6 +293,7 @@ describe("the atomic writer on its own: a link it did not make is never followed
     ['the version ..data points at a link', async () => relink(join(folder, await readlink(join(folder, '..data'))), victim)],
     ['tls.key -> victim/tls.key', async () => relink(join(folder, 'tls.key'), join(victim, 'tls.key'))],
     ['a new name, passwd, -> victim/passwd', async () => symlink(join(victim, 'passwd'), join(folder, 'passwd'))],
+    ['..data_tmp a folder', async () => mkdir(join(folder, '..data_tmp'))],
   ])('refuses %s before writing anything', async (_what, plant) => {
     const target = (await plant()) ?? folder;
     const before = await tree(base);

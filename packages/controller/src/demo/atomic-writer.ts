@@ -58,8 +58,8 @@ export interface VolumeFolderState {
 /**
  * Checks, with lstat and without following any link, that `targetDir` is a folder laid out only
  * the way {@link writeAtomically} lays it out for the files `names`: the folder itself not a link,
- * `..data` absent or a link to a real timestamped folder beside it, each name absent or the link
- * `..data/<name>`. Throws {@link UnsafeVolumeFolderError} naming the entry and what to do.
+ * `..data` absent or a link to a real timestamped folder beside it, `..data_tmp` absent or a link,
+ * each name absent or the link `..data/<name>`. Throws {@link UnsafeVolumeFolderError} naming the entry and what to do.
  */
 export async function inspectVolumeFolder(targetDir: string, names: readonly string[]): Promise<VolumeFolderState> {
   const refuse = async (path: string, stats: Stats, expected: string): Promise<never> => {
@@ -83,6 +83,10 @@ export async function inspectVolumeFolder(targetDir: string, names: readonly str
     if (version !== undefined && !version.isDirectory()) await refuse(join(targetDir, target), version, 'a timestamped folder');
     if (version !== undefined) versionDir = target;
   }
+  // A `..data_tmp` left by a write cut short is a link this writer replaces; anything else is not its own.
+  const tmpLink = join(targetDir, DATA_DIR_TMP);
+  const tmp = await lstatOrUndefined(tmpLink);
+  if (tmp !== undefined && !tmp.isSymbolicLink()) await refuse(tmpLink, tmp, 'the link this writer swaps in');
   for (const name of names) {
     const path = join(targetDir, name);
     const entry = await lstatOrUndefined(path);
