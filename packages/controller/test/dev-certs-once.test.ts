@@ -86,6 +86,17 @@ afterAll(() => rm(base, { recursive: true, force: true }));
 let count = 0;
 const fresh = (): string => join(base, `dir-${++count}`);
 
+describe('eso-mtls dev-certs --help', () => {
+  it('names every flag, and says what happens with --once, with --rotate-every and with neither', async () => {
+    const help = await devCerts(['--help']);
+    expect(help.code).toBe(0);
+    for (const flag of ['--dir', '--provider', '--once', '--rotate-every', '--ca-rotation', '--validity']) expect(help.out).toContain(`  ${flag} `);
+    expect(help.out).toContain('then keeps running until Ctrl-C: rotating them\nwith --rotate-every, otherwise leaving them as written');
+    expect(help.out).toContain('With --once it\nexits 0 as soon as they are written.');
+    expect(help.out).not.toContain('written once');
+  });
+});
+
 describe('eso-mtls dev-certs --once', () => {
   it('writes the folders, prints where, and exits 0 without a signal, leaving no lock', async () => {
     const dir = fresh();

@@ -76,7 +76,7 @@ ${helpTable([
     '--validity <validity>',
     [
       "current (default); expired: every leaf's notAfter a day ago (the CA stays valid);",
-      "not-yet-valid: every leaf's (and the CA's) notBefore a day ahead. To try the error paths",
+      "not-yet-valid: every leaf's (and the CA's) notBefore a day ahead; for trying a provider's refusals",
     ],
   ],
   ['--help', 'print this text'],
