@@ -1,12 +1,17 @@
 // What the provider server offers, seen from outside with `openssl s_client` (a TLS stack other
 // than the server's): TLS 1.3 only by default; with `minTlsVersion: 'TLSv1.2'`, TLS 1.2 as well,
 // but only with ECDHE and an AEAD cipher. Every TLS 1.2 suite the openssl CLI knows is tried.
+// ESO's side, ProviderChannel, asks for TLS 1.3 as well.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import * as grpc from '@grpc/grpc-js';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createSecureServer } from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type SecretStoreProvider, TLS12_CIPHERS } from '@eso-mtls/grpc';
+import { clientTlsMaterial, createSecretStoreProviderClient, ProviderChannel, type SecretStoreProvider, TLS12_CIPHERS } from '@eso-mtls/grpc';
+import { failureOf } from '@eso-mtls/test-kit/failure';
 import { TEST_SERVER_NAME, type KeyPair } from '@eso-mtls/test-kit/pki';
 import { opensslP256Ca, opensslPodLeaf } from '@eso-mtls/test-kit/pod-certificates';
 import { startReloadingProvider, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
@@ -15,6 +20,7 @@ import { sClient, type SClientOutcome } from './support/openssl-tls.js';
 const implementation: SecretStoreProvider = { getSecret: () => ({}) };
 
 let ca: KeyPair;
+let client: KeyPair;
 let files: { caFile: string; certFile: string; keyFile: string };
 let scratch: string;
 const providers: ReloadingProvider[] = [];
@@ -64,7 +70,7 @@ async function acceptedTls12Suites(p: ReloadingProvider, suites: readonly string
 
 beforeAll(async () => {
   ca = await opensslP256Ca('scratch TLS versions CA');
-  const client = await opensslPodLeaf(ca, 'ECDSAP256', 'client');
+  client = await opensslPodLeaf(ca, 'ECDSAP256', 'client');
   scratch = mkdtempSync(join(tmpdir(), 'tls-versions-'));
   files = { caFile: join(scratch, 'ca.crt'), certFile: join(scratch, 'client.crt'), keyFile: join(scratch, 'client.key') };
   writeFileSync(files.caFile, ca.cert);
@@ -145,5 +151,26 @@ describe("with minTlsVersion: 'TLSv1.2': TLS 1.3, and TLS 1.2 with ECDHE and an 
     const sha1 = await dial(provider, '-tls1_2', '-sigalgs', 'ECDSA+SHA1:RSA+SHA1', '-cipher', 'ALL:@SECLEVEL=0');
     expect(sha1.accepted).toBe(false);
     expect(sha1.stderr).toMatch(/alert handshake failure|alert number 40/);
+  });
+});
+
+describe("ESO's side asks for TLS 1.3 too", () => {
+  it('ProviderChannel: a provider offering only TLS 1.2 answers alert protocol_version, and the call is UNAVAILABLE', async () => {
+    const leaf = await opensslPodLeaf(ca, 'ECDSAP256', 'server');
+    const tls12Only = createSecureServer({ cert: leaf.cert, key: leaf.key, maxVersion: 'TLSv1.2' }, (_request, response) => response.end());
+    await new Promise<void>((resolve) => tls12Only.listen(0, '127.0.0.1', resolve));
+    const channel = new ProviderChannel({
+      address: `${TEST_SERVER_NAME}:8080`,
+      connectTo: `127.0.0.1:${(tls12Only.address() as AddressInfo).port}`,
+      material: clientTlsMaterial({ 'tls.crt': client.cert, 'tls.key': client.key, 'ca.crt': ca.cert }),
+    });
+    try {
+      const error = await failureOf(createSecretStoreProviderClient(channel, { retry: false, waitForReady: false }).getSecret({ remoteRef: { key: 'x' } }));
+      expect(error.code).toBe(grpc.status.UNAVAILABLE);
+      expect(error.details).toMatch(PROTOCOL_VERSION_ALERT);
+    } finally {
+      await channel.close();
+      tls12Only.close();
+    }
   });
 });
