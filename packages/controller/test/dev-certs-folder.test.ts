@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmod, chown, lchown, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lchown, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
@@ -67,7 +67,6 @@ let base: string;
 let victim: string;
 let victimBefore: string[];
 beforeAll(async () => {
-  if (process.getuid?.() !== 0) throw new Error('these tests chown folders to nobody (uid 65534): run them as root, as CI does');
   base = await mkdtemp(join(tmpdir(), 'eso-mtls-dev-certs-attack-'));
   // A folder someone else cares about, writable by root (dev-certs' user here), like /etc.
   victim = join(base, 'victim');
@@ -76,6 +75,12 @@ beforeAll(async () => {
   victimBefore = await tree(victim);
 });
 afterAll(() => rm(base, { recursive: true, force: true }));
+
+/** Gives `paths` (links themselves, not their targets) to the second user; only root can. */
+async function giveToNobody(...paths: string[]): Promise<void> {
+  if (process.getuid?.() !== 0) throw new Error('this test gives folders to nobody (uid 65534) with chown: run it as root, as CI does');
+  for (const path of paths) await lchown(path, NOBODY, NOBODY);
+}
 
 let count = 0;
 /** A fresh path under the test's folder (root's, 0700). */
@@ -107,8 +112,7 @@ describe('eso-mtls dev-certs: a --dir someone else could change', () => {
     await mkdir(dir, { mode: 0o755 });
     await writeFile(join(dir, '.eso-mtls-dev-certs'), 'Written by eso-mtls dev-certs\n');
     await symlink(victim, join(dir, 'ca'));
-    for (const path of [dir, join(dir, '.eso-mtls-dev-certs')]) await chown(path, NOBODY, NOBODY);
-    await lchown(join(dir, 'ca'), NOBODY, NOBODY);
+    await giveToNobody(dir, join(dir, '.eso-mtls-dev-certs'), join(dir, 'ca'));
     await expectRefused(
       dir,
       `${dir} is owned by uid ${NOBODY}, not by you (uid 0): its owner could put links in it that make dev-certs write its files elsewhere; give --dir a folder of your own (a new path is created for you)`,
@@ -136,7 +140,7 @@ describe('eso-mtls dev-certs: a --dir someone else could change', () => {
   it('refuses a new --dir under a folder another user owns, or one others can write without the sticky bit, and creates nothing', async () => {
     const theirs = fresh();
     await mkdir(theirs, { mode: 0o755 });
-    await chown(theirs, NOBODY, NOBODY);
+    await giveToNobody(theirs);
     await expectRefused(
       theirs,
       `${theirs}, a folder above ${join(theirs, 'dev')}, is owned by uid ${NOBODY}, not by you (uid 0) or root: its owner could swap ${join(theirs, 'dev')} for a link; give --dir a path under a folder of your own`,
@@ -232,7 +236,7 @@ describe('eso-mtls dev-certs: links in a folder of ours, from an earlier run', (
 
   it('refuses a folder of ours owned by another user inside --dir', async () => {
     const dir = await earlierRun();
-    await chown(join(dir, 'eso-client'), NOBODY, NOBODY);
+    await giveToNobody(join(dir, 'eso-client'));
     await expectRefused(
       dir,
       `${join(dir, 'eso-client')} is owned by uid ${NOBODY}, not by you (uid 0): its owner could put links in it that make dev-certs write its files elsewhere; give --dir a folder of your own (a new path is created for you)`,
