@@ -4,7 +4,7 @@ import type { CallObserver } from './handlers.js';
 import type { SecretStoreProvider } from './provider.js';
 import { type ProviderLogger, stderrProviderLogger } from './log.js';
 import { CERTIFICATE_LAYOUTS, type CertificateLayout } from '../tls/layout.js';
-import { MIN_TLS_VERSIONS, type MinTlsVersion } from '../tls/server-credentials.js';
+import { MIN_TLS_VERSION, MIN_TLS_VERSIONS, type MinTlsVersion } from '../tls/server-credentials.js';
 
 /** Options of {@link startProviderServer}. There is deliberately no option that turns TLS or client authentication off. */
 export interface ProviderServerOptions {
@@ -77,7 +77,7 @@ export function resolveProviderServerOptions(options: ProviderServerOptions): Re
     implementation: options.implementation,
     certDir: options.certDir ?? '/etc/provider/certs',
     certLayout: options.certLayout ?? 'secret',
-    minTlsVersion: options.minTlsVersion ?? 'TLSv1.3',
+    minTlsVersion: options.minTlsVersion ?? MIN_TLS_VERSION,
     port: options.port ?? 8080,
     host: options.host ?? '0.0.0.0',
     healthPort: options.healthPort ?? 8081,
