@@ -19,6 +19,36 @@ function skewableClock(): Clock & { skip(ms: number): void } {
   };
 }
 
+/**
+ * `api` with every replace (the Lease PUT) held until the test lets it go, as a slow apiserver or
+ * a process stalled mid-request holds a renewal in flight; `onGet` runs at each GET, which an
+ * attempt sends right after reading its start time.
+ */
+function heldReplaces(api: KubeRestClient, onGet: () => void) {
+  const waiting: (() => void)[] = [];
+  let holding = true;
+  const client: Pick<KubeRestClient, 'get' | 'create' | 'replace'> = {
+    get: (path, query) => {
+      onGet();
+      return api.get(path, query);
+    },
+    create: (path, body) => api.create(path, body),
+    replace: async <T>(path: string, body: unknown) => {
+      if (holding) await new Promise<void>((resolve) => waiting.push(resolve));
+      return api.replace<T>(path, body);
+    },
+  };
+  return {
+    client,
+    held: (): number => waiting.length,
+    releaseOne: (): void => waiting.shift()?.(),
+    releaseAll: (): void => {
+      holding = false;
+      for (const resolve of waiting.splice(0)) resolve();
+    },
+  };
+}
+
 async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<number> {
   const start = Date.now();
   while (!condition()) {
@@ -113,6 +143,46 @@ describe('LeaderElector against a real kube-apiserver', () => {
     expect(a.stats.terms).toBe(2);
   });
 
+  it('counts the fence from the start of the renewal that succeeded: shut at renewDeadline exactly while a renewal is in flight', async () => {
+    // A clock that moves only when the test moves it, so the fence is checked to the millisecond
+    // whatever the machine's load. Real timers still run (the retry sleep; an attempt is abandoned
+    // after the time it has left), so the deadline is long enough that none fires on its own.
+    const long = { leaseDuration: 90_000, renewDeadline: 60_000, retryPeriod: 200 };
+    let t = 5_000_000;
+    const clock: Clock = { monotonicMs: () => t, now: () => new Date() };
+    const startedAt: number[] = [];
+    const puts = heldReplaces(api, () => {
+      startedAt.push(t); // an attempt reads its start just before its GET
+      t += 100; // and the GET takes 100 ms of the clock: the fence counts from before it
+    });
+    const a = new LeaderElector({ lock: new LeaseLock(puts.client, 'le', freshLease()), identity: 'a', timings: long, clock });
+    electors.push(a);
+    try {
+      a.start(); // the acquisition's GET goes out at once, so it starts at this t
+      const acquiredFrom = startedAt[0]!;
+      t += long.renewDeadline / 2; // the first renewal starts here
+      await until(() => a.writesAllowed(), 5000, 'a to lead');
+      await until(() => puts.held() === 1, 5000, "the first renewal's PUT to be in flight");
+      const renewedFrom = startedAt.at(-1)!;
+      expect(renewedFrom).toBe(acquiredFrom + 100 + long.renewDeadline / 2);
+      // A renewal in flight opens nothing: the fence counts from the acquisition.
+      t = acquiredFrom + long.renewDeadline - 1;
+      expect(a.writesAllowed()).toBe(true);
+      t = acquiredFrom + long.renewDeadline;
+      expect(a.writesAllowed()).toBe(false);
+      // Answered now, past that deadline, the renewal reopens the fence only until renewDeadline
+      // after it started: a candidate saw the record change no earlier than that.
+      puts.releaseOne();
+      await until(() => a.stats.renewals === 1, 5000, 'the renewal to be answered');
+      t = renewedFrom + long.renewDeadline - 1;
+      expect(a.writesAllowed()).toBe(true);
+      t = renewedFrom + long.renewDeadline;
+      expect(a.writesAllowed()).toBe(false);
+    } finally {
+      puts.releaseAll();
+    }
+  });
+
   it('stops writing when the apiserver is unreachable past the renew deadline, and leads again after', async () => {
     const name = freshLease();
     const events: string[] = [];
@@ -122,13 +192,16 @@ describe('LeaderElector against a real kube-apiserver', () => {
     await plane.stopApiServer();
     const stoppedAt = performance.now();
     try {
-      // writesAllowed() reads the monotonic clock, so a late poll on a loaded machine only sees
-      // it later; the last moment it still said yes is what must lie within renewDeadline.
+      // Every renewal that succeeded started before stoppedAt (the apiserver had exited), so the
+      // last yes must have been said within renewDeadline of it. The time is read before the call:
+      // a lower bound of writesAllowed()'s own clock read. Read after it, a process descheduled
+      // between the two reports the yes late (428 ms once, at load 16-21).
       let lastAllowed = stoppedAt;
       await until(
         () => {
+          const askedAt = performance.now();
           if (!a.writesAllowed()) return true;
-          lastAllowed = performance.now();
+          lastAllowed = askedAt;
           return false;
         },
         10_000,
