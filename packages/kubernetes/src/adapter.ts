@@ -35,6 +35,7 @@ import { OrphanPruner } from './pruner.js';
 import { PodSigningLane } from './signing-lane.js';
 import { type ClusterTrustBundle, TrustBundles } from './trust-bundles.js';
 import { WriteConflicts } from './write-conflicts.js';
+import { WriteRefusals } from './write-refusals.js';
 import type { Informer, ObjectWithMeta } from './informer.js';
 
 /** Options of {@link ProviderCertificateAdapter}. */
@@ -276,6 +277,7 @@ export class ProviderCertificateAdapter {
       builder: new SnapshotBuilder(this.informers, scope, ledger),
       writer: new SecretWriter(api, { ...scope, writer: this.writer, writesAllowed }),
       conflicts: new WriteConflicts(this.writer, this.policy.reconcileInterval),
+      refusals: new WriteRefusals(),
       events: this.events,
       ledger,
       plan: {

@@ -1,5 +1,11 @@
 import { type CaStatus, EXCLUSION_REASONS, type ExclusionReason, type Instant, type MaterializedCa, type Plan, type SecretWrite } from '@eso-mtls/core';
-import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry, RefusedServiceEntry } from '@eso-mtls/metrics';
+import type {
+  CaCertificateEntry,
+  ControllerCertificateSource,
+  NamespaceLeftBehindEntry,
+  ProviderCertificateEntry,
+  RefusedServiceEntry,
+} from '@eso-mtls/metrics';
 import type { V1Service } from '@kubernetes/client-node';
 import type { Informer } from './informer.js';
 
@@ -22,8 +28,8 @@ export function* informerServices(services: Informer<V1Service>): Iterable<Label
  * The read-only view the controller's metrics are computed from at scrape time: one entry per
  * labelled Service `services` lists (the adapter's informer cache, or the demo's in-memory cluster), with its
  * namespace's certificate notAfter from the latest plan, or from a leaf written since; the client
- * certificate; every CA by state; the Services refused, the namespaces not served and the pause of
- * signing, from the latest plan; whether this replica leads, and the pod signer's stale names, from
+ * certificate; every CA by state; the Services refused, the namespaces not served or left behind by
+ * the CA rotation and the pause of signing, from the latest plan; whether this replica leads, and the pod signer's stale names, from
  * the functions given. The whole source in one object, so a consumer cannot leave a part out.
  */
 export class CertificateStatusView implements ControllerCertificateSource {
@@ -33,6 +39,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
   private refused: readonly RefusedServiceEntry[] = [];
   private pausedUntil: Instant | undefined;
   private notServed: Readonly<Record<ExclusionReason, number>> = countExcluded([]);
+  private leftBehind: readonly NamespaceLeftBehindEntry[] = [];
 
   constructor(
     private readonly services: () => Iterable<LabelledService>,
@@ -42,7 +49,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
   ) {}
 
   /** Called with each plan (its status is what the cluster held when it was planned). */
-  update(plan: Pick<Plan, 'status' | 'refused'> & Partial<Pick<Plan, 'excluded'>>): void {
+  update(plan: Pick<Plan, 'status' | 'refused'> & Partial<Pick<Plan, 'excluded' | 'leftBehind'>>): void {
     const { status } = plan;
     this.notAfterByNamespace = new Map(status.namespaces.map((n) => [n.namespace, n.notAfter]));
     this.clientNotAfter = status.client;
@@ -50,6 +57,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
     this.pausedUntil = status.signingPausedUntil;
     this.refused = plan.refused.map(({ namespace, service, reason }) => ({ namespace, service, reason }));
     this.notServed = countExcluded(plan.excluded ?? []);
+    this.leftBehind = (plan.leftBehind ?? []).map(({ namespace, reason }) => ({ namespace, reason }));
   }
 
   /** Called once a CA Secret write has landed, with the CAs it holds. */
@@ -105,6 +113,11 @@ export class CertificateStatusView implements ControllerCertificateSource {
   /** Provider namespaces the latest plan left out, by why: the cap on namespaces, or the namespace requirement. */
   namespacesNotServed(): Readonly<Record<ExclusionReason, number>> {
     return this.notServed;
+  }
+
+  /** The provider namespaces the latest plan's CA rotation went on without (their Secret refuses our writes). */
+  namespacesLeftBehind(): Iterable<NamespaceLeftBehindEntry> {
+    return this.leftBehind;
   }
 
   /** Pod-certificate mode: per namespace, pods serving names their Services no longer give them. */

@@ -92,7 +92,8 @@ function boundedCopy(text: string, max: number): string {
 }
 
 /**
- * What the adapter reads of a Secret: its identity, ownership metadata, type and data (no managedFields).
+ * What the adapter reads of a Secret: its identity, ownership metadata, type, data and whether it is
+ * immutable (a write refused then is a refusal, not a transient failure: write-refusals.ts); no managedFields.
  *
  * @internal Shared with \@eso-mtls/controller; not part of the supported API.
  */
@@ -101,6 +102,7 @@ export function trimSecret(s: V1Secret): V1Secret {
   return {
     type: s.type,
     data: s.data,
+    ...(s.immutable === true ? { immutable: true } : {}),
     metadata: {
       name: m.name,
       namespace: m.namespace,

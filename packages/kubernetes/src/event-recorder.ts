@@ -19,6 +19,7 @@ export type EventReason =
   | 'NamesRefused'
   | 'NamespaceNotServed'
   | 'NamespaceNotAllowed'
+  | 'LeftBehindByCaRotation'
   | 'PodCertificateIssued'
   | 'PodCertificateDenied'
   | 'PodCertificateFailed'

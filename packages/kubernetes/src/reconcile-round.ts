@@ -47,7 +47,8 @@ export class ReconcileRound {
   private async planAndWrite(built: BuiltSnapshot, clock: () => Instant): Promise<RoundResult> {
     const { cache, pods } = this.deps;
     const now = clock();
-    const snapshot = pods ? { ...built.snapshot, trustBundles: pods.trustBundles.observed() } : built.snapshot;
+    const observed = this.deps.refusals?.apply(built.snapshot) ?? built.snapshot;
+    const snapshot = pods ? { ...observed, trustBundles: pods.trustBundles.observed() } : observed;
     const plan = planRotation(snapshot, planContext(this.deps.plan, now, cache));
     this.deps.status?.update(plan);
     const services = new ServiceDirectory(built.services);

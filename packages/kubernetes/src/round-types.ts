@@ -14,6 +14,7 @@ import type { PodSigningLane } from './signing-lane.js';
 import type { SnapshotBuilder } from './snapshot-builder.js';
 import type { TrustBundles } from './trust-bundles.js';
 import type { WriteConflicts } from './write-conflicts.js';
+import type { WriteRefusals } from './write-refusals.js';
 
 /** What one reconcile did. */
 export interface RoundResult {
@@ -50,6 +51,8 @@ export interface RoundDependencies {
   readonly pruner?: OrphanPruner;
   /** Our writes another controller replaced: reported here, and held by RoundWrites. */
   readonly conflicts?: WriteConflicts;
+  /** Provider namespaces whose writes are refused (immutable, 400/403/422): given to the plan, which stops waiting for them after a grace. */
+  readonly refusals?: WriteRefusals;
   /**
    * Pod-certificate mode: the signer of both signer names, the lane it signs in (beside the
    * rounds), and their ClusterTrustBundles.

@@ -117,8 +117,10 @@ export class RoundWrites {
     // Held after a conflict: not written, not a failure; the hold ends within one reconcile interval.
     if (this.deps.conflicts?.holds(write.target, this.clock())) return { kind: 'fenced' };
     const outcome = await this.deps.writer.write(write, this.existing(write.target));
+    const namespace = typeof write.target === 'object' ? write.target.namespace : undefined;
     switch (outcome.kind) {
       case 'written':
+        if (namespace !== undefined) this.deps.refusals?.written(namespace);
         this.written(write, outcome.secret);
         break;
       case 'stale':
@@ -134,6 +136,8 @@ export class RoundWrites {
         break;
       case 'failed':
         this.counts.failed++;
+        // A refusal retrying cannot change: the CA rotation stops waiting for this namespace after a grace.
+        if (namespace !== undefined) this.deps.refusals?.failed(namespace, outcome.code, outcome.message, this.existing(write.target), this.clock());
         if (write.kind === 'ca') this.caFailed('writing', write.reason, errorText(outcome.message), outcome.code);
         else this.leafFailed(write, 'writing', errorText(outcome.message), outcome.code);
         break;

@@ -4,6 +4,7 @@ import {
   type ExcludedNamespace,
   type ExclusionReason,
   type Instant,
+  type LeftBehindNamespace,
   type Plan,
   type RefusalReason,
   type RefusedService,
@@ -47,6 +48,7 @@ export class StandingReports {
   private readonly refused: StateReporter;
   private readonly excluded: StateReporter;
   private readonly deferred: StateReporter;
+  private readonly leftBehind: StateReporter;
 
   constructor(
     private readonly logger: Logger,
@@ -59,15 +61,46 @@ export class StandingReports {
     this.refused = new StateReporter({ summaryMs: intervalMs });
     this.excluded = new StateReporter({ summaryMs: intervalMs });
     this.deferred = new StateReporter({ summaryMs: intervalMs });
+    this.leftBehind = new StateReporter({ summaryMs: intervalMs });
   }
 
   /** Reports what changed in `plan` since the last call. */
-  report(plan: Pick<Plan, 'conflicts' | 'waiting' | 'refused'> & Partial<Pick<Plan, 'excluded' | 'deferred'>>, now: Instant, services: ServiceDirectory): void {
+  report(
+    plan: Pick<Plan, 'conflicts' | 'waiting' | 'refused'> & Partial<Pick<Plan, 'excluded' | 'deferred' | 'leftBehind'>>,
+    now: Instant,
+    services: ServiceDirectory,
+  ): void {
     this.reportConflicts(plan.conflicts, now, services);
     this.reportWaiting(plan.waiting, now, services);
     this.reportRefused(plan.refused, now, services);
     this.reportExcluded(plan.excluded ?? [], now, services);
     this.reportDeferred(plan.deferred ?? [], now);
+    this.reportLeftBehind(plan.leftBehind ?? [], now, services);
+  }
+
+  // A namespace the CA rotation went on without stays so until its Secret can be written: a Warning
+  // Event on its Services and one line when it starts (or its reason changes), a line when it has
+  // caught up, and one summary per interval. Each failed write is counted and recorded apart (Failed).
+  private reportLeftBehind(leftBehind: readonly LeftBehindNamespace[], now: Instant, services: ServiceDirectory): void {
+    const { report, ended, summarize } = this.leftBehind.track(
+      leftBehind,
+      (l) => l.namespace,
+      (l) => `${l.reason}|${l.since}`,
+      now,
+    );
+    for (const l of report) {
+      const fields = servicesFields(l.services);
+      this.logger.warn({ namespace: l.namespace, ...fields, reason: l.reason, since: iso(l.since) }, l.message);
+      for (const ref of services.refs(l.namespace, fields.sample)) this.events.record(ref, 'Warning', 'LeftBehindByCaRotation', l.message);
+    }
+    for (const namespace of ended)
+      this.logger.info({ namespace }, 'namespace no longer left behind by the CA rotation (its Secret was written, or it has no labelled Service)');
+    if (summarize) {
+      this.logger.warn(
+        { namespaces: leftBehind.length, sample: leftBehind.slice(0, 10).map((l) => l.namespace) },
+        `${leftBehind.length} provider namespaces left behind by the CA rotation: their Secret refuses our writes`,
+      );
+    }
   }
 
   // A namespace left out stays so until the cap, its label or the namespaces change: a Warning Event

@@ -6,6 +6,9 @@ import {
   ROTATION_REASONS,
   type RefusalReason,
   type RotationReason,
+  WRITE_REFUSAL_REASONS,
+  type WriteRefusalReason,
+  isDnsLabel,
 } from '@eso-mtls/core';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { isInstant, secondsUntil } from './expiry.js';
@@ -38,6 +41,14 @@ export interface CaCertificateEntry {
 
 /** Every reason the core refuses a Service for: the only values of the refused gauge's `reason` label. */
 export const REFUSAL_REASONS: readonly RefusalReason[] = Object.freeze(['rotate_request_too_large', 'certificate_too_large'] as const);
+
+/** A provider namespace the CA rotation went on without: its Secret refuses the controller's writes. */
+export interface NamespaceLeftBehindEntry {
+  /** The namespace (the `namespace` label). */
+  readonly namespace: string;
+  /** Why its writes are refused (the `reason` label): `immutable` or `refused`. */
+  readonly reason: WriteRefusalReason;
+}
 
 /** A labelled Service whose rotation request or DNS names the controller refuses. */
 export interface RefusedServiceEntry {
@@ -74,6 +85,8 @@ export interface ControllerCertificateSource {
   namespacesNotServed(): Readonly<Record<ExclusionReason, number>>;
   /** Pod-certificate mode: per namespace, pods serving names their Services no longer give them; empty otherwise. */
   podCertificatesStaleNames(): ReadonlyMap<string, number>;
+  /** The provider namespaces the CA rotation went on without, their Secret refusing our writes; a namespace caught up is no longer listed. */
+  namespacesLeftBehind(): Iterable<NamespaceLeftBehindEntry>;
 }
 
 /** The `result` label of the pod certificate request counter. */
@@ -214,6 +227,21 @@ export class ControllerMetrics {
         if (!source.isLeader()) return;
         const counts = source.namespacesNotServed();
         for (const reason of EXCLUSION_REASONS) this.set({ reason }, counts[reason] ?? 0);
+      },
+    });
+
+    new Gauge({
+      name: METRIC_NAMES.caRotationNamespaceLeftBehind,
+      help: "1 for each provider namespace the CA rotation went on without because its Secret refuses the controller's writes, by reason (immutable: the Secret is marked immutable; refused: the apiserver refuses the write, an admission policy, webhook or RBAC). Its provider refuses ESO's client certificate once the new CA signs it. Absent once the namespace has caught up. At most one series per provider namespace. Exported by the leading controller only.",
+      labelNames: ['namespace', 'reason'] as const,
+      registers,
+      collect() {
+        this.reset();
+        if (!source.isLeader()) return;
+        for (const entry of source.namespacesLeftBehind()) {
+          const labels = leftBehindLabels(entry, report);
+          if (labels) this.set(labels, 1);
+        }
       },
     });
 
@@ -420,6 +448,22 @@ function refusedLabels(entry: RefusedServiceEntry, report: (e: MetricLabelError)
     report(new MetricLabelError(`${e.message}; entry skipped`));
     return undefined;
   }
+}
+
+/** The labels of a namespace left behind, or undefined (reported) when its name or reason cannot be a label. */
+function leftBehindLabels(
+  entry: NamespaceLeftBehindEntry,
+  report: (e: MetricLabelError) => void,
+): { namespace: string; reason: WriteRefusalReason } | undefined {
+  const { namespace, reason } = entry;
+  const problem = !isDnsLabel(namespace)
+    ? `namespace label ${JSON.stringify(namespace)} is not a Kubernetes namespace name`
+    : !WRITE_REFUSAL_REASONS.includes(reason)
+      ? `left-behind reason ${JSON.stringify(reason)} of namespace ${namespace} is not one of ${WRITE_REFUSAL_REASONS.join(', ')}`
+      : undefined;
+  if (problem === undefined) return { namespace, reason };
+  report(new MetricLabelError(`${problem}; entry skipped`));
+  return undefined;
 }
 
 function currentServices(source: ControllerCertificateSource, report: (e: MetricLabelError) => void) {

@@ -19,6 +19,7 @@ export {
   type ProviderCertificateEntry,
   REFUSAL_REASONS,
   type RefusedServiceEntry,
+  type NamespaceLeftBehindEntry,
   WRITE_CONFLICT_COMPONENTS,
   type WriteConflictComponent,
 } from './controller-metrics.js';

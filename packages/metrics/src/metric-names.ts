@@ -21,6 +21,8 @@ export const METRIC_NAMES = Object.freeze({
   namespacesNotServed: 'eso_namespaces_not_served',
   /** Controller gauge: while no CA signs (a recovery waits for its new CA), when one is expected to sign again. */
   caSigningPausedUntil: 'eso_ca_signing_paused_until_timestamp_seconds',
+  /** Controller gauge: 1 per provider namespace the CA rotation went on without (its Secret refuses our writes), by reason. */
+  caRotationNamespaceLeftBehind: 'eso_ca_rotation_namespace_left_behind',
   /** Controller counter: PodCertificateRequests decided (pod-certificate mode), per signer, result and reason. */
   podCertificateRequests: 'eso_pod_certificate_requests_total',
   /** Controller gauge: pods serving certificate names their Services no longer give them, per namespace. */

@@ -36,6 +36,7 @@ async function system(options: { leader: boolean }) {
   view.refused = [{ namespace: 'provider-aws', service: 'aws', reason: 'certificate_too_large' }];
   view.pausedUntil = T0 + 5 * MINUTE;
   view.notServed = { cap: 3, not_allowed: 1 };
+  view.leftBehind = [{ namespace: 'provider-aws', reason: 'immutable' }];
   // Every replica, leader or not, judges the leader election Lease it reads.
   const lease = { foreign: [] as LeaderLeaseForeignReason[] };
   const controller = new ControllerMetrics({ now: clock.now, source: view, podCertificates: true, orphanPruning: true, leaderLease: () => lease.foreign });
@@ -170,6 +171,7 @@ describe('the alert rules and the real exporters', () => {
     const r = promtoolExpectsFiring(inputSeries, 20, [
       firing('EsoCaCertificateExpiringSoon', { ...controller, state: 'active' }),
       firing('EsoCaCertificateRotationFailed', {}),
+      firing('EsoCaRotationNamespaceLeftBehind', { namespace: 'provider-aws', reason: 'immutable' }),
       firing('EsoClientCertificateExpiringSoon', controller),
       firing('EsoLeaderLeaseForeign', { reason: 'duration_too_long' }),
       firing('EsoLeaderLeaseForeign', { reason: 'unknown_holder' }),

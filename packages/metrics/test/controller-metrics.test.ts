@@ -275,6 +275,31 @@ describe('ControllerMetrics refusals, signing pause and CA failures', () => {
     expect(messages).toContain('service label "Not_A_Name"');
   });
 
+  it('export 1 per namespace left behind by the CA rotation, by reason, from the leader only, skipping what cannot be a label', async () => {
+    const { view, samples, invalid } = await setUp();
+    expect(series(await samples(), N.caRotationNamespaceLeftBehind)).toEqual([]);
+    view.leftBehind = [
+      { namespace: 'team-a', reason: 'immutable' },
+      { namespace: 'team-b', reason: 'refused' },
+      { namespace: 'Team_C', reason: 'refused' },
+      { namespace: 'team-d', reason: 'whatever' as never },
+    ];
+    let s = await samples();
+    expect(series(s, N.caRotationNamespaceLeftBehind).map((x) => [x.labels, x.value])).toEqual([
+      [{ namespace: 'team-a', reason: 'immutable' }, 1],
+      [{ namespace: 'team-b', reason: 'refused' }, 1],
+    ]);
+    const messages = invalid.map((e) => e.message).join('\n');
+    expect(messages).toContain('namespace label "Team_C" is not a Kubernetes namespace name; entry skipped');
+    expect(messages).toContain('left-behind reason "whatever" of namespace team-d is not one of immutable, refused; entry skipped');
+    view.leader = false;
+    expect(series(await samples(), N.caRotationNamespaceLeftBehind)).toEqual([]);
+    view.leader = true;
+    view.leftBehind = [{ namespace: 'team-b', reason: 'refused' }]; // team-a caught up
+    s = await samples();
+    expect(series(s, N.caRotationNamespaceLeftBehind).map((x) => x.labels.namespace)).toEqual(['team-b']);
+  });
+
   it('export the signing pause as a Unix time while it lasts, and no sample (not 0) otherwise', async () => {
     const { view, samples } = await setUp();
     let s = await samples();

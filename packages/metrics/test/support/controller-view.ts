@@ -1,4 +1,10 @@
-import type { CaCertificateEntry, ControllerCertificateSource, ProviderCertificateEntry, RefusedServiceEntry } from '@eso-mtls/metrics';
+import type {
+  CaCertificateEntry,
+  ControllerCertificateSource,
+  NamespaceLeftBehindEntry,
+  ProviderCertificateEntry,
+  RefusedServiceEntry,
+} from '@eso-mtls/metrics';
 import type { ExclusionReason } from '@eso-mtls/core';
 
 /** A controller's view held in plain fields, changed by the test between scrapes. */
@@ -11,6 +17,7 @@ export class ControllerView implements ControllerCertificateSource {
   pausedUntil: number | undefined = undefined;
   staleNames = new Map<string, number>();
   notServed: Record<ExclusionReason, number> = { cap: 0, not_allowed: 0 };
+  leftBehind: NamespaceLeftBehindEntry[] = [];
 
   isLeader(): boolean {
     return this.leader;
@@ -35,5 +42,8 @@ export class ControllerView implements ControllerCertificateSource {
   }
   namespacesNotServed(): Readonly<Record<ExclusionReason, number>> {
     return this.notServed;
+  }
+  namespacesLeftBehind(): Iterable<NamespaceLeftBehindEntry> {
+    return this.leftBehind;
   }
 }
