@@ -42,14 +42,20 @@ export interface ForeignLease {
   readonly message: string;
 }
 
+/** A last `-<name or number>`, as a StatefulSet's `-0` or numbered identities given by hand (`replica-a`, `replica-b`). */
+const LAST_SEGMENT = /-[a-z0-9]+$/;
+
 /**
- * The part of a holder identity shared by every replica of one Deployment: the pod name without
- * its ReplicaSet hash and random suffix, and without the `_<uuid>` the CLI appends by default.
- * `eso-mtls-controller-7d9f8b6c5-x2k9z` and `eso-mtls-controller-5c6b7d8f9-q4w7r_<uuid>` both give
- * `eso-mtls-controller`. Any other identity is its own stem.
+ * The part of a holder identity shared by every replica of one workload: a Deployment pod's name
+ * without its ReplicaSet hash and random suffix, and the host name of the CLI's default
+ * `<host>_<uuid>` (a pod name there too). `eso-mtls-controller-7d9f8b6c5-x2k9z` and
+ * `eso-mtls-controller-5c6b7d8f9-q4w7r_<uuid>` both give `eso-mtls-controller`. Any other identity
+ * loses its last `-` segment: `eso-mtls-0` and `eso-mtls-1` give `eso-mtls`.
  */
 export function identityStem(identity: string): string {
-  return identity.replace(UUID_SUFFIX, '').replace(POD_SUFFIX, '');
+  const host = identity.replace(UUID_SUFFIX, '');
+  if (POD_SUFFIX.test(host)) return host.replace(POD_SUFFIX, '');
+  return host === identity ? host.replace(LAST_SEGMENT, '') : host;
 }
 
 /** True when `identity` has one of the forms our replicas write: a Deployment pod's name, or `<host>_<uuid>`. */

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
 import { KubeRestClient, connectionFromKubeConfig } from '@eso-mtls/kubernetes';
@@ -181,9 +181,11 @@ describe('eso-mtls controller process', () => {
 
   it('is ready only once the lease is known: held by another replica, it waits and writes nothing; released, it takes over', async () => {
     await createProviderNamespace(admin, 'team-5', ['vault']);
+    // Another replica of the same workload: the CLI's default identity form on this host, as the follower's.
+    const otherIdentity = `${hostname()}_${randomUUID()}`;
     const other = new LeaderElector({
       lock: new LeaseLock(new KubeRestClient(await connectionFromKubeConfig(admin)), ESO_NS, 'eso-mtls-controller'),
-      identity: 'another-replica',
+      identity: otherIdentity,
       timings: { leaseDuration: 4000, renewDeadline: 3000, retryPeriod: 500 },
     });
     other.start();
@@ -197,7 +199,7 @@ describe('eso-mtls controller process', () => {
     expect((await timedGet(metrics)).body).not.toContain('eso_provider_certificate_expiry_seconds{');
     await other.stopAndRelease();
     await eventually(() => converged(admin, new Map([['team-5', ['vault']]])), 20_000, 'the follower to take over and converge team-5');
-    expect(await leaseHolder(admin)).not.toBe('another-replica');
+    expect(await leaseHolder(admin)).not.toBe(otherIdentity);
     await eventually(
       async () => (await timedGet(metrics)).body.includes('eso_provider_certificate_expiry_seconds{namespace="team-5",service="vault"}'),
       10_000,

@@ -22,8 +22,12 @@ describe('identityStem', () => {
     expect(identityStem('eso-mtls-controller-5c6b7d8f9-q4w7r')).toBe('eso-mtls-controller');
     expect(identityStem(`eso-mtls-controller-5c6b7d8f9-q4w7r_${UUID}`)).toBe('eso-mtls-controller');
     expect(identityStem(`laptop_${UUID}`)).toBe('laptop');
-    // Not a pod name: vowels and 0, 1, 3 are outside Kubernetes' safe alphabet, and the suffix is 5 long.
-    expect(identityStem('eso-mtls-controller-abcde-x2k9z')).toBe('eso-mtls-controller-abcde-x2k9z');
+    expect(identityStem(`my-laptop_${UUID}`)).toBe('my-laptop');
+    // Not a pod name (vowels and 0, 1, 3 are outside Kubernetes' safe alphabet): only its last segment goes.
+    expect(identityStem('eso-mtls-controller-abcde-x2k9z')).toBe('eso-mtls-controller-abcde');
+    // A StatefulSet's pods, and identities numbered by hand.
+    expect([identityStem('eso-mtls-0'), identityStem('eso-mtls-1')]).toEqual(['eso-mtls', 'eso-mtls']);
+    expect([identityStem('replica-a'), identityStem('replica-b')]).toEqual(['replica', 'replica']);
     expect(identityStem('mallory')).toBe('mallory');
   });
 
