@@ -21,7 +21,8 @@ export function statusUsage(): string {
     [
       'Shows the CA, the client certificate and each provider namespace as the controller sees them, and',
       "what is wrong; with --modes including pod-certificate, also each signer's ClusterTrustBundle and",
-      'PodCertificateRequests. Reads with your own kubeconfig credentials; see docs/cli.md for the RBAC',
+      "PodCertificateRequests; and the leader election Lease's holder, a problem when it is no replica",
+      'of the controller. Reads with your own kubeconfig credentials; see docs/cli.md for the RBAC',
       'each check needs (ClusterRole eso-mtls-status). Private keys are read only to check, never printed.',
       'Exit codes: 0 healthy, 1 needs attention, 2 usage error, 3 cannot reach or read the cluster,',
       '4 healthy as far as it could see, but some objects could not be read.',
