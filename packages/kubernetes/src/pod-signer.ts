@@ -17,6 +17,7 @@ import {
 import type { V1Service } from '@kubernetes/client-node';
 import { apiErrorOf } from './api-error.js';
 import type { Timers } from './clock.js';
+import { ITEMS_PER_TURN, nextTurn } from './event-loop.js';
 import type { EventRecorder } from './event-recorder.js';
 import { Informer, type InformerOptions, type ListPage } from './informer.js';
 import type { Logger } from './logger.js';
@@ -159,11 +160,18 @@ export class PodCertificateSigner {
     return this.issuedEvents.whenSent();
   }
 
-  /** Every request pending in the cache that we have not written, with its role: what a resync queues. */
-  *pending(): Iterable<{ readonly role: PodSignerRole; readonly request: PodCertificateRequest }> {
+  /**
+   * Every request pending in the cache that we have not written, with its role: what a resync
+   * queues. The walk yields the event loop every few hundred cached requests, decided ones
+   * included (thousands stay cached after a burst); a request cached meanwhile is walked too.
+   */
+  async *pending(): AsyncIterable<{ readonly role: PodSignerRole; readonly request: PodCertificateRequest }> {
     const listed = new Set<string>();
+    let walked = 0;
     for (const [role, informer] of this.requests) {
+      // The cache's own iterator: entries added while the walk waits for its turn are visited.
       for (const request of informer.list()) {
+        if (++walked % ITEMS_PER_TURN === 0) await nextTurn();
         listed.add(request.metadata?.uid ?? '');
         if (!this.seen(request)) yield { role, request };
       }

@@ -49,6 +49,10 @@ export class PodSigningLane implements SigningCa {
   // Retries with a timer set (kept as a count, so the idle check after each decision is O(1)).
   private retrying = 0;
   private resyncTimer: ScheduledTimer | undefined;
+  // Resyncs started: only the latest one's walk of the cache queues (a later resync or a stop ends it).
+  private walks = 0;
+  // True while the latest walk queues requests.
+  private walking = false;
   private stopped = true;
   private idleWaiters: (() => void)[] = [];
   private failure: unknown;
@@ -70,6 +74,8 @@ export class PodSigningLane implements SigningCa {
   async stop(): Promise<void> {
     this.stopped = true;
     this.ca = undefined;
+    this.walks++;
+    this.walking = false;
     this.resyncTimer?.cancel();
     this.resyncTimer = undefined;
     for (const retry of this.retries.values()) retry.timer?.cancel();
@@ -146,9 +152,24 @@ export class PodSigningLane implements SigningCa {
     this.resyncTimer = this.timers.setTimer(this.options.resyncMs ?? 600_000, () => this.resync());
     this.resyncTimer.unref();
     this.signer.followPods();
-    // enqueue leaves a request whose retry is due to its own backoff.
-    for (const { role, request } of this.signer.pending()) this.enqueue(role, request);
+    this.walking = true;
+    void this.queuePending(++this.walks);
     this.signer.refreshStaleNames(this.options.now());
+  }
+
+  /**
+   * Queues what the signer's walk of the cache finds pending. Every round hands the CA over, and a
+   * walk of thousands of cached requests in one go held `/healthz` and the watches for as long:
+   * the walk yields the event loop between chunks ({@link PodCertificateSigner.pending}).
+   */
+  private async queuePending(walk: number): Promise<void> {
+    for await (const { role, request } of this.signer.pending()) {
+      if (walk !== this.walks) return;
+      // enqueue leaves a request whose retry is due to its own backoff.
+      this.enqueue(role, request);
+    }
+    if (walk !== this.walks) return;
+    this.walking = false;
     this.settle();
   }
 
@@ -217,7 +238,8 @@ export class PodSigningLane implements SigningCa {
 
   private idle(): boolean {
     // With no CA handed over, queued requests wait for one: nothing more happens until then.
-    return this.deciding.size === 0 && this.retrying === 0 && (this.queue.size === 0 || !this.ca || this.stopped);
+    const waiting = this.queue.size === 0 || !this.ca || this.stopped;
+    return this.deciding.size === 0 && this.retrying === 0 && !this.walking && waiting;
   }
 
   private settle(): void {
