@@ -163,10 +163,15 @@ export class PodSigningLane implements SigningCa {
    * the walk yields the event loop between chunks ({@link PodCertificateSigner.pending}).
    */
   private async queuePending(walk: number): Promise<void> {
-    for await (const { role, request } of this.signer.pending()) {
-      if (walk !== this.walks) return;
-      // enqueue leaves a request whose retry is due to its own backoff.
-      this.enqueue(role, request);
+    try {
+      for await (const { role, request } of this.signer.pending()) {
+        if (walk !== this.walks) return;
+        // enqueue leaves a request whose retry is due to its own backoff.
+        this.enqueue(role, request);
+      }
+    } catch (e) {
+      // Nothing awaits the walk: a failure is logged, and the next resync walks again.
+      this.options.logger.error({ error: (e as Error)?.message ?? String(e) }, 'queueing the pending pod certificate requests failed; the next resync retries');
     }
     if (walk !== this.walks) return;
     this.walking = false;
