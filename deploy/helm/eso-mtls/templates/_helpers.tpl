@@ -81,17 +81,61 @@ Rules across values that the schema cannot word clearly; each failure names the 
 {{- end -}}
 
 {{/*
-The controller's V8 old-space size in MiB (--max-old-space-size): half of resources.limits.memory
-given in Mi or Gi, and at least 256, which is what Node picks under any limit up to 512Mi. Another
-unit, or no limit: 256.
+The controller's V8 old-space size in MiB (--max-old-space-size): half of resources.limits.memory,
+and at least 256, which is what Node picks under any limit up to 512Mi. No limit: 256. The limit is
+read as Kubernetes reads a quantity ("eso-mtls.memoryBytes"), so 1.5Gi, 2G, 600000Ki, 1e9 and
+plain bytes count as well as whole Mi and Gi.
 */}}
 {{- define "eso-mtls.maxOldSpaceMiB" -}}
-{{- $limit := toString (dig "limits" "memory" "" (.Values.resources | default dict)) -}}
-{{- $mib := 0 -}}
-{{- if regexMatch "^[0-9]+Mi$" $limit -}}
-{{- $mib = trimSuffix "Mi" $limit | int -}}
-{{- else if regexMatch "^[0-9]+Gi$" $limit -}}
-{{- $mib = mul (trimSuffix "Gi" $limit | int) 1024 -}}
+{{- $limit := dig "limits" "memory" "" (.Values.resources | default dict) -}}
+{{- if eq (toString $limit) "" -}}
+256
+{{- else -}}
+{{- $bytes := include "eso-mtls.memoryBytes" (dict "name" "resources.limits.memory" "value" $limit) | float64 -}}
+{{- /* The floor: loaded and idle the controller's RSS is about 75 MiB (docs/benchmarks.md), and its
+  two 16 MiB semi-spaces (--max-semi-space-size=16) may add 32 MiB at the first burst of work; under
+  128Mi the kernel kills it at its first reconcile, over and over. */ -}}
+{{- if lt $bytes 134217728.0 -}}
+{{- fail (printf "resources.limits.memory %v is %.1f MiB: the controller needs at least 128Mi (about 75 MiB loaded and idle, and up to 32 MiB more for its young generation); raise the limit (256Mi is the default)" $limit (divf $bytes 1048576.0)) -}}
 {{- end -}}
-{{- max 256 (div $mib 2) -}}
+{{- max 256 (floor (divf $bytes 2097152.0) | int) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A memory quantity in bytes, as Kubernetes reads it (resource.Quantity): a number with an optional
+decimal part, then a binary suffix (Ki Mi Gi Ti Pi Ei), a decimal one (k M G T P E), an exponent
+(e9, E+9) or nothing (bytes). Given as dict "name" (for messages) and "value" (a string, or a number
+as YAML gives it). A milli, micro or nano suffix (m u n) is a quantity but counts thousandths of a
+byte and fewer, never meant for memory: refused, as is anything else that is no quantity.
+*/}}
+{{- define "eso-mtls.memoryBytes" -}}
+{{- $name := .name -}}
+{{- $text := toString .value | trim -}}
+{{- $quantity := `^\+?((?:[0-9]+(?:\.[0-9]*)?)|(?:\.[0-9]+))((?:[KMGTPE]i)|[numkMGTPE]|(?:[eE][+-]?[0-9]+))?$` -}}
+{{- if not (regexMatch $quantity $text) -}}
+{{- fail (printf "%s %q is not a Kubernetes memory quantity: write bytes with a suffix, such as 256Mi, 1.5Gi, 2G, 600000Ki or 268435456" $name $text) -}}
+{{- end -}}
+{{- $number := regexReplaceAll $quantity $text "${1}" | float64 -}}
+{{- $suffix := regexReplaceAll $quantity $text "${2}" -}}
+{{- if has $suffix (list "m" "u" "n") -}}
+{{- fail (printf "%s %q counts in %s of a byte (suffix %s): a memory limit is in bytes; write it with Mi or Gi, such as 256Mi" $name $text (get (dict "m" "thousandths" "u" "millionths" "n" "billionths") $suffix) $suffix) -}}
+{{- end -}}
+{{- $units := dict "" 1.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 -}}
+{{- $bytes := $number -}}
+{{- if hasKey $units $suffix -}}
+{{- $bytes = mulf $number (get $units $suffix) -}}
+{{- else -}}
+{{- /* An exponent: ten to it, by repeated multiplication (sprig has no pow), up to 18 either way. Its
+  leading zeros are dropped: "int" would read the 09 of a YAML number (2.5e+09) as octal. */ -}}
+{{- $exponent := regexReplaceAll `^[eE][+-]?0*` $suffix "" | default "0" | int -}}
+{{- if hasPrefix "-" (trimPrefix "E" (trimPrefix "e" $suffix)) -}}{{- $exponent = mul -1 $exponent -}}{{- end -}}
+{{- if or (gt $exponent 18) (lt $exponent -18) -}}
+{{- fail (printf "%s %q has exponent %d: write a memory limit as bytes, such as 256Mi" $name $text $exponent) -}}
+{{- end -}}
+{{- range until (max $exponent (mul -1 $exponent) | int) -}}
+{{- if gt $exponent 0 -}}{{- $bytes = mulf $bytes 10.0 -}}{{- else -}}{{- $bytes = divf $bytes 10.0 -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $bytes -}}
 {{- end -}}
