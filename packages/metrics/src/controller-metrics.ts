@@ -99,6 +99,15 @@ export type WriteConflictComponent = 'ca' | 'client-tls' | 'provider-tls';
 /** All {@link WriteConflictComponent} values. */
 export const WRITE_CONFLICT_COMPONENTS: readonly WriteConflictComponent[] = Object.freeze(['ca', 'client-tls', 'provider-tls'] as const);
 
+/**
+ * Why the leader election Lease is judged held by no replica of this installation: its holder does
+ * not have our replicas' identity form (`unknown_holder`), or its leaseDurationSeconds is far above
+ * the configured lease duration (`duration_too_long`). Either stops all issuance while it stands.
+ */
+export type LeaderLeaseForeignReason = 'unknown_holder' | 'duration_too_long';
+/** All {@link LeaderLeaseForeignReason} values: the only values of the Lease gauge's `reason` label. */
+export const LEADER_LEASE_FOREIGN_REASONS: readonly LeaderLeaseForeignReason[] = Object.freeze(['unknown_holder', 'duration_too_long'] as const);
+
 /** Options of {@link ControllerMetrics}. */
 export interface ControllerMetricsOptions {
   /** Registry to register in; a fresh one by default. Never the global registry. */
@@ -112,19 +121,16 @@ export interface ControllerMetricsOptions {
   /**
    * The pod-certificate mode is on: every series of the request counter starts at 0, so the first
    * Denied or Failed request is an increase() an alert sees (a series born at 1 shows none).
-/**
- * Why the leader election Lease is judged held by no replica of this installation: its holder does
- * not have our replicas' identity form (`unknown_holder`), or its leaseDurationSeconds is far above
- * the configured lease duration (`duration_too_long`). Either stops all issuance while it stands.
- */
-export type LeaderLeaseForeignReason = 'unknown_holder' | 'duration_too_long';
-/** All {@link LeaderLeaseForeignReason} values: the only values of the Lease gauge's `reason` label. */
-export const LEADER_LEASE_FOREIGN_REASONS: readonly LeaderLeaseForeignReason[] = Object.freeze(['unknown_holder', 'duration_too_long'] as const);
-
    */
   readonly podCertificates?: boolean;
   /** Pruning of orphaned Secrets is on: both series of its counter start at 0. */
   readonly orphanPruning?: boolean;
+  /**
+   * Why the leader election Lease is held by no replica of ours, as last read; empty while it is
+   * ours, free, or held by one of our replicas. Read at every scrape, on every replica (leader or
+   * not). Undefined: the controller reads no Lease, and the gauge is not exported.
+   */
+  readonly leaderLease?: () => readonly LeaderLeaseForeignReason[];
 }
 
 const SERVICE_LABELS = ['namespace', 'service'] as const;
@@ -138,12 +144,6 @@ export class ControllerMetrics {
   readonly registry: Registry;
   private readonly rotations: Counter<'namespace' | 'service' | 'reason'>;
   private readonly rotationFailures: Counter<'namespace' | 'service'>;
-  /**
-   * Why the leader election Lease is held by no replica of ours, as last read; empty while it is
-   * ours, free, or held by one of our replicas. Read at every scrape, on every replica (leader or
-   * not). Undefined: the controller reads no Lease, and the gauge is not exported.
-   */
-  readonly leaderLease?: () => readonly LeaderLeaseForeignReason[];
   private readonly caRotationFailures: Counter;
   private readonly podRequests: Counter<'signer' | 'result' | 'reason'>;
   private readonly orphanDeletions: Counter<'result'>;
@@ -268,6 +268,20 @@ export class ControllerMetrics {
       },
     });
 
+    const leaderLease = options.leaderLease;
+    if (leaderLease) {
+      new Gauge({
+        name: METRIC_NAMES.leaderLeaseForeign,
+        help: 'Every replica: 1 while the leader election Lease is held by no replica of this installation, by reason (unknown_holder: the holder is not of our identity form; duration_too_long: leaseDurationSeconds far above the configured lease duration). Nothing is issued while it stands. Both series are exported, 0 otherwise.',
+        labelNames: ['reason'] as const,
+        registers,
+        collect() {
+          const now = new Set(leaderLease());
+          for (const reason of LEADER_LEASE_FOREIGN_REASONS) this.set({ reason }, now.has(reason) ? 1 : 0);
+        },
+      });
+    }
+
     this.podRequests = new Counter({
       name: METRIC_NAMES.podCertificateRequests,
       help: 'Pod-certificate mode: PodCertificateRequests decided, per signer (server, client), result (issued, denied, failed) and reason (Issued, a Denied reason, CAUnavailable, or StatusWriteFailed when the status could not be written).',
@@ -296,20 +310,6 @@ export class ControllerMetrics {
       registers,
     });
     // Every series starts at 0, so the first conflict is an increase() the alert sees.
-    const leaderLease = options.leaderLease;
-    if (leaderLease) {
-      new Gauge({
-        name: METRIC_NAMES.leaderLeaseForeign,
-        help: 'Every replica: 1 while the leader election Lease is held by no replica of this installation, by reason (unknown_holder: the holder is not of our identity form; duration_too_long: leaseDurationSeconds far above the configured lease duration). Nothing is issued while it stands. Both series are exported, 0 otherwise.',
-        labelNames: ['reason'] as const,
-        registers,
-        collect() {
-          const now = new Set(leaderLease());
-          for (const reason of LEADER_LEASE_FOREIGN_REASONS) this.set({ reason }, now.has(reason) ? 1 : 0);
-        },
-      });
-    }
-
     for (const component of WRITE_CONFLICT_COMPONENTS) this.writeConflicts.inc({ component }, 0);
 
     this.caRotationFailures = new Counter({

@@ -31,10 +31,10 @@ export const METRIC_NAMES = Object.freeze({
   orphanedSecretDeletions: 'eso_orphaned_secret_deletions_total',
   /** Controller counter: Secrets this controller wrote that another controller replaced within a reconcile interval, per component. */
   secretWriteConflicts: 'eso_secret_write_conflicts_total',
-  /** Provider counter: certificate pairs swapped in by the hot reload. */
-  providerHotReloads: 'eso_provider_certificate_hot_reload_total',
   /** Controller gauge, every replica: 1 per reason while the leader election Lease is held by no replica of this installation. */
   leaderLeaseForeign: 'eso_leader_lease_foreign',
+  /** Provider counter: certificate pairs swapped in by the hot reload. */
+  providerHotReloads: 'eso_provider_certificate_hot_reload_total',
   /** Provider counter: reload attempts that kept the last good pair. */
   providerHotReloadFailures: 'eso_provider_certificate_hot_reload_failures_total',
   /** Provider gauge: seconds until the certificate the provider actually serves expires. */
