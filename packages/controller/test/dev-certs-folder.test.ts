@@ -5,6 +5,7 @@ import { join, relative } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { runDevCertsCommand } from '../src/cli/dev-certs.js';
 import { UnsafeVolumeFolderError, writeAtomically } from '../src/demo/atomic-writer.js';
+import { capture } from './support/cli-streams.js';
 
 // The symlink attack on a folder dev-certs writes (issue 37): with real files, a second user
 // (nobody, uid 65534: the tests run as root) and real links, each way a link could redirect a
@@ -13,22 +14,6 @@ import { UnsafeVolumeFolderError, writeAtomically } from '../src/demo/atomic-wri
 
 const NOBODY = 65534;
 const EVENT_BOUND_MS = 120_000;
-
-interface Capture {
-  readonly streams: { stdout: { write(t: string): boolean; isTTY: false }; stderr: { write(t: string): boolean } };
-  out(): string;
-  err(): string;
-}
-
-function capture(): Capture {
-  let out = '';
-  let err = '';
-  return {
-    streams: { stdout: { write: (t) => ((out += t), true), isTTY: false }, stderr: { write: (t) => ((err += t), true) } },
-    out: () => out,
-    err: () => err,
-  };
-}
 
 async function devCerts(argv: readonly string[]): Promise<{ code: number; out: string; err: string }> {
   const c = capture();

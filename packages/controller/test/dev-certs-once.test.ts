@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CertificateWatcher, type ReloadFailure } from '@eso-mtls/grpc';
 import { repoRoot } from '@eso-mtls/test-kit/repo';
 import { runDevCertsCommand } from '../src/cli/dev-certs.js';
+import { capture } from './support/cli-streams.js';
 
 // `dev-certs --once`, `--validity` and the one-run-per-folder lock, with real folders, real
 // certificates judged by openssl and by the grpc package's CertificateWatcher, and two real
@@ -15,22 +16,6 @@ import { runDevCertsCommand } from '../src/cli/dev-certs.js';
 
 const EVENT_BOUND_MS = 120_000;
 const LOCK = '.eso-mtls-dev-certs.lock';
-
-interface Capture {
-  readonly streams: { stdout: { write(t: string): boolean; isTTY: false }; stderr: { write(t: string): boolean } };
-  out(): string;
-  err(): string;
-}
-
-function capture(): Capture {
-  let out = '';
-  let err = '';
-  return {
-    streams: { stdout: { write: (t) => ((out += t), true), isTTY: false }, stderr: { write: (t) => ((err += t), true) } },
-    out: () => out,
-    err: () => err,
-  };
-}
 
 async function devCerts(argv: readonly string[], signal?: AbortSignal): Promise<{ code: number; out: string; err: string }> {
   const c = capture();

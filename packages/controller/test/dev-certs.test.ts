@@ -11,6 +11,7 @@ import { type DemoProvider, startDemoProvider } from '../src/demo/provider-fleet
 import { demoPolicy } from '../src/demo/schedule.js';
 import { ControllerProcess } from '@eso-mtls/test-kit/controller-process';
 import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { type Capture, capture } from './support/cli-streams.js';
 
 // `eso-mtls dev-certs` as a provider developer uses it: real providers (startProviderServer from
 // @eso-mtls/grpc) serving from the provider folders it writes, ESO's side calling them over mTLS
@@ -19,22 +20,6 @@ import { repoRoot } from '@eso-mtls/test-kit/repo';
 
 // Generous bounds for a loaded 2-core machine: each waits for an event the run makes in seconds.
 const EVENT_BOUND_MS = 120_000;
-
-interface Capture {
-  readonly streams: { stdout: { write(t: string): boolean; isTTY: false }; stderr: { write(t: string): boolean } };
-  out(): string;
-  err(): string;
-}
-
-function capture(): Capture {
-  let out = '';
-  let err = '';
-  return {
-    streams: { stdout: { write: (t) => ((out += t), true), isTTY: false }, stderr: { write: (t) => ((err += t), true) } },
-    out: () => out,
-    err: () => err,
-  };
-}
 
 async function until(what: string, condition: () => boolean | Promise<boolean>, boundMs = EVENT_BOUND_MS): Promise<void> {
   const deadline = Date.now() + boundMs;

@@ -25,7 +25,8 @@ function timestampPrefix(now: Date): string {
   return `..${now.getUTCFullYear()}_${p(now.getUTCMonth() + 1)}_${p(now.getUTCDate())}_${p(now.getUTCHours())}_${p(now.getUTCMinutes())}_${p(now.getUTCSeconds())}.`;
 }
 
-async function lstatOrUndefined(path: string): Promise<Stats | undefined> {
+/** lstat that answers undefined for a path that does not exist (never follows a link). */
+export async function lstatOrUndefined(path: string): Promise<Stats | undefined> {
   try {
     return await lstat(path);
   } catch (e) {

@@ -4,19 +4,10 @@ import { constants } from 'node:fs';
 import type { Stats } from 'node:fs';
 import { lstat, mkdir, open, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { UnsafeVolumeFolderError, describeEntry, inspectVolumeFolder } from '../demo/atomic-writer.js';
+import { UnsafeVolumeFolderError, describeEntry, inspectVolumeFolder, lstatOrUndefined } from '../demo/atomic-writer.js';
 import { RefusedFolderError, checkAncestors, checkOwnFolder } from './folder-trust.js';
 import { BUNDLE_FILES, type DevCertsLayout, LEAF_FILES, MARKER_FILE } from './layout.js';
 import { LOCK_FILE, lockFolder } from './run-lock.js';
-
-async function lstatOrUndefined(path: string): Promise<Stats | undefined> {
-  try {
-    return await lstat(path);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw e;
-  }
-}
 
 /** Creates `dir` (not its parents) if missing; an entry already there is kept for the checks that follow. */
 async function mkdirIfMissing(dir: string): Promise<void> {
