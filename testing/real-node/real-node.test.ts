@@ -24,6 +24,7 @@ import { eventually } from '@eso-mtls/test-kit/eventually';
 import { ScrapeRecorder } from '@eso-mtls/test-kit/scrapes';
 import type { PromtoolResult } from '@eso-mtls/test-kit/promtool';
 import { type TestCluster, inside, startTestCluster } from './support/cluster.js';
+import { type Burst, type ProbeAnswer, probeFromNode, requestBurst } from './support/burst.js';
 import { hostNetworkState, processesInPidNamespace } from './support/host-state.js';
 import { ALLOWED_NAMESPACE_LABELS } from './support/workloads.js';
 import { POD_PROVIDER, PROVIDERS, World, pemCertificates, sampleValue } from './support/world.js';
@@ -37,6 +38,8 @@ const SERVICE = 'file-provider';
 const SERVED = { service: SERVICE };
 const REFUSED_SERVICE = { namespace: REFUSED, service: SERVICE };
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** Requests of the liveness check's burst: more than the 1,500 from one namespace that made both replicas miss their probe. */
+const BURST = 3000;
 
 /** promtool's answer when the alert fired with exactly the expected labels. */
 function expectFires(r: PromtoolResult): void {
@@ -283,6 +286,33 @@ describe('the chart, the images and the example providers on a real node', () =>
     const outside = (await w.failedCalls()).filter((f) => !f.provider.endsWith('/provider-a') || f.at < deletedAt || f.at > readyAt + 5000);
     expect(outside).toEqual([]);
   }, 360_000);
+
+  it(`answers the leader's /healthz within the liveness probe's timeout while a burst of ${BURST} requests is signed, and restarts no controller`, async () => {
+    // The bound is the probe's timeout as the chart ships it, read from the running Deployment.
+    const deployment = await w.apps.readNamespacedDeployment({ namespace: ESO_NS, name: 'eso-mtls-controller' });
+    const container = deployment.spec!.template.spec!.containers.find((c) => c.name === 'controller')!;
+    const liveness = container.livenessProbe!;
+    const port = container.ports!.find((p) => p.name === liveness.httpGet!.port)!.containerPort;
+    const leader = await w.core.readNamespacedPod({ namespace: ESO_NS, name: (await w.leaseHolder())! });
+    const prober = probeFromNode(tc.cluster, `http://${leader.status!.podIP}:${port}${liveness.httpGet!.path}`);
+    let answers: ProbeAnswer[];
+    let burst: Burst | undefined;
+    try {
+      // One namespace's pod asks again and again, as 1,500 requests from one namespace did on the node.
+      burst = await requestBurst(tc.cluster, w.admin, POD_PROVIDER, await w.onlyPod(POD_PROVIDER), BURST, 420_000);
+      expect(await burst.decided).toEqual({ Issued: BURST });
+    } finally {
+      answers = await prober.stop();
+      await burst?.stop();
+    }
+    const slowest = Math.max(...answers.map((a) => a.ms));
+    process.stderr.write(`real-node: /healthz of the leader during the burst: ${answers.length} answers, slowest ${slowest.toFixed(0)} ms\n`);
+    expect(answers.length).toBeGreaterThan(0);
+    expect(answers.filter((a) => a.status !== 200 || a.ms >= liveness.timeoutSeconds! * 1000)).toEqual([]);
+    const controllers = await w.core.listNamespacedPod({ namespace: ESO_NS, labelSelector: 'app.kubernetes.io/name=eso-mtls-controller' });
+    const restarts = controllers.items.map((p) => ({ pod: p.metadata!.name, restarts: p.status!.containerStatuses!.map((c) => c.restartCount) }));
+    expect(restarts).toEqual(controllers.items.map((p) => ({ pod: p.metadata!.name, restarts: [0] })));
+  }, 600_000);
 
   it('stops leaving nothing: no process of its namespaces, no cgroup of its run, the host as it was', async () => {
     const pidNamespace = readlinkSync(`/proc/${tc.cluster.sandboxPid}/ns/pid`);
