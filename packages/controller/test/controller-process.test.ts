@@ -205,7 +205,7 @@ describe('eso-mtls controller process', () => {
       10_000,
       'the new leader to export the gauges',
     );
-  }, 60_000);
+  }, 180_000);
 
   it('stays unready while its caches cannot sync, stays live, and becomes ready once it may read', async () => {
     const kubeconfig = plane.identity('no-secret-rights').kubeconfigPath;
@@ -218,7 +218,7 @@ describe('eso-mtls controller process', () => {
     expect((await timedGet(`${probes}/healthz`)).status).toBe(200);
     await bindShippedRoles(admin, 'no-secret-rights');
     await eventually(async () => (await timedGet(`${probes}/readyz`)).status === 200, 30_000, 'readiness after the grant');
-  }, 60_000);
+  }, 180_000);
 
   it('exits 0 on SIGTERM while its caches cannot sync, without ever campaigning for the Lease', async () => {
     const controller = start('never-synced', ['--kubeconfig', plane.identity('no-rights-at-all').kubeconfigPath, '--leader-elect', ...FAST_LEASE, ...LOCAL]);
@@ -231,22 +231,24 @@ describe('eso-mtls controller process', () => {
     expect(Date.now() - termAt).toBeLessThan(25_000); // inside the Deployment's 30 s grace period
     expect(controller.lines.at(-1)?.msg).toBe('stopped');
     expect(plane.auditEvents().filter((e) => e.user.username === 'no-rights-at-all' && e.objectRef?.resource === 'leases')).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 
+  // Three processes that each load the controller's sources: about 5 s apiece at load 20 on two
+  // cores, so they start together, and the limit only catches a process that never exits.
   it('rejects a bad flag with exit code 2 and a message naming the flag, its variable and what it accepts', async () => {
     const controller = start('bad-flag', ['--key-algorithm=DSA']);
+    const fromEnv = new ControllerProcess('bad-env', [], { ESO_MTLS_RECONCILE_INTERVAL: 'soon' });
+    processes.push(fromEnv);
+    const outside = start('no-cluster', []);
     expect(await controller.exited).toEqual({ code: 2, signal: null });
     expect(controller.stderr).toBe(
       'eso-mtls controller: invalid value "DSA" for --key-algorithm (env ESO_MTLS_KEY_ALGORITHM): accepts ECDSA-P256, RSA-2048 or RSA-3072\n',
     );
-    const fromEnv = new ControllerProcess('bad-env', [], { ESO_MTLS_RECONCILE_INTERVAL: 'soon' });
-    processes.push(fromEnv);
     expect((await fromEnv.exited).code).toBe(2);
     expect(fromEnv.stderr).toContain('invalid value "soon" for ESO_MTLS_RECONCILE_INTERVAL (flag --reconcile-interval)');
-    const outside = start('no-cluster', []);
     expect((await outside.exited).code).toBe(1);
     expect(outside.stdout).toContain('not running in a cluster (KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset): pass --kubeconfig');
-  }, 30_000);
+  }, 120_000);
 });
 
 /**
