@@ -52,7 +52,8 @@ describe('two controller replicas with leader election', () => {
 
   it('only the leader writes', async () => {
     const a = startReplica('replica-a');
-    await a.waitForLog((l) => l.msg === 'acquired leader lease', 30_000, 'replica-a to lead');
+    // Only catches a replica that never leads: loading the sources alone took over 30 s at load 18-21.
+    await a.waitForLog((l) => l.msg === 'acquired leader lease', 90_000, 'replica-a to lead');
     const b = startReplica('replica-b');
     const { probes } = await b.endpoints();
     await eventually(() => converged(admin, expected), 60_000, 'convergence');
@@ -60,7 +61,7 @@ describe('two controller replicas with leader election', () => {
     expect(writesBy(plane, 'replica-a', ['secrets']).length).toBeGreaterThanOrEqual(2 + expected.size);
     expect(writesBy(plane, 'replica-b')).toEqual([]);
     expect(await leaseHolder(admin)).toBe('replica-a');
-  }, 120_000);
+  }, 240_000);
 
   it('a leader stopped past its lease writes nothing after it resumes; the other takes over and converges', async () => {
     const a = replicas.get('replica-a')!;

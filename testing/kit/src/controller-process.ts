@@ -89,8 +89,11 @@ export class ControllerProcess {
     }
   }
 
-  /** The probe and metrics URLs the process logged once listening. */
-  async endpoints(timeoutMs = 30_000): Promise<{ probes: string; metrics: string }> {
+  /**
+   * The probe and metrics URLs the process logged once listening. The wait only catches a process
+   * that never listens: loading the TypeScript sources took over 30 s at load 18-21 on two cores.
+   */
+  async endpoints(timeoutMs = 90_000): Promise<{ probes: string; metrics: string }> {
     const line = await this.waitForLog((l) => l.msg === 'serving probes and metrics', timeoutMs, 'the endpoints line');
     return { probes: String(line.probes), metrics: String(line.metrics) };
   }
