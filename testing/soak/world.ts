@@ -26,6 +26,13 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 export const LEASE_MS = 4000;
 const ELECTION = [`--leader-election-lease-duration=${LEASE_MS}ms`, '--leader-election-renew-deadline=3s', '--leader-election-retry-period=500ms'];
 export const REPLICAS = ['replica-a', 'replica-b'] as const;
+
+/**
+ * A replica's Lease holder identity: `soak-a1`, `soak-b2`. Both replicas share the stem `soak`, as
+ * the pods of one Deployment share theirs, so neither judges the other's Lease foreign
+ * (packages/controller/src/lease-holder.ts); the letter and the generation tell them apart.
+ */
+const soakIdentity = (name: string, generation: number): string => `soak-${name.slice('replica-'.length)}${generation}`;
 export const REPLICA_USERS = new Set<string>(REPLICAS);
 /** A Secret change reaches a folder within this (real ms); the policy assumes 5 minutes. */
 export const DELIVERY_DELAY_MS = { min: 200, max: 2000 } as const;
@@ -150,7 +157,7 @@ export class SoakWorld {
         this.plane.identity(name).kubeconfigPath,
         '--leader-elect',
         ...ELECTION,
-        `--leader-election-identity=${name}-${generation}`,
+        `--leader-election-identity=${soakIdentity(name, generation)}`,
         '--health-probe-bind-address=127.0.0.1:0',
         '--metrics-bind-address=127.0.0.1:0',
       ],
@@ -165,7 +172,7 @@ export class SoakWorld {
   /** The replica holding the Lease, if any. */
   async leader(): Promise<ControllerProcess | undefined> {
     const holder = await leaseHolder(this.admin);
-    return holder === undefined ? undefined : this.replicas.get(holder.replace(/-\d+$/, ''));
+    return holder === undefined ? undefined : this.replicas.get(holder.replace(/^soak-([a-z])\d+$/, 'replica-$1'));
   }
 
   /** Reads a replica's counters into its lifetime totals, then SIGKILLs it. */
