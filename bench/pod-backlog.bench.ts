@@ -15,6 +15,7 @@ import 'reflect-metadata';
 import { pathToFileURL } from 'node:url';
 import { PROVIDER_LABEL } from '@eso-mtls/core';
 import { KubeRestClient, type PodStage, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { nodeIdentity, startControlPlane } from '../testing/envtest/src/index.js';
 import { type KubeletPod, PodCertificateKubelet } from '../testing/kubelet/index.js';
 import { ADAPTER_LOGGER, ESO, pool, providerSecretInformer } from './kubernetes.bench.js';
@@ -23,6 +24,32 @@ import { type Spread, spread } from './spread.js';
 const SERVER_SIGNER = 'eso-mtls.io/provider-server';
 const POD_CERTIFICATES = { serverSignerName: SERVER_SIGNER, clientSignerName: 'eso-mtls.io/eso-client', maxValidity: 86_400_000 };
 const NODE = 'bench-node';
+
+/** Pod-certificate decisions, counted by the adapter's hook as each status write returns: a watch of every request would share the bench's process. */
+export interface PodDecisions {
+  issued: number;
+  refused: number;
+  /** Called after each count. */
+  onDecided: () => void;
+}
+
+/** An adapter in both modes whose pod-certificate hook counts each decision into `decisions` (a failed status write is retried, not counted). */
+export function countingPodAdapter(kubeConfig: KubeConfig, decisions: PodDecisions): Promise<ProviderCertificateAdapter> {
+  return ProviderCertificateAdapter.create({
+    kubeConfig,
+    policy: { esoNamespace: ESO },
+    logger: ADAPTER_LOGGER,
+    podCertificates: POD_CERTIFICATES,
+    hooks: {
+      onPodCertificateRequest: (_signer, result, reason) => {
+        if (reason === 'StatusWriteFailed') return;
+        if (result === 'issued') decisions.issued++;
+        else decisions.refused++;
+        decisions.onDecided();
+      },
+    },
+  });
+}
 const BACKLOG_NS = 'backlog';
 /** The node's create calls in flight while it builds the backlog. */
 const CONCURRENCY = 16;
@@ -86,23 +113,8 @@ async function probe(
 /** Baseline, then the backlog; see the file's comment. */
 export async function runPodBacklogBenchmark(pods = 20, perPod = 200, paceMs = 250): Promise<PodBacklogBenchmark> {
   const plane = await startControlPlane({ nodeAuthorization: true, identities: [nodeIdentity(NODE), { name: 'bench-adapter', groups: ['system:masters'] }] });
-  // Decisions are counted by the adapter's hook as each status write returns: thousands of waiters on the node's watch would cost this process more than the signer.
-  const decisions = { issued: 0, other: 0, onDecided: () => undefined as void };
-  const adapter = (): Promise<ProviderCertificateAdapter> =>
-    ProviderCertificateAdapter.create({
-      kubeConfig: plane.kubeconfigFor('bench-adapter'),
-      policy: { esoNamespace: ESO },
-      logger: ADAPTER_LOGGER,
-      podCertificates: POD_CERTIFICATES,
-      hooks: {
-        onPodCertificateRequest: (_signer, result, reason) => {
-          if (reason === 'StatusWriteFailed') return;
-          if (result === 'issued') decisions.issued++;
-          else decisions.other++;
-          decisions.onDecided();
-        },
-      },
-    });
+  const decisions: PodDecisions = { issued: 0, refused: 0, onDecided: () => undefined };
+  const adapter = (): Promise<ProviderCertificateAdapter> => countingPodAdapter(plane.kubeconfigFor('bench-adapter'), decisions);
   let kubelet: PodCertificateKubelet | undefined;
   const admin = new KubeRestClient(await connectionFromKubeConfig(plane.adminKubeConfig), { maxSockets: CONCURRENCY });
   const secrets = providerSecretInformer(admin);
@@ -157,8 +169,8 @@ export async function runPodBacklogBenchmark(pods = 20, perPod = 200, paceMs = 2
 
     progress('backlog: fresh adapter; Services labelled while it drains');
     let drainedAt = NaN;
-    decisions.issued = decisions.other = 0;
-    const decided = (): number => decisions.issued + decisions.other;
+    decisions.issued = decisions.refused = 0;
+    const decided = (): number => decisions.issued + decisions.refused;
     const drained = new Promise<void>((r) => {
       decisions.onDecided = () => {
         if (decided() < specs.length) return;
@@ -192,7 +204,7 @@ export async function runPodBacklogBenchmark(pods = 20, perPod = 200, paceMs = 2
       withBacklog: spread(withBacklog),
       drainSeconds: (drainedAt - start) / 1000,
       issued: decisions.issued,
-      refused: decisions.other,
+      refused: decisions.refused,
       pendingAtFirstSecret,
       backlogSetupSeconds,
       stages,

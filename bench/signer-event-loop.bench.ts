@@ -30,10 +30,10 @@ import { pathToFileURL } from 'node:url';
 import { PROVIDER_LABEL } from '@eso-mtls/core';
 import { KubeRestClient, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
 import { nodeIdentity, startControlPlane } from '../testing/envtest/src/index.js';
-import { ADAPTER_LOGGER, ESO } from './kubernetes.bench.js';
+import { ESO } from './kubernetes.bench.js';
+import { type PodDecisions, countingPodAdapter } from './pod-backlog.bench.js';
 import { spread } from './spread.js';
 
-const POD_CERTIFICATES = { serverSignerName: 'eso-mtls.io/provider-server', clientSignerName: 'eso-mtls.io/eso-client', maxValidity: 86_400_000 };
 const NODE = 'bench-node';
 const NAMESPACE = 'burst';
 /** The histogram's sampling timer, in ms: a stall shorter than this may go unseen. */
@@ -138,8 +138,7 @@ async function measured(until: () => Promise<void>): Promise<LoopDelay> {
 export async function runSignerEventLoopBenchmark(requests = 4000, pods = 20): Promise<SignerEventLoopBenchmark> {
   const loadStart = loadavg()[0]!;
   const plane = await startControlPlane({ nodeAuthorization: true, identities: [nodeIdentity(NODE), { name: 'bench-adapter', groups: ['system:masters'] }] });
-  // Counted by the adapter's hook as each status write returns: a watch of every request would share this process.
-  const decisions = { issued: 0, refused: 0, onDecided: () => undefined as void };
+  const decisions: PodDecisions = { issued: 0, refused: 0, onDecided: () => undefined };
   const decided = (n: number): Promise<void> =>
     new Promise((resolve) => {
       decisions.issued = decisions.refused = 0;
@@ -147,21 +146,7 @@ export async function runSignerEventLoopBenchmark(requests = 4000, pods = 20): P
         if (decisions.issued + decisions.refused >= n) resolve();
       };
     });
-  const adapter = (): Promise<ProviderCertificateAdapter> =>
-    ProviderCertificateAdapter.create({
-      kubeConfig: plane.kubeconfigFor('bench-adapter'),
-      policy: { esoNamespace: ESO },
-      logger: ADAPTER_LOGGER,
-      podCertificates: POD_CERTIFICATES,
-      hooks: {
-        onPodCertificateRequest: (_signer, result, reason) => {
-          if (reason === 'StatusWriteFailed') return;
-          if (result === 'issued') decisions.issued++;
-          else decisions.refused++;
-          decisions.onDecided();
-        },
-      },
-    });
+  const adapter = (): Promise<ProviderCertificateAdapter> => countingPodAdapter(plane.kubeconfigFor('bench-adapter'), decisions);
   const admin = new KubeRestClient(await connectionFromKubeConfig(plane.adminKubeConfig));
   let kubelet: KubeletChild | undefined;
   try {
