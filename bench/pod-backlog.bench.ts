@@ -24,6 +24,11 @@ import { type Spread, spread } from './spread.js';
 const SERVER_SIGNER = 'eso-mtls.io/provider-server';
 const POD_CERTIFICATES = { serverSignerName: SERVER_SIGNER, clientSignerName: 'eso-mtls.io/eso-client', maxValidity: 86_400_000 };
 const NODE = 'bench-node';
+const BACKLOG_NS = 'backlog';
+/** The node's create calls in flight while it builds the backlog. */
+const CONCURRENCY = 16;
+/** Services labelled at most, per phase. */
+const MAX_PROBES = 400;
 
 /** Pod-certificate decisions, counted by the adapter's hook as each status write returns: a watch of every request would share the bench's process. */
 export interface PodDecisions {
@@ -50,11 +55,6 @@ export function countingPodAdapter(kubeConfig: KubeConfig, decisions: PodDecisio
     },
   });
 }
-const BACKLOG_NS = 'backlog';
-/** The node's create calls in flight while it builds the backlog. */
-const CONCURRENCY = 16;
-/** Services labelled at most, per phase. */
-const MAX_PROBES = 400;
 
 /** What {@link runPodBacklogBenchmark} measures. */
 export interface PodBacklogBenchmark {
