@@ -73,7 +73,7 @@ export interface InformerOptions {
   /** timeoutSeconds asked of each watch; unset lets the apiserver pick (its --min-request-timeout to twice that). */
   readonly watchTimeoutSeconds?: number;
   readonly backoff?: BackoffOptions;
-  /** While objects wait outside a source's bound, the shortest time between two lists that look for room (default 30 s). */
+  /** While objects wait outside a source's bound, the shortest time between two lists that look for room (default 30 s; at least ten times the last list took). */
   readonly relistForRoomMs?: number;
   /** Told about every failed list or watch, before the retry. */
   readonly onError?: (error: Error) => void;
@@ -122,6 +122,8 @@ export class Informer<T extends ObjectWithMeta> {
   private store: InformerStore<T>;
   private notHeldSinceList: Record<CacheBoundScope, number> = { namespace: 0, total: 0 };
   private listedAt = -Infinity;
+  // How long the last list took, from its first page to its last.
+  private listedInMs = 0;
   private roomTimer: ScheduledTimer | undefined;
   // A list to catch up with objects kept out by the bound was asked for: the watch ends for it.
   private relistWanted = false;
@@ -248,6 +250,7 @@ export class Informer<T extends ObjectWithMeta> {
   }
 
   private async relist(): Promise<void> {
+    const started = this.timers.monotonicMs();
     const fresh = new InformerStore<T>(this.source.bound);
     const notHeld = { namespace: 0, total: 0 };
     let next: string | undefined;
@@ -270,6 +273,7 @@ export class Informer<T extends ObjectWithMeta> {
     if (!this.running) return;
     this.stats.lists++;
     this.listedAt = this.timers.monotonicMs();
+    this.listedInMs = this.listedAt - started;
     this.notHeldSinceList = notHeld;
     // This list looked for room already: the next look waits for room made after it.
     this.roomTimer?.cancel();
@@ -390,11 +394,14 @@ export class Informer<T extends ObjectWithMeta> {
   /**
    * Room was made while objects wait outside the bound: lists again (ending the watch), no sooner
    * than {@link InformerOptions.relistForRoomMs} after the last list, so a full cache that drains
-   * one object at a time costs one list per interval, not one per object.
+   * one object at a time costs one list per interval, not one per object; and no sooner than ten
+   * times the last list took, so lists of many objects the transform drops (thousands of decided
+   * requests) take at most a tenth of the time.
    */
   private listForRoom(): void {
     if (this.roomTimer || !this.running || this.notHeldSinceList.namespace + this.notHeldSinceList.total === 0) return;
-    const wait = Math.max(0, this.listedAt + (this.options.relistForRoomMs ?? 30_000) - this.timers.monotonicMs());
+    const interval = Math.max(this.options.relistForRoomMs ?? 30_000, 10 * this.listedInMs);
+    const wait = Math.max(0, this.listedAt + interval - this.timers.monotonicMs());
     this.roomTimer = this.timers.setTimer(wait, () => {
       this.roomTimer = undefined;
       // While a list runs (abortWatch unset), that list catches up already.

@@ -2,6 +2,7 @@ import type { Timers } from './clock.js';
 import type { EventRecorder } from './event-recorder.js';
 import type { CacheBound, CacheBoundScope } from './informer-store.js';
 import type { Logger } from './logger.js';
+import { OncePerWindow } from './once-per-window.js';
 import type { PodCertificateRequest } from './pod-requests.js';
 
 /** The pending requests the signer holds at most, per namespace and in all, unless configured. */
@@ -15,34 +16,24 @@ export const DEFAULT_PENDING_BOUND: CacheBound = Object.freeze({ perNamespace: 1
  * asks again after a denial).
  */
 export class NotHeldReports {
-  // When each namespace was last reported (monotonic ms); pruned as windows pass.
-  private readonly reportedAt = new Map<string, number>();
-  private prunedAt = -Infinity;
+  private readonly once: OncePerWindow;
 
   constructor(
     private readonly deps: { readonly events: EventRecorder; readonly logger: Logger; readonly timers: Timers },
     private readonly bound: CacheBound,
-    private readonly windowMs: number,
-  ) {}
+    windowMs: number,
+  ) {
+    this.once = new OncePerWindow(windowMs, deps.timers);
+  }
 
   /** One request kept out by `scope`'s bound. */
   notHeld(request: PodCertificateRequest, scope: CacheBoundScope, signer: string): void {
     const namespace = request.metadata?.namespace ?? '';
-    const now = this.deps.timers.monotonicMs();
-    this.prune(now);
-    const last = this.reportedAt.get(namespace);
-    if (last !== undefined && now - last < this.windowMs) return;
-    this.reportedAt.set(namespace, now);
+    if (!this.once.first(namespace)) return;
     const message = notHeldMessage(scope, this.bound, namespace);
     this.deps.logger.warn({ namespace, signer, bound: scope, request: request.metadata?.name }, message);
     const pod = { kind: 'Pod' as const, namespace, name: request.spec?.podName ?? '', uid: request.spec?.podUID };
     this.deps.events.record(pod, 'Warning', 'PodCertificateRequestsNotHeld', `PodCertificateRequest ${request.metadata?.name ?? ''}: ${message}`);
-  }
-
-  private prune(now: number): void {
-    if (now - this.prunedAt < this.windowMs) return;
-    this.prunedAt = now;
-    for (const [namespace, at] of this.reportedAt) if (now - at >= this.windowMs) this.reportedAt.delete(namespace);
   }
 }
 

@@ -22,6 +22,7 @@ import type { EventRecorder } from './event-recorder.js';
 import { Informer, type InformerOptions, type ListPage, type NotHeld } from './informer.js';
 import type { CacheBound } from './informer-store.js';
 import type { Logger } from './logger.js';
+import { OncePerWindow } from './once-per-window.js';
 import { IssuedPods } from './issued-pods.js';
 import { PodReader } from './pod-cache.js';
 import { PodIssuanceEvents } from './pod-events.js';
@@ -108,6 +109,8 @@ export class PodCertificateSigner {
   /** Each request's time by stage, for benchmarks. */
   readonly stages = new PodStageTimes();
   private readonly issuedEvents: PodIssuanceEvents;
+  // The log lines of refusals and failed status writes: one per namespace and reason a window.
+  private readonly logged: OncePerWindow;
   // The labelled Services by namespace, rebuilt after a Service changed.
   private servicesIndex: Map<string, SelectingService[]> | undefined;
   private staleCountedAt = -Infinity;
@@ -121,6 +124,7 @@ export class PodCertificateSigner {
     const bound = options.pendingBound ?? DEFAULT_PENDING_BOUND;
     const timers = deps.timers ?? systemTimers;
     const notHeld = new NotHeldReports({ events: deps.events, logger: deps.logger, timers }, bound, deps.policy.reconcileInterval);
+    this.logged = new OncePerWindow(deps.policy.reconcileInterval, timers);
     const informer = (signer: string): Informer<PodCertificateRequest> => {
       const path = certificatesPath('podcertificaterequests');
       const fieldSelector = `spec.signerName=${signer}`;
@@ -316,10 +320,12 @@ export class PodCertificateSigner {
       const error = apiErrorOf(e);
       // 409: another writer (or our earlier write) moved it on; it is read again from the cache when retried.
       if (error.code !== 409 && error.code !== 404) {
-        this.deps.logger.warn(
-          { namespace, pod: podName, request: name, signer, error: error.message },
-          'writing a pod certificate request status failed; retrying',
-        );
+        if (this.logged.first(`write ${namespace} ${signer} ${error.code ?? error.message}`)) {
+          this.deps.logger.warn(
+            { namespace, pod: podName, request: name, signer, error: error.message },
+            'writing a pod certificate request status failed; retrying (more such failures in this namespace are counted, and not logged for a reconcile interval)',
+          );
+        }
         this.deps.events.record(pod, 'Warning', 'PodCertificateFailed', `writing the status of PodCertificateRequest ${name} failed: ${error.message}`);
         this.deps.onRequest?.(role, 'failed', 'StatusWriteFailed', namespace);
       }
@@ -343,10 +349,13 @@ export class PodCertificateSigner {
       return 'issued';
     }
     const result = outcome.kind === 'Denied' ? 'denied' : 'failed';
-    this.deps.logger.warn(
-      { namespace, pod: podName, request: name, signer, reason: outcome.reason, message: outcome.message },
-      `pod certificate request ${result}`,
-    );
+    // Every refusal has its Event on the pod and its count; the log has the first per namespace and reason a window.
+    if (this.logged.first(`${result} ${namespace} ${signer} ${outcome.reason}`)) {
+      this.deps.logger.warn(
+        { namespace, pod: podName, request: name, signer, reason: outcome.reason, message: outcome.message },
+        `pod certificate request ${result}; more in this namespace for this reason are counted (eso_pod_certificate_requests_total) and not logged for a reconcile interval`,
+      );
+    }
     this.deps.events.record(
       pod,
       'Warning',

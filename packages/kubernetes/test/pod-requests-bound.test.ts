@@ -72,7 +72,10 @@ describe('pending pod certificate requests within a bound, on kube-apiserver v1.
   it('holds at most its bound, reports the rest, keeps the Secret mode serving, and decides every request as room is made', async () => {
     expect((await requests()).filter((r) => !r.status?.conditions?.length)).toHaveLength(ALL);
     const decided: { result: string; namespace: string }[] = [];
+    const warnings: { fields: Record<string, unknown>; message: string }[] = [];
+    const quiet = () => undefined;
     adapter = await ProviderCertificateAdapter.create({
+      logger: { debug: quiet, info: quiet, error: quiet, warn: (fields, message) => void warnings.push({ fields, message }) },
       kubeConfig: plane.adminKubeConfig,
       policy: { esoNamespace: ESO_NS },
       podCertificates: { serverSignerName: SERVER_SIGNER, clientSignerName: CLIENT_SIGNER, maxValidity: hours(24), pendingBound: BOUND },
@@ -129,5 +132,9 @@ describe('pending pod certificate requests within a bound, on kube-apiserver v1.
     expect(server.size).toBe(0);
     expect(signer.notHeld()).toEqual({ namespace: 0, total: 0 });
     expect(most).toEqual({ total: BOUND.total, perNamespace: BOUND.perNamespace });
+    // Logged once per namespace, however many: the requests kept out, and t-c's 20 denials.
+    const lines = (start: string) => warnings.filter((w) => w.message.startsWith(start)).map((w) => w.fields['namespace']);
+    expect(lines('pending pod certificate requests not held').sort()).toEqual(['t-a', 't-b', 't-c']);
+    expect(lines('pod certificate request denied')).toEqual(['t-c']);
   }, 300_000);
 });
