@@ -13,6 +13,15 @@ export default {
       from: { path: '^packages/[^/]+/src/' },
       to: { circular: true },
     },
+    {
+      name: 'no-circular-folders',
+      severity: 'error',
+      comment:
+        'An import circle between folders of a package: the folders of src/ stack as a ladder, each importing only folders below it. Move the module whose concept belongs lower, or the shared definition, so the circle breaks.',
+      scope: 'folder',
+      from: { path: '^packages/[^/]+/src(/|$)' },
+      to: { circular: true },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
