@@ -21,7 +21,8 @@ import type { Conflict, ExcludedNamespace, PlanContext, RefusedService } from '.
 /*
  * The first step of a plan: who it is about. The client and every provider namespace become leaf
  * subjects, or are left out (excluded, in conflict) with the reason; Services whose request or names
- * cannot be honoured are refused. Each function returns what it found; none writes into its caller's.
+ * cannot be honoured are refused. Each function returns what it found rather than adding to lists its
+ * caller holds, so each step can be read, and tested, on its own.
  */
 
 /** One leaf Secret as the planner sees it. */

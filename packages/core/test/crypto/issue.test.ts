@@ -146,7 +146,7 @@ describe('issueClientLeaf', () => {
   });
 
   // RFC 5280 4.2.1.12: keyEncipherment is not consistent with clientAuth (zlint's
-  // e_key_usage_and_extended_key_usage_inconsistent); RSA client leaves used to carry it.
+  // e_key_usage_and_extended_key_usage_inconsistent), for RSA client leaves as for the others.
   it.each(KEY_ALGORITHMS)('has keyUsage digitalSignature only, critical, for a %s key', async (keyAlgorithm) => {
     const leaf = await issueClientLeaf({ crypto, policy: resolvePolicy({ keyAlgorithm }), now: NOW }, ca);
     const ku = peculiar(leaf).getExtension(x509.KeyUsagesExtension)!;

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { type Instant, MemoryStore, type Plan, days, describeTarget, executePlan, isPlanEmpty, minutes, planRotation, seconds } from '@eso-mtls/core';
 import { Pki, T0, convergedCluster, policy } from '../support/planner.js';
 
-// Floods across namespaces (issue 16, T6): a bound on issuances per plan, served by priority, and
+// Floods across namespaces (docs/security.md, T6): a bound on issuances per plan, served by priority, and
 // an optional cap on namespaces. See docs/flood-control.md.
 
 /** Past the renewal time of every leaf issued at T0 (notAfter - leafLookahead - leafJitter), well before notAfter. */

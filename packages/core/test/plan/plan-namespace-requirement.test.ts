@@ -13,7 +13,7 @@ import {
 } from '@eso-mtls/core';
 import { type Pki, T0, convergedCluster, policy } from '../support/planner.js';
 
-// The controller's own namespace check (issue 16, T3; docs/label-policy.md): with a namespace
+// The controller's own namespace check (docs/security.md, T3; docs/label-policy.md): with a namespace
 // requirement, labelled Services of a namespace without the label are left out as if unlabelled,
 // before anything else about them is judged, and reported with reason not_allowed.
 

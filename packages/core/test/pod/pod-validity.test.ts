@@ -5,7 +5,7 @@ import { MAX_POD_BACKDATE, type PodValidityInput, podRefreshTime, podValidity } 
 import { NOW } from '../support/fixtures.js';
 
 // The times of a pod certificate against what kube-apiserver v1.37.2 accepts
-// (docs/pod-certificates-facts.md, section 4) and the refresh rule of issue 15:
+// (docs/pod-certificates-facts.md, section 4) and the refresh rule of docs/pod-certificates.md:
 // beginRefreshAt = notAfter − min(35 days, lifetime/3), less the policy's jitter, clamped to
 // [notBefore + 10 min, notAfter − 10 min].
 
