@@ -1,6 +1,5 @@
 import type { SecretWrite } from '../plan/execute.js';
-import { IssuanceLedger } from '../secret/target.js';
-import { type SecretTarget, describeTarget } from '../secret/target.js';
+import { IssuanceLedger, type SecretTarget, describeTarget } from '../secret/target.js';
 import { type ProviderService, type SecretState, type Snapshot, assembleSnapshot } from '../secret/snapshot.js';
 
 /** A write the store refused: the Secret moved on since it was planned (or already exists). */

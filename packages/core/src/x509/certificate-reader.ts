@@ -7,9 +7,8 @@
  * CertificateParseError.
  */
 import type { CertificateView } from './certificate.js';
-import { type DerElement, Tag, children, contentsOf, encodingOf, equalBytes, oidToString, readElement } from './der.js';
+import { type DerElement, Tag, children, contentsOf, encodingOf, equalBytes, oidToString, readElement, toHex } from './der.js';
 import { decodeString, readName } from './distinguished-name.js';
-import { toHex } from './der.js';
 import { truncate } from '../common/truncate.js';
 
 const EXT = {
