@@ -56,7 +56,10 @@ describe('podKeyTypeOf', () => {
     'refuses an RSA key of %d bits (a size it accepts) with public exponent %d, naming the exponent: only 65537 is accepted',
     (modulusLength, publicExponent) => {
       const result = podKeyTypeOf(spkiOf(generateKeyPairSync('rsa', { modulusLength, publicExponent })));
-      expect(result).toEqual({ ok: false, detail: `an RSA key of ${modulusLength} bits with public exponent ${publicExponent}; only 65537 is accepted` });
+      expect(result).toEqual({
+        ok: false,
+        detail: `an RSA key of ${modulusLength} bits with public exponent ${publicExponent}; only 65537 is accepted; this signer issues for ${ACCEPTED_LIST}`,
+      });
     },
   );
 
