@@ -21,9 +21,6 @@ const KNOWN_FOLDER_LOOPS = {
   'packages/controller/src/demo': ['packages/controller/src/cli'],
   'packages/controller/src/dev-certs': ['packages/controller/src/demo'],
   'packages/controller/src/status': ['packages/controller/src/cli'],
-  // server/ builds on tls/'s credentials, and tls/ imports server/'s CertificateSource and log.
-  'packages/grpc/src/server': ['packages/grpc/src/tls'],
-  'packages/grpc/src/tls': ['packages/grpc/src/server'],
 };
 
 /** A regular expression that matches exactly one of `paths`. */

@@ -23,11 +23,11 @@ export {
   type ProviderClientOptions,
   type SecretStoreProviderClient,
 } from './client/typed-client.js';
-export { type ServedCertificateSource } from './server/certificate-source.js';
+export { type ServedCertificateSource } from './tls/served-certificate-source.js';
 export { type CallObserver } from './server/handlers.js';
 export { HealthService, type ServingStatus } from './server/health.js';
 export { type ClientIdentityRequirement, peerIdentity, type PeerIdentity } from './server/identity.js';
-export { type ProviderLogger, type ProviderLogRecord, stderrProviderLogger } from './server/log.js';
+export { type ProviderLogger, type ProviderLogRecord, stderrProviderLogger } from './tls/provider-log.js';
 export { ProviderServerOptionError, type ProviderServerOptions, type ResolvedProviderServerOptions, resolveProviderServerOptions } from './server/options.js';
 export { type CallContext, type SecretStoreProvider } from './server/provider.js';
 export { type CertificateSourceFactory, type ProviderServer, startProviderServer } from './server/start.js';

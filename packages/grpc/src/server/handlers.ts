@@ -3,7 +3,7 @@ import { statusOfError, ProviderError } from '../wire/errors.js';
 import { SECRET_STORE_CAPABILITIES } from '../wire/messages.js';
 import { PROVIDER_METHOD_NAMES, type ProviderMethodName } from '../wire/service.js';
 import { clientIdentityMismatch, peerIdentity, type ClientIdentityRequirement } from './identity.js';
-import type { ProviderLogger } from './log.js';
+import type { ProviderLogger } from '../tls/provider-log.js';
 import type { CallContext, SecretStoreProvider } from './provider.js';
 import { unknownResponseFields } from './response-fields.js';
 

@@ -2,7 +2,7 @@ import { minutes, seconds, formatDuration } from '@eso-mtls/core';
 import type { ClientIdentityRequirement } from './identity.js';
 import type { CallObserver } from './handlers.js';
 import type { SecretStoreProvider } from './provider.js';
-import { type ProviderLogger, stderrProviderLogger } from './log.js';
+import { type ProviderLogger, stderrProviderLogger } from '../tls/provider-log.js';
 import { CERTIFICATE_LAYOUTS, type CertificateLayout } from '../tls/layout.js';
 import { MIN_TLS_VERSION, MIN_TLS_VERSIONS, type MinTlsVersion } from '../tls/server-credentials.js';
 

@@ -4,7 +4,7 @@ import { healthServiceDefinition, providerServiceDefinition } from '../wire/prot
 import { PROVIDER_SERVICE_NAME } from '../wire/service.js';
 import type { CertificateLayout } from '../tls/layout.js';
 import { type MinTlsVersion, reloadingCertificateSource } from '../tls/server-credentials.js';
-import type { ServedCertificateSource } from './certificate-source.js';
+import type { ServedCertificateSource } from '../tls/served-certificate-source.js';
 import { providerHandlers } from './handlers.js';
 import { HealthService } from './health.js';
 import { startHealthHttpServer } from './health-http.js';

@@ -1,6 +1,6 @@
 import type { SecureContextOptions } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
-import type { ServedCertificateSource } from '../server/certificate-source.js';
+import type { ServedCertificateSource } from './served-certificate-source.js';
 import type { TlsMaterial } from './material.js';
 import { CertificateWatcher, type CertificateWatcherOptions } from './watcher.js';
 

@@ -5,7 +5,7 @@ import { type CertificateFileNames, type CertificateLayout, folderLayout, type F
 import { checkTlsMaterial, TlsMaterialError, type CertificatePurpose, type TlsMaterial, type TlsMaterialProblem } from './material.js';
 import { MAX_MOUNTED_FILE_BYTES, MountedFileError, readMountedFile } from './mounted-file.js';
 import { NoGoodCertificateError } from './no-good-certificate.js';
-import { type ProviderLogger, stderrProviderLogger } from '../server/log.js';
+import { type ProviderLogger, stderrProviderLogger } from './provider-log.js';
 
 /** Where a provider mounts its certificate folder (the Secret, per the design), whatever its layout. */
 export const DEFAULT_CERT_DIR = '/etc/provider/certs';
