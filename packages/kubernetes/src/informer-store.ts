@@ -11,10 +11,19 @@ export interface CacheBound {
 /** Which bound kept an object out: its namespace's, or the cache's in all. */
 export type CacheBoundScope = 'namespace' | 'total';
 
-/** An informer's objects by `namespace/name`, counted per namespace, and held within a {@link CacheBound} if one is given. */
+/** What {@link InformerStore.set} did with an object. */
+export type StoreResult<T> =
+  { readonly held: true; readonly evicted?: { readonly key: string; readonly object: T } } | { readonly held: false; readonly refused: CacheBoundScope };
+
+/**
+ * An informer's objects by `namespace/name`, grouped per namespace, and held within a
+ * {@link CacheBound} if one is given. When the cache is full in all, a namespace holding fewer than
+ * the fullest one takes a place from it: a few namespaces that fill the cache never keep a newcomer
+ * waiting for the next list.
+ */
 export class InformerStore<T> {
   private readonly objects = new Map<string, { readonly namespace: string; object: T }>();
-  private readonly perNamespace = new Map<string, number>();
+  private readonly perNamespace = new Map<string, Set<string>>();
 
   constructor(private readonly bound?: CacheBound) {}
 
@@ -37,21 +46,33 @@ export class InformerStore<T> {
   }
 
   /**
-   * Holds `object` under `key`. A key already held is always replaced; a new key is refused when
-   * its namespace or the cache is full: the scope that refused it is returned, and nothing is held.
+   * Holds `object` under `key`. A key already held is always replaced. A new key is refused when
+   * its namespace is full, or when the cache is full and no namespace holds more than one above
+   * its own; otherwise it is held, and takes the place of the fullest namespace's newest object
+   * when the cache is full (that one is then returned as evicted).
    */
-  set(key: string, namespace: string, object: T): CacheBoundScope | undefined {
+  set(key: string, namespace: string, object: T): StoreResult<T> {
     const held = this.objects.get(key);
     if (held) {
       held.object = object;
-      return undefined;
+      return { held: true };
     }
-    const inNamespace = this.perNamespace.get(namespace) ?? 0;
+    const inNamespace = this.perNamespace.get(namespace)?.size ?? 0;
     const refused = boundReached(this.bound, inNamespace, this.objects.size);
-    if (refused) return refused;
+    let evicted: { key: string; object: T } | undefined;
+    if (refused === 'total') {
+      const from = this.fullest();
+      if (from === undefined || from.size <= inNamespace + 1) return { held: false, refused };
+      const last = [...from].at(-1)!;
+      evicted = { key: last, object: this.delete(last)! };
+    } else if (refused) {
+      return { held: false, refused };
+    }
     this.objects.set(key, { namespace, object });
-    this.perNamespace.set(namespace, inNamespace + 1);
-    return undefined;
+    let keys = this.perNamespace.get(namespace);
+    if (!keys) this.perNamespace.set(namespace, (keys = new Set()));
+    keys.add(key);
+    return evicted ? { held: true, evicted } : { held: true };
   }
 
   /** Stops holding `key`; the object it held, if any. */
@@ -59,10 +80,17 @@ export class InformerStore<T> {
     const held = this.objects.get(key);
     if (!held) return undefined;
     this.objects.delete(key);
-    const left = (this.perNamespace.get(held.namespace) ?? 1) - 1;
-    if (left > 0) this.perNamespace.set(held.namespace, left);
-    else this.perNamespace.delete(held.namespace);
+    const keys = this.perNamespace.get(held.namespace);
+    keys?.delete(key);
+    if (keys?.size === 0) this.perNamespace.delete(held.namespace);
     return held.object;
+  }
+
+  /** The keys of the namespace holding the most objects. */
+  private fullest(): Set<string> | undefined {
+    let most: Set<string> | undefined;
+    for (const keys of this.perNamespace.values()) if (!most || keys.size > most.size) most = keys;
+    return most;
   }
 }
 

@@ -261,10 +261,11 @@ export class Informer<T extends ObjectWithMeta> {
       for (const item of page.items) {
         const object = this.trim(item);
         if (object === undefined) continue;
-        const refused = fresh.set(keyOf(object), object.metadata?.namespace ?? '', object);
-        if (refused) {
-          notHeld[refused]++;
-          this.keptOut(object, refused);
+        const result = fresh.set(keyOf(object), object.metadata?.namespace ?? '', object);
+        const out = result.held ? result.evicted && { object: result.evicted.object, scope: 'total' as const } : { object, scope: result.refused };
+        if (out) {
+          notHeld[out.scope]++;
+          this.keptOut(out.object, out.scope);
         }
       }
       resourceVersion ??= page.metadata?.resourceVersion;
@@ -366,11 +367,17 @@ export class Informer<T extends ObjectWithMeta> {
       if (previous) this.forget(key, previous);
       return;
     }
-    const refused = this.store.set(key, object.metadata?.namespace ?? '', object);
-    if (refused) {
-      this.notHeldSinceList[refused]++;
-      this.keptOut(object, refused);
+    const result = this.store.set(key, object.metadata?.namespace ?? '', object);
+    if (!result.held) {
+      this.notHeldSinceList[result.refused]++;
+      this.keptOut(object, result.refused);
       return;
+    }
+    if (result.evicted) {
+      // A fuller namespace gave up its place: it leaves the cache, and waits like any object kept out.
+      this.emit({ type: 'DELETED', object: result.evicted.object, previous: result.evicted.object });
+      this.notHeldSinceList.total++;
+      this.keptOut(result.evicted.object, 'total');
     }
     this.emit(previous ? { type: 'MODIFIED', object, previous } : { type: 'ADDED', object });
   }
