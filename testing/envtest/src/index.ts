@@ -14,5 +14,5 @@ export {
   KUBE_SCHEDULER,
   nodeIdentity,
   type IdentitySpec,
-} from '../../../packages/controller/src/cluster/identities.js';
+} from '@eso-mtls/devtools/cluster';
 export { locateTestBinaries, type TestBinaries } from './binaries.js';

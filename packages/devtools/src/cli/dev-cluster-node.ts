@@ -8,10 +8,9 @@ import { locateNodeBinaries } from '../cluster/node/components.js';
 import type { ServerProcess } from '../cluster/process-group.js';
 import type { Clone } from '../dev-cluster/clone.js';
 import { prepareDataDir } from '../dev-cluster/data-dir.js';
-import { type NodeImages, locateImages } from '../dev-cluster/images.js';
+import { type NodeImages, locateImages, splitImageName } from '../dev-cluster/images.js';
 import { nextStepPaths, shellPath, shellQuote } from '../dev-cluster/shell-path.js';
-import { listenForStop } from '../dev-cluster/stop-signals.js';
-import type { CliStreams } from './controller.js';
+import { type CliStreams, listenForStop } from '@eso-mtls/controller';
 
 const COMMAND = 'eso-mtls dev-cluster';
 const ESO_NAMESPACE = 'external-secrets-system';
@@ -24,13 +23,6 @@ export interface NodeClusterFiles {
   readonly imagesEnv: string;
   readonly repositoryRoot: string;
   readonly cwd: string;
-}
-
-/** `repository` and `tag` of an image name such as localhost/eso-mtls/controller:0123abcd (the last colon after the last slash). */
-export function splitImageName(name: string): { readonly repository: string; readonly tag: string } {
-  const colon = name.lastIndexOf(':');
-  if (colon <= name.lastIndexOf('/')) throw new Error(`image ${JSON.stringify(name)} has no tag: scripts/ensure-images.sh names every image with one`);
-  return { repository: name.slice(0, colon), tag: name.slice(colon + 1) };
 }
 
 /**

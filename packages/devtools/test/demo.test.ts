@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { XMLValidator } from 'fast-xml-parser';
 import { METRIC_NAMES } from '@eso-mtls/metrics';
-import { parseControllerConfig } from '../src/config.js';
+import { parseControllerConfig } from '@eso-mtls/controller';
 import { parseDemoArgs, runDemoCommand } from '../src/cli/demo.js';
 import { runDemo } from '../src/demo/run-demo.js';
 import { minDemoDuration } from '../src/demo/scenario.js';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DEFAULT_POLICY, type Policy, days, hours, seededRandom, simulate } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { writeTimelineChart } from '../src/chart/chart-file.js';
-import { runSimulateCommand } from '../src/cli/simulate.js';
+import { runSimulateCommand } from '@eso-mtls/controller';
 
 const run = promisify(execFile);
 const repo = fileURLToPath(new URL('../../..', import.meta.url));

@@ -1,15 +1,22 @@
 import { type SecretWrite, describeTarget } from '@eso-mtls/core';
-import { parseBindAddress } from '../bind-address.js';
-import { CHART_FILE_ACCEPTS, isChartFileName, writeTimelineChart } from '../chart/chart-file.js';
+import {
+  CHART_FILE_ACCEPTS,
+  type CliStreams,
+  type Flag,
+  goFlagWords,
+  helpTable,
+  isChartFileName,
+  parseBindAddress,
+  parseDuration,
+  readArgv,
+} from '@eso-mtls/controller';
+import { writeTimelineChart } from '../chart/chart-file.js';
 import type { ChartRecord } from '../chart/timeline-data.js';
-import { parseDuration } from '../duration.js';
 import { runDemo } from '../demo/run-demo.js';
 import { MAX_PROVIDERS, MIN_PROVIDERS, minDemoDuration } from '../demo/scenario.js';
 import { demoPolicy } from '../demo/schedule.js';
 import { demoExitCode } from '../demo/summary.js';
 import type { TimelineOutput } from '../demo/timeline.js';
-import { type Flag, goFlagWords, helpTable, readArgv } from './args.js';
-import type { CliStreams } from './controller.js';
 
 const COMMAND = 'eso-mtls demo';
 const MAX_DURATION_MS = 24 * 3_600_000;

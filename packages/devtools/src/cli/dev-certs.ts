@@ -1,13 +1,11 @@
 import { isDnsLabel } from '@eso-mtls/core';
 import { resolve } from 'node:path';
-import { parseDuration } from '../duration.js';
+import { type CliStreams, type Flag, goFlagWords, helpTable, parseDuration, readArgv } from '@eso-mtls/controller';
 import { DEFAULT_PROVIDER_NAMESPACE, type DevCertsLayout, type DevProvider } from '../dev-certs/layout.js';
 import { RefusedFolderError } from '../dev-certs/folder-trust.js';
 import { runDevCerts } from '../dev-certs/run-dev-certs.js';
 import { LOCK_FILE } from '../dev-certs/run-lock.js';
 import { LEAF_VALIDITIES, type LeafValidity } from '../dev-certs/validity.js';
-import { type Flag, goFlagWords, helpTable, readArgv } from './args.js';
-import type { CliStreams } from './controller.js';
 
 const COMMAND = 'eso-mtls dev-certs';
 

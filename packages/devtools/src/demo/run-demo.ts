@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { CertificateCache, type Instant, MemoryStore, type SecretTarget, type SecretWrite, clientSpiffeId, seededRandom } from '@eso-mtls/core';
 import { createNodeCryptoBackend, createNodeVerifier } from '@eso-mtls/core/node';
 import type { ProviderLogRecord } from '@eso-mtls/grpc';
-import { isTerminal } from '../cli/terminal.js';
+import { isTerminal } from '@eso-mtls/controller';
 import { demoCertificateStatus } from './certificate-status.js';
 import { RunBook } from './run-book.js';
 import { describeReconcile } from './describe-writes.js';

@@ -1,19 +1,9 @@
 import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
+import { CHART_FILE_ACCEPTS, isChartFileName } from '@eso-mtls/controller';
 import { chartHtmlPage } from './html-page.js';
 import { renderTimelineSvg } from './render.js';
 import { type ChartInput, buildTimelineModel } from './timeline-data.js';
-
-/** The chart file formats, by file extension. */
-const FORMATS = ['.svg', '.html'] as const;
-
-/** What `--chart` accepts, for flag help and errors. */
-export const CHART_FILE_ACCEPTS = 'a file name ending in .svg or .html';
-
-/** Whether `--chart`'s value names a format we write. */
-export function isChartFileName(file: string): boolean {
-  return (FORMATS as readonly string[]).includes(extname(file).toLowerCase());
-}
 
 /** Draws the rotation timeline of a run and writes it to `file`: SVG, or an HTML page holding it. */
 export async function writeTimelineChart(file: string, input: ChartInput): Promise<void> {

@@ -3,12 +3,12 @@ import { execFile } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { imagesEnv, nodeReadyText, splitImageName } from '../src/cli/dev-cluster-node.js';
+import { imagesEnv, nodeReadyText } from '../src/cli/dev-cluster-node.js';
 import { KEEP_WITH_NODE, parseDevClusterArgs, readyText } from '../src/cli/dev-cluster.js';
 import { locateBinaries } from '../src/cluster/binaries.js';
 import { findClone } from '../src/dev-cluster/clone.js';
 import { prepareDataDir } from '../src/dev-cluster/data-dir.js';
-import { imagesIn } from '../src/dev-cluster/images.js';
+import { imagesIn, splitImageName } from '../src/dev-cluster/images.js';
 import { shellPath } from '../src/dev-cluster/shell-path.js';
 import { repoRoot } from '@eso-mtls/test-kit/repo';
 

@@ -21,20 +21,14 @@ export const ADMIN: IdentitySpec = { name: 'admin', groups: ['system:masters'] }
 /**
  * kube-controller-manager's user, which the apiserver's bootstrap RBAC binds to ClusterRole
  * system:kube-controller-manager.
- *
- * @internal For the node's components (./node/) and testing/envtest; not exported by the package.
  */
 export const KUBE_CONTROLLER_MANAGER: IdentitySpec = { name: 'system:kube-controller-manager' };
 /**
  * kube-scheduler's user, bound to ClusterRole system:kube-scheduler.
- *
- * @internal For the node's components (./node/) and testing/envtest; not exported by the package.
  */
 export const KUBE_SCHEDULER: IdentitySpec = { name: 'system:kube-scheduler' };
 /**
  * kube-proxy's user, bound to ClusterRole system:node-proxier.
- *
- * @internal For the node's components (./node/) and testing/envtest; not exported by the package.
  */
 export const KUBE_PROXY: IdentitySpec = { name: 'system:kube-proxy' };
 
@@ -42,8 +36,6 @@ export const KUBE_PROXY: IdentitySpec = { name: 'system:kube-proxy' };
  * The identity a kubelet has on node `nodeName`: user `system:node:<nodeName>` in group
  * `system:nodes`, which the Node authorizer and NodeRestriction recognise (with
  * `nodeAuthorization: true`).
- *
- * @internal For the node's kubelet (./node/) and testing/envtest; not exported by the package.
  */
 export function nodeIdentity(nodeName: string): IdentitySpec {
   return { name: `system:node:${nodeName}`, groups: ['system:nodes'] };

@@ -206,7 +206,7 @@ describe('eso-mtls dev-certs: one run per folder', () => {
     }
 
     it('the second is refused naming the first one’s PID, and runs once the first has stopped', async () => {
-      if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build -w packages/controller\` first`);
+      if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build -w packages/controller -w packages/devtools\` first`);
       const dir = fresh();
       const first = start(['--dir', dir]);
       await until('the first ready', () => first.out().includes('Press Ctrl-C to stop.') || first.child.exitCode !== null);
@@ -224,7 +224,7 @@ describe('eso-mtls dev-certs: one run per folder', () => {
     }, 180_000);
 
     it('a lock left by a killed run (SIGKILL) is taken over by the next', async () => {
-      if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build -w packages/controller\` first`);
+      if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build -w packages/controller -w packages/devtools\` first`);
       const dir = fresh();
       const killed = start(['--dir', dir]);
       await until('the ready line', () => killed.out().includes('Press Ctrl-C to stop.') || killed.child.exitCode !== null);

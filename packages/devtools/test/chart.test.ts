@@ -9,7 +9,7 @@ import { chartHtmlPage } from '../src/chart/html-page.js';
 import { compileTimeline, renderTimelineSvg, timelineView } from '../src/chart/render.js';
 import { type ChartInput, MAX_LEAF_ROWS, buildTimelineModel } from '../src/chart/timeline-data.js';
 import { MARK } from '../src/chart/timeline-spec.js';
-import { runSimulateCommand } from '../src/cli/simulate.js';
+import { runSimulateCommand } from '@eso-mtls/controller';
 import { countBy, drawnData } from './support/chart-marks.js';
 
 // The README's run: `simulate --years 3 --services 200` (50 namespaces), about 5 s on 2 loaded cores.

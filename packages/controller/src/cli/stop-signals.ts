@@ -1,4 +1,7 @@
-/** Ctrl-C (SIGINT) or SIGTERM, as dev-cluster honours them. */
+/**
+ * Ctrl-C (SIGINT) or SIGTERM, as simulate and dev-cluster honour them.
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
+ */
 export interface StopSignals {
   /** Resolves at the first signal. */
   readonly stopped: Promise<void>;
@@ -9,6 +12,7 @@ export interface StopSignals {
 /**
  * The first SIGINT or SIGTERM asks for a clean stop, honoured as soon as the step in progress ends;
  * a second one calls `onSecond` (which says what is left behind) and exits at once with code 1.
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
  */
 export function listenForStop(onSecond: (signal: NodeJS.Signals) => void): StopSignals {
   let first: NodeJS.Signals | undefined;
@@ -26,3 +30,9 @@ export function listenForStop(onSecond: (signal: NodeJS.Signals) => void): StopS
   process.on('SIGTERM', onSignal);
   return { stopped, requested: () => first };
 }
+
+/**
+ * The exit code of a run stopped early by Ctrl-C or SIGTERM, as shells report SIGINT.
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
+ */
+export const EXIT_INTERRUPTED = 130;

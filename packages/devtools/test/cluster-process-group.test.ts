@@ -64,7 +64,7 @@ describe('ServerProcess', () => {
     const log = join(temp, 'orphan.log');
     const child = spawn(
       process.execPath,
-      ['--import', resolve(repoRoot, 'scripts/register-ts.mjs'), resolve(repoRoot, 'packages/controller/test/support/server-process-child.ts'), log],
+      ['--import', resolve(repoRoot, 'scripts/register-ts.mjs'), resolve(repoRoot, 'packages/devtools/test/support/server-process-child.ts'), log],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     const line = await new Promise<string>((resolveLine) => createInterface({ input: child.stdout }).once('line', resolveLine));

@@ -7,10 +7,8 @@ import type { ServerProcess } from '../cluster/process-group.js';
 import { NOT_A_CLONE, findClone } from '../dev-cluster/clone.js';
 import { prepareDataDir } from '../dev-cluster/data-dir.js';
 import { nextStepPaths, shellPath } from '../dev-cluster/shell-path.js';
-import { listenForStop } from '../dev-cluster/stop-signals.js';
+import { type CliStreams, type Flag, helpTable, listenForStop, readArgv } from '@eso-mtls/controller';
 import { type ServiceAccountRef, TOKEN_LIFETIME_SECONDS, createControllerServiceAccount, serviceAccountToken } from '../dev-cluster/service-account.js';
-import { type Flag, helpTable, readArgv } from './args.js';
-import type { CliStreams } from './controller.js';
 import { runNodeCluster } from './dev-cluster-node.js';
 
 const COMMAND = 'eso-mtls dev-cluster';

@@ -1,4 +1,5 @@
 import type { CaPhase, RotationReason } from '@eso-mtls/core';
+import { EXIT_INTERRUPTED } from '@eso-mtls/controller';
 
 /** Something the run promised to show, and whether it did. */
 export interface ScenarioCheck {
@@ -28,9 +29,6 @@ export interface DemoSummary {
   /** Ended early by Ctrl-C (SIGINT) or SIGTERM. */
   readonly interrupted: boolean;
 }
-
-/** The exit code of a run stopped early with no failed call, as shells report SIGINT. */
-export const EXIT_INTERRUPTED = 130;
 
 /**
  * 0 when every call succeeded and every step of the scenario was seen; 1 when a call failed or a
