@@ -1,32 +1,24 @@
 import type { Policy, SimulationResult } from '@eso-mtls/core';
 
-/** The package that holds the developer commands, published beside @eso-mtls/controller. */
+/** The package that holds the developer commands, published beside this one. */
 export const DEVTOOLS_PACKAGE = '@eso-mtls/devtools';
 
-/** The `eso-mtls` commands that live in {@link DEVTOOLS_PACKAGE}: the controller's install and image carry none of them. */
-export const DEVELOPER_COMMANDS = ['demo', 'dev-cluster', 'dev-certs'] as const;
+/** The `eso-mtls` commands that live in `@eso-mtls/devtools`: the controller's install and image carry none of them. */
+export type DeveloperCommand = 'demo' | 'dev-cluster' | 'dev-certs';
 
-/**
- * One of {@link DEVELOPER_COMMANDS}.
- * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
- */
-export type DeveloperCommand = (typeof DEVELOPER_COMMANDS)[number];
-
-/**
- * A simulation to draw: what `eso-mtls simulate --chart` hands the chart writer.
- * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
- */
+/** A simulation to draw: what `eso-mtls simulate --chart` hands the chart writer. */
 export interface SimulationChart {
   /** The chart's title: the command and what it simulated. */
   readonly title: string;
+  /** The policy simulated: it places each certificate's notBefore, notAfter and lookahead window. */
   readonly policy: Policy;
+  /** The timeline and summary the simulation returned. */
   readonly result: SimulationResult;
 }
 
 /**
- * What `eso-mtls` uses of {@link DEVTOOLS_PACKAGE}; that package's index provides exactly this.
+ * What `eso-mtls` uses of `@eso-mtls/devtools`; that package's index provides exactly this.
  * Declared here, not there, because devtools depends on the controller package and never the reverse.
- * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
  */
 export interface DeveloperTools {
   /** Runs `eso-mtls <command> <argv>`; resolves with its exit code. */

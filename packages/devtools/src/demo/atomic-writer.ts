@@ -120,7 +120,7 @@ export interface AtomicWrite {
  * new `..<timestamp>` folder with the payload, a `..data_tmp` symlink to it renamed over `..data`
  * (the one atomic step), top-level symlinks `name -> ..data/name` for new names, names no longer in
  * the payload removed, the old folder removed. A reader that resolves `..data` once sees one
- * version whole. A folder not laid out this way is refused untouched ({@link inspectVolumeFolder}).
+ * version whole. A folder not laid out this way is refused untouched (`inspectVolumeFolder`).
  */
 export async function writeAtomically(targetDir: string, payload: Readonly<Record<string, string | Buffer>>, now: Date = new Date()): Promise<AtomicWrite> {
   const names = Object.keys(payload);

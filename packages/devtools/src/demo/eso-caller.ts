@@ -30,9 +30,11 @@ export interface CallFailure {
 export interface EsoCallerOptions {
   /** The folder ESO's client Secret is mounted at. */
   readonly directory: string;
+  /** A call failed: every failure is reported, none retried. */
   readonly onFailure: (failure: CallFailure) => void;
   /** The client certificate or bundle was swapped in (not the first load). */
   readonly onReload: (material: TlsMaterial, previous: TlsMaterial) => void;
+  /** A changed folder was refused (the last good pair kept). */
   readonly onReloadRefused: (failure: ReloadFailure) => void;
 }
 
