@@ -164,7 +164,7 @@ describe('eso-mtls dev-cluster', () => {
 
   it('finds the clone it runs from, and none from an installed package', () => {
     expect(findClone()?.root).toBe(repoRoot);
-    expect(findClone(join(temp, 'node_modules', '@eso-mtls', 'controller', 'dist', 'dev-cluster'))).toBeUndefined();
+    expect(findClone(join(temp, 'node_modules', '@eso-mtls', 'devtools', 'dist', 'dev-cluster'))).toBeUndefined();
   });
 
   it("passes the build script's progress on line by line, and explains its failure with what to do", async () => {
@@ -209,15 +209,23 @@ describe('eso-mtls dev-cluster', () => {
   }, 90_000);
 
   it('run from an installed package, says it needs a clone and where to run it, exit code 1', async () => {
-    // The compiled package outside any clone: <project>/pkg/{dist,package.json}, its dependencies
-    // resolved through <project>/node_modules.
-    const dist = join(repoRoot, 'packages', 'controller', 'dist');
-    if (!existsSync(join(dist, 'bin', 'eso-mtls.js'))) throw new Error(`${dist} is missing: run \`npm run build\` first`);
+    // The compiled packages outside any clone: the controller's in <project>/pkg/{dist,package.json}
+    // and this one's in <project>/node_modules/@eso-mtls/devtools, where the controller's eso-mtls
+    // finds it; every other dependency resolved through links to the clone's node_modules.
+    const built = (pkg: string) => join(repoRoot, 'packages', pkg, 'dist');
+    for (const pkg of ['controller', 'devtools']) if (!existsSync(built(pkg))) throw new Error(`${built(pkg)} is missing: run \`npm run build\` first`);
     const project = join(temp, 'project');
-    mkdirSync(join(project, 'pkg'), { recursive: true });
-    cpSync(dist, join(project, 'pkg', 'dist'), { recursive: true });
-    cpSync(join(repoRoot, 'packages', 'controller', 'package.json'), join(project, 'pkg', 'package.json'));
-    symlinkSync(join(repoRoot, 'node_modules'), join(project, 'node_modules'));
+    const installed = (pkg: string, at: string) => {
+      cpSync(built(pkg), join(at, 'dist'), { recursive: true });
+      cpSync(join(repoRoot, 'packages', pkg, 'package.json'), join(at, 'package.json'));
+    };
+    installed('controller', join(project, 'pkg'));
+    mkdirSync(join(project, 'node_modules', '@eso-mtls'), { recursive: true });
+    for (const name of readdirSync(join(repoRoot, 'node_modules')).filter((n) => n !== '@eso-mtls'))
+      symlinkSync(join(repoRoot, 'node_modules', name), join(project, 'node_modules', name));
+    for (const name of readdirSync(join(repoRoot, 'node_modules', '@eso-mtls')).filter((n) => n !== 'devtools'))
+      symlinkSync(join(repoRoot, 'node_modules', '@eso-mtls', name), join(project, 'node_modules', '@eso-mtls', name));
+    installed('devtools', join(project, 'node_modules', '@eso-mtls', 'devtools'));
     const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolveRun) =>
       execFile(process.execPath, [join(project, 'pkg', 'dist', 'bin', 'eso-mtls.js'), 'dev-cluster'], { cwd: project, timeout: 60_000 }, (e, stdout, stderr) =>
         resolveRun({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, stdout, stderr }),

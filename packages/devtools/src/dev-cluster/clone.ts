@@ -19,7 +19,7 @@ export interface Clone {
 
 /**
  * The clone this CLI runs from: src/ and dist/ both sit three folders below the repository root
- * (packages/controller/<src|dist>/dev-cluster). Undefined for an installed package, which ships
+ * (packages/devtools/<src|dist>/dev-cluster). Undefined for an installed package, which ships
  * neither testing/envtest nor deploy/.
  */
 export function findClone(here = fileURLToPath(new URL('.', import.meta.url))): Clone | undefined {
