@@ -124,6 +124,9 @@ describe('published packages', () => {
       const without = spawnSync(join(app, 'node_modules/.bin/eso-mtls'), ['dev-certs', '--help'], { cwd: app, encoding: 'utf8' });
       expect({ status: without.status, stdout: without.stdout }).toEqual({ status: 1, stdout: '' });
       expect(without.stderr).toContain('eso-mtls dev-certs needs @eso-mtls/devtools, which is not installed');
+      const noChart = spawnSync(join(app, 'node_modules/.bin/eso-mtls'), ['simulate', '--chart', join(app, 'timeline.svg')], { cwd: app, encoding: 'utf8' });
+      expect({ status: noChart.status, stdout: noChart.stdout }).toEqual({ status: 1, stdout: '' });
+      expect(noChart.stderr).toContain('eso-mtls simulate --chart needs @eso-mtls/devtools, which is not installed');
       renameSync(join(work, 'devtools-aside'), join(app, 'node_modules/@eso-mtls/devtools'));
 
       // A consumer importing every entry point type-checks against the shipped declarations and
