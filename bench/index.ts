@@ -23,6 +23,8 @@ const benchmarks: Record<string, () => Promise<string>> = {
   'cert-manager': async () => certManagerBenchmarkTable(),
   simulate: async () => import('./simulate.bench.js').then(async (m) => m.formatSimulateBenchmark(await m.runSimulateBenchmark())),
   'pod-backlog': async () => import('./pod-backlog.bench.js').then(async (m) => m.formatPodBacklogBenchmark(await m.runPodBacklogBenchmark())),
+  'pod-requests-memory': async () =>
+    import('./pod-requests-memory.bench.js').then(async (m) => m.formatPodRequestsMemoryBenchmark(await m.runPodRequestsMemoryBenchmark())),
   'signer-event-loop': async () =>
     import('./signer-event-loop.bench.js').then(async (m) => m.formatSignerEventLoopBenchmark(await m.runSignerEventLoopBenchmark())),
   'pod-certificates': async () => import('./pod-certificates.js').then(async (m) => m.formatPodCertificateBenchmark(await m.runPodCertificateBenchmark())),

@@ -2,7 +2,7 @@
  * `simulate` with RSA policies (issue 27): the CLI's `eso-mtls simulate --years 3 --services 200`
  * and examples/policy-test's three-year policy, with leaves on the default pool of real keys, and
  * the same with a fresh key per leaf at a smaller scale for the ratio. Wall-clock figures; tests
- * assert only that the pool is used and reported (packages/core/test/simulate-keys-abort.test.ts).
+ * assert only that the pool is used and reported (packages/core/test/simulation/simulate-keys-abort.test.ts).
  *
  *   node --import ./scripts/register-ts.mjs bench/simulate.bench.ts
  */

@@ -233,9 +233,13 @@ function modesFrom(read: <T>(name: string, convert: (s: string) => T | undefined
     const d = durationWithin(MIN_POD_LIFETIME, MAX_POD_LIFETIME)(s);
     return d !== undefined && d % 1000 === 0 ? d : undefined;
   });
+  const pendingBound = {
+    total: read('pod-certificate-max-pending', (s) => parseLimit(s) || undefined),
+    perNamespace: read('pod-certificate-max-pending-per-namespace', (s) => parseLimit(s) || undefined),
+  };
   return {
     secretMode: modes.has('secret'),
-    podCertificates: modes.has('pod-certificate') ? { serverSignerName, clientSignerName, maxValidity } : undefined,
+    podCertificates: modes.has('pod-certificate') ? { serverSignerName, clientSignerName, maxValidity, pendingBound } : undefined,
   };
 }
 

@@ -131,6 +131,20 @@ export const CONTROLLER_FLAGS: readonly Flag[] = [
     help: "pod-certificate mode: the longest certificate issued (a pod's maxExpirationSeconds is clamped to it)",
   },
   {
+    name: 'pod-certificate-max-pending',
+    kind: 'string',
+    default: '10000',
+    accepts: 'a whole number from 1 to 1000000',
+    help: 'pod-certificate mode: most pending PodCertificateRequests held in memory, per signer name; those beyond wait in the API, counted in eso_pod_certificate_requests_not_held (docs/pod-certificates.md)',
+  },
+  {
+    name: 'pod-certificate-max-pending-per-namespace',
+    kind: 'string',
+    default: '1000',
+    accepts: 'a whole number from 1 to 1000000',
+    help: 'pod-certificate mode: most pending PodCertificateRequests held in memory per namespace and signer name (docs/pod-certificates.md)',
+  },
+  {
     name: 'prune-orphaned-secrets-after',
     kind: 'string',
     default: '0',

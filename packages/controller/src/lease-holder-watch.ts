@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { shown } from '@eso-mtls/core';
+import { truncate } from '@eso-mtls/core';
 import { type KubeRestClient, corePath } from '@eso-mtls/kubernetes';
 import type { LeaderLeaseForeignReason } from '@eso-mtls/metrics';
 import type { Logger } from 'pino';
@@ -61,7 +61,7 @@ export class LeaseHolderWatch {
   private started(found: ForeignLease): void {
     const { lease, logger } = this.options;
     logger?.error(
-      { lease: `${lease.namespace}/${lease.name}`, holder: shown(found.holder), leaseDurationSeconds: found.leaseDurationSeconds, reasons: found.reasons },
+      { lease: `${lease.namespace}/${lease.name}`, holder: truncate(found.holder), leaseDurationSeconds: found.leaseDurationSeconds, reasons: found.reasons },
       found.message,
     );
     this.event('Warning', 'LeaseHeldByForeignHolder', found.message);
@@ -74,9 +74,9 @@ export class LeaseHolderWatch {
         ? 'the Lease was deleted'
         : record.holderIdentity === ''
           ? 'the Lease was released'
-          : `it is held by ${JSON.stringify(shown(record.holderIdentity))}`;
-    const message = `the leader election Lease is no longer held by ${JSON.stringify(shown(before.holder))} (${before.reasons.join(', ')}): ${now}`;
-    logger?.info({ lease: `${lease.namespace}/${lease.name}`, holder: shown(record?.holderIdentity ?? '') || null }, message);
+          : `it is held by ${JSON.stringify(truncate(record.holderIdentity))}`;
+    const message = `the leader election Lease is no longer held by ${JSON.stringify(truncate(before.holder))} (${before.reasons.join(', ')}): ${now}`;
+    logger?.info({ lease: `${lease.namespace}/${lease.name}`, holder: truncate(record?.holderIdentity ?? '') || null }, message);
     this.event('Normal', 'LeaseForeignHolderGone', message);
   }
 

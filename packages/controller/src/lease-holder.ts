@@ -1,4 +1,4 @@
-import { shown } from '@eso-mtls/core';
+import { truncate } from '@eso-mtls/core';
 import type { LeaderLeaseForeignReason } from '@eso-mtls/metrics';
 import type { LeaseRecord } from './lease-lock.js';
 
@@ -84,7 +84,7 @@ export function judgeLeaseHolder(record: LeaseRecord | undefined, rule: LeaseHol
   const max = maxLeaseDurationSeconds(rule.leaseDuration);
   if (seconds > max) reasons.push('duration_too_long');
   if (reasons.length === 0) return undefined;
-  const shownHolder = JSON.stringify(shown(holder, 128));
+  const shownHolder = JSON.stringify(truncate(holder, 128));
   const why = [
     ...(ours
       ? []

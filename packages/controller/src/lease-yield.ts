@@ -1,4 +1,4 @@
-import { shown } from '@eso-mtls/core';
+import { truncate } from '@eso-mtls/core';
 import type { Logger } from 'pino';
 import { type Clock, sleep, systemClock } from './clock.js';
 import type { LeaseLock, LeaseRecord } from './lease-lock.js';
@@ -78,7 +78,7 @@ export class LeaseYield {
       this.record = r;
       this.lastError = undefined;
     } catch (e) {
-      const error = shown(e instanceof Error ? e.message : String(e), 500);
+      const error = truncate(e instanceof Error ? e.message : String(e), 500);
       // Logged when the error changes, not every retry period.
       if (error !== this.lastError) {
         logger?.warn(

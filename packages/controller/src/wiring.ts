@@ -52,6 +52,7 @@ export async function wireProviderCertificates(options: ProviderCertificateWirin
     podCertificates: options.podCertificates !== undefined,
     orphanPruning: (options.pruneOrphanedSecretsAfter ?? 0) > 0,
     ...(leaderLease ? { leaderLease } : {}),
+    ...(adapter.podSigner ? { podRequestsNotHeld: adapter.podSigner.notHeld.bind(adapter.podSigner) } : {}),
   });
   return { adapter, metrics };
 }

@@ -9,8 +9,7 @@
 export { type CaChange, type CaRotationPlan, type CaStatus } from './ca/ca-rotation.js';
 export { type CaLayout, type CaMaterial } from './ca/ca-layout.js';
 export { type CaPhase } from './ca/ca-phases.js';
-export { type ObservedBundle } from './ca/bundle.js';
-export { refusalGrace, type WriteRefusal, type WriteRefusalReason, WRITE_REFUSAL_REASONS } from './ca/left-behind.js';
+export { refusalGrace } from './ca/left-behind.js';
 export { CertificateCache, type CertificateCacheOptions, type CertificateCacheStats, type KeyCheck } from './crypto/cache.js';
 export { type CertificateView, type KeyedCertificate } from './x509/certificate.js';
 export { ConcurrencyLimit } from './common/concurrency-limit.js';
@@ -20,6 +19,7 @@ export {
   type CryptoBackend,
   type GeneratedKey,
   type RandomSource,
+  seededRandom,
   type SignatureVerifier,
   type Signer,
 } from './crypto/crypto.js';
@@ -34,7 +34,6 @@ export {
 } from './plan/execute.js';
 export { InvariantChecker, type PeerTarget, type Violation } from './simulation/invariants.js';
 export { issueCa, issueClientLeaf, type IssueContext, type Issued, IssueError, issueServerLeaf } from './crypto/issue.js';
-export { IssuanceLedger } from './plan/ledger.js';
 export { MemoryStore, StoreConflictError } from './simulation/memory-store.js';
 export { dnsNamesBytes, fitServiceNames, type FittedServices, MAX_DNS_NAME_BYTES, MAX_SERVER_CERTIFICATE_BYTES } from './x509/name-budget.js';
 export {
@@ -66,19 +65,19 @@ export {
   type SelectingService,
   serverNames,
 } from './pod/pod-request.js';
-export { observePublishedBundle, type PublishedBundle, publishedBundleWrite } from './ca/published-bundle.js';
+export { observePublishedBundle, type PublishedBundle, publishedBundleWrite } from './plan/published-bundle.js';
 export { MAX_POD_LIFETIME, MIN_POD_LIFETIME, type PodValidity } from './pod/pod-validity.js';
+export { type DataProblem, type Observed } from './common/observed.js';
 export {
   caKeyField,
-  type DataProblem,
   observeCaSecret,
-  type Observed,
+  type ObservedBundle,
   type ObservedCaSecret,
   type ObservedLeafSecret,
   observeLeafSecret,
   type SecretData,
   SecretKeys,
-} from './plan/observe.js';
+} from './secret/observe.js';
 export { bundlePem, CertificateParseError, parseCertificate, splitPemCertificates } from './x509/parse.js';
 export { decodePemBlocks, encodePem, type PemBlock, PemError } from './x509/pem.js';
 export { planRotation } from './plan/plan.js';
@@ -99,14 +98,13 @@ export {
   type RefusedService,
   type WaitingLeaf,
 } from './plan/vocabulary.js';
-export { describeTarget, type SecretTarget } from './plan/target.js';
+export { describeTarget, IssuanceLedger, type SecretTarget } from './secret/target.js';
 export { DEFAULT_POLICY, KEY_ALGORITHMS, type KeyAlgorithm, type Policy, PolicyError, resolvePolicy, validatePolicy } from './policy/policy.js';
 export { policyFingerprint } from './policy/policy-fingerprint.js';
 export { renewalTime, ROTATION_REASONS, type RotationReason } from './policy/rules.js';
 export { DEFAULT_LEAF_KEY_POOL_SIZE, type LeafKeyPoolReport } from './simulation/key-pool.js';
-export { seededRandom } from './simulation/seeded-random.js';
 export { sha256 } from './x509/sha256.js';
-export { shown, shownList } from './common/shown.js';
+export { truncate, truncateList } from './common/truncate.js';
 export {
   type Corruption,
   simulate,
@@ -126,7 +124,10 @@ export {
   type ProviderService,
   type SecretState,
   type Snapshot,
-} from './plan/snapshot.js';
+  type WriteRefusal,
+  type WriteRefusalReason,
+  WRITE_REFUSAL_REASONS,
+} from './secret/snapshot.js';
 export {
   acknowledgementOf,
   EMERGENCY_ROTATION,
@@ -134,6 +135,6 @@ export {
   ROTATE_ACKNOWLEDGED_ANNOTATION,
   ROTATE_ANNOTATION,
   rotateRequestProblem,
-} from './plan/rotate-request.js';
+} from './secret/rotate-request.js';
 export { days, type Duration, formatDuration, hours, type Instant, minutes, seconds } from './common/time.js';
 export { createWebCryptoSigner, type WebCryptoAlgorithm, type WebCryptoKeyUsage, type WebCryptoLike, webCryptoRandom } from './crypto/webcrypto.js';

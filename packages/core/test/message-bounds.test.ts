@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { type CertificateView, days, minutes, namespaceDnsNames } from '@eso-mtls/core';
 import { LEAF_RULES, type LeafRuleContext } from '../src/policy/rules.js';
-import { shownList } from '../src/common/shown.js';
+import { truncateList } from '../src/common/truncate.js';
 import { T0, convergedCluster, planAt, policy, reconcile, view } from './support/planner.js';
 
 /**
@@ -54,7 +54,7 @@ describe('rule messages are bounded by their size, not by the Services', () => {
     const want = [...have, ...names(1, 'new')].sort();
     const trigger = LEAF_RULES.map((rule) => rule(ctx(have, want))).find((t) => t !== undefined)!;
     expect(trigger.reason).toBe('dns_changed');
-    expect(trigger.message).toBe(`namespace ns: DNS names changed from 40000 to 40004: added [${shownList(names(1, 'new'))}]`);
+    expect(trigger.message).toBe(`namespace ns: DNS names changed from 40000 to 40004: added [${truncateList(names(1, 'new'))}]`);
   });
 
   it('names of 253 characters are cut too', () => {

@@ -87,6 +87,11 @@ export interface AdapterOptions {
   /** Page size of list calls (default 500). */
   readonly pageSize?: number;
   /**
+   * Pod-certificate mode: while pending requests wait beyond the signer's bound, the shortest time
+   * between two lists that look for room for them (default 30 s).
+   */
+  readonly relistForRoomMs?: number;
+  /**
    * The most certificates issued per reconcile (default: no bound), most urgent first; the rest
    * follow a second later. Emergency CA rotations are never held back (docs/flood-control.md).
    */
@@ -194,6 +199,7 @@ export class ProviderCertificateAdapter {
     const tuning = {
       pageSize: options.pageSize,
       watchTimeoutSeconds: options.watchTimeoutSeconds,
+      relistForRoomMs: options.relistForRoomMs,
       onError: (e: Error) => logger.warn({ error: e.message }, 'list/watch failed; retrying with backoff'),
       timers: options.timers,
     };
@@ -334,9 +340,7 @@ export class ProviderCertificateAdapter {
         this.informers.onChange(() => this.reconciler.trigger()),
         ...(signer && lane
           ? [
-              ...[...signer.requests].map(([role, informer]) =>
-                informer.onChange((e) => (e.type === 'DELETED' ? signer.deleted(e.object) : lane.enqueue(role, e.object))),
-              ),
+              ...[...signer.requests].map(([role, informer]) => informer.onChange((e) => e.type !== 'DELETED' && lane.enqueue(role, e.object))),
               this.informers.services.onChange((e) => signer.servicesChanged(e.object.metadata?.namespace ?? '')),
             ]
           : []),

@@ -249,7 +249,7 @@ export class ClusterInformers {
 
   /** The stats of each informer, summed. */
   stats(): InformerStats {
-    const total: InformerStats = { lists: 0, listPages: 0, watches: 0, bookmarks: 0, expired: 0, errors: 0 };
+    const total: InformerStats = { lists: 0, listPages: 0, watches: 0, bookmarks: 0, expired: 0, errors: 0, notHeld: 0 };
     for (const i of this.all) for (const k of Object.keys(total) as (keyof InformerStats)[]) total[k] += i.stats[k];
     return total;
   }

@@ -23,6 +23,7 @@ export type EventReason =
   | 'PodCertificateIssued'
   | 'PodCertificateDenied'
   | 'PodCertificateFailed'
+  | 'PodCertificateRequestsNotHeld'
   | 'Pruned'
   | 'PruneFailed';
 

@@ -20,13 +20,16 @@ export {
   type InformerStats,
   type ListPage,
   type ListWatchSource,
+  type NotHeld,
   type ObjectWithMeta,
   type Watcher,
 } from './informer.js';
+export type { CacheBound, CacheBoundScope } from './informer-store.js';
 export { type InClusterOptions, type KubeconfigOptions, loadInClusterConnection, loadKubeconfigFile, UnsupportedKubeconfigError } from './kubeconfig.js';
 export { type Logger, silentLogger } from './logger.js';
 export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './options.js';
 export { terminalCondition } from './pod-requests.js';
+export { DEFAULT_PENDING_BOUND } from './pod-requests-not-held.js';
 export { planContext, type PlanConfiguration } from './plan-context.js';
 export { type PodCertificateOptions, type PodCertificateSigner, type PodRequestResult, type SigningCa } from './pod-signer.js';
 export { type PodReader, type PodSource } from './pod-cache.js';

@@ -1,5 +1,6 @@
 import { Backoff, type BackoffOptions } from './backoff.js';
-import { type Timers, sleep, systemTimers } from './clock.js';
+import { type ScheduledTimer, type Timers, sleep, systemTimers } from './clock.js';
+import { type CacheBound, type CacheBoundScope, InformerStore } from './informer-store.js';
 import type { RequestCounter } from './request-counter.js';
 import { type WatchState, type WatchStatus, endedAtOnce, nextWatchState, watching } from './watch-state.js';
 
@@ -42,9 +43,18 @@ export interface ListWatchSource<T> {
   readonly fieldSelector?: string;
   /**
    * Trims each object before it is cached (client-go's TransformFunc): keep only what is read,
-   * e.g. drop managedFields, so a cache of thousands of objects stays small.
+   * e.g. drop managedFields, so a cache of thousands of objects stays small. Undefined: the object
+   * is not held at all (one held before leaves the cache, with a DELETED event), e.g. a
+   * PodCertificateRequest once decided.
    */
-  readonly transform?: (object: T) => T;
+  readonly transform?: (object: T) => T | undefined;
+  /**
+   * The most objects held, per namespace and in all. An object past it is not held: it is counted
+   * ({@link Informer.notHeld}), reported to {@link onNotHeld}, and listed again once room is made.
+   */
+  readonly bound?: CacheBound;
+  /** Told about each object the bound keeps out (once per watch event, and once per list). */
+  readonly onNotHeld?: (object: T, scope: CacheBoundScope) => void;
 }
 
 /** A change to the cache, after it was applied. `previous` is set for MODIFIED and DELETED. */
@@ -63,6 +73,8 @@ export interface InformerOptions {
   /** timeoutSeconds asked of each watch; unset lets the apiserver pick (its --min-request-timeout to twice that). */
   readonly watchTimeoutSeconds?: number;
   readonly backoff?: BackoffOptions;
+  /** While objects wait outside a source's bound, the shortest time between two lists that look for room (default 30 s; at least ten times the last list took). */
+  readonly relistForRoomMs?: number;
   /** Told about every failed list or watch, before the retry. */
   readonly onError?: (error: Error) => void;
   /** How long a watch ran, and when to retry (default: the process's own timers). */
@@ -79,7 +91,12 @@ export interface InformerStats {
   /** Watches refused with 410 Gone (resourceVersion too old), each followed by a relist. */
   expired: number;
   errors: number;
+  /** Objects the source's bound kept out, counted each time one was met. */
+  notHeld: number;
 }
+
+/** Objects kept out by a source's bound since the last list, by the scope that kept each out. */
+export type NotHeld = Readonly<Record<CacheBoundScope, number>>;
 
 const keyOf = (o: ObjectWithMeta): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
@@ -101,8 +118,15 @@ function isNewer(a: ObjectWithMeta, b: ObjectWithMeta): boolean {
  * other error instead of stopping (client-node's own informer stops on errors).
  */
 export class Informer<T extends ObjectWithMeta> {
-  readonly stats: InformerStats = { lists: 0, listPages: 0, watches: 0, bookmarks: 0, expired: 0, errors: 0 };
-  private readonly store = new Map<string, T>();
+  readonly stats: InformerStats = { lists: 0, listPages: 0, watches: 0, bookmarks: 0, expired: 0, errors: 0, notHeld: 0 };
+  private store: InformerStore<T>;
+  private notHeldSinceList: Record<CacheBoundScope, number> = { namespace: 0, total: 0 };
+  private listedAt = -Infinity;
+  // How long the last list took, from its first page to its last.
+  private listedInMs = 0;
+  private roomTimer: ScheduledTimer | undefined;
+  // A list to catch up with objects kept out by the bound was asked for: the watch ends for it.
+  private relistWanted = false;
   private readonly listeners = new Set<(event: InformerEvent<T>) => void>();
   private readonly backoff: Backoff;
   private readonly timers: Timers;
@@ -122,6 +146,7 @@ export class Informer<T extends ObjectWithMeta> {
   ) {
     this.backoff = new Backoff(options.backoff);
     this.timers = options.timers ?? systemTimers;
+    this.store = new InformerStore(source.bound);
     this.synced = new Promise((r) => (this.syncedResolve = r));
   }
 
@@ -136,9 +161,16 @@ export class Informer<T extends ObjectWithMeta> {
   /** Stops the watch and any retry; the cache keeps its last content. */
   async stop(): Promise<void> {
     this.running = false;
+    this.roomTimer?.cancel();
+    this.roomTimer = undefined;
     this.abortWatch?.();
     this.stopping.abort();
     await this.loop;
+  }
+
+  /** Objects the source's bound kept out since the last list (each counted once per watch event that brought it). */
+  get notHeld(): NotHeld {
+    return { ...this.notHeldSinceList };
   }
 
   /** True once the first list has completed. */
@@ -172,12 +204,10 @@ export class Informer<T extends ObjectWithMeta> {
    * so the next plan starts from it. Ignored when the cache already holds a newer version.
    */
   cacheAhead(received: T): void {
-    const object = this.trim(received);
-    const key = keyOf(object);
+    const key = keyOf(received);
     const previous = this.store.get(key);
-    if (previous && !isNewer(object, previous)) return;
-    this.store.set(key, object);
-    this.emit(previous ? { type: 'MODIFIED', object, previous } : { type: 'ADDED', object });
+    if (previous && !isNewer(received, previous)) return;
+    this.hold(key, received, previous);
   }
 
   /** The resourceVersion the next watch resumes from. */
@@ -194,6 +224,12 @@ export class Informer<T extends ObjectWithMeta> {
           needList = false;
         }
         const end = await this.watchOnce();
+        if (this.relistWanted && this.running) {
+          // We ended the watch ourselves, to list again for objects the bound kept out.
+          this.relistWanted = false;
+          needList = true;
+          continue;
+        }
         if (end.phase === 'failed') throw end.error; // reported, then retried after backoff, below
         if (end.phase === 'expired') {
           this.stats.expired++;
@@ -214,28 +250,42 @@ export class Informer<T extends ObjectWithMeta> {
   }
 
   private async relist(): Promise<void> {
-    const fresh = new Map<string, T>();
+    const started = this.timers.monotonicMs();
+    const fresh = new InformerStore<T>(this.source.bound);
+    const notHeld = { namespace: 0, total: 0 };
     let next: string | undefined;
     let resourceVersion: string | undefined;
     do {
       const page = await this.source.list({ limit: this.options.pageSize ?? 500, ...(next ? { continue: next } : {}) });
       this.stats.listPages++;
-      for (const item of page.items) fresh.set(keyOf(item), this.trim(item));
+      for (const item of page.items) {
+        const object = this.trim(item);
+        if (object === undefined) continue;
+        const refused = fresh.set(keyOf(object), object.metadata?.namespace ?? '', object);
+        if (refused) {
+          notHeld[refused]++;
+          this.keptOut(object, refused);
+        }
+      }
       resourceVersion ??= page.metadata?.resourceVersion;
       next = page.metadata?.continue || undefined;
     } while (next && this.running);
     if (!this.running) return;
     this.stats.lists++;
+    this.listedAt = this.timers.monotonicMs();
+    this.listedInMs = this.listedAt - started;
+    this.notHeldSinceList = notHeld;
+    // This list looked for room already: the next look waits for room made after it.
+    this.roomTimer?.cancel();
+    this.roomTimer = undefined;
     this.resourceVersion = resourceVersion;
     // Replace the cache, telling listeners what changed while we were not watching.
-    const previous = new Map(this.store);
-    this.store.clear();
-    for (const [key, object] of fresh) {
-      this.store.set(key, object);
-      const before = previous.get(key);
+    const previous = this.store;
+    this.store = fresh;
+    for (const [key, object] of fresh.entries()) {
+      const before = previous.delete(key);
       if (!before) this.emit({ type: 'ADDED', object });
       else if (before.metadata?.resourceVersion !== object.metadata?.resourceVersion) this.emit({ type: 'MODIFIED', object, previous: before });
-      previous.delete(key);
     }
     for (const gone of previous.values()) this.emit({ type: 'DELETED', object: gone, previous: gone });
     if (!this.isSynced) {
@@ -271,7 +321,7 @@ export class Informer<T extends ObjectWithMeta> {
     this.options.watch.watch(this.source.watchPath, this.watchQuery(), onEvent, close).then((opened) => {
       if (this.abortWatch !== abort) return; // closed before it opened
       stream = opened;
-      if (!this.running) opened.abort();
+      if (!this.running || this.relistWanted) opened.abort();
     }, close);
     const error = await closed;
     guard.cancel();
@@ -297,22 +347,72 @@ export class Informer<T extends ObjectWithMeta> {
       return false;
     }
     if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return false;
-    const object = this.trim(received);
-    this.resourceVersion = object.metadata?.resourceVersion ?? this.resourceVersion;
-    const key = keyOf(object);
+    this.resourceVersion = received.metadata?.resourceVersion ?? this.resourceVersion;
+    const key = keyOf(received);
     const previous = this.store.get(key);
     if (type === 'DELETED') {
-      this.store.delete(key);
-      this.emit({ type, object, previous: previous ?? object });
-    } else if (!previous || isNewer(object, previous)) {
+      if (previous) this.forget(key, previous);
+    } else if (!previous || isNewer(received, previous)) {
       // Our own write may already be cached (cacheAhead()); a lagging event must not regress it.
-      this.store.set(key, object);
-      this.emit(previous ? { type: 'MODIFIED', object, previous } : { type: 'ADDED', object });
+      this.hold(key, received, previous);
     }
     return true;
   }
 
-  private trim(object: T): T {
+  /** Caches the newer `received` under `key` (trimmed; not held when the transform or the bound says so), and tells listeners. */
+  private hold(key: string, received: T, previous: T | undefined): void {
+    const object = this.trim(received);
+    if (object === undefined) {
+      if (previous) this.forget(key, previous);
+      return;
+    }
+    const refused = this.store.set(key, object.metadata?.namespace ?? '', object);
+    if (refused) {
+      this.notHeldSinceList[refused]++;
+      this.keptOut(object, refused);
+      return;
+    }
+    this.emit(previous ? { type: 'MODIFIED', object, previous } : { type: 'ADDED', object });
+  }
+
+  /** Stops holding `key` (deleted, or no longer held by the transform), tells listeners, and looks for room for what the bound kept out. */
+  private forget(key: string, previous: T): void {
+    this.store.delete(key);
+    this.emit({ type: 'DELETED', object: previous, previous });
+    this.listForRoom();
+  }
+
+  private keptOut(object: T, scope: CacheBoundScope): void {
+    this.stats.notHeld++;
+    try {
+      this.source.onNotHeld?.(object, scope);
+    } catch (e) {
+      this.options.onError?.(new Error(`${this.source.description}: onNotHeld failed: ${(e as Error).message}`, { cause: e }));
+    }
+  }
+
+  /**
+   * Room was made while objects wait outside the bound: lists again (ending the watch), no sooner
+   * than {@link InformerOptions.relistForRoomMs} after the last list, so a full cache that drains
+   * one object at a time costs one list per interval, not one per object; and no sooner than ten
+   * times the last list took, so lists of many objects the transform drops (thousands of decided
+   * requests) take at most a tenth of the time.
+   */
+  private listForRoom(): void {
+    if (this.roomTimer || !this.running || this.notHeldSinceList.namespace + this.notHeldSinceList.total === 0) return;
+    const interval = Math.max(this.options.relistForRoomMs ?? 30_000, 10 * this.listedInMs);
+    const wait = Math.max(0, this.listedAt + interval - this.timers.monotonicMs());
+    this.roomTimer = this.timers.setTimer(wait, () => {
+      this.roomTimer = undefined;
+      // While a list runs (abortWatch unset), that list catches up already.
+      if (!this.running || !this.abortWatch) return;
+      this.relistWanted = true;
+      this.abortWatch();
+    });
+    this.roomTimer.unref();
+  }
+
+  private trim(object: T): T | undefined {
     return this.source.transform ? this.source.transform(object) : object;
   }
 

@@ -30,12 +30,18 @@ interface CheckedOptions {
   readonly podEvents?: { readonly concurrency?: number; readonly windowMs?: number };
   readonly watchTimeoutSeconds?: number;
   readonly pageSize?: number;
+  readonly relistForRoomMs?: number;
   readonly maxIssuancesPerReconcile?: number;
   readonly maxNamespaces?: number;
   readonly secretMode?: boolean;
   readonly pruneOrphanedSecretsAfter?: number;
   readonly namespaceRequirement?: { readonly key: string; readonly value: string };
-  readonly podCertificates?: { readonly serverSignerName: string; readonly clientSignerName: string; readonly maxValidity: number };
+  readonly podCertificates?: {
+    readonly serverSignerName: string;
+    readonly clientSignerName: string;
+    readonly maxValidity: number;
+    readonly pendingBound?: { readonly perNamespace: number; readonly total: number };
+  };
 }
 
 /**
@@ -82,6 +88,11 @@ export function validateAdapterOptions(options: CheckedOptions): void {
     if (!intIn(pods.maxValidity, MIN_POD_LIFETIME, MAX_POD_LIFETIME)) {
       throw new AdapterOptionsError('podCertificates.maxValidity', pods.maxValidity, 'must be whole milliseconds from 1 hour to 91 days (7862400 s)');
     }
+    for (const bound of ['perNamespace', 'total'] as const) {
+      const v = pods.pendingBound?.[bound];
+      if (v !== undefined && !intIn(v, 1, 1_000_000))
+        throw new AdapterOptionsError(`podCertificates.pendingBound.${bound}`, v, 'must be a whole number from 1 to 1000000');
+    }
   }
   const ca = options.caSecretName ?? DEFAULT_CA_SECRET_NAME;
   const client = options.clientSecretName ?? DEFAULT_CLIENT_SECRET_NAME;
@@ -100,6 +111,9 @@ export function validateAdapterOptions(options: CheckedOptions): void {
   }
   if (options.watchTimeoutSeconds !== undefined && !intIn(options.watchTimeoutSeconds, 1, 86_400)) {
     throw new AdapterOptionsError('watchTimeoutSeconds', options.watchTimeoutSeconds, 'must be a whole number of seconds from 1 to 86400');
+  }
+  if (options.relistForRoomMs !== undefined && !intIn(options.relistForRoomMs, 0, 600_000)) {
+    throw new AdapterOptionsError('relistForRoomMs', options.relistForRoomMs, 'must be a whole number of milliseconds from 0 to 600000');
   }
   if (options.pageSize !== undefined && !intIn(options.pageSize, 1, 10_000)) {
     throw new AdapterOptionsError('pageSize', options.pageSize, 'must be a whole number from 1 to 10000');

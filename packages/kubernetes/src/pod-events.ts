@@ -1,4 +1,4 @@
-import { shownList } from '@eso-mtls/core';
+import { truncateList } from '@eso-mtls/core';
 import { type ScheduledTimer, type Timers, systemTimers } from './clock.js';
 import type { EventRecorder } from './event-recorder.js';
 import { type InvolvedObject, objectKey } from './involved-object.js';
@@ -98,7 +98,7 @@ export class PodIssuanceEvents {
 
 /** What a batch's Event says: which pods got certificates for what, from which signer, and the earliest notAfter. */
 function issuedMessage(b: Batch): string {
-  const pods = b.pods.length === 1 ? `pod ${shownList(b.pods)}` : `${b.pods.length} pods (${shownList(b.pods, LISTED)})`;
-  const about = b.services.length > 0 ? `Services ${shownList(b.services)}` : 'ESO core (client)';
+  const pods = b.pods.length === 1 ? `pod ${truncateList(b.pods)}` : `${b.pods.length} pods (${truncateList(b.pods, LISTED)})`;
+  const about = b.services.length > 0 ? `Services ${truncateList(b.services)}` : 'ESO core (client)';
   return `issued certificates for ${about} to ${pods} from ${b.signer}; valid until ${new Date(b.notAfter).toISOString()} at the earliest`;
 }

@@ -3,7 +3,7 @@ import { MAX_STUB_REQUEST_BYTES, type PodRequestView, type PodSignerRole } from 
 /** The longest base64 `stubPKCS10Request` cached: the core's byte bound, encoded. */
 const MAX_STUB_REQUEST_BASE64 = Math.ceil(MAX_STUB_REQUEST_BYTES / 3) * 4;
 
-/** A PodCertificateRequest as the signer caches it (certificates.k8s.io/v1), trimmed by {@link trimPodRequest}. */
+/** A PodCertificateRequest (certificates.k8s.io/v1) as read; the signer caches it pending only, trimmed by {@link pendingRequest}. */
 export interface PodCertificateRequest {
   readonly metadata?: {
     readonly name?: string;
@@ -45,15 +45,19 @@ export function terminalCondition<C extends Condition>(request: { readonly statu
 }
 
 /** True while no Issued, Denied or Failed condition is set: the request waits for its signer. */
-export function isPending(request: PodCertificateRequest): boolean {
+function isPending(request: PodCertificateRequest): boolean {
   return terminalCondition(request) === undefined;
 }
 
 /**
- * What the cache keeps of a request: identity, spec, and its conditions (never the issued chain). The stub request is dropped when it is larger than any kubelet's (the request
- * is then Denied as unreadable), so a forged request cannot make the cache large.
+ * What the cache keeps of a request while it waits for its signer: identity and spec, never its
+ * status; undefined once it is decided, so the cache holds pending requests only (a decided one
+ * needs nothing more from us, and thousands stay in the API for 30 minutes after a burst). The stub
+ * request is dropped when it is larger than any kubelet's (the request is then Denied as
+ * unreadable), so a forged request cannot make the cache large.
  */
-export function trimPodRequest(r: PodCertificateRequest): PodCertificateRequest {
+export function pendingRequest(r: PodCertificateRequest): PodCertificateRequest | undefined {
+  if (!isPending(r)) return undefined;
   const m = r.metadata ?? {};
   const s = r.spec ?? {};
   const stub = s.stubPKCS10Request;
@@ -69,9 +73,6 @@ export function trimPodRequest(r: PodCertificateRequest): PodCertificateRequest 
       nodeUID: s.nodeUID,
       maxExpirationSeconds: s.maxExpirationSeconds,
       stubPKCS10Request: stub !== undefined && stub.length <= MAX_STUB_REQUEST_BASE64 ? stub : undefined,
-    },
-    status: {
-      conditions: (r.status?.conditions ?? []).slice(0, 4).map((c) => ({ type: c.type, status: c.status, reason: c.reason })),
     },
   };
 }

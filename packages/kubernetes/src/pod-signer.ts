@@ -16,16 +16,19 @@ import {
 } from '@eso-mtls/core';
 import type { V1Service } from '@kubernetes/client-node';
 import { apiErrorOf } from './api-error.js';
-import type { Timers } from './clock.js';
+import { type Timers, systemTimers } from './clock.js';
 import { ITEMS_PER_TURN, nextTurn } from './event-loop.js';
 import type { EventRecorder } from './event-recorder.js';
-import { Informer, type InformerOptions, type ListPage } from './informer.js';
+import { Informer, type InformerOptions, type ListPage, type NotHeld } from './informer.js';
+import type { CacheBound } from './informer-store.js';
 import type { Logger } from './logger.js';
+import { OncePerWindow } from './once-per-window.js';
 import { IssuedPods } from './issued-pods.js';
 import { PodReader } from './pod-cache.js';
 import { PodIssuanceEvents } from './pod-events.js';
 import { PodStageTimes } from './pod-stages.js';
-import { type PodCertificateRequest, isPending, requestView, trimPodRequest } from './pod-requests.js';
+import { type PodCertificateRequest, pendingRequest, requestView } from './pod-requests.js';
+import { DEFAULT_PENDING_BOUND, NotHeldReports } from './pod-requests-not-held.js';
 import { CA_UNAVAILABLE_REASON, type PodRequestOutcome, statusBody } from './pod-status.js';
 import { type KubeRestClient, WriteFencedError, certificatesPath } from './rest-client.js';
 
@@ -37,6 +40,12 @@ export interface PodCertificateOptions {
   readonly clientSignerName: string;
   /** The longest certificate issued; a request's maxExpirationSeconds is clamped to it. */
   readonly maxValidity: Duration;
+  /**
+   * The pending requests held in memory at most, per signer name: per namespace and in all
+   * (default {@link DEFAULT_PENDING_BOUND}). Those past it stay pending in the API, counted and
+   * reported, and are listed again as the held ones are decided.
+   */
+  readonly pendingBound?: CacheBound;
 }
 
 /** What became of one request handed to {@link PodCertificateSigner.decide}. */
@@ -50,9 +59,7 @@ export type PodRequestResult =
   /** No CA signs (the CA has no active certificate): it waits for the next CA handed over. */
   | 'waiting'
   /** No CA was handed over (one is being replaced, or the lane stopped): it waits for the next. */
-  | 'withdrawn'
-  /** Decided already, or our write of it is not in the cache yet: nothing to do. */
-  | 'skipped';
+  | 'withdrawn';
 
 /** Where the signer takes its CA from, request by request (the adapter's signing lane). */
 export interface SigningCa {
@@ -77,7 +84,7 @@ export interface PodSignerDependencies {
   readonly namespaces?: { readonly requirement: NamespaceRequirement; readonly allowed: AllowedNamespaces };
   readonly onRequest?: PodRequestHook;
   readonly informerOptions: InformerOptions;
-  /** Timers of the coalesced issuance Events (default: the process's own). */
+  /** Timers of the coalesced issuance Events and of the not-held reports (default: the process's own). */
   readonly timers?: Timers;
   /** The issuance Events' coalescing window (default 100 ms). */
   readonly issuanceEventWindowMs?: number;
@@ -88,7 +95,9 @@ export interface PodSignerDependencies {
  * signer name), and decides one pending request at a time ({@link decide}, called by the signing
  * lane as each arrives) with the core, signs with the active CA, and writes the request's status
  * (Issued, or Denied or Failed with a reason). Pods are read from a metadata-only cache, or with
- * metadata-only GETs ({@link PodReader}). Each request is written once: the apiserver freezes its status.
+ * metadata-only GETs ({@link PodReader}). Each request is written once: the apiserver freezes its
+ * status, and the request leaves the cache as it is written. The cache holds pending requests only,
+ * within {@link PodCertificateOptions.pendingBound}.
  */
 export class PodCertificateSigner {
   /** One informer per signer name. */
@@ -100,8 +109,8 @@ export class PodCertificateSigner {
   /** Each request's time by stage, for benchmarks. */
   readonly stages = new PodStageTimes();
   private readonly issuedEvents: PodIssuanceEvents;
-  // Requests whose status we wrote, by uid, until the cache shows it (resourceVersion written against).
-  private readonly written = new Map<string, string>();
+  // The log lines of refusals and failed status writes: one per namespace and reason a window.
+  private readonly logged: OncePerWindow;
   // The labelled Services by namespace, rebuilt after a Service changed.
   private servicesIndex: Map<string, SelectingService[]> | undefined;
   private staleCountedAt = -Infinity;
@@ -112,6 +121,10 @@ export class PodCertificateSigner {
     private readonly deps: PodSignerDependencies,
     readonly options: PodCertificateOptions,
   ) {
+    const bound = options.pendingBound ?? DEFAULT_PENDING_BOUND;
+    const timers = deps.timers ?? systemTimers;
+    const notHeld = new NotHeldReports({ events: deps.events, logger: deps.logger, timers }, bound, deps.policy.reconcileInterval);
+    this.logged = new OncePerWindow(deps.policy.reconcileInterval, timers);
     const informer = (signer: string): Informer<PodCertificateRequest> => {
       const path = certificatesPath('podcertificaterequests');
       const fieldSelector = `spec.signerName=${signer}`;
@@ -122,7 +135,9 @@ export class PodCertificateSigner {
           list: (page) => deps.api.get<ListPage<PodCertificateRequest>>(path, { fieldSelector, ...page }),
           watchPath: path,
           fieldSelector,
-          transform: trimPodRequest,
+          transform: pendingRequest,
+          bound,
+          onNotHeld: (request, scope) => notHeld.notHeld(request, scope, signer),
         },
         deps.informerOptions,
       );
@@ -161,40 +176,29 @@ export class PodCertificateSigner {
   }
 
   /**
-   * Every request pending in the cache that we have not written, with its role: what a resync
-   * queues. The walk yields the event loop every few hundred cached requests, decided ones
-   * included (thousands stay cached after a burst); a request cached meanwhile is walked too.
+   * Every request the cache holds (all pending), with its role: what a resync queues. The walk
+   * yields the event loop every few hundred requests; a request cached meanwhile is walked too.
    */
   async *pending(): AsyncIterable<{ readonly role: PodSignerRole; readonly request: PodCertificateRequest }> {
-    const listed = new Set<string>();
     let walked = 0;
     for (const [role, informer] of this.requests) {
       // The cache's own iterator: entries added while the walk waits for its turn are visited.
       for (const request of informer.list()) {
         if (++walked % ITEMS_PER_TURN === 0) await nextTurn();
-        listed.add(request.metadata?.uid ?? '');
-        if (!this.seen(request)) yield { role, request };
+        yield { role, request };
       }
     }
-    // Requests deleted (with their pods) are forgotten too: `written` is bounded by the cache.
-    for (const uid of this.written.keys()) if (!listed.has(uid)) this.written.delete(uid);
   }
 
-  /**
-   * True when the request needs nothing from us: it is decided (our write of it is then
-   * forgotten: its status is frozen), or the cache does not show our write of it yet.
-   */
-  seen(request: PodCertificateRequest): boolean {
-    if (!isPending(request)) {
-      this.written.delete(request.metadata?.uid ?? '');
-      return true;
+  /** Pending requests the bound keeps out of memory now, per scope, both signers together. */
+  notHeld(): NotHeld {
+    const total = { namespace: 0, total: 0 };
+    for (const informer of this.requests.values()) {
+      const n = informer.notHeld;
+      total.namespace += n.namespace;
+      total.total += n.total;
     }
-    return this.alreadyWritten(request);
-  }
-
-  /** Forgets our write of a request that was deleted. */
-  deleted(request: PodCertificateRequest): void {
-    this.written.delete(request.metadata?.uid ?? '');
+    return total;
   }
 
   /** The signer name of a role. */
@@ -208,7 +212,6 @@ export class PodCertificateSigner {
    * land: 'retry'); a CA key that stopped answering throws.
    */
   async decide(role: PodSignerRole, request: PodCertificateRequest, signing: SigningCa, clock: () => Instant): Promise<PodRequestResult> {
-    if (this.seen(request)) return 'skipped';
     const result = await signing.withCa(async (ca): Promise<PodRequestResult> => {
       if (!ca.active) return 'waiting';
       const outcome = await this.sign(request, role, this.services().get(request.metadata?.namespace ?? '') ?? [], ca, clock);
@@ -246,16 +249,6 @@ export class PodCertificateSigner {
   /** Per namespace, pods whose certificate names no longer match their Services (the last count). */
   staleNamesByNamespace(): ReadonlyMap<string, number> {
     return this.stale;
-  }
-
-  private alreadyWritten(request: PodCertificateRequest): boolean {
-    const uid = request.metadata?.uid ?? '';
-    const at = this.written.get(uid);
-    if (at === undefined) return false;
-    // The cache still shows the version we wrote against: our write's event has not arrived yet.
-    if (at === request.metadata?.resourceVersion) return true;
-    this.written.delete(uid);
-    return false;
   }
 
   /** The outcome for one request, or undefined when the pod could not be read (retried with backoff). */
@@ -319,22 +312,20 @@ export class PodCertificateSigner {
         `${certificatesPath('podcertificaterequests', namespace, name)}/status`,
         statusBody(request, outcome, clock()),
       );
-      this.written.set(request.metadata?.uid ?? '', request.metadata?.resourceVersion ?? '');
-      const informer = this.requests.get(role)!;
-      informer.cacheAhead(stored);
-      // The watch may have brought the decided request before our answer: then nothing else will.
-      const cached = informer.get(namespace, name);
-      if (cached && !isPending(cached)) this.written.delete(request.metadata?.uid ?? '');
+      // Decided: it leaves the cache now, before its watch event, so it is never decided twice.
+      this.requests.get(role)!.cacheAhead(stored);
       this.stages.record('statusWrite', performance.now() - writing);
     } catch (e) {
       if (e instanceof WriteFencedError) return 'retry';
       const error = apiErrorOf(e);
       // 409: another writer (or our earlier write) moved it on; it is read again from the cache when retried.
       if (error.code !== 409 && error.code !== 404) {
-        this.deps.logger.warn(
-          { namespace, pod: podName, request: name, signer, error: error.message },
-          'writing a pod certificate request status failed; retrying',
-        );
+        if (this.logged.first(`write ${namespace} ${signer} ${error.code ?? error.message}`)) {
+          this.deps.logger.warn(
+            { namespace, pod: podName, request: name, signer, error: error.message },
+            'writing a pod certificate request status failed; retrying (more such failures in this namespace are counted, and not logged for a reconcile interval)',
+          );
+        }
         this.deps.events.record(pod, 'Warning', 'PodCertificateFailed', `writing the status of PodCertificateRequest ${name} failed: ${error.message}`);
         this.deps.onRequest?.(role, 'failed', 'StatusWriteFailed', namespace);
       }
@@ -358,10 +349,13 @@ export class PodCertificateSigner {
       return 'issued';
     }
     const result = outcome.kind === 'Denied' ? 'denied' : 'failed';
-    this.deps.logger.warn(
-      { namespace, pod: podName, request: name, signer, reason: outcome.reason, message: outcome.message },
-      `pod certificate request ${result}`,
-    );
+    // Every refusal has its Event on the pod and its count; the log has the first per namespace and reason a window.
+    if (this.logged.first(`${result} ${namespace} ${signer} ${outcome.reason}`)) {
+      this.deps.logger.warn(
+        { namespace, pod: podName, request: name, signer, reason: outcome.reason, message: outcome.message },
+        `pod certificate request ${result}; more in this namespace for this reason are counted (eso_pod_certificate_requests_total) and not logged for a reconcile interval`,
+      );
+    }
     this.deps.events.record(
       pod,
       'Warning',

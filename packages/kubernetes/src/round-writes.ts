@@ -11,7 +11,7 @@ import {
   materializeBundle,
   materializeCaChange,
   materializeLeaf,
-  shown,
+  truncate,
 } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { RoundDependencies, RoundResult } from './round-types.js';
@@ -274,7 +274,7 @@ const MAX_ERROR = 1024;
 /** An error's message for logs and Events, bounded: an apiserver's message may quote what it refused. */
 function errorText(e: unknown): string {
   const text = e instanceof Error ? e.message : String(e);
-  return shown(text, MAX_ERROR);
+  return truncate(text, MAX_ERROR);
 }
 
 const iso = (t: Instant | undefined): string | undefined => (t === undefined ? undefined : new Date(t).toISOString());

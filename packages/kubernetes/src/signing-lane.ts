@@ -106,7 +106,6 @@ export class PodSigningLane implements SigningCa {
 
   /** Queues a request its watch delivered (added or changed), and decides it as soon as a slot is free. */
   enqueue(role: PodSignerRole, request: PodCertificateRequest): void {
-    if (this.signer.seen(request)) return;
     const uid = request.metadata?.uid ?? '';
     // A request with a retry due waits for it: its backoff is not cut short by its own watch events.
     if (this.retries.get(uid)?.timer) return;

@@ -1,4 +1,4 @@
-import { type Instant, type SecretTarget, describeTarget, shown } from '@eso-mtls/core';
+import { type Instant, type SecretTarget, describeTarget, truncate } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
 import { type WriterStamp, writerOf } from './ownership.js';
 
@@ -31,7 +31,7 @@ export function replacedBy(secret: V1Secret, ours: OurWrite, identity: string, n
   const writer = writerOf(secret);
   if (!writer || writer.identity === identity) return undefined;
   // The annotations are on Secrets a tenant may edit: what we repeat of them is bounded.
-  return { identity: shown(writer.identity), policy: writer.policy === undefined ? undefined : shown(writer.policy) };
+  return { identity: truncate(writer.identity), policy: writer.policy === undefined ? undefined : truncate(writer.policy) };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type Instant, type Snapshot, type WriteRefusal, type WriteRefusalReason, shown } from '@eso-mtls/core';
+import { type Instant, type Snapshot, type WriteRefusal, type WriteRefusalReason, truncate } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
 
 const MAX_DETAIL = 512;
@@ -30,7 +30,7 @@ export class WriteRefusals {
     const reason = refusalOf(code, existing);
     if (reason === undefined) return;
     const since = this.byNamespace.get(namespace)?.since ?? now;
-    this.byNamespace.set(namespace, { since, reason, detail: shown(message, MAX_DETAIL) });
+    this.byNamespace.set(namespace, { since, reason, detail: truncate(message, MAX_DETAIL) });
   }
 
   /** A write of `namespace`'s Secret landed: it is writable again. */

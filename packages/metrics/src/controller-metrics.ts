@@ -89,6 +89,11 @@ export interface ControllerCertificateSource {
   namespacesLeftBehind(): Iterable<NamespaceLeftBehindEntry>;
 }
 
+/** Which bound keeps a pending PodCertificateRequest out of memory: its namespace's, or the signer's in all (the `bound` label). */
+export type PodRequestBound = 'namespace' | 'total';
+/** All {@link PodRequestBound} values. */
+export const POD_REQUEST_BOUNDS: readonly PodRequestBound[] = Object.freeze(['namespace', 'total'] as const);
+
 /** The `result` label of the pod certificate request counter. */
 export type PodRequestResult = 'issued' | 'denied' | 'failed';
 /** Every `reason` the pod certificate request counter takes: the core's Denied reasons and the signer's own. */
@@ -131,6 +136,12 @@ export interface ControllerMetricsOptions {
    * not). Undefined: the controller reads no Lease, and the gauge is not exported.
    */
   readonly leaderLease?: () => readonly LeaderLeaseForeignReason[];
+  /**
+   * Pod-certificate mode: the pending PodCertificateRequests this replica's bound keeps out of
+   * memory since its last list, per bound. Read at every scrape, on every replica (each holds its
+   * own cache). Undefined: the mode is off, and the gauge is not exported.
+   */
+  readonly podRequestsNotHeld?: () => Readonly<Record<PodRequestBound, number>>;
 }
 
 const SERVICE_LABELS = ['namespace', 'service'] as const;
@@ -278,6 +289,20 @@ export class ControllerMetrics {
         collect() {
           const now = new Set(leaderLease());
           for (const reason of LEADER_LEASE_FOREIGN_REASONS) this.set({ reason }, now.has(reason) ? 1 : 0);
+        },
+      });
+    }
+
+    const notHeld = options.podRequestsNotHeld;
+    if (notHeld) {
+      new Gauge({
+        name: METRIC_NAMES.podCertificateRequestsNotHeld,
+        help: "Every replica, pod-certificate mode: pending PodCertificateRequests kept out of memory by the signer's bound (per signer name: --pod-certificate-max-pending-per-namespace, --pod-certificate-max-pending), per bound (namespace, total), counted since the last list. They stay pending in the API and are listed again as the held ones are decided. Both series are exported, 0 otherwise.",
+        labelNames: ['bound'] as const,
+        registers,
+        collect() {
+          const now = notHeld();
+          for (const bound of POD_REQUEST_BOUNDS) this.set({ bound }, now[bound]);
         },
       });
     }

@@ -14,6 +14,8 @@ export {
   type ControllerMetricsOptions,
   LEADER_LEASE_FOREIGN_REASONS,
   type LeaderLeaseForeignReason,
+  POD_REQUEST_BOUNDS,
+  type PodRequestBound,
   POD_REQUEST_REASONS,
   type PodRequestResult,
   type ProviderCertificateEntry,

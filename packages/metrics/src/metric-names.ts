@@ -25,6 +25,8 @@ export const METRIC_NAMES = Object.freeze({
   caRotationNamespaceLeftBehind: 'eso_ca_rotation_namespace_left_behind',
   /** Controller counter: PodCertificateRequests decided (pod-certificate mode), per signer, result and reason. */
   podCertificateRequests: 'eso_pod_certificate_requests_total',
+  /** Controller gauge, every replica: pending PodCertificateRequests the signer's bound keeps out of memory, per bound (namespace, total). */
+  podCertificateRequestsNotHeld: 'eso_pod_certificate_requests_not_held',
   /** Controller gauge: pods serving certificate names their Services no longer give them, per namespace. */
   podCertificatesStaleNames: 'eso_pod_certificates_stale_names',
   /** Controller counter: deletions of orphaned provider Secrets (opt-in pruning), per result (deleted, failed). */

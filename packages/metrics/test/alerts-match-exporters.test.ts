@@ -39,7 +39,16 @@ async function system(options: { leader: boolean }) {
   view.leftBehind = [{ namespace: 'provider-aws', reason: 'immutable' }];
   // Every replica, leader or not, judges the leader election Lease it reads.
   const lease = { foreign: [] as LeaderLeaseForeignReason[] };
-  const controller = new ControllerMetrics({ now: clock.now, source: view, podCertificates: true, orphanPruning: true, leaderLease: () => lease.foreign });
+  // Every replica, too, counts the pending PodCertificateRequests its bound keeps out of memory.
+  const pending = { notHeld: { namespace: 0, total: 0 } };
+  const controller = new ControllerMetrics({
+    now: clock.now,
+    source: view,
+    podCertificates: true,
+    orphanPruning: true,
+    leaderLease: () => lease.foreign,
+    podRequestsNotHeld: () => pending.notHeld,
+  });
   // The vault provider still serves the certificate from before the last rotation.
   const provider = new ProviderMetrics({
     namespace: 'provider-vault',
@@ -51,7 +60,7 @@ async function system(options: { leader: boolean }) {
     { labels: { job: 'eso-mtls-controller', instance: 'controller-0:8080' }, scrape: await served.start(controller.registry) },
     { labels: { job: 'providers', instance: 'vault-1:8081' }, scrape: await served.start(provider.registry) },
   ];
-  return { clock, view, lease, controller, provider, targets };
+  return { clock, view, lease, pending, controller, provider, targets };
 }
 
 type System = Awaited<ReturnType<typeof system>>;
@@ -156,6 +165,8 @@ describe('the alert rules and the real exporters', () => {
     const sys = await system({ leader: true });
     const { inputSeries } = await record(sys, 20, (minute) => {
       if (minute === 5) sys.controller.recordRotation('provider-vault', ['vault'], 'expiring');
+      // Requests beyond the bound, standing longer than the alert's 10 minutes.
+      if (minute === 5) sys.pending.notHeld = { namespace: 120, total: 0 };
       if (minute === 10) {
         sys.controller.recordRotationFailure('provider-aws', ['aws']);
         sys.controller.recordCaRotationFailure();
@@ -175,6 +186,7 @@ describe('the alert rules and the real exporters', () => {
       firing('EsoClientCertificateExpiringSoon', controller),
       firing('EsoLeaderLeaseForeign', { reason: 'duration_too_long' }),
       firing('EsoLeaderLeaseForeign', { reason: 'unknown_holder' }),
+      firing('EsoPodCertificateRequestsNotHeld', { bound: 'namespace' }),
       firing('EsoPodCertificateRequestsRefused', { signer: 'server', result: 'denied', reason: 'NoProviderService' }),
       firing('EsoProviderCertificateExpiringSoon', { ...controller, namespace: 'provider-aws', service: 'aws' }),
       firing('EsoProviderCertificateHotReloadFailed', vaultPod),

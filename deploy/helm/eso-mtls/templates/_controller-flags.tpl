@@ -26,6 +26,8 @@ checks that the two agree; change both together.
 - --server-signer-name={{ .Values.podCertificate.serverSignerName }}
 - --client-signer-name={{ .Values.podCertificate.clientSignerName }}
 - --pod-certificate-max-validity={{ .Values.podCertificate.maxValidity }}
+- --pod-certificate-max-pending={{ int .Values.podCertificate.maxPending }}
+- --pod-certificate-max-pending-per-namespace={{ int .Values.podCertificate.maxPendingPerNamespace }}
 {{- end }}
 {{- if .Values.pruneOrphanedSecrets.enabled }}
 - --prune-orphaned-secrets-after={{ .Values.pruneOrphanedSecrets.after }}

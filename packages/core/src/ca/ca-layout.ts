@@ -1,8 +1,10 @@
 import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
+import { bundlePem } from '../x509/parse.js';
 
 /*
  * What the CA Secret holds after a plan: the CA that signs, the next one, the retired ones, and
- * since when the active one signs. Both the CA phases and the plan read it.
+ * since when the active one signs; and the trust bundle they make. Both the CA phases and the plan
+ * read it.
  */
 
 /** A CA slot after the plan: kept as it is, or generated when the plan is executed. */
@@ -31,3 +33,18 @@ export function layoutCertificates(layout: CaLayout): (CertificateView | 'active
  * certificate it signed has expired: at most this instant plus the longest pod certificate.
  */
 export const ACTIVE_SINCE_ANNOTATION = 'eso-mtls.io/active-since';
+
+/**
+ * The trust bundle (`ca.crt` of every leaf Secret) for CA certificates in order active, next,
+ * retired: canonical PEM, each certificate once.
+ */
+export function trustBundle(certificates: readonly CertificateView[]): string {
+  const seen = new Set<string>();
+  return bundlePem(certificates.filter((c) => !seen.has(c.pem) && (seen.add(c.pem), true)));
+}
+
+/** The bundle a layout gives, or undefined while it holds a CA still to be generated. */
+export function expectedBundle(layout: CaLayout): string | undefined {
+  const parts = layoutCertificates(layout);
+  return parts.every((p): p is CertificateView => typeof p !== 'string') ? trustBundle(parts) : undefined;
+}

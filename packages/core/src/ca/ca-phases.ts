@@ -1,15 +1,15 @@
-import { shown } from '../common/shown.js';
+import { truncate } from '../common/truncate.js';
 import { type Duration, type Instant, parseInstant, truncateToSecond } from '../common/time.js';
 import type { CertificateCache } from '../crypto/cache.js';
-import { type Observed, type ObservedCaSecret, SecretKeys, caKeyField, observeCaSecret } from '../plan/observe.js';
-import { isEmergencyRequest, secretRotationRequest } from '../plan/rotate-request.js';
-import type { SecretState } from '../plan/snapshot.js';
+import type { Observed } from '../common/observed.js';
+import { type ObservedBundle, type ObservedCaSecret, SecretKeys, caKeyField, observeCaSecret } from '../secret/observe.js';
+import { isEmergencyRequest, secretRotationRequest } from '../secret/rotate-request.js';
+import type { SecretState } from '../secret/snapshot.js';
 import type { Policy } from '../policy/policy.js';
 import { type RotationReason, issuedNoLaterThan } from '../policy/rules.js';
 import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { textOf } from '../x509/pem.js';
 import { rsaExponentRefusal } from '../x509/rsa-public-key.js';
-import type { ObservedBundle } from './bundle.js';
 import { ACTIVE_SINCE_ANNOTATION, type CaLayout, type CaMaterial } from './ca-layout.js';
 import { isLeftBehind, leftBehindFrom } from './left-behind.js';
 
@@ -139,7 +139,7 @@ export function emergencyPhase({ input, request }: CaReading): CaStep | undefine
     slots: { active: GENERATE, retired: [] },
     phase: 'emergency',
     reason: 'forced',
-    message: `emergency CA rotation requested (${shown(request!, 64)}): new CA, every older one leaves every bundle`,
+    message: `emergency CA rotation requested (${truncate(request!, 64)}): new CA, every older one leaves every bundle`,
     dueAt: [truncateToSecond(input.now + input.policy.caValidity) - input.policy.caLookahead],
   };
 }
@@ -155,7 +155,7 @@ export const restorePhase: CaPhaseRule = ({ restored }, slots) =>
         message: restored
           .map(
             (r) =>
-              `${r.keys}: ${r.detail}; the key is good, so its certificate ${shown(r.keyed.certificate.subject)} (serial ${shown(r.keyed.certificate.serialNumber, 64)}) is restored from the client Secret's ca.crt and nothing is re-issued`,
+              `${r.keys}: ${r.detail}; the key is good, so its certificate ${truncate(r.keyed.certificate.subject)} (serial ${truncate(r.keyed.certificate.serialNumber, 64)}) is restored from the client Secret's ca.crt and nothing is re-issued`,
           )
           .join('; '),
       };
@@ -288,7 +288,7 @@ export const activatePhase: CaPhaseRule = ({ input }, slots) => {
       slots: { active: slots.next, next: undefined, retired: dedupe([...(activeCert ? [activeCert] : []), ...slots.retired]) },
       phase: 'activate',
       dueAt: [],
-      message: `activating the next CA ${shown(nextCert.subject)}${ready ? '' : ' (deadline reached before every bundle held it)'}${leftBehind > 0 ? ` without ${leftBehind} namespace(s) whose Secret refuses our writes (left behind)` : ''}`,
+      message: `activating the next CA ${truncate(nextCert.subject)}${ready ? '' : ' (deadline reached before every bundle held it)'}${leftBehind > 0 ? ` without ${leftBehind} namespace(s) whose Secret refuses our writes (left behind)` : ''}`,
     };
   }
   // Bundles short of next are written this round: they count from a second after now.
@@ -318,7 +318,7 @@ export const preparePhase: CaPhaseRule = (reading, slots) => {
   if (reason === undefined) return { slots, dueAt: signing && !slots.next ? [prepareAt] : [] };
   const why =
     reason === 'forced'
-      ? `rotation requested: ${shown(request!, 64)}`
+      ? `rotation requested: ${truncate(request!, 64)}`
       : reason === 'invalid'
         ? 'next.crt/next.key unreadable'
         : `active CA notAfter ${new Date(signing!.notAfter).toISOString()}`;

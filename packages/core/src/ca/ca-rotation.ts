@@ -1,5 +1,5 @@
 import { type Instant, truncateToSecond } from '../common/time.js';
-import { ROTATE_ACKNOWLEDGED_ANNOTATION, secretAcknowledgement } from '../plan/rotate-request.js';
+import { ROTATE_ACKNOWLEDGED_ANNOTATION, secretAcknowledgement } from '../secret/rotate-request.js';
 import type { RotationReason } from '../policy/rules.js';
 import { ACTIVE_SINCE_ANNOTATION, type CaLayout } from './ca-layout.js';
 import * as phase from './ca-phases.js';

@@ -1,9 +1,10 @@
-import { shown } from '../common/shown.js';
+import { truncate } from '../common/truncate.js';
 import { type Duration, type Instant, formatDuration } from '../common/time.js';
 import type { Policy } from '../policy/policy.js';
 import type { CertificateView } from '../x509/certificate.js';
 import { PROVIDER_SECRET_NAME } from '../x509/names.js';
-import type { ObservedBundle } from './bundle.js';
+import type { ObservedBundle } from '../secret/observe.js';
+import type { WriteRefusal } from '../secret/snapshot.js';
 import type { CaLayout } from './ca-layout.js';
 
 /*
@@ -12,27 +13,6 @@ import type { CaLayout } from './ca-layout.js';
  * The adapter says since when a namespace's writes have been refused for a reason retrying cannot
  * change; these rules say when the rotation stops waiting for it, and when it is reported.
  */
-
-/**
- * Why writes to a provider Secret are refused, as the adapter judges the apiserver's answer:
- * - `immutable`: the Secret carries `immutable: true`, which only deleting it undoes;
- * - `refused`: the write itself was refused (400, 403 or 422: an admission policy or webhook,
- *   RBAC, validation). A 5xx, a 429, a timeout or a conflict is transient and never a refusal.
- */
-export type WriteRefusalReason = 'immutable' | 'refused';
-
-/** Every {@link WriteRefusalReason}, for metrics that list each one. */
-export const WRITE_REFUSAL_REASONS: readonly WriteRefusalReason[] = Object.freeze(['immutable', 'refused'] as const);
-
-/** The adapter's writes to a namespace's provider Secret have been refused since `since`, and still are. */
-export interface WriteRefusal {
-  /** The first refusal of the run of refusals that still stands. */
-  readonly since: Instant;
-  /** Why the latest refused write was refused. */
-  readonly reason: WriteRefusalReason;
-  /** The apiserver's answer to the latest refused write, for messages. */
-  readonly detail: string;
-}
 
 /**
  * How long refused writes still hold the CA rotation: one propagationDelay, as long as every other
@@ -85,7 +65,7 @@ export function leftBehindMessage(namespace: string, refusal: WriteRefusal, poli
   const why =
     refusal.reason === 'immutable'
       ? `Secret ${secret} is marked immutable: true, so its ca.crt cannot take the new CA`
-      : `every write to Secret ${secret} has been refused (${shown(refusal.detail, 256)})`;
+      : `every write to Secret ${secret} has been refused (${truncate(refusal.detail, 256)})`;
   const fix =
     refusal.reason === 'immutable'
       ? `Delete the Secret (immutable cannot be unset); the controller writes it again at once, without immutable, and restart the provider's pods, which keep the deleted Secret's files`

@@ -4,11 +4,11 @@ import { encodeCommonNameDn, formatCommonNameDn } from '../x509/distinguished-na
 import { MAX_DNS_NAME_BYTES, dnsNamesBytes } from '../x509/name-budget.js';
 import { CLIENT_COMMON_NAME, clientSpiffeId, isDnsName } from '../x509/names.js';
 import { serialHex } from '../x509/certificate-reader.js';
-import { fromHex, toHex } from '../x509/hex.js';
+import { fromHex, toHex } from '../x509/der.js';
 import { CERTIFICATE_LABEL } from '../x509/parse.js';
 import { encodePem } from '../x509/pem.js';
 import type { KeyAlgorithm, Policy } from '../policy/policy.js';
-import { shownList } from '../common/shown.js';
+import { truncateList } from '../common/truncate.js';
 import {
   KeyUsage,
   authorityKeyIdentifierExtension,
@@ -114,7 +114,7 @@ function serverProfile(dnsNames: readonly string[]): Profile {
   }
   const commonName = dnsNames.find((n) => n.length <= MAX_COMMON_NAME);
   if (commonName === undefined)
-    throw new IssueError(`none of the ${dnsNames.length} DNS names [${shownList(dnsNames)}] fits in a ${MAX_COMMON_NAME}-character commonName`);
+    throw new IssueError(`none of the ${dnsNames.length} DNS names [${truncateList(dnsNames)}] fits in a ${MAX_COMMON_NAME}-character commonName`);
   return { commonName, isCa: false, dnsNames, uris: [], purpose: 'serverAuth' };
 }
 

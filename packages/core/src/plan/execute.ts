@@ -1,16 +1,15 @@
-import { BUNDLE_WRITTEN_AT_ANNOTATION, trustBundle } from '../ca/bundle.js';
 import type { CertificateCache } from '../crypto/cache.js';
-import type { CaMaterial } from '../ca/ca-layout.js';
+import { type CaMaterial, trustBundle } from '../ca/ca-layout.js';
 import type { CaPhase } from '../ca/ca-phases.js';
 import { type CertificateView, type KeyedCertificate } from '../x509/certificate.js';
 import type { CryptoBackend, RandomSource } from '../crypto/crypto.js';
 import { equalBytes } from '../x509/der.js';
 import { type IssueContext, issueCa, issueClientLeaf, issueServerLeaf } from '../crypto/issue.js';
-import { SecretKeys } from './observe.js';
+import { BUNDLE_WRITTEN_AT_ANNOTATION, SecretKeys } from '../secret/observe.js';
 import { bundlePem } from '../x509/parse.js';
 import { textOf } from '../x509/pem.js';
 import type { BundleUpdate, LeafIssuance, Plan } from './vocabulary.js';
-import type { SecretTarget } from './target.js';
+import type { SecretTarget } from '../secret/target.js';
 import type { RotationReason } from '../policy/rules.js';
 import type { Instant } from '../common/time.js';
 

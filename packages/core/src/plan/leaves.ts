@@ -3,7 +3,7 @@ import type { Instant } from '../common/time.js';
 import { type LeafRuleContext, type LeafTrust, type Trigger, evaluateLeafRules, renewalTime } from '../policy/rules.js';
 import type { CertificateView } from '../x509/certificate.js';
 import type { DueLeaf } from './issuance-order.js';
-import { ROTATE_ACKNOWLEDGED_ANNOTATION } from './rotate-request.js';
+import { ROTATE_ACKNOWLEDGED_ANNOTATION } from '../secret/rotate-request.js';
 import type { LeafSubject } from './subjects.js';
 import type { BundleUpdate, LeafIssuance, PlanContext, WaitingLeaf } from './vocabulary.js';
 

@@ -1,12 +1,12 @@
-import { BUNDLE_WRITTEN_AT_ANNOTATION, expectedBundle } from '../ca/bundle.js';
 import { type CaRotationInput } from '../ca/ca-phases.js';
 import { type CaRotationPlan, planCaRotation } from '../ca/ca-rotation.js';
-import type { CaLayout } from '../ca/ca-layout.js';
+import { type CaLayout, expectedBundle } from '../ca/ca-layout.js';
 import { isLeftBehind, lacksSigningCa, leftBehindMessage, refusalsAreLocal } from '../ca/left-behind.js';
 import { type Instant, parseInstant, truncateToSecond } from '../common/time.js';
 import { orderIssuances } from './issuance-order.js';
 import { type DueIssuance, bundleUpdate, planLeaves } from './leaves.js';
-import type { Snapshot } from './snapshot.js';
+import { BUNDLE_WRITTEN_AT_ANNOTATION } from '../secret/observe.js';
+import type { Snapshot } from '../secret/snapshot.js';
 import { type LeafSubject, type Subjects, collectSubjects } from './subjects.js';
 import type { BundleUpdate, Conflict, DeferredLeaf, LeafIssuance, LeftBehindNamespace, Plan, PlanContext, PlanStatus } from './vocabulary.js';
 

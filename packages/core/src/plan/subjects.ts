@@ -1,12 +1,11 @@
-import { shown, shownList } from '../common/shown.js';
-import type { WriteRefusal } from '../ca/left-behind.js';
+import { truncate, truncateList } from '../common/truncate.js';
 import type { Instant } from '../common/time.js';
 import { type NamespaceRequirement, notAllowedMessage } from '../policy/namespace-requirement.js';
 import type { LeafIdentity } from '../policy/rules.js';
 import { MAX_DNS_NAME_BYTES, fitServiceNames } from '../x509/name-budget.js';
 import { CLIENT_COMMON_NAME, InvalidNameError, PROVIDER_LABEL, clientSpiffeId, serviceDnsNames } from '../x509/names.js';
 import { capNamespaces } from './issuance-order.js';
-import { type ObservedLeafSecret, observeLeafSecret } from './observe.js';
+import { type ObservedLeafSecret, observeLeafSecret } from '../secret/observe.js';
 import {
   ROTATE_ACKNOWLEDGED_ANNOTATION,
   namespaceRotationRequest,
@@ -14,15 +13,16 @@ import {
   rotateRequestProblem,
   secretAcknowledgement,
   secretRotationRequest,
-} from './rotate-request.js';
-import type { ProviderNamespace, ProviderService, SecretState, Snapshot } from './snapshot.js';
-import type { SecretTarget } from './target.js';
+} from '../secret/rotate-request.js';
+import type { ProviderNamespace, ProviderService, SecretState, Snapshot, WriteRefusal } from '../secret/snapshot.js';
+import type { SecretTarget } from '../secret/target.js';
 import type { Conflict, ExcludedNamespace, PlanContext, RefusedService } from './vocabulary.js';
 
 /*
  * The first step of a plan: who it is about. The client and every provider namespace become leaf
  * subjects, or are left out (excluded, in conflict) with the reason; Services whose request or names
- * cannot be honoured are refused. Each function returns what it found; none writes into its caller's.
+ * cannot be honoured are refused. Each function returns what it found rather than adding to lists its
+ * caller holds, so each step can be read, and tested, on its own.
  */
 
 /** One leaf Secret as the planner sees it. */
@@ -91,7 +91,7 @@ function clientSubject(snapshot: Snapshot, { policy, cache }: PlanContext): { su
     observed: client?.ownership === 'managed' ? observeLeafSecret(client.data, cache) : undefined,
     identity: { kind: 'client', uri: clientSpiffeId(policy.clusterDomain, policy.esoNamespace, policy.serviceAccount), commonName: CLIENT_COMMON_NAME },
     request: request === undefined ? undefined : secretAcknowledgement(request),
-    forcedBy: request === undefined ? undefined : `the client Secret's annotation eso-mtls.io/rotate (${shown(request, 64)})`,
+    forcedBy: request === undefined ? undefined : `the client Secret's annotation eso-mtls.io/rotate (${truncate(request, 64)})`,
   };
   return { subject, conflicts: [] };
 }
@@ -224,5 +224,5 @@ function fitNamespace(
 
 /** `Service a`, `Services a, b, c and 4 more`: bounded, for messages. */
 function listServices(names: readonly string[]): string {
-  return `${names.length === 1 ? 'Service' : 'Services'} ${shownList(names, 3)}`;
+  return `${names.length === 1 ? 'Service' : 'Services'} ${truncateList(names, 3)}`;
 }

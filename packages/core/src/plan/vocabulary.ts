@@ -1,14 +1,14 @@
 import type { CaLayout } from '../ca/ca-layout.js';
 import type { CaChange, CaStatus } from '../ca/ca-rotation.js';
-import type { WriteRefusalReason } from '../ca/left-behind.js';
 import type { Duration, Instant } from '../common/time.js';
 import type { CertificateCache } from '../crypto/cache.js';
 import type { NamespaceRequirement } from '../policy/namespace-requirement.js';
 import type { Policy } from '../policy/policy.js';
 import type { RotationReason } from '../policy/rules.js';
 import type { CertificateView } from '../x509/certificate.js';
-import type { SecretData } from './observe.js';
-import type { SecretTarget } from './target.js';
+import type { SecretData } from '../secret/observe.js';
+import type { WriteRefusalReason } from '../secret/snapshot.js';
+import type { SecretTarget } from '../secret/target.js';
 
 /*
  * What a plan holds: the words planRotation answers in, and executePlan, the simulation and the

@@ -57,7 +57,7 @@ export function podKeyTypeOf(subjectPublicKeyInfo: Uint8Array): PodKeyTypeResult
       if (bits !== 3072 && bits !== 4096) return refused(`an RSA key of ${bits} bits`);
       // A kubelet generates 65537 (Go's crypto/rsa); any other exponent is a key made to be weak.
       const weak = rsaExponentRefusal(subjectPublicKeyInfo);
-      if (weak !== undefined) return { ok: false, detail: weak };
+      if (weak !== undefined) return refused(weak);
       return { ok: true, type: bits === 3072 ? 'RSA3072' : 'RSA4096' };
     }
     const name = ALGORITHM_NAMES[oid];

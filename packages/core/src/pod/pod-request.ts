@@ -3,7 +3,7 @@ import { InvalidNameError, isDnsLabel } from '../x509/names.js';
 import { type NamespaceRequirement, notAllowedMessage } from '../policy/namespace-requirement.js';
 import { type PodKeyType, podKeyTypeOf } from './pod-key.js';
 import type { Policy } from '../policy/policy.js';
-import { shown } from '../common/shown.js';
+import { truncate } from '../common/truncate.js';
 import { StubRequestError, stubRequestPublicKey } from './stub-request.js';
 
 /** Which of the two signers a request names: provider servers, or ESO core's client. */
@@ -115,9 +115,9 @@ export interface PodRequestInput {
  */
 export function decidePodRequest(input: PodRequestInput): PodRequestDecision {
   const { request, pod } = input;
-  const who = `pod ${request.namespace}/${shown(request.podName, 253)}`;
+  const who = `pod ${request.namespace}/${truncate(request.podName, 253)}`;
   if (pod === undefined) return deny('PodNotFound', `${who} does not exist (any more)`);
-  if (pod.uid !== request.podUid) return deny('PodMismatch', `${who} has UID ${shown(pod.uid, 64)}, not the request's ${shown(request.podUid, 64)}`);
+  if (pod.uid !== request.podUid) return deny('PodMismatch', `${who} has UID ${truncate(pod.uid, 64)}, not the request's ${truncate(request.podUid, 64)}`);
   let subjectPublicKeyInfo: Uint8Array;
   try {
     subjectPublicKeyInfo = stubRequestPublicKey(request.stubPkcs10Request);
@@ -137,7 +137,7 @@ function decideClient({ request, policy }: PodRequestInput, key: Key): PodReques
   if (request.namespace !== policy.esoNamespace || request.serviceAccountName !== policy.serviceAccount) {
     return deny(
       'UnauthorizedServiceAccount',
-      `the client signer issues only to ServiceAccount ${policy.esoNamespace}/${policy.serviceAccount}; pod ${request.namespace}/${shown(request.podName, 253)} runs as ${request.namespace}/${shown(request.serviceAccountName, 253)}`,
+      `the client signer issues only to ServiceAccount ${policy.esoNamespace}/${policy.serviceAccount}; pod ${request.namespace}/${truncate(request.podName, 253)} runs as ${request.namespace}/${truncate(request.serviceAccountName, 253)}`,
     );
   }
   return { kind: 'issue', role: 'client', ...key, dnsNames: [], services: [], refused: [] };
@@ -174,19 +174,19 @@ export function serverNames(
     return {
       kind: 'deny',
       reason: 'ExternalNameService',
-      message: `Service ${request.namespace}/${shown(alias.name, 253)} selects pod ${shown(request.podName, 253)} but is of type ExternalName, an alias of another host: its names do not lead to the pod; label a ClusterIP or headless Service that selects the pod instead`,
+      message: `Service ${request.namespace}/${truncate(alias.name, 253)} selects pod ${truncate(request.podName, 253)} but is of type ExternalName, an alias of another host: its names do not lead to the pod; label a ClusterIP or headless Service that selects the pod instead`,
     };
   }
   if (selecting.length === 0) {
     return {
       kind: 'deny',
       reason: 'NoProviderService',
-      message: `no Service labelled external-secrets.io/provider=true in namespace ${request.namespace} selects pod ${shown(request.podName, 253)}; label one whose selector matches the pod, and the next request is issued`,
+      message: `no Service labelled external-secrets.io/provider=true in namespace ${request.namespace} selects pod ${truncate(request.podName, 253)}; label one whose selector matches the pod, and the next request is issued`,
     };
   }
   const bad = selecting.find((s) => !isDnsLabel(s.name));
   if (bad !== undefined)
-    return { kind: 'deny', reason: 'InvalidServiceName', message: `Service ${request.namespace}/${shown(bad.name, 253)} is not a DNS-1123 label` };
+    return { kind: 'deny', reason: 'InvalidServiceName', message: `Service ${request.namespace}/${truncate(bad.name, 253)} is not a DNS-1123 label` };
   let fitted: FittedServices<{ namespace: string; name: string }>;
   try {
     const refs = selecting.map((s) => ({ namespace: request.namespace, name: s.name })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

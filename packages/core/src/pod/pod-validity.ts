@@ -83,9 +83,11 @@ export function podValidity(input: PodValidityInput): PodValidityResult {
 /**
  * When the kubelet should refresh: notAfter − min(leafLookahead, lifetime/3), less a jitter of up
  * to min(leafJitter, lifetime/12) derived from the serial, clamped to [notBefore + 10 min,
- * notAfter − 10 min] and truncated to the second (issue 15's rule). With the default policy a
- * 24-hour leaf refreshes 8 hours early plus up to 2, a 90-day leaf 30 days early (its third is
- * under the 35-day lookahead) plus up to 3.
+ * notAfter − 10 min] and truncated to the second. The Secret leaves' lookahead and jitter would
+ * exceed a short pod certificate's whole life, so both shrink with the lifetime: a pod still
+ * refreshes well before its end, and pods started together still refresh apart. With the default
+ * policy a 24-hour leaf refreshes 8 hours early plus up to 2, a 90-day leaf 30 days early (its
+ * third is under the 35-day lookahead) plus up to 3.
  */
 export function podRefreshTime(notBefore: Instant, notAfter: Instant, serialNumber: string, policy: Policy): Instant {
   const lifetime = notAfter - notBefore;

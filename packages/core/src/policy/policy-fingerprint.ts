@@ -1,4 +1,4 @@
-import { toHex } from '../x509/hex.js';
+import { toHex } from '../x509/der.js';
 import type { Policy } from './policy.js';
 import { sha256 } from '../x509/sha256.js';
 

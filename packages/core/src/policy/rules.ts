@@ -1,7 +1,7 @@
 import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
-import type { Observed } from '../plan/observe.js';
+import type { Observed } from '../common/observed.js';
 import type { Policy } from './policy.js';
-import { shown, shownList } from '../common/shown.js';
+import { truncate, truncateList } from '../common/truncate.js';
 import { type Duration, type Instant, truncateToSecond } from '../common/time.js';
 
 /**
@@ -54,7 +54,7 @@ export type LeafRule = (ctx: LeafRuleContext) => Trigger | undefined;
 
 const usableLeaf = (ctx: LeafRuleContext): CertificateView | undefined => (ctx.presence === 'present' && ctx.leaf?.ok ? ctx.leaf.value.certificate : undefined);
 
-const describe = (c: CertificateView): string => `${shown(c.subject)} (serial ${shown(c.serialNumber, 64)})`;
+const describe = (c: CertificateView): string => `${truncate(c.subject)} (serial ${truncate(c.serialNumber, 64)})`;
 const iso = (t: Instant): string => new Date(t).toISOString();
 
 /** Our Secret holds data that cannot be served: garbage, a missing or mismatched key, several certificates. */
@@ -87,7 +87,7 @@ export const caMismatchRule: LeafRule = (ctx) => {
   if (!leaf) return undefined;
   if (ctx.trust.active && ctx.isSignedBy(leaf, ctx.trust.active)) return undefined;
   if (ctx.trust.retired.some((ca) => ctx.isSignedBy(leaf, ca))) return undefined;
-  return { reason: 'ca_mismatch', message: `${ctx.subject}: ${describe(leaf)} is signed by ${shown(leaf.issuer)}, which is not our signing CA` };
+  return { reason: 'ca_mismatch', message: `${ctx.subject}: ${describe(leaf)} is signed by ${truncate(leaf.issuer)}, which is not our signing CA` };
 };
 
 /** The names (or the client identity) no longer match what the Services (or the policy) ask for. */
@@ -104,7 +104,7 @@ export const dnsChangedRule: LeafRule = (ctx) => {
   if (leaf.subjectCommonName === commonName && leaf.uris.length === 1 && leaf.uris[0] === uri) return undefined;
   return {
     reason: 'dns_changed',
-    message: `${ctx.subject}: identity CN=${shown(leaf.subjectCommonName ?? '')} URI=[${shownList(leaf.uris)}] differs from CN=${commonName} URI=${uri}`,
+    message: `${ctx.subject}: identity CN=${truncate(leaf.subjectCommonName ?? '')} URI=[${truncateList(leaf.uris)}] differs from CN=${commonName} URI=${uri}`,
   };
 };
 
@@ -118,7 +118,7 @@ function nameChanges(have: readonly string[], want: readonly string[]): string {
   const wanted = new Set(want);
   const added = want.filter((n) => !had.has(n));
   const removed = have.filter((n) => !wanted.has(n));
-  return [added.length > 0 ? `added [${shownList(added)}]` : '', removed.length > 0 ? `removed [${shownList(removed)}]` : ''].filter(Boolean).join('; ');
+  return [added.length > 0 ? `added [${truncateList(added)}]` : '', removed.length > 0 ? `removed [${truncateList(removed)}]` : ''].filter(Boolean).join('; ');
 }
 
 /** The leaf has reached its renewal time. */

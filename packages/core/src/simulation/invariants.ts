@@ -1,6 +1,6 @@
 import type { CertificateCache } from '../crypto/cache.js';
 import type { CertificateView } from '../x509/certificate.js';
-import { SecretKeys, type SecretData } from '../plan/observe.js';
+import { SecretKeys, type SecretData } from '../secret/observe.js';
 import { textOf } from '../x509/pem.js';
 import type { Policy } from '../policy/policy.js';
 import { type Duration, type Instant, days } from '../common/time.js';

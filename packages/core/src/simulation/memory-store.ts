@@ -1,7 +1,6 @@
 import type { SecretWrite } from '../plan/execute.js';
-import { IssuanceLedger } from '../plan/ledger.js';
-import { type SecretTarget, describeTarget } from '../plan/target.js';
-import { type ProviderService, type SecretState, type Snapshot, assembleSnapshot } from '../plan/snapshot.js';
+import { IssuanceLedger, type SecretTarget, describeTarget } from '../secret/target.js';
+import { type ProviderService, type SecretState, type Snapshot, assembleSnapshot } from '../secret/snapshot.js';
 
 /** A write the store refused: the Secret moved on since it was planned (or already exists). */
 export class StoreConflictError extends Error {

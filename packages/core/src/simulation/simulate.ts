@@ -7,14 +7,14 @@ import { InvariantChecker, type PeerTarget, type Violation } from './invariants.
 import { type Issued, issueCa, issueServerLeaf } from '../crypto/issue.js';
 import { MemoryStore } from './memory-store.js';
 import { namespaceDnsNames } from '../x509/names.js';
-import { SecretKeys, type SecretData } from '../plan/observe.js';
+import { SecretKeys, type SecretData } from '../secret/observe.js';
 import { planRotation } from '../plan/plan.js';
 import { type Plan, isPlanEmpty } from '../plan/vocabulary.js';
-import { type SecretTarget, describeTarget } from '../plan/target.js';
+import { type SecretTarget, describeTarget } from '../secret/target.js';
 import type { Policy } from '../policy/policy.js';
 import type { RotationReason } from '../policy/rules.js';
 import { LeafKeyPool, type LeafKeyPoolReport } from './key-pool.js';
-import { ROTATE_ANNOTATION } from '../plan/rotate-request.js';
+import { ROTATE_ANNOTATION } from '../secret/rotate-request.js';
 import type { Duration, Instant } from '../common/time.js';
 
 /** How a simulated attacker or accident damages a Secret. */

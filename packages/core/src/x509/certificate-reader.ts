@@ -7,10 +7,9 @@
  * CertificateParseError.
  */
 import type { CertificateView } from './certificate.js';
-import { type DerElement, Tag, children, contentsOf, encodingOf, equalBytes, oidToString, readElement } from './der.js';
+import { type DerElement, Tag, children, contentsOf, encodingOf, equalBytes, oidToString, readElement, toHex } from './der.js';
 import { decodeString, readName } from './distinguished-name.js';
-import { toHex } from './hex.js';
-import { shown } from '../common/shown.js';
+import { truncate } from '../common/truncate.js';
 
 const EXT = {
   basicConstraints: '2.5.29.19',
@@ -43,14 +42,14 @@ function readTime(der: Uint8Array, e: DerElement | undefined, what: string): num
       : e?.tag === Tag.GENERALIZED_TIME
         ? /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)Z$/.exec(s)
         : null;
-  if (!m) throw new Error(`${what} ${JSON.stringify(shown(s, 40))} is not an RFC 5280 time`);
+  if (!m) throw new Error(`${what} ${JSON.stringify(truncate(s, 40))} is not an RFC 5280 time`);
   let year = Number(m[1]);
   if (e!.tag === Tag.UTC_TIME) year += year < 50 ? 2000 : 1900;
   const [month, day, hour, minute, second] = m.slice(2).map(Number) as [number, number, number, number, number];
   const t = Date.UTC(year, month - 1, day, hour, minute, second);
   const d = new Date(t);
   if (d.getUTCMonth() !== month - 1 || d.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) {
-    throw new Error(`${what} ${JSON.stringify(shown(s, 40))} is not a valid date`);
+    throw new Error(`${what} ${JSON.stringify(truncate(s, 40))} is not a valid date`);
   }
   return t;
 }

@@ -1,7 +1,8 @@
 /**
  * A minimal DER (ITU-T X.690) writer and reader: just what building a TBSCertificate and slicing
  * raw fields out of certificates and keys needs. Issuing builds DER directly because a schema
- * serialiser spends far more time than key generation and signing together (see bench/).
+ * serialiser spends far more time than key generation and signing together (see bench/). Raw
+ * fields read as text (serial numbers, key identifiers, digests) are lower-case hex.
  */
 
 /** Universal and context-specific tags used by X.509. */
@@ -212,3 +213,17 @@ export const encodingOf = (der: Uint8Array, e: DerElement): Uint8Array => der.su
 
 /** The contents octets of `e`, without copying. */
 export const contentsOf = (der: Uint8Array, e: DerElement): Uint8Array => der.subarray(e.contentStart, e.end);
+
+/** Lower-case hex of `bytes`. */
+export function toHex(bytes: Uint8Array): string {
+  let out = '';
+  for (const b of bytes) out += (b < 16 ? '0' : '') + b.toString(16);
+  return out;
+}
+
+/** Bytes of a hex string such as a CertificateView's subjectKeyIdentifier. */
+export function fromHex(hex: string): Uint8Array {
+  const out = new Uint8Array(hex.length >> 1);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}

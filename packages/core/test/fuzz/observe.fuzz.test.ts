@@ -26,8 +26,7 @@ import {
   planRotation,
   resolvePolicy,
 } from '@eso-mtls/core';
-import { SecretKeys } from '../../src/plan/observe.js';
-import { BUNDLE_WRITTEN_AT_ANNOTATION } from '../../src/ca/bundle.js';
+import { BUNDLE_WRITTEN_AT_ANNOTATION, SecretKeys } from '../../src/secret/observe.js';
 import { encodePem } from '../../src/x509/pem.js';
 import { nodeBackend } from '../support/fixtures.js';
 import { fuzzParameters } from '../../../../testing/fuzz/runs.js';

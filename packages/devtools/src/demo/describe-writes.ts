@@ -1,4 +1,4 @@
-import { type CaPhase, type SecretWrite, describeTarget, shownList } from '@eso-mtls/core';
+import { type CaPhase, type SecretWrite, describeTarget, truncateList } from '@eso-mtls/core';
 import type { ReconcileOutcome } from './reconcile-loop.js';
 import type { DemoEvent } from './timeline.js';
 
@@ -36,7 +36,7 @@ export function describeReconcile(outcome: ReconcileOutcome): DemoEvent[] {
         events.push({
           source: 'controller',
           subject: subjectOf(w),
-          message: `server certificate issued for ${shownList(w.services)}${day(w.notAfter)}`,
+          message: `server certificate issued for ${truncateList(w.services)}${day(w.notAfter)}`,
           reason: w.reason,
         });
         break;
