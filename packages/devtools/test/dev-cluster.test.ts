@@ -8,7 +8,8 @@ import { KEEP_WITH_NODE, parseDevClusterArgs, readyText } from '../src/cli/dev-c
 import { locateBinaries } from '../src/cluster/binaries.js';
 import { findClone } from '../src/dev-cluster/clone.js';
 import { prepareDataDir } from '../src/dev-cluster/data-dir.js';
-import { imagesIn, splitImageName } from '../src/dev-cluster/images.js';
+import { splitImageName } from '../src/cluster/node/image-name.js';
+import { imagesIn } from '../src/dev-cluster/images.js';
 import { shellPath } from '../src/dev-cluster/shell-path.js';
 import { repoRoot } from '@eso-mtls/test-kit/repo';
 

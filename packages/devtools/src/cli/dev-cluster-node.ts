@@ -5,10 +5,11 @@ import { locateBinaries } from '../cluster/binaries.js';
 import { writeKubeconfig } from '../cluster/identities.js';
 import { type RealCluster, realNodeUnavailable, startRealCluster } from '../cluster/node/cluster.js';
 import { locateNodeBinaries } from '../cluster/node/components.js';
+import { splitImageName } from '../cluster/node/image-name.js';
 import type { ServerProcess } from '../cluster/process-group.js';
 import type { Clone } from '../dev-cluster/clone.js';
 import { prepareDataDir } from '../dev-cluster/data-dir.js';
-import { type NodeImages, locateImages, splitImageName } from '../dev-cluster/images.js';
+import { type NodeImages, locateImages } from '../dev-cluster/images.js';
 import { nextStepPaths, shellPath, shellQuote } from '../dev-cluster/shell-path.js';
 import { type CliStreams, listenForStop } from '@eso-mtls/controller';
 

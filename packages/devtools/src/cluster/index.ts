@@ -24,6 +24,6 @@ export {
 export { NODE_NAME } from './node/addresses.js';
 export { type RealCluster, type RealClusterOptions, realNodeUnavailable, startRealCluster } from './node/cluster.js';
 export { type NodeBinaries, locateNodeBinaries } from './node/components.js';
+export { splitImageName } from './node/image-name.js';
 export { freePort, freePorts } from './ports.js';
 export { ServerProcess, type SpawnWrap, signalGroup } from './process-group.js';
-export { splitImageName } from '../dev-cluster/images.js';
