@@ -22,6 +22,7 @@ const config: Config = {
   },
   moduleNameMapper: {
     '^@eso-mtls/core/node$': '<rootDir>/packages/core/src/node/index.ts',
+    '^@eso-mtls/devtools/cluster$': '<rootDir>/packages/devtools/src/cluster/index.ts',
     // The test kit (testing/kit): private, never built, one module per helper.
     '^@eso-mtls/test-kit/([a-z-]+)$': '<rootDir>/testing/kit/src/$1.ts',
     '^@eso-mtls/([a-z-]+)$': '<rootDir>/packages/$1/src/index.ts',

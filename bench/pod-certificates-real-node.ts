@@ -26,7 +26,7 @@ import { Informer, KubeRestClient, type ListPage, certificatesPath, connectionFr
 import type { V1Pod } from '@kubernetes/client-node';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { type Manifest, kustomizeBuild } from '@eso-mtls/test-kit/manifests';
-import { NODE_NAME } from '../packages/controller/src/cluster/node/addresses.js';
+import { NODE_NAME } from '@eso-mtls/devtools/cluster';
 import { stubRequestPublicKey } from '../packages/core/src/pod/stub-request.js';
 import { type TestCluster, startTestCluster } from '../testing/real-node/support/cluster.js';
 import { World, pemCertificates } from '../testing/real-node/support/world.js';

@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { type KeyAlgorithm, type SimulationEvent, days, hours, minutes, resolvePolicy, simulate } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { runSimulateCommand } from '../packages/controller/src/cli/simulate.js';
+import { runSimulateCommand } from '@eso-mtls/controller';
 
 /** One measured run. */
 export interface SimulateRun {

@@ -11,7 +11,7 @@ const assets = execFileSync('bash', ['testing/envtest/build-testbin.sh'], {
   encoding: 'utf8',
 }).trim();
 console.error(`k8s-compat: kube-apiserver and etcd from ${assets}`);
-const suites = ['packages/kubernetes/test', 'packages/controller/test', 'testing/envtest/test', 'testing/policies/provider-label-'];
+const suites = ['packages/kubernetes/test', 'packages/controller/test', 'packages/devtools/test', 'testing/envtest/test', 'testing/policies/provider-label-'];
 const run = spawnSync(
   process.execPath,
   ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', ...suites, '--testPathIgnorePatterns', 'pod-certificate', 'fuzz', ...process.argv.slice(2)],

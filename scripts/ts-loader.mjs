@@ -10,9 +10,10 @@ export function resolve(specifier, context, next) {
   // Workspace packages resolve to their sources, as in jest and tsc; the test kit is only sources.
   const kit = /^@eso-mtls\/test-kit\/([a-z-]+)$/.exec(specifier);
   if (kit) return { url: new URL(`../testing/kit/src/${kit[1]}.ts`, import.meta.url).href, shortCircuit: true };
-  const ws = /^@eso-mtls\/([a-z-]+)(\/node)?$/.exec(specifier);
+  // A subpath entry point (@eso-mtls/core/node, @eso-mtls/devtools/cluster) is its folder's index.
+  const ws = /^@eso-mtls\/([a-z-]+)(?:\/(node|cluster))?$/.exec(specifier);
   if (ws) {
-    const entry = ws[2] ? `${ws[1]}/src/node/index.ts` : `${ws[1]}/src/index.ts`;
+    const entry = ws[2] ? `${ws[1]}/src/${ws[2]}/index.ts` : `${ws[1]}/src/index.ts`;
     return { url: new URL(entry, workspace).href, shortCircuit: true };
   }
   if (specifier.endsWith('.js') && context.parentURL?.endsWith('.ts') && specifier.startsWith('.')) {

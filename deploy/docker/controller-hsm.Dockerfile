@@ -50,8 +50,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 ENV npm_config_nodedir=/usr/local
 # pkcs11js is an optional dependency of @eso-mtls/pkcs11: its version is the lockfile's. The
-# build fails here, not at the controller's start, when the binding does not load.
+# build fails here, not at the controller's start, when the binding does not load. The developer
+# tools go before the prune, as in controller.Dockerfile.
 RUN npm rebuild pkcs11js --foreground-scripts \
+ && rm -rf packages/devtools \
  && npm prune --omit=dev --no-audit --no-fund \
  && rm -rf packages/*/src packages/*/test \
  && cd packages/pkcs11 && node -e "require('pkcs11js')"

@@ -18,7 +18,10 @@ COPY package.json package-lock.json tsconfig.base.json ./
 COPY packages/ packages/
 RUN npm ci --no-audit --no-fund --ignore-scripts \
  && npm run build --workspaces --if-present
-RUN npm prune --omit=dev --no-audit --no-fund \
+# The developer tools (@eso-mtls/devtools: the demo, the chart renderer, the cluster launcher) never
+# ship: their folder goes before the prune, which then drops what only they use (vega, vega-lite).
+RUN rm -rf packages/devtools \
+ && npm prune --omit=dev --no-audit --no-fund \
  && rm -rf packages/*/src packages/*/test
 
 # Distroless: no shell, no package manager; uid 65532 matches the Deployment's runAsUser.

@@ -18,7 +18,9 @@ RUN npm ci --no-audit --no-fund --ignore-scripts \
  && npm run build --workspaces --if-present
 COPY examples/file-provider/src/ examples/file-provider/src/
 COPY deploy/docker/file-provider.tsconfig.json deploy/docker/
+# The developer tools go before the prune, as in controller.Dockerfile.
 RUN npx tsc -p deploy/docker/file-provider.tsconfig.json \
+ && rm -rf packages/devtools \
  && npm prune --omit=dev --no-audit --no-fund \
  && rm -rf packages/*/src packages/*/test
 

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { realNodeUnavailable } from '../../packages/controller/src/cluster/node/cluster.js';
+import { realNodeUnavailable } from '@eso-mtls/devtools/cluster';
 import { PageSession, STOP_MS, repoRoot } from './page-session.js';
 import { type RunnableBlock, runnableBlocks } from './runnable-blocks.js';
 

@@ -20,7 +20,7 @@ afterAll(() => session.close(passed), STOP_MS + 60_000);
 
 describe(page, () => {
   it('runs from dev-certs to a TypeScript and a Go provider reloading rotated certificates, each called over mTLS, and stops on Ctrl-C', async () => {
-    for (const built of ['packages/controller/dist/bin/eso-mtls.js', 'packages/grpc/dist/index.js']) {
+    for (const built of ['packages/controller/dist/bin/eso-mtls.js', 'packages/devtools/dist/index.js', 'packages/grpc/dist/index.js']) {
       if (!existsSync(join(repoRoot, built))) throw new Error(`${built} is missing: run \`npm run build\` first (the page runs the built packages)`);
     }
     const blocks = runnableBlocks(readFileSync(join(repoRoot, page), 'utf8'));

@@ -93,6 +93,19 @@ describe('the built images, run under runc with no network', () => {
     expect({ status: r.status, stderr: r.stderr, stdout: r.stdout.trim() }).toEqual({ status: 0, stderr: '', stdout: 'loaded' });
   });
 
+  it('controller, controller-hsm: no developer tools (no vega, vega-lite, @eso-mtls/devtools or cluster launcher), and dev-certs names the package to install', () => {
+    // Every path under /app whose last part is one of them; distroless has no shell, so Node lists them.
+    const scan =
+      "const hits = require('node:fs').readdirSync('/app', { recursive: true }).filter((p) => /(^|\\/)(vega|vega-lite|devtools|control-plane\\.js)$/.test(p)); console.log(JSON.stringify(hits));";
+    for (const role of ['controller', 'controller-hsm'] as const) {
+      const r = run(role, ['-e', scan], ['/nodejs/bin/node']);
+      expect({ role, status: r.status, stderr: r.stderr, found: r.stdout.trim() }).toEqual({ role, status: 0, stderr: '', found: '[]' });
+      const devCerts = run(role, ['dev-certs', '--help']);
+      expect({ role, status: devCerts.status }).toEqual({ role, status: 1 });
+      expect(devCerts.stderr).toContain('eso-mtls dev-certs needs @eso-mtls/devtools, which is not installed');
+    }
+  });
+
   it('file-provider: the entrypoint starts the compiled example, which reads its configuration', () => {
     const r = run('file-provider', []);
     // No configuration given: the example's own error, not a module that failed to load.

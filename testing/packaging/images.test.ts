@@ -273,3 +273,23 @@ describe('the build stages of deploy/docker', () => {
     for (const name of DOCKERFILES) expect([name, sharedContext(name)]).toEqual([name, sharedContext('controller')]);
   });
 });
+
+describe('the developer tools stay out of the images', () => {
+  /** What only @eso-mtls/devtools brings: the chart renderer, and the package itself with the demo and the cluster launcher. */
+  const DEVELOPER_ONLY = ['vega', 'vega-lite', '@eso-mtls/devtools'];
+  const kept = rootManifest.workspaces!.filter((w) => w.startsWith('packages/') && w !== 'packages/devtools');
+  const dependencies = (w: string) => Object.keys((JSON.parse(read(`${w}/package.json`)) as { dependencies?: Record<string, string> }).dependencies ?? {});
+
+  it('no package the images keep depends on what only the developer tools use; devtools does', () => {
+    for (const w of kept) expect([w, dependencies(w).filter((d) => DEVELOPER_ONLY.includes(d))]).toEqual([w, []]);
+    expect(dependencies('packages/devtools')).toEqual(expect.arrayContaining(['vega', 'vega-lite', '@eso-mtls/controller']));
+  });
+
+  it.each(DOCKERFILES)('%s.Dockerfile removes packages/devtools after the shared install and before the prune, which then drops vega and vega-lite', (name) => {
+    const steps = runSteps(stages(dockerfile(name)).get('build')!);
+    const at = (step: string) => steps.findIndex((s) => s.startsWith(step));
+    expect(at('rm -rf packages/devtools')).toBeGreaterThan(at('npm run build --workspaces'));
+    expect(at('rm -rf packages/devtools')).toBeLessThan(at('npm prune --omit=dev '));
+    expect(steps.filter((s) => s === 'rm -rf packages/devtools')).toHaveLength(1);
+  });
+});

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { codeBlocks } from '../docs/markdown-blocks.js';
@@ -113,6 +114,20 @@ describe('published packages', () => {
       // The CLI's bin works from the installed tarball too.
       const simulated = run(join(app, 'node_modules/.bin/eso-mtls'), ['simulate', '--years', '1', '--services', '8'], app);
       expect(simulated).toMatch(/Violations: 0/);
+      // dev-certs, as docs/provider-developers.md runs it, from @eso-mtls/devtools installed beside the command.
+      const certs = join(app, '.eso-mtls-dev', 'certs');
+      const written = run(join(app, 'node_modules/.bin/eso-mtls'), ['dev-certs', '--dir', certs, '--provider', 'my-provider', '--once'], app);
+      expect(written).toContain(`eso-mtls dev-certs: certificates written under ${certs}`);
+      expect(readdirSync(certs).sort()).toEqual(expect.arrayContaining(['ca', 'eso-client', 'my-provider.provider-system']));
+      // Without devtools the command says which package to install, and exits 1.
+      renameSync(join(app, 'node_modules/@eso-mtls/devtools'), join(work, 'devtools-aside'));
+      const without = spawnSync(join(app, 'node_modules/.bin/eso-mtls'), ['dev-certs', '--help'], { cwd: app, encoding: 'utf8' });
+      expect({ status: without.status, stdout: without.stdout }).toEqual({ status: 1, stdout: '' });
+      expect(without.stderr).toContain('eso-mtls dev-certs needs @eso-mtls/devtools, which is not installed');
+      const noChart = spawnSync(join(app, 'node_modules/.bin/eso-mtls'), ['simulate', '--chart', join(app, 'timeline.svg')], { cwd: app, encoding: 'utf8' });
+      expect({ status: noChart.status, stdout: noChart.stdout }).toEqual({ status: 1, stdout: '' });
+      expect(noChart.stderr).toContain('eso-mtls simulate --chart needs @eso-mtls/devtools, which is not installed');
+      renameSync(join(work, 'devtools-aside'), join(app, 'node_modules/@eso-mtls/devtools'));
 
       // A consumer importing every entry point type-checks against the shipped declarations and
       // everything they reach (client-node's, grpc-js's, ws's), with the compiler this repo pins.
@@ -185,7 +200,8 @@ describe('published packages', () => {
     expect(named('provider', 'pack')).toEqual(provider);
     expect([...provider].sort()).toEqual(closure('@eso-mtls/grpc').sort());
     const cli = named('cli', 'install');
-    expect([...cli].sort()).toEqual(closure('@eso-mtls/controller').sort());
+    // dev-certs, which the page starts with, comes with devtools: it and everything it depends on, the command's package among them.
+    expect([...cli].sort()).toEqual(closure('@eso-mtls/devtools').sort());
     for (const order of [provider, cli]) {
       for (const [i, name] of order.entries()) expect(closure(name).every((dep) => order.indexOf(dep) <= i)).toBe(true);
     }

@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ControlPlaneBinaries, locateBinaries } from '../../../packages/controller/src/cluster/binaries.js';
+import { type ControlPlaneBinaries, locateBinaries } from '@eso-mtls/devtools/cluster';
 
 /** Where the kube-apiserver and etcd executables live. */
 export interface TestBinaries extends ControlPlaneBinaries {

@@ -2,9 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { type LaunchedControlPlane, launchControlPlane } from '../../../packages/controller/src/cluster/control-plane.js';
-import { ADMIN, type IdentitySpec, writeKubeconfig } from '../../../packages/controller/src/cluster/identities.js';
-import { signalGroup } from '../../../packages/controller/src/cluster/process-group.js';
+import { ADMIN, type IdentitySpec, type LaunchedControlPlane, launchControlPlane, signalGroup, writeKubeconfig } from '@eso-mtls/devtools/cluster';
 import { locateTestBinaries } from './binaries.js';
 
 /** What a suite asks of its control plane. */
@@ -97,7 +95,7 @@ const live = new Map<ControlPlane, LaunchedControlPlane>();
 let hooked = false;
 
 /**
- * Starts the controller package's control plane (packages/controller/src/cluster, as `eso-mtls
+ * Starts the devtools package's control plane (@eso-mtls/devtools/cluster, as `eso-mtls
  * dev-cluster` does) on free loopback ports in a temp dir, with the binaries build-testbin.sh
  * provides, an admin and `options.identities` with static tokens, and a kubeconfig file per
  * identity. Resolves once /readyz is 200.

@@ -1,2 +1,2 @@
-// One way to find a free port: the controller's own, which the cluster launcher uses.
-export { freePort, freePorts } from '../../../packages/controller/src/cluster/ports.js';
+// One way to find a free port: the cluster launcher's own.
+export { freePort, freePorts } from '@eso-mtls/devtools/cluster';

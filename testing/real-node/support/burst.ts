@@ -5,8 +5,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { KubeConfig, V1Pod, V1ServiceAccount } from '@kubernetes/client-node';
 import { Informer, KubeRestClient, type ListPage, certificatesPath, connectionFromKubeConfig, corePath, terminalCondition } from '@eso-mtls/kubernetes';
-import { NODE_NAME } from '../../../packages/controller/src/cluster/node/addresses.js';
-import type { RealCluster } from '../../../packages/controller/src/cluster/node/cluster.js';
+import { NODE_NAME, type RealCluster } from '@eso-mtls/devtools/cluster';
 import { PodCertificateKubelet, type PodCertificateRequest } from '../../kubelet/index.js';
 
 /** Create calls in flight, as the pod-certificate benches make them. */

@@ -3,9 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { locateBinaries } from '../../../packages/controller/src/cluster/binaries.js';
-import { type RealCluster, realNodeUnavailable, startRealCluster } from '../../../packages/controller/src/cluster/node/cluster.js';
-import { locateNodeBinaries } from '../../../packages/controller/src/cluster/node/components.js';
+import { type RealCluster, locateBinaries, locateNodeBinaries, realNodeUnavailable, startRealCluster } from '@eso-mtls/devtools/cluster';
 import { type TestImages, ensureImages } from '../../images/ensure.js';
 import { type AuditEvent, auditFlags, auditLogIn, readAuditLog } from '../../envtest/src/control-plane.js';
 

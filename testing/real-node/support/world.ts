@@ -16,7 +16,7 @@ import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET, SA_USER } from '@eso
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { applyAll, kustomizeBuild } from '@eso-mtls/test-kit/manifests';
 import { repoRoot } from '@eso-mtls/test-kit/repo';
-import { splitImageName } from '../../../packages/controller/src/cli/dev-cluster-node.js';
+import { splitImageName } from '@eso-mtls/devtools/cluster';
 import { Helm, type Values, chartDir } from '@eso-mtls/test-kit/helm';
 import { parseExposition } from '@eso-mtls/test-kit/exposition';
 import { untilAnswer } from '@eso-mtls/test-kit/answers';

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // The `eso-mtls` command: dispatches to a subcommand.
 import { runControllerCommand } from '../cli/controller.js';
+import { DEVTOOLS_PACKAGE, type DeveloperCommand, type DeveloperTools, DevtoolsMissingError, loadDeveloperTools } from '../cli/developer-tools.js';
 import { unsupportedNodeWarning } from '../cli/node-support.js';
 import { runSimulateCommand } from '../cli/simulate.js';
+import { listenForStop } from '../cli/stop-signals.js';
 import { controllerVersion } from '../cli/version.js';
-import { listenForStop } from '../dev-cluster/stop-signals.js';
 
 const USAGE = `Usage: eso-mtls <command> [flags]
 
@@ -17,6 +18,7 @@ Commands:
   dev-cluster  run a local etcd + kube-apiserver (from a clone) to try the controller against
   dev-certs    write rotating certificate folders for developing a provider without a cluster
 
+demo, dev-cluster and dev-certs come with ${DEVTOOLS_PACKAGE}, installed beside this package.
 Run eso-mtls <command> --help for the flags of a command.
 eso-mtls --version prints the version.
 `;
@@ -33,11 +35,9 @@ async function main(argv: readonly string[]): Promise<number> {
     case 'renew':
       return (await import('../cli/renew.js')).runRenewCommand(rest);
     case 'demo':
-      return (await import('../cli/demo.js')).runDemoCommand(rest);
     case 'dev-certs':
-      return (await import('../cli/dev-certs.js')).runDevCertsCommand(rest);
     case 'dev-cluster':
-      return (await import('../cli/dev-cluster.js')).runDevClusterCommand(rest);
+      return runDeveloperCommand(command, rest);
     case '--version':
     case '-V':
     case 'version':
@@ -53,6 +53,19 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`eso-mtls: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
       return 2;
   }
+}
+
+// The developer commands live in @eso-mtls/devtools, found when it is installed.
+async function runDeveloperCommand(command: DeveloperCommand, argv: readonly string[]): Promise<number> {
+  let tools: DeveloperTools;
+  try {
+    tools = await loadDeveloperTools(`eso-mtls ${command}`);
+  } catch (e) {
+    if (!(e instanceof DevtoolsMissingError)) throw e;
+    process.stderr.write(`${e.message}\n`);
+    return 1;
+  }
+  return tools.runDeveloperCommand(command, argv);
 }
 
 // The first Ctrl-C (SIGINT) or SIGTERM aborts the signal, and the command reports what it did so

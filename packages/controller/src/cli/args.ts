@@ -21,7 +21,10 @@ export interface Flag {
   readonly repeatable?: boolean;
 }
 
-/** How a command words the three things the reader can find wrong; each message ends with `; see <command> --help` where it helps. */
+/**
+ * How a command words the three things the reader can find wrong; each message ends with `; see <command> --help` where it helps.
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
+ */
 export interface FlagErrorWords {
   /** `suggestion` is the known flag the typed one most likely meant, when one is close. */
   unknown(typed: string, name: string, suggestion?: string): string;
@@ -29,7 +32,10 @@ export interface FlagErrorWords {
   missingValue(flag: Flag): string;
 }
 
-/** One command's flags. */
+/**
+ * One command's flags.
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
+ */
 export interface CommandLine {
   /** The command as users type it, e.g. `eso-mtls controller`. */
   readonly command: string;
@@ -38,11 +44,17 @@ export interface CommandLine {
   readonly words?: FlagErrorWords;
 }
 
-/** What argv asked for: flag values by name (a bare bool flag is `true`), help, or an error to print. */
+/**
+ * What argv asked for: flag values by name (a bare bool flag is `true`), help, or an error to print.
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
+ */
 export type ArgvResult =
   { readonly kind: 'flags'; readonly values: ReadonlyMap<string, string> } | { readonly kind: 'help' } | { readonly kind: 'error'; readonly message: string };
 
-/** The controller's wording, as Kubernetes controllers word flag errors. */
+/**
+ * The controller's wording, as Kubernetes controllers word flag errors.
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
+ */
 export function goFlagWords(command: string): FlagErrorWords {
   const seeHelp = `; see ${command} --help`;
   return {
@@ -61,6 +73,7 @@ const FLAG = /^--?([a-z][a-z0-9-]*)(?:=(.*))?$/s;
  * looks like; a bool flag is true when bare and takes a value only after `=`; the last of a
  * repeated flag wins, unless it is `repeatable`; `--help` or `-h` asks for help; reading stops at the first of help or a
  * problem. Values are keyed by the flag's name. Pure: no I/O.
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
  */
 export function readArgv(argv: readonly string[], line: CommandLine): ArgvResult {
   const words = line.words ?? goFlagWords(line.command);
@@ -110,7 +123,10 @@ function editDistance(a: string, b: string): number {
   return previous[b.length]!;
 }
 
-/** One row of a help table: what to type, and what it does (one string per line). */
+/**
+ * One row of a help table: what to type, and what it does (one string per line).
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
+ */
 export type HelpRow = readonly [usage: string, description: string | readonly string[]];
 
 /**
@@ -118,6 +134,7 @@ export type HelpRow = readonly [usage: string, description: string | readonly st
  * two spaces after the widest usage, and further lines of a description start there too. Rows
  * whose usage is wider than `maxUsageWidth` put their description on the next line instead, so
  * one long flag does not push every description to the right.
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
  */
 export function helpTable(rows: readonly HelpRow[], options: { readonly indent?: number; readonly maxUsageWidth?: number } = {}): string {
   const indent = ' '.repeat(options.indent ?? 2);

@@ -16,11 +16,12 @@ import {
   simulate,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { CHART_FILE_ACCEPTS, isChartFileName, writeTimelineChart } from '../chart/chart-file.js';
-import { EXIT_INTERRUPTED } from '../demo/summary.js';
 import { formatFlagDuration, parseDuration } from '../duration.js';
 import { type Flag, type HelpRow, helpTable, readArgv } from './args.js';
+import { CHART_FILE_ACCEPTS, isChartFileName } from './chart-file-name.js';
 import type { CliStreams } from './controller.js';
+import { type DeveloperTools, DevtoolsMissingError, loadDeveloperTools } from './developer-tools.js';
+import { EXIT_INTERRUPTED } from './stop-signals.js';
 import { isTerminal } from './terminal.js';
 
 const DURATION = 'a duration such as 90d, 36h, 10m or 1d12h';
@@ -53,7 +54,7 @@ ${helpTable([
   ['--emergency-at <duration>', 'request an emergency CA rotation this long after the start'],
   ['--timeline', 'print every issuance, not only the first ones and the CA phases'],
   ['--json', 'print the summary and timeline as JSON (instants as ISO 8601)'],
-  ['--chart <file>', 'also draw the rotation timeline into this .svg or .html file'],
+  ['--chart <file>', 'also draw the rotation timeline into this .svg or .html file (needs @eso-mtls/devtools)'],
   ...Object.values(POLICY_FLAGS).map((f): HelpRow => [`--${f} <duration>`, 'policy override']),
   ['--key-algorithm <name>', KEY_ALGORITHMS.join(', ')],
   ['--fresh-keys', 'a real key per leaf, as the controller does (default: leaves share a small pool of real keys)'],
@@ -276,6 +277,7 @@ function formatRemaining(ms: Duration): string {
  * `eso-mtls simulate [flags]`: resolves with the exit code (0 clean, 1 violations, 2 bad flags,
  * 130 stopped early). `signal` (Ctrl-C in the CLI) stops the run; what was simulated so far is
  * then reported, said to be partial.
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
  */
 export async function runSimulateCommand(
   argv: readonly string[],
@@ -294,6 +296,17 @@ export async function runSimulateCommand(
     streams.stdout.write(USAGE);
     return 0;
   }
+  // The chart writer is found before simulating, so a missing one is said at once, not after the run.
+  let charts: DeveloperTools | undefined;
+  if (args.chart !== undefined) {
+    try {
+      charts = await loadDeveloperTools('eso-mtls simulate --chart');
+    } catch (e) {
+      if (!(e instanceof DevtoolsMissingError)) throw e;
+      streams.stderr.write(`${e.message}\n`);
+      return 1;
+    }
+  }
   const services = Array.from({ length: args.services }, (_, i) => ({ namespace: `team-${i % args.namespaces}`, name: `provider-${i}` }));
   const crypto = { ...createNodeCryptoBackend(), random: seededRandom(args.seed) };
   const duration = Math.round(args.years * days(365));
@@ -307,20 +320,11 @@ export async function runSimulateCommand(
       `eso-mtls simulate: interrupted; the summary covers ${iso(result.summary.start)} to ${iso(result.summary.end)} only, not the ${args.years} year(s) asked\n`,
     );
   }
-  if (args.chart !== undefined) {
-    const { summary } = result;
+  if (args.chart !== undefined && charts !== undefined) {
     const title = `eso-mtls simulate: ${args.years} year(s), ${args.services} Services in ${args.namespaces} namespaces, seed ${args.seed}`;
     // The report may be JSON on stdout: say where the chart went, or why not, on stderr.
     try {
-      await writeTimelineChart(args.chart, {
-        title,
-        start: summary.start,
-        end: summary.end,
-        policy: args.policy,
-        records: result.timeline,
-        minRemainingValidity: summary.minRemainingValidity,
-        violations: summary.violations,
-      });
+      await charts.writeSimulationChart(args.chart, { title, policy: args.policy, result });
       streams.stderr.write(`rotation timeline drawn in ${args.chart}\n`);
     } catch (e) {
       streams.stderr.write(`eso-mtls simulate: ${(e as Error).message}\n`);

@@ -7,6 +7,7 @@ export interface MaybeTerminal {
  * Whether `stream` is a person's terminal rather than a pipe or a file: live progress lines,
  * carriage returns and plain one-line summaries of JSON logs are for people, never for files
  * that scripts and log collectors read. `TERM=dumb` (an editor's shell, say) counts as no terminal.
+ * @internal Shared with \@eso-mtls/devtools; not part of the supported API.
  */
 export function isTerminal(stream: MaybeTerminal, env: Readonly<Record<string, string | undefined>> = process.env): boolean {
   return stream.isTTY === true && env.TERM !== 'dumb';
