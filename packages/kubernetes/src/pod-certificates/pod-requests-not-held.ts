@@ -1,7 +1,8 @@
-import type { Timers } from './clock.js';
-import type { EventRecorder } from './event-recorder.js';
-import type { CacheBound, CacheBoundScope } from './informer-store.js';
-import type { Logger } from './logger.js';
+import type { Timers } from '../runtime/clock.js';
+import type { EventRecorder } from '../events/event-recorder.js';
+import type { CacheBoundScope } from '../informers/informer-store.js';
+import type { CacheBound } from '../installation/installation.js';
+import type { Logger } from '../runtime/logger.js';
 import type { PodCertificateRequest } from './pod-requests.js';
 
 /** The pending requests the signer holds at most, per namespace and in all, unless configured. */

@@ -1,7 +1,7 @@
 import type { Instant } from '@eso-mtls/core';
 
-/** Options of {@link StateReporter}. */
-export interface StateReporterOptions {
+/** Options of {@link StandingStates}. */
+export interface StandingStatesOptions {
   /** Report a standing state again after this long (default never: once per start or change). */
   readonly repeatMs?: number;
   /** How often {@link StateReport.summarize} is true while any state stands (default never). */
@@ -25,11 +25,11 @@ export interface StateReport<T> {
  * it is about) and a signature (what it says); a new signature under an old key is a change.
  * Memory is bounded by the states standing now: ended ones are forgotten.
  */
-export class StateReporter {
+export class StandingStates {
   private readonly standing = new Map<string, { signature: string; at: Instant }>();
   private lastSummary: Instant | undefined;
 
-  constructor(private readonly options: StateReporterOptions = {}) {}
+  constructor(private readonly options: StandingStatesOptions = {}) {}
 
   /** Observes every state standing at `now` (call once per round, with all of them). */
   track<T>(states: readonly T[], key: (state: T) => string, signature: (state: T) => string, now: Instant): StateReport<T> {

@@ -1,11 +1,11 @@
 import { type Instant, type MaterializedCa, isPlanEmpty, planRotation } from '@eso-mtls/core';
-import { planContext } from './plan-context.js';
-import type { RoundDependencies, RoundResult } from './round-types.js';
+import { planContext } from '../installation/plan-context.js';
+import type { RoundDependencies, RoundResult } from './round.js';
 import { RoundWrites } from './round-writes.js';
-import { ServiceDirectory } from './service-directory.js';
+import { ServiceDirectory } from '../events/service-directory.js';
 import type { BuiltSnapshot } from './snapshot-builder.js';
-import { StandingReports } from './standing-reports.js';
-import { StateReporter } from './state-reporter.js';
+import { PlanConditionReports } from './plan-condition-reports.js';
+import { StandingStates } from './standing-states.js';
 import type { WriteConflict } from './write-conflicts.js';
 
 /**
@@ -24,14 +24,14 @@ function withoutEagerRetry(result: RoundResult): RoundResult {
  * plans again; nothing signed by an unwritten CA is ever written.
  */
 export class ReconcileRound {
-  private readonly reports: StandingReports;
-  // When each trust bundle's problem was last reported (pod-certificate mode).
+  private readonly reports: PlanConditionReports;
+  // When each trust bundle's problem was last reported (a CA follower's).
   private readonly bundleReports = new Map<string, Instant>();
   // Namespaces being deleted refuse every write of every round: logged once, when first seen.
-  private readonly terminating = new StateReporter();
+  private readonly terminating = new StandingStates();
 
   constructor(private readonly deps: RoundDependencies) {
-    this.reports = new StandingReports(deps.logger, deps.events, deps.hooks, deps.plan.policy.reconcileInterval);
+    this.reports = new PlanConditionReports(deps.logger, deps.events, deps.hooks, deps.installation.policy.reconcileInterval);
   }
 
   /** Plans at `clock()` and writes; each write is issued and stamped at the clock's time of writing. */
@@ -45,11 +45,11 @@ export class ReconcileRound {
   }
 
   private async planAndWrite(built: BuiltSnapshot, clock: () => Instant): Promise<RoundResult> {
-    const { cache, pods } = this.deps;
+    const { cache, caFollower } = this.deps;
     const now = clock();
     const observed = this.deps.refusals?.apply(built.snapshot) ?? built.snapshot;
-    const snapshot = pods ? { ...observed, trustBundles: pods.trustBundles.observed() } : observed;
-    const plan = planRotation(snapshot, planContext(this.deps.plan, now, cache));
+    const snapshot = caFollower ? { ...observed, trustBundles: caFollower.observedBundles() } : observed;
+    const plan = planRotation(snapshot, planContext(this.deps.installation, now, cache));
     this.deps.status?.update(plan);
     const services = new ServiceDirectory(built.services);
     this.reports.report(plan, now, services);
@@ -57,18 +57,18 @@ export class ReconcileRound {
     // CA it signs with, through the same accounting as a CA write: a token that stopped answering,
     // a wrong PIN or a deleted key is seen at the next reconcile (every reconcile interval at the
     // latest), not weeks later when a leaf next falls due.
-    if (isPlanEmpty(plan) && !pods && !this.deps.crypto.caSigner) {
+    if (isPlanEmpty(plan) && !caFollower && !this.deps.crypto.caSigner) {
       this.reportTerminating(new Map(), now);
       return { plan, written: 0, stale: 0, failed: 0, fenced: 0 };
     }
-    // No pod certificate is signed by a CA a write replaces: the lane gives the CA back first, and
-    // its signatures in flight (at most its concurrency) are written before the CA write is sent.
-    if (pods && plan.ca) await pods.lane.withdraw();
+    // Nothing is signed by a CA a write replaces: the follower gives the CA back first, and its
+    // signatures in flight (at most its concurrency) are written before the CA write is sent.
+    if (caFollower && plan.ca) await caFollower.withdraw();
     const writes = new RoundWrites(this.deps, built, plan, services, clock);
     const result = withoutEagerRetry(await writes.run());
     this.reportTerminating(writes.terminating, now);
-    // Pods are signed only by a CA that is stored: after the CA write landed, or when there was none.
-    return pods && writes.signing ? this.handOver(result, writes.signing, clock) : result;
+    // The follower signs only with a CA that is stored: after the CA write landed, or when there was none.
+    return caFollower && writes.signing ? this.handOver(result, writes.signing, clock) : result;
   }
 
   /**
@@ -93,7 +93,7 @@ export class ReconcileRound {
     const where = writer.locate(c.target);
     const ours = conflicts!.stamp;
     const secret = `${where.namespace}/${where.name}`;
-    const afterSeconds = Math.max(0, Math.round((c.holdUntil - this.deps.plan.policy.reconcileInterval - c.ourWriteAt) / 1000));
+    const afterSeconds = Math.max(0, Math.round((c.holdUntil - this.deps.installation.policy.reconcileInterval - c.ourWriteAt) / 1000));
     const samePolicy = c.writer.policy === ours.policy;
     hooks.onWriteConflict?.(where.component, where.namespace);
     logger.warn(
@@ -116,29 +116,29 @@ export class ReconcileRound {
   }
 
   /**
-   * Pod-certificate mode, after the Secret writes: the trust bundles follow the CA, then the CA goes
-   * to the signing lane, which decides pending requests beside the rounds (the round does not wait).
+   * After the Secret writes, the CA follower's trust bundles follow the CA, then the CA is handed
+   * over to it, to sign with beside the rounds (the round does not wait).
    */
   private async handOver(result: RoundResult, ca: MaterializedCa, clock: () => Instant): Promise<RoundResult> {
-    const { pods, logger, hooks, events, writesAllowed } = this.deps;
-    if (!pods || !writesAllowed()) return result;
+    const { caFollower, installation, logger, hooks, events, writesAllowed } = this.deps;
+    if (!caFollower || !writesAllowed()) return result;
     const now = clock();
-    const published = await pods.trustBundles.publish(ca, now);
+    const published = await caFollower.publish(ca, now);
     // Every failed write counts; a standing conflict once per reconcile interval, like the Secrets'.
     // Either is logged and recorded at most once per interval and bundle, so nothing floods. The
     // counter and the Event are decided together (reportFailure), as for the Secrets.
-    const caSecret = { kind: 'Secret' as const, ...pods.caEventTarget };
+    const caSecret = { kind: 'Secret' as const, namespace: installation.esoNamespace, name: installation.caSecretName };
     for (const f of [...published.failed, ...published.conflicts]) {
       const conflict = published.conflicts.includes(f);
       const last = this.bundleReports.get(f.name);
-      const due = last === undefined || now - last >= this.deps.plan.policy.reconcileInterval;
+      const due = last === undefined || now - last >= installation.policy.reconcileInterval;
       if (!due && conflict) continue;
       events.reportFailure(() => hooks.onCaRotationFailure?.(), due ? [caSecret] : [], conflict ? 'Conflict' : 'Failed', f.message);
       if (!due) continue;
       this.bundleReports.set(f.name, now);
       logger.warn({ trustBundle: f.name, error: f.message }, conflict ? `trust bundle conflict: ${f.message}` : 'publishing a trust bundle failed; retrying');
     }
-    pods.lane.use(ca);
+    caFollower.use(ca);
     return { ...result, written: result.written + published.written, failed: result.failed + published.failed.length };
   }
 }

@@ -1,9 +1,9 @@
 import type { ConcurrencyLimit } from '@eso-mtls/core';
-import { type ApiErrorInfo, apiErrorOf } from './api-error.js';
-import { Backoff } from './backoff.js';
-import type { Timers } from './clock.js';
+import { type ApiErrorInfo, apiErrorOf } from '../client/api-error.js';
+import { Backoff } from '../client/backoff.js';
+import type { Timers } from '../runtime/clock.js';
 import type { InvolvedObject } from './involved-object.js';
-import { WriteFencedError } from './rest-client.js';
+import { WriteFencedError } from '../client/rest-client.js';
 
 /** How long an Event write is retried: an apiserver or etcd restart takes tens of seconds. */
 export const EVENT_RETRY_FOR_MS = 90_000;

@@ -1,7 +1,7 @@
 import type { Instant, MaterializedCa, PodSignerRole } from '@eso-mtls/core';
-import { Backoff } from './backoff.js';
-import { type ScheduledTimer, type Timers, systemTimers } from './clock.js';
-import type { Logger } from './logger.js';
+import { Backoff } from '../client/backoff.js';
+import { type ScheduledTimer, type Timers, systemTimers } from '../runtime/clock.js';
+import type { Logger } from '../runtime/logger.js';
 import { PodQueue } from './pod-queue.js';
 import type { PodCertificateRequest } from './pod-requests.js';
 import type { PodCertificateSigner, SigningCa } from './pod-signer.js';

@@ -1,18 +1,16 @@
 // The round's vocabulary, apart from the classes that use it: ReconcileRound, RoundWrites and the
 // Reconciler all speak it, and none of them imports another for a type.
 import type { CertificateCache, ConcurrencyLimit, CryptoBackend, IssuanceLedger, Plan } from '@eso-mtls/core';
-import type { AdapterHooks } from './adapter-hooks.js';
+import type { EventRecorder } from '../events/event-recorder.js';
+import type { ClusterInformers } from '../informers/cluster-informers.js';
+import type { Installation } from '../installation/installation.js';
+import type { Logger } from '../runtime/logger.js';
+import type { CaFollower } from './ca-follower.js';
 import type { CertificateStatusView } from './certificate-status.js';
-import type { ClusterInformers } from './cluster-informers.js';
-import type { EventRecorder } from './event-recorder.js';
-import type { Logger } from './logger.js';
-import type { PlanConfiguration } from './plan-context.js';
-import type { PodCertificateSigner } from './pod-signer.js';
 import type { OrphanPruner } from './pruner.js';
+import type { RoundHooks } from './round-hooks.js';
 import type { SecretWriter } from './secret-writer.js';
-import type { PodSigningLane } from './signing-lane.js';
 import type { SnapshotBuilder } from './snapshot-builder.js';
-import type { TrustBundles } from './trust-bundles.js';
 import type { WriteConflicts } from './write-conflicts.js';
 import type { WriteRefusals } from './write-refusals.js';
 
@@ -31,36 +29,28 @@ export interface RoundResult {
 
 /** Everything a round needs. */
 export interface RoundDependencies {
+  /** The policy, bounds, namespace requirement and modes every plan is made under (see planContext), and where the CA Secret is. */
+  readonly installation: Installation;
   readonly informers: ClusterInformers;
   readonly builder: SnapshotBuilder;
   readonly writer: SecretWriter;
   readonly events: EventRecorder;
   readonly ledger: IssuanceLedger;
-  /** The policy, bounds, namespace requirement and modes every plan is made under (see planContext). */
-  readonly plan: PlanConfiguration;
   readonly cache: CertificateCache;
   readonly crypto: CryptoBackend;
   readonly logger: Logger;
-  readonly hooks: AdapterHooks;
+  readonly hooks: RoundHooks;
   readonly writeLimiter: ConcurrencyLimit;
   /** The Secret fence: checked again before each key is generated, so a closing fence wastes no keygen. */
   readonly writesAllowed: () => boolean;
   /** The metrics view: given each plan as it is made, then the CA and each leaf as its write lands. */
   readonly status?: CertificateStatusView;
-  /** Pruning of orphaned provider Secrets (opt-in); runs after the writes, on the round's snapshot. */
-  readonly pruner?: OrphanPruner;
   /** Our writes another controller replaced: reported here, and held by RoundWrites. */
   readonly conflicts?: WriteConflicts;
   /** Provider namespaces whose writes are refused (immutable, 400/403/422): given to the plan, which stops waiting for them after a grace. */
   readonly refusals?: WriteRefusals;
-  /**
-   * Pod-certificate mode: the signer of both signer names, the lane it signs in (beside the
-   * rounds), and their ClusterTrustBundles.
-   */
-  readonly pods?: {
-    readonly signer: PodCertificateSigner;
-    readonly lane: PodSigningLane;
-    readonly trustBundles: TrustBundles;
-    readonly caEventTarget: { namespace: string; name: string };
-  };
+  /** Pruning of orphaned provider Secrets (opt-in); runs after the writes, on the round's snapshot. */
+  readonly pruner?: OrphanPruner;
+  /** The pod-certificate mode, when on: told of each CA before and after it is written. */
+  readonly caFollower?: CaFollower;
 }

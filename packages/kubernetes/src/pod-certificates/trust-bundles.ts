@@ -1,8 +1,9 @@
-import { type CertificateCache, type Instant, type MaterializedCa, type ObservedBundle, observePublishedBundle, publishedBundleWrite } from '@eso-mtls/core';
-import { apiErrorOf } from './api-error.js';
-import { Informer, type InformerOptions, type ListPage } from './informer.js';
-import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, TRUST_BUNDLE_COMPONENT, isOurTrustBundle } from './ownership.js';
-import { type KubeRestClient, certificatesPath } from './rest-client.js';
+import { type CertificateCache, type Instant, type MaterializedCa, type ObservedBundle, isDnsName, observePublishedBundle, publishedBundleWrite } from '@eso-mtls/core';
+import { apiErrorOf } from '../client/api-error.js';
+import { Informer, type InformerOptions, type ListPage } from '../informers/informer.js';
+import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, TRUST_BUNDLE_COMPONENT, isOurTrustBundle } from '../installation/ownership.js';
+import { type KubeRestClient, certificatesPath } from '../client/rest-client.js';
+import type { PublishResult } from '../rounds/ca-follower.js';
 
 /** The label on our ClusterTrustBundles, which every shipped `clusterTrustBundle` projection selects. */
 export const TRUST_BUNDLE_LABEL = 'eso-mtls.io/trust-bundle';
@@ -21,6 +22,18 @@ export interface ClusterTrustBundle {
   };
   /** Its signer name, and the PEM CA certificates it holds. */
   readonly spec?: { readonly signerName?: string; readonly trustBundle?: string };
+}
+
+/**
+ * A signer name as Kubernetes accepts it for PodCertificateRequests and ClusterTrustBundles: a
+ * DNS domain the project owns, a slash, and a path of DNS labels (`eso-mtls.io/provider-server`).
+ */
+export function isSignerName(s: string): boolean {
+  const slash = s.indexOf('/');
+  if (slash <= 0 || s.length > 253) return false;
+  const domain = s.slice(0, slash);
+  const path = s.slice(slash + 1);
+  return isDnsName(domain) && domain.includes('.') && path.length > 0 && path.split('/').every((p) => /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(p));
 }
 
 /**
@@ -65,18 +78,6 @@ export function strayTrustBundles(bundles: Iterable<ClusterTrustBundle>, signerN
 
 /** Stray bundles named per report: each needs `attest`, but their number is still not ours to trust. */
 const MAX_STRAYS = 20;
-
-/** How one publish went, for the round's counts. */
-export interface PublishResult {
-  readonly written: number;
-  /** Writes that failed; retried with the reconciler's backoff. */
-  readonly failed: readonly { readonly name: string; readonly message: string }[];
-  /**
-   * Bundles of our names that another party wrote, and bundles of our signers and label under other
-   * names ({@link strayTrustBundles}): left alone, a standing problem rather than a failure to retry.
-   */
-  readonly conflicts: readonly { readonly name: string; readonly message: string }[];
-}
 
 /**
  * The ClusterTrustBundles of our signer names: watched (by our label), observed for the CA

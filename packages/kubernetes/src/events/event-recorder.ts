@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { ConcurrencyLimit, type Instant } from '@eso-mtls/core';
-import { apiErrorOf } from './api-error.js';
-import { type Timers, systemTimers } from './clock.js';
+import { apiErrorOf } from '../client/api-error.js';
+import { type Timers, systemTimers } from '../runtime/clock.js';
 import { DroppedEvent, EVENT_RETRY_FOR_MS, EventRetries, MAX_EVENTS_WAITING } from './event-retry.js';
 import { type InvolvedObject, kindOf, objectKey } from './involved-object.js';
-import { type Logger, silentLogger } from './logger.js';
-import { type KubeRestClient, corePath } from './rest-client.js';
+import { type Logger, silentLogger } from '../runtime/logger.js';
+import { type KubeRestClient, corePath } from '../client/rest-client.js';
 
 /** Event reasons we emit, in the style of cert-manager. */
 export type EventReason =

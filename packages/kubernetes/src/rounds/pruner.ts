@@ -1,10 +1,10 @@
 import { type Instant, PROVIDER_SECRET_NAME, describeTarget } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apiErrorOf } from './api-error.js';
-import type { EventRecorder } from './event-recorder.js';
-import type { Logger } from './logger.js';
-import { classifyOwnership } from './ownership.js';
-import { type KubeRestClient, WriteFencedError, corePath } from './rest-client.js';
+import { apiErrorOf } from '../client/api-error.js';
+import type { EventRecorder } from '../events/event-recorder.js';
+import type { Logger } from '../runtime/logger.js';
+import { classifyOwnership } from '../installation/ownership.js';
+import { type KubeRestClient, WriteFencedError, corePath } from '../client/rest-client.js';
 import type { BuiltSnapshot } from './snapshot-builder.js';
 
 /**

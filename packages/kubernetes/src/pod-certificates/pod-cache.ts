@@ -1,8 +1,8 @@
 import type { PodMetadataView } from '@eso-mtls/core';
-import { apiErrorOf } from './api-error.js';
-import { Informer, type InformerOptions, type ListPage } from './informer.js';
-import type { Logger } from './logger.js';
-import { type KubeRestClient, corePath } from './rest-client.js';
+import { apiErrorOf } from '../client/api-error.js';
+import { Informer, type InformerOptions, type ListPage } from '../informers/informer.js';
+import type { Logger } from '../runtime/logger.js';
+import { type KubeRestClient, corePath } from '../client/rest-client.js';
 
 /** `Accept` of a metadata-only read: the apiserver answers with PartialObjectMetadata, never the pod's spec. */
 export const METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';

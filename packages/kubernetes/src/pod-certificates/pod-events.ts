@@ -1,7 +1,7 @@
 import { shownList } from '@eso-mtls/core';
-import { type ScheduledTimer, type Timers, systemTimers } from './clock.js';
-import type { EventRecorder } from './event-recorder.js';
-import { type InvolvedObject, objectKey } from './involved-object.js';
+import { type ScheduledTimer, type Timers, systemTimers } from '../runtime/clock.js';
+import type { EventRecorder } from '../events/event-recorder.js';
+import { type InvolvedObject, objectKey } from '../events/involved-object.js';
 
 /** Issuances of one window on one object, waiting to be recorded as one Event. */
 interface Batch {

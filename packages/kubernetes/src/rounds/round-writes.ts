@@ -14,9 +14,9 @@ import {
   shown,
 } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
-import type { RoundDependencies, RoundResult } from './round-types.js';
+import type { RoundDependencies, RoundResult } from './round.js';
 import type { WriteOutcome } from './secret-writer.js';
-import { type ServiceDirectory, servicesFields } from './service-directory.js';
+import { type ServiceDirectory, servicesFields } from '../events/service-directory.js';
 import type { BuiltSnapshot } from './snapshot-builder.js';
 
 type Counts = { -readonly [K in keyof Omit<RoundResult, 'plan'>]: number };

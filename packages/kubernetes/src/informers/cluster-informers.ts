@@ -1,37 +1,20 @@
 import {
   type AllowedNamespaces,
   MAX_ROTATE_REQUEST_BYTES,
-  type NamespaceRequirement,
   PROVIDER_LABEL,
   PROVIDER_SECRET_NAME,
   ROTATE_ANNOTATION,
+  SecretKeys,
   formatNamespaceRequirement,
   isExternalName,
 } from '@eso-mtls/core';
 import type { V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
-import type { BackoffOptions } from './backoff.js';
-import type { Timers } from './clock.js';
+import type { BackoffOptions } from '../client/backoff.js';
+import type { Timers } from '../runtime/clock.js';
 import { Informer, type InformerEvent, type InformerStats, type ListPage } from './informer.js';
-import { type KubeRestClient, corePath } from './rest-client.js';
-import { BUNDLE_KEY, SharedValues } from './shared-values.js';
-
-/** Where the adapter looks. */
-export interface InformerScope {
-  readonly esoNamespace: string;
-  readonly caSecretName: string;
-  readonly clientSecretName: string;
-  /**
-   * False in pod-certificate-only mode: provider Secrets are neither listed nor watched (the
-   * controller then has no Secret permission outside the ESO namespace). Default true.
-   */
-  readonly providerSecrets?: boolean;
-  /**
-   * With a namespace requirement, the namespaces carrying its label are watched too (label
-   * selector, names only), and the others' labelled Services are not served. Needs get, list and
-   * watch on namespaces.
-   */
-  readonly namespaceRequirement?: NamespaceRequirement;
-}
+import { type KubeRestClient, corePath } from '../client/rest-client.js';
+import { InternedValues } from './interned-values.js';
+import type { Installation } from '../installation/installation.js';
 
 /** Tuning shared by the informers. */
 export interface InformerTuning {
@@ -117,10 +100,10 @@ export function trimSecret(s: V1Secret): V1Secret {
 }
 
 /** The Secret with its trust bundle text replaced by the equal one `bundles` already holds, if any. */
-function shareBundle(s: V1Secret, bundles: SharedValues<string>): V1Secret {
-  const bundle = s.data?.[BUNDLE_KEY];
+function shareBundle(s: V1Secret, bundles: InternedValues<string>): V1Secret {
+  const bundle = s.data?.[SecretKeys.caCertificate];
   if (bundle === undefined) return s;
-  return { ...s, data: { ...s.data, [BUNDLE_KEY]: bundles.get(bundle, () => bundle) } };
+  return { ...s, data: { ...s.data, [SecretKeys.caCertificate]: bundles.get(bundle, () => bundle) } };
 }
 
 /** What the adapter keeps of a namespace that carries the required label: its name and version. */
@@ -135,8 +118,10 @@ export const PROVIDER_SERVICE_SELECTOR = `${PROVIDER_LABEL}=true`;
 /**
  * The four caches the adapter plans from: labelled Services cluster-wide; Secrets named
  * external-secrets-provider-tls cluster-wide (field selector, so RBAC may grant Secrets by name
- * only); and the CA and client Secrets in the ESO namespace, each by name. With a namespace
- * requirement, a fifth: the namespaces that carry its label.
+ * only), except in pod-certificate-only mode, which then needs no Secret permission outside the
+ * ESO namespace; and the CA and client Secrets in the ESO namespace, each by name. With a
+ * namespace requirement, a fifth: the namespaces that carry its label (label selector, names
+ * only; needs get, list and watch on namespaces).
  */
 export class ClusterInformers {
   readonly services: Informer<V1Service>;
@@ -150,10 +135,10 @@ export class ClusterInformers {
 
   private readonly watchesProviderSecrets: boolean;
 
-  constructor(api: KubeRestClient, scope: InformerScope, tuning: InformerTuning = {}) {
-    this.watchesProviderSecrets = scope.providerSecrets ?? true;
+  constructor(api: KubeRestClient, installation: Installation, tuning: InformerTuning = {}) {
+    this.watchesProviderSecrets = installation.secretMode;
     const options = { watch: api, counter: api.counter, ...tuning };
-    const bundles = new SharedValues<string>();
+    const bundles = new InternedValues<string>();
     const byName = (name: string): string => `metadata.name=${name}`;
     const lister =
       <T>(path: string, selector: { labelSelector?: string; fieldSelector?: string }) =>
@@ -184,18 +169,18 @@ export class ClusterInformers {
     const esoSecret = (name: string): Informer<V1Secret> =>
       new Informer<V1Secret>(
         {
-          description: `Secret ${scope.esoNamespace}/${name}`,
+          description: `Secret ${installation.esoNamespace}/${name}`,
           resource: 'secrets',
-          list: lister(corePath('secrets', scope.esoNamespace), { fieldSelector: byName(name) }),
-          watchPath: corePath('secrets', scope.esoNamespace),
+          list: lister(corePath('secrets', installation.esoNamespace), { fieldSelector: byName(name) }),
+          watchPath: corePath('secrets', installation.esoNamespace),
           fieldSelector: byName(name),
           transform: trimSecret,
         },
         options,
       );
-    this.caSecret = esoSecret(scope.caSecretName);
-    this.clientSecret = esoSecret(scope.clientSecretName);
-    const allowed = scope.namespaceRequirement && formatNamespaceRequirement(scope.namespaceRequirement);
+    this.caSecret = esoSecret(installation.caSecretName);
+    this.clientSecret = esoSecret(installation.clientSecretName);
+    const allowed = installation.namespaceRequirement && formatNamespaceRequirement(installation.namespaceRequirement);
     const namespaces = (this.namespaces =
       allowed === undefined
         ? undefined

@@ -1,8 +1,9 @@
 import { PROVIDER_SECRET_NAME, type SecretTarget, type SecretWrite, describeTarget } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
-import { apiErrorOf, isNamespaceTerminating } from './api-error.js';
-import { type SecretComponent, type WriterStamp, ownershipMetadata } from './ownership.js';
-import { type KubeRestClient, WriteFencedError, corePath } from './rest-client.js';
+import { apiErrorOf, isNamespaceTerminating } from '../client/api-error.js';
+import type { Installation } from '../installation/installation.js';
+import { type SecretComponent, ownershipMetadata } from '../installation/ownership.js';
+import { type KubeRestClient, WriteFencedError, corePath } from '../client/rest-client.js';
 
 /** Where a target lives, and what we call it. */
 export interface SecretLocation {
@@ -24,18 +25,6 @@ export type WriteOutcome =
   | { readonly kind: 'terminating'; readonly namespace: string; readonly message: string }
   | { readonly kind: 'failed'; readonly code: number | undefined; readonly message: string };
 
-/** Names and fencing for {@link SecretWriter}. */
-export interface SecretWriterScope {
-  readonly esoNamespace: string;
-  readonly caSecretName: string;
-  readonly clientSecretName: string;
-  readonly installation: string;
-  /** Who writes under which policy, stamped on every Secret written. */
-  readonly writer: WriterStamp;
-  /** Checked immediately before every request; false stops writes at once. */
-  readonly writesAllowed: () => boolean;
-}
-
 /**
  * Writes the core's {@link SecretWrite}s: POST to create, PUT carrying the planned-from
  * resourceVersion to update (never server-side apply, so two replicas cannot both believe they
@@ -44,12 +33,15 @@ export interface SecretWriterScope {
 export class SecretWriter {
   constructor(
     private readonly api: KubeRestClient,
-    private readonly scope: SecretWriterScope,
+    /** Where our three Secrets are, and the stamp every write carries. */
+    private readonly installation: Installation,
+    /** Checked immediately before every request; false stops writes at once. */
+    private readonly writesAllowed: () => boolean,
   ) {}
 
   /** Namespace, name, component and type of a target. */
   locate(target: SecretTarget): SecretLocation {
-    const { esoNamespace, caSecretName, clientSecretName } = this.scope;
+    const { esoNamespace, caSecretName, clientSecretName } = this.installation;
     if (target === 'ca') return { namespace: esoNamespace, name: caSecretName, component: 'ca', type: 'Opaque' };
     if (target === 'client') return { namespace: esoNamespace, name: clientSecretName, component: 'client-tls', type: 'kubernetes.io/tls' };
     return { namespace: target.namespace, name: PROVIDER_SECRET_NAME, component: 'provider-tls', type: 'kubernetes.io/tls' };
@@ -62,10 +54,10 @@ export class SecretWriter {
   async write(write: SecretWrite, existing: V1Secret | undefined): Promise<WriteOutcome> {
     const where = this.locate(write.target);
     this.assertOurs(where);
-    const ours = ownershipMetadata(where.component, this.scope.installation, this.scope.writer);
+    const ours = ownershipMetadata(where.component, this.installation.id, this.installation.writer);
     const data: Record<string, string> = {};
     for (const [key, text] of Object.entries(write.data)) data[key] = Buffer.from(text, 'utf8').toString('base64');
-    if (!this.scope.writesAllowed()) return { kind: 'fenced' };
+    if (!this.writesAllowed()) return { kind: 'fenced' };
     try {
       if (write.create) {
         const secret = await this.api.create<V1Secret>(corePath('secrets', where.namespace), {
@@ -121,7 +113,7 @@ export class SecretWriter {
 
   // A second line of defence behind locate(): a bug elsewhere must not write a fourth name.
   private assertOurs(where: SecretLocation): void {
-    const { esoNamespace, caSecretName, clientSecretName } = this.scope;
+    const { esoNamespace, caSecretName, clientSecretName } = this.installation;
     const ok = where.name === PROVIDER_SECRET_NAME || ((where.name === caSecretName || where.name === clientSecretName) && where.namespace === esoNamespace);
     if (!ok)
       throw new Error(

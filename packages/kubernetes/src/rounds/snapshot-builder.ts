@@ -4,14 +4,16 @@ import {
   type IssuanceLedger,
   type ProviderService,
   ROTATE_ANNOTATION,
+  SecretKeys,
   type SecretState,
   type Snapshot,
   assembleSnapshot,
   describeTarget,
 } from '@eso-mtls/core';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
-import { type SecretComponent, classifyOwnership } from './ownership.js';
-import { BUNDLE_KEY, SharedValues } from './shared-values.js';
+import { type SecretComponent, classifyOwnership } from '../installation/ownership.js';
+import { InternedValues } from '../informers/interned-values.js';
+import type { Installation } from '../installation/installation.js';
 
 /**
  * What the builder reads: the adapter's four informer caches, or any source with the same views
@@ -24,20 +26,6 @@ export interface SnapshotSource {
   readonly clientSecret: { get(namespace: string, name: string): V1Secret | undefined };
   /** With a namespace requirement: the namespaces that carry its label. */
   readonly allowedNamespaces?: AllowedNamespaces | undefined;
-}
-
-/** Which installation the builder reads for, and where its Secrets are. */
-export interface SnapshotScope {
-  /** The installation's id (see installationId): Secrets it wrote are `managed`, others `foreign`. */
-  readonly installation: string;
-  /** ESO's namespace, where the CA and client Secrets are. */
-  readonly esoNamespace: string;
-  /** The CA Secret's name. */
-  readonly caSecretName: string;
-  /** The client certificate Secret's name. */
-  readonly clientSecretName: string;
-  /** False in pod-certificate-only mode: labelled Services get no provider Secret planned. Default true. */
-  readonly providerSecrets?: boolean;
 }
 
 /** A snapshot and the raw Secrets it was built from, by target, to merge metadata into writes. */
@@ -56,11 +44,12 @@ export interface BuiltSnapshot {
 export class SnapshotBuilder {
   private readonly decoded = new WeakMap<V1Secret, SecretState>();
   /** Decoded trust bundles by their base64 text: every provider Secret holds the same one. */
-  private readonly bundles = new SharedValues<Uint8Array>();
+  private readonly bundles = new InternedValues<Uint8Array>();
 
   constructor(
     private readonly informers: SnapshotSource,
-    private readonly scope: SnapshotScope,
+    /** Whose Secrets are `managed` (others are `foreign`), and where; in pod-certificate-only mode, labelled Services get no provider Secret planned. */
+    private readonly installation: Installation,
     /** Where managed Secrets are recorded; status, planning once, gives a fresh one. */
     private readonly ledger: IssuanceLedger,
   ) {}
@@ -75,7 +64,7 @@ export class SnapshotBuilder {
       const name = svc.metadata?.name;
       if (!ns || !name) continue;
       append(services, ns, svc);
-      if (this.scope.providerSecrets ?? true) {
+      if (this.installation.secretMode) {
         const createdAt = instantOf(svc.metadata?.creationTimestamp);
         append(providerServices, ns, {
           name,
@@ -91,7 +80,7 @@ export class SnapshotBuilder {
       providerSecrets.set(namespace, this.state(s, 'provider-tls'));
       secrets.set(describeTarget({ namespace }), s);
     }
-    const { esoNamespace, caSecretName, clientSecretName } = this.scope;
+    const { esoNamespace, caSecretName, clientSecretName } = this.installation;
     const ca = this.informers.caSecret.get(esoNamespace, caSecretName);
     const client = this.informers.clientSecret.get(esoNamespace, clientSecretName);
     if (ca) secrets.set(describeTarget('ca'), ca);
@@ -114,11 +103,11 @@ export class SnapshotBuilder {
     if (!state) {
       const data: Record<string, Uint8Array> = {};
       for (const [key, value = ''] of Object.entries(secret.data ?? {})) {
-        data[key] = key === BUNDLE_KEY ? this.bundles.get(value, () => decode(value)) : decode(value);
+        data[key] = key === SecretKeys.caCertificate ? this.bundles.get(value, () => decode(value)) : decode(value);
       }
       state = {
         data,
-        ownership: classifyOwnership(secret, component, this.scope.installation),
+        ownership: classifyOwnership(secret, component, this.installation.id),
         annotations: { ...(secret.metadata?.annotations ?? {}) },
         version: secret.metadata?.resourceVersion,
       };

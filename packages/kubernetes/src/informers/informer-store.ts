@@ -1,12 +1,4 @@
-/**
- * The most objects a cache holds, per namespace and in all. An object past either is not held:
- * what anyone who may create the objects could otherwise grow without end (PodCertificateRequests
- * naming our signer) stays inside the controller's memory limit.
- */
-export interface CacheBound {
-  readonly perNamespace: number;
-  readonly total: number;
-}
+import type { CacheBound } from '../installation/installation.js';
 
 /** Which bound kept an object out: its namespace's, or the cache's in all. */
 export type CacheBoundScope = 'namespace' | 'total';

@@ -2,7 +2,6 @@ import {
   type AllowedNamespaces,
   type CertificateCache,
   type CryptoBackend,
-  type Duration,
   type Instant,
   type MaterializedCa,
   type NamespaceRequirement,
@@ -15,13 +14,13 @@ import {
   issuePodCertificate,
 } from '@eso-mtls/core';
 import type { V1Service } from '@kubernetes/client-node';
-import { apiErrorOf } from './api-error.js';
-import { type Timers, systemTimers } from './clock.js';
-import { ITEMS_PER_TURN, nextTurn } from './event-loop.js';
-import type { EventRecorder } from './event-recorder.js';
-import { Informer, type InformerOptions, type ListPage, type NotHeld } from './informer.js';
-import type { CacheBound } from './informer-store.js';
-import type { Logger } from './logger.js';
+import { apiErrorOf } from '../client/api-error.js';
+import { type Timers, systemTimers } from '../runtime/clock.js';
+import { ITEMS_PER_TURN, nextTurn } from '../runtime/event-loop.js';
+import type { EventRecorder } from '../events/event-recorder.js';
+import { Informer, type InformerOptions, type ListPage, type NotHeld } from '../informers/informer.js';
+import type { PodCertificateOptions } from '../installation/installation.js';
+import type { Logger } from '../runtime/logger.js';
 import { IssuedPods } from './issued-pods.js';
 import { PodReader } from './pod-cache.js';
 import { PodIssuanceEvents } from './pod-events.js';
@@ -29,23 +28,7 @@ import { PodStageTimes } from './pod-stages.js';
 import { type PodCertificateRequest, pendingRequest, requestView } from './pod-requests.js';
 import { DEFAULT_PENDING_BOUND, NotHeldReports } from './pod-requests-not-held.js';
 import { CA_UNAVAILABLE_REASON, type PodRequestOutcome, statusBody } from './pod-status.js';
-import { type KubeRestClient, WriteFencedError, certificatesPath } from './rest-client.js';
-
-/** The pod-certificate mode's settings. */
-export interface PodCertificateOptions {
-  /** Signer of provider server certificates, e.g. `eso-mtls.io/provider-server`. */
-  readonly serverSignerName: string;
-  /** Signer of ESO core's client certificate, e.g. `eso-mtls.io/eso-client`. */
-  readonly clientSignerName: string;
-  /** The longest certificate issued; a request's maxExpirationSeconds is clamped to it. */
-  readonly maxValidity: Duration;
-  /**
-   * The pending requests held in memory at most, per signer name: per namespace and in all
-   * (default {@link DEFAULT_PENDING_BOUND}). Those past it stay pending in the API, counted and
-   * reported, and are listed again as the held ones are decided.
-   */
-  readonly pendingBound?: CacheBound;
-}
+import { type KubeRestClient, WriteFencedError, certificatesPath } from '../client/rest-client.js';
 
 /** What became of one request handed to {@link PodCertificateSigner.decide}. */
 export type PodRequestResult =

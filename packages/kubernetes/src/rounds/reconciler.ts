@@ -1,10 +1,10 @@
 import type { Instant } from '@eso-mtls/core';
-import { Backoff } from './backoff.js';
-import { type ScheduledTimer, type Timers, systemTimers } from './clock.js';
-import type { Logger } from './logger.js';
+import { Backoff } from '../client/backoff.js';
+import { type ScheduledTimer, type Timers, systemTimers } from '../runtime/clock.js';
+import type { Logger } from '../runtime/logger.js';
 import type { ReconcileRound } from './reconcile-round.js';
-import type { RoundResult } from './round-types.js';
-import { StateReporter } from './state-reporter.js';
+import type { RoundResult } from './round.js';
+import { StandingStates } from './standing-states.js';
 
 /** Timing of {@link Reconciler}. */
 export interface ReconcilerOptions {
@@ -40,7 +40,7 @@ export class Reconciler {
   private settledWaiters: (() => void)[] = [];
   // A round that keeps failing is retried every few seconds: log its error when it changes, and
   // again once per reconcile interval, not on every retry.
-  private readonly failure: StateReporter;
+  private readonly failure: StandingStates;
   /** Rounds run so far. */
   rounds = 0;
 
@@ -48,7 +48,7 @@ export class Reconciler {
     private readonly round: ReconcileRound,
     private readonly options: ReconcilerOptions,
   ) {
-    this.failure = new StateReporter({ repeatMs: options.reconcileIntervalMs });
+    this.failure = new StandingStates({ repeatMs: options.reconcileIntervalMs });
     this.timers = options.timers ?? systemTimers;
   }
 

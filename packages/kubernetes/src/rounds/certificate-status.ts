@@ -7,7 +7,7 @@ import type {
   RefusedServiceEntry,
 } from '@eso-mtls/metrics';
 import type { V1Service } from '@kubernetes/client-node';
-import type { Informer } from './informer.js';
+import type { Informer } from '../informers/informer.js';
 
 /** A labelled Service, as the expiry gauges name it. */
 export interface LabelledService {

@@ -1,7 +1,8 @@
-import { Backoff, type BackoffOptions } from './backoff.js';
-import { type ScheduledTimer, type Timers, sleep, systemTimers } from './clock.js';
-import { type CacheBound, type CacheBoundScope, InformerStore } from './informer-store.js';
-import type { RequestCounter } from './request-counter.js';
+import { Backoff, type BackoffOptions } from '../client/backoff.js';
+import { type ScheduledTimer, type Timers, sleep, systemTimers } from '../runtime/clock.js';
+import type { CacheBound } from '../installation/installation.js';
+import { type CacheBoundScope, InformerStore } from './informer-store.js';
+import type { RequestCounter } from '../client/request-counter.js';
 import { type WatchState, type WatchStatus, endedAtOnce, nextWatchState, watching } from './watch-state.js';
 
 /** The metadata an informer needs of every object. */

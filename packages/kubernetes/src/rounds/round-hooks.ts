@@ -1,8 +1,8 @@
 import type { RotationReason, SecretWrite } from '@eso-mtls/core';
-import type { SecretComponent } from './ownership.js';
+import type { SecretComponent } from '../installation/ownership.js';
 
-/** Callbacks for metrics and tests; each must be cheap and must not throw. */
-export interface AdapterHooks {
+/** The rounds' callbacks for metrics and tests; each must be cheap and must not throw. */
+export interface RoundHooks {
   /** A namespace's server certificate was issued and written (one call per issuance). */
   onRotation?(namespace: string, services: readonly string[], reason: RotationReason): void;
   /**
@@ -12,8 +12,6 @@ export interface AdapterHooks {
   onRotationFailure?(namespace: string, services: readonly string[]): void;
   /** A CA could not be generated or signed, the CA Secret could not be written, or a ClusterTrustBundle could not. */
   onCaRotationFailure?(): void;
-  /** A PodCertificateRequest was decided (pod-certificate mode), or its status could not be written (`failed`, `StatusWriteFailed`). */
-  onPodCertificateRequest?(signer: 'server' | 'client', result: 'issued' | 'denied' | 'failed', reason: string, namespace: string): void;
   /** Every Secret write that succeeded: CA, client, server leaves and bundle updates. */
   onWrite?(write: SecretWrite): void;
   /** Pruning is on: a namespace's orphaned provider Secret was deleted, or its deletion failed (403, 5xx, network). */

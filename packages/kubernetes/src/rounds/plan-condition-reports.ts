@@ -11,11 +11,11 @@ import {
   type WaitingLeaf,
   describeTarget,
 } from '@eso-mtls/core';
-import type { EventReason, EventRecorder } from './event-recorder.js';
-import type { Logger } from './logger.js';
-import type { AdapterHooks } from './adapter-hooks.js';
-import { type ServiceDirectory, servicesFields } from './service-directory.js';
-import { StateReporter } from './state-reporter.js';
+import type { EventReason, EventRecorder } from '../events/event-recorder.js';
+import type { Logger } from '../runtime/logger.js';
+import type { RoundHooks } from './round-hooks.js';
+import { type ServiceDirectory, servicesFields } from '../events/service-directory.js';
+import { StandingStates } from './standing-states.js';
 
 /** One waiting leaf as seen by one of its Services (the client's leaf has none). */
 interface WaitingState {
@@ -41,27 +41,27 @@ const REFUSAL_EVENT: Readonly<Record<RefusalReason, EventReason>> = {
  * conflict over a namespace's shared Secret is one fact: one line, and Events on the Services
  * reportedServices picks (at most MAX_SERVICES_REPORTED).
  */
-export class StandingReports {
+export class PlanConditionReports {
   // A conflict counts as a failure: it is reported again each reconcile interval, so its alert holds.
-  private readonly conflicts: StateReporter;
-  private readonly waiting: StateReporter;
-  private readonly refused: StateReporter;
-  private readonly excluded: StateReporter;
-  private readonly deferred: StateReporter;
-  private readonly leftBehind: StateReporter;
+  private readonly conflicts: StandingStates;
+  private readonly waiting: StandingStates;
+  private readonly refused: StandingStates;
+  private readonly excluded: StandingStates;
+  private readonly deferred: StandingStates;
+  private readonly leftBehind: StandingStates;
 
   constructor(
     private readonly logger: Logger,
     private readonly events: Pick<EventRecorder, 'record' | 'reportFailure'>,
-    private readonly hooks: AdapterHooks,
+    private readonly hooks: RoundHooks,
     intervalMs: number,
   ) {
-    this.conflicts = new StateReporter({ repeatMs: intervalMs });
-    this.waiting = new StateReporter({ summaryMs: intervalMs });
-    this.refused = new StateReporter({ summaryMs: intervalMs });
-    this.excluded = new StateReporter({ summaryMs: intervalMs });
-    this.deferred = new StateReporter({ summaryMs: intervalMs });
-    this.leftBehind = new StateReporter({ summaryMs: intervalMs });
+    this.conflicts = new StandingStates({ repeatMs: intervalMs });
+    this.waiting = new StandingStates({ summaryMs: intervalMs });
+    this.refused = new StandingStates({ summaryMs: intervalMs });
+    this.excluded = new StandingStates({ summaryMs: intervalMs });
+    this.deferred = new StandingStates({ summaryMs: intervalMs });
+    this.leftBehind = new StandingStates({ summaryMs: intervalMs });
   }
 
   /** Reports what changed in `plan` since the last call. */

@@ -1,6 +1,6 @@
 import { type Instant, type SecretTarget, describeTarget, shown } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
-import { type WriterStamp, writerOf } from './ownership.js';
+import { type WriterStamp, writerOf } from '../installation/ownership.js';
 
 /** One of our writes that another controller replaced. */
 export interface WriteConflict {
