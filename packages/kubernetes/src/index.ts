@@ -31,7 +31,7 @@ export { type Logger, silentLogger } from './runtime/logger.js';
 export { type AdapterHooks, type AdapterOptions, AdapterOptionsError, validateAdapterOptions } from './options.js';
 export { terminalCondition } from './pod-certificates/pod-requests.js';
 export { DEFAULT_PENDING_BOUND } from './pod-certificates/pod-requests-not-held.js';
-export { planContext } from './installation/plan-context.js';
+export { planContext } from './installation/installation.js';
 export { type PodCertificateSigner, type PodRequestResult, type SigningCa } from './pod-certificates/pod-signer.js';
 export { type PodReader, type PodSource } from './pod-certificates/pod-cache.js';
 export { type PodStage, type PodStageTimes } from './pod-certificates/pod-stages.js';

@@ -13,7 +13,7 @@ import type { InstallationSettings } from './installation/installation.js';
 import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME } from './installation/ownership.js';
 import { isSignerName } from './pod-certificates/trust-bundles.js';
 import { MIN_PRUNE_GRACE } from './rounds/pruner.js';
-import type { RoundHooks } from './rounds/round-hooks.js';
+import type { RoundHooks } from './rounds/round.js';
 import type { Timers } from './runtime/clock.js';
 import type { Logger } from './runtime/logger.js';
 

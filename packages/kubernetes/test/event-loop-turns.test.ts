@@ -7,7 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import { CertificateCache, resolvePolicy } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { EventRecorder } from '../src/events/event-recorder.js';
-import { ITEMS_PER_TURN } from '../src/runtime/event-loop.js';
+import { ITEMS_PER_TURN } from '../src/runtime/clock.js';
 import { silentLogger } from '../src/runtime/logger.js';
 import type { PodCertificateRequest } from '../src/pod-certificates/pod-requests.js';
 import { PodCertificateSigner } from '../src/pod-certificates/pod-signer.js';

@@ -1,4 +1,13 @@
-import { type Duration, type NamespaceRequirement, type Policy, policyFingerprint, resolvePolicy } from '@eso-mtls/core';
+import {
+  type CertificateCache,
+  type Duration,
+  type Instant,
+  type NamespaceRequirement,
+  type PlanContext,
+  type Policy,
+  policyFingerprint,
+  resolvePolicy,
+} from '@eso-mtls/core';
 import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME, type WriterStamp, installationId } from './ownership.js';
 
 /**
@@ -108,5 +117,27 @@ export function installationOf(settings: InstallationSettings, writerIdentity: s
     maxIssuancesPerReconcile: settings.maxIssuancesPerReconcile,
     maxNamespaces: settings.maxNamespaces,
     namespaceRequirement: settings.namespaceRequirement,
+  };
+}
+
+/** What of an installation its plans depend on besides the snapshot; the demo gives a policy only. */
+type Planned = Pick<Installation, 'policy'> & Partial<Pick<Installation, 'podCertificates' | 'maxIssuancesPerReconcile' | 'maxNamespaces' | 'namespaceRequirement'>>;
+
+/**
+ * The context `planRotation` plans with at `now` for an installation. The one place it is built,
+ * for the controller's reconcile, for `eso-mtls status` and for the demo, so that all plan a
+ * snapshot alike. Unset fields are unset in the context too: no bound, no requirement, no pod
+ * certificates.
+ */
+export function planContext(installation: Planned, now: Instant, cache: CertificateCache): PlanContext {
+  const { policy, podCertificates, maxIssuancesPerReconcile, maxNamespaces, namespaceRequirement } = installation;
+  return {
+    now,
+    policy,
+    cache,
+    ...(podCertificates === undefined ? {} : { podCertificateMaxValidity: podCertificates.maxValidity }),
+    ...(maxIssuancesPerReconcile === undefined ? {} : { maxIssuances: maxIssuancesPerReconcile }),
+    ...(maxNamespaces === undefined ? {} : { maxNamespaces }),
+    ...(namespaceRequirement === undefined ? {} : { namespaceRequirement }),
   };
 }

@@ -15,8 +15,7 @@ import {
 } from '@eso-mtls/core';
 import type { V1Service } from '@kubernetes/client-node';
 import { apiErrorOf } from '../client/api-error.js';
-import { type Timers, systemTimers } from '../runtime/clock.js';
-import { ITEMS_PER_TURN, nextTurn } from '../runtime/event-loop.js';
+import { ITEMS_PER_TURN, type Timers, nextTurn, systemTimers } from '../runtime/clock.js';
 import type { EventRecorder } from '../events/event-recorder.js';
 import { Informer, type InformerOptions, type ListPage, type NotHeld } from '../informers/informer.js';
 import type { PodCertificateOptions } from '../installation/installation.js';

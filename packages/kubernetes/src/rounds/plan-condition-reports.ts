@@ -13,7 +13,7 @@ import {
 } from '@eso-mtls/core';
 import type { EventReason, EventRecorder } from '../events/event-recorder.js';
 import type { Logger } from '../runtime/logger.js';
-import type { RoundHooks } from './round-hooks.js';
+import type { RoundHooks } from './round.js';
 import { type ServiceDirectory, servicesFields } from '../events/service-directory.js';
 import { StandingStates } from './standing-states.js';
 

@@ -1,5 +1,5 @@
 import { type Instant, type MaterializedCa, isPlanEmpty, planRotation } from '@eso-mtls/core';
-import { planContext } from '../installation/plan-context.js';
+import { planContext } from '../installation/installation.js';
 import type { RoundDependencies, RoundResult } from './round.js';
 import { RoundWrites } from './round-writes.js';
 import { ServiceDirectory } from '../events/service-directory.js';

@@ -10,7 +10,7 @@ import { CertificateStatusView, informerServices } from './certificate-status.js
 import { OrphanPruner } from './pruner.js';
 import { ReconcileRound } from './reconcile-round.js';
 import { Reconciler } from './reconciler.js';
-import type { RoundHooks } from './round-hooks.js';
+import type { RoundHooks } from './round.js';
 import { SecretWriter } from './secret-writer.js';
 import { SnapshotBuilder } from './snapshot-builder.js';
 import { WriteConflicts } from './write-conflicts.js';

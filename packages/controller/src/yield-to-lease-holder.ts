@@ -1,11 +1,10 @@
 import { shown } from '@eso-mtls/core';
 import type { Logger } from 'pino';
 import { type Clock, sleep, systemClock } from './clock.js';
-import type { LeaseLock, LeaseRecord } from './lease-lock.js';
-import { heldByAnother, leaseRecordChanged } from './lease-liveness.js';
+import { type LeaseLock, type LeaseRecord, heldByAnother, leaseRecordChanged } from './lease-lock.js';
 
-/** Options of {@link LeaseYield}. */
-export interface LeaseYieldOptions {
+/** Options of {@link YieldToLeaseHolder}. */
+export interface YieldToLeaseHolderOptions {
   /** The Lease leader-elected controllers of this installation hold. */
   readonly lock: LeaseLock;
   /** Our own identity: a Lease we once held is not another's. */
@@ -28,7 +27,7 @@ export interface LeaseYieldOptions {
  * certificates under its own policy). Until the first read answers it yields; a Lease it cannot
  * read (no RBAC, apiserver down) is logged and does not stop it, as before.
  */
-export class LeaseYield {
+export class YieldToLeaseHolder {
   private readonly clock: Clock;
   private readonly abort = new AbortController();
   private record: LeaseRecord | undefined;
@@ -38,7 +37,7 @@ export class LeaseYield {
   private lastError: string | undefined;
   private loop: Promise<void> | undefined;
 
-  constructor(private readonly options: LeaseYieldOptions) {
+  constructor(private readonly options: YieldToLeaseHolderOptions) {
     this.clock = options.clock ?? systemClock;
   }
 
