@@ -10,7 +10,13 @@ export { type BackoffOptions } from './client/backoff.js';
 export { CertificateStatusView, type LabelledService } from './rounds/certificate-status.js';
 export { type MonotonicClock, type ScheduledTimer, sleep, systemTimers, type Timers, type TimerScheduler } from './runtime/clock.js';
 export { type ClusterInformers, type InformerTuning, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService } from './informers/cluster-informers.js';
-export { type ClusterConnection, connectionFromKubeConfig, type ConnectionTls, type KubeConfigConnectionOptions, type KubeConfigLike } from './client/connection.js';
+export {
+  type ClusterConnection,
+  connectionFromKubeConfig,
+  type ConnectionTls,
+  type KubeConfigConnectionOptions,
+  type KubeConfigLike,
+} from './client/connection.js';
 export { type EventReason, type EventRecorderStats } from './events/event-recorder.js';
 export type { InvolvedObject } from './events/involved-object.js';
 export {
@@ -60,7 +66,7 @@ export {
 } from './installation/ownership.js';
 export { type ProxyChoice, redactProxyUrl } from './client/proxy.js';
 export { MIN_PRUNE_GRACE } from './rounds/pruner.js';
-export type { RoundResult } from './rounds/round.js';
+export type { RoundHooks, RoundResult } from './rounds/round.js';
 export { type ApiVerb, type RequestCounter } from './client/request-counter.js';
 export {
   certificatesPath,

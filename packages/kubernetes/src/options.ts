@@ -83,7 +83,6 @@ export interface AdapterOptions extends InstallationSettings {
   readonly pruneOrphanedSecretsAfter?: number;
 }
 
-
 /** An adapter option that makes no sense; the message names the option, its value and what is accepted. */
 export class AdapterOptionsError extends Error {
   /** Always `AdapterOptionsError`. */
@@ -104,11 +103,13 @@ export class AdapterOptionsError extends Error {
 
 const intIn = (v: number, min: number, max: number): boolean => Number.isInteger(v) && v >= min && v <= max;
 
-/** The options as a caller without types may give them: the connection is checked for presence only. */
-type UncheckedOptions = Omit<AdapterOptions, 'connection' | 'kubeConfig'> & { readonly connection?: unknown; readonly kubeConfig?: unknown };
-
-/** Throws {@link AdapterOptionsError} for the first option that cannot work. */
-export function validateAdapterOptions(options: UncheckedOptions): void {
+/**
+ * Throws {@link AdapterOptionsError} for the first option that cannot work. The connection is
+ * checked for presence only, as a caller without types may give anything there.
+ */
+export function validateAdapterOptions(
+  options: Omit<AdapterOptions, 'connection' | 'kubeConfig'> & { readonly connection?: unknown; readonly kubeConfig?: unknown },
+): void {
   if (!options.kubeConfig === !options.connection) {
     throw new AdapterOptionsError(
       'connection',
@@ -184,7 +185,7 @@ export function validateAdapterOptions(options: UncheckedOptions): void {
 }
 
 /** Pruning deletes provider Secrets: it needs the Secret mode (the only one that reads them) and a grace longer than a redeploy. */
-function validatePruning(options: UncheckedOptions): void {
+function validatePruning(options: Pick<AdapterOptions, 'pruneOrphanedSecretsAfter' | 'secretMode'>): void {
   const grace = options.pruneOrphanedSecretsAfter;
   if (grace === undefined || grace === 0) return;
   if (!Number.isInteger(grace) || grace < MIN_PRUNE_GRACE) {

@@ -53,7 +53,7 @@ describe('the per-request pod signer on kube-apiserver v1.37.2', () => {
     await a.start();
     return a;
   };
-  const lane = (a: ProviderCertificateAdapter): PodSigningLane => (a as unknown as { podLane: PodSigningLane }).podLane;
+  const lane = (a: ProviderCertificateAdapter): PodSigningLane => (a as unknown as { pods: { lane: PodSigningLane } }).pods.lane;
 
   const providerPod = (namespace: string, name: string): PodCertificatePodSpec => ({
     namespace,

@@ -1,4 +1,12 @@
-import { type CertificateCache, type Instant, type MaterializedCa, type ObservedBundle, isDnsName, observePublishedBundle, publishedBundleWrite } from '@eso-mtls/core';
+import {
+  type CertificateCache,
+  type Instant,
+  type MaterializedCa,
+  type ObservedBundle,
+  isDnsName,
+  observePublishedBundle,
+  publishedBundleWrite,
+} from '@eso-mtls/core';
 import { apiErrorOf } from '../client/api-error.js';
 import { Informer, type InformerOptions, type ListPage } from '../informers/informer.js';
 import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, TRUST_BUNDLE_COMPONENT, isOurTrustBundle } from '../installation/ownership.js';
