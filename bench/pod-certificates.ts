@@ -560,7 +560,7 @@ export async function runPodCertificateBenchmark(pods = 1000, namespaceCount = 1
     const recountProbe = await probeRecount(node, running, restarted, backlogStart, step);
     // The same recount alone (forced: its interval has not come round again).
     const recountStart = performance.now();
-    restarted.podSigner!.refreshStaleNames(Date.now() + restarted.policy.reconcileInterval);
+    restarted.podSigner!.refreshStaleNames(Date.now() + restarted.installation.policy.reconcileInterval);
     await restarted.podSigner!.settled();
     const staleRecount = {
       seconds: (performance.now() - recountStart) / 1000,

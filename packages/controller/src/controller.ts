@@ -10,7 +10,7 @@ import { loadConnection } from './kube-config.js';
 import { LeaderElector } from './leader-election.js';
 import { LeaseHolderWatch } from './lease-holder-watch.js';
 import { LeaseLock } from './lease-lock.js';
-import { LeaseYield } from './lease-yield.js';
+import { YieldToLeaseHolder } from './yield-to-lease-holder.js';
 import { type ProbeCheck, type ProbeServer, pingCheck, startProbeServer } from './probes.js';
 import { wireProviderCertificates } from './wiring.js';
 
@@ -58,7 +58,7 @@ export async function startController(config: ControllerConfig, deps: Controller
   const now = deps.now ?? Date.now;
   let stopping = false;
   let elector: LeaderElector | undefined;
-  let leaseYield: LeaseYield | undefined;
+  let leaseYield: YieldToLeaseHolder | undefined;
   const leading = (): boolean => (elector ? elector.writesAllowed() : !leaseYield?.yielding());
   const writesAllowed = (): boolean => !stopping && leading();
 
@@ -83,7 +83,7 @@ export async function startController(config: ControllerConfig, deps: Controller
     const onChange = (yielding: boolean): void => {
       if (!yielding) adapter.requestReconcile();
     };
-    leaseYield = new LeaseYield({ lock, identity, retryPeriod: le.retryPeriod, clock, logger, onChange, onLeaseRead });
+    leaseYield = new YieldToLeaseHolder({ lock, identity, retryPeriod: le.retryPeriod, clock, logger, onChange, onLeaseRead });
   } else {
     elector = new LeaderElector({
       lock,
@@ -104,15 +104,16 @@ export async function startController(config: ControllerConfig, deps: Controller
   const { adapter, metrics } = await wireProviderCertificates({
     connection,
     ...(pkcs11 ? { crypto: pkcs11 } : {}),
+    // The installation's settings, named as the adapter names them: it builds the Installation of them.
     policy: config.policy,
     caSecretName: config.caSecretName,
     clientSecretName: config.clientSecretName,
     secretMode: config.secretMode,
-    ...(config.podCertificates ? { podCertificates: config.podCertificates } : {}),
+    podCertificates: config.podCertificates,
+    maxIssuancesPerReconcile: config.maxIssuancesPerReconcile,
+    maxNamespaces: config.maxNamespaces,
+    namespaceRequirement: config.namespaceRequirement,
     pruneOrphanedSecretsAfter: config.pruneOrphanedSecretsAfter,
-    ...(config.maxIssuancesPerReconcile === undefined ? {} : { maxIssuancesPerReconcile: config.maxIssuancesPerReconcile }),
-    ...(config.maxNamespaces === undefined ? {} : { maxNamespaces: config.maxNamespaces }),
-    ...(config.namespaceRequirement === undefined ? {} : { namespaceRequirement: config.namespaceRequirement }),
     now,
     logger,
     writesAllowed,

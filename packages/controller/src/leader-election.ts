@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import { type Clock, sleep, systemClock } from './clock.js';
 import type { LeaderElectionTimings } from './config.js';
-import { type LeaseLock, type LeaseRecord, LeaseRaceError, type ObservedLease } from './lease-lock.js';
-import { heldByAnother, leaseRecordChanged } from './lease-liveness.js';
+import { type LeaseLock, type LeaseRecord, LeaseRaceError, type ObservedLease, heldByAnother, leaseRecordChanged } from './lease-lock.js';
 
 /** Options of {@link LeaderElector}. */
 export interface LeaderElectorOptions {

@@ -14,7 +14,7 @@ import {
   resolvePolicy,
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, installationId } from '@eso-mtls/kubernetes';
+import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, installationId, installationOf } from '@eso-mtls/kubernetes';
 import type { V1Secret, V1Service } from '@kubernetes/client-node';
 import type { ClusterState } from '../src/status/cluster-state.js';
 import { evaluateStatus } from '../src/status/evaluate.js';
@@ -29,7 +29,10 @@ const crypto = createNodeCryptoBackend();
 const policy = resolvePolicy();
 const NOW = Date.now();
 const ESO = policy.esoNamespace;
-const assumed = { policy, caSecretName: 'eso-provider-ca-internal', clientSecretName: 'eso-provider-client-tls', sources: new Map() };
+const assumed = {
+  ...installationOf({ policy, caSecretName: 'eso-provider-ca-internal', clientSecretName: 'eso-provider-client-tls' }, 'status-test'),
+  sources: new Map(),
+};
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
 /** A Secret of this installation, as the controller writes it. */

@@ -5,14 +5,20 @@
  * @packageDocumentation
  * @module @eso-mtls/kubernetes
  */
-export { type AdapterOptions, ProviderCertificateAdapter } from './adapter.js';
-export { type BackoffOptions } from './backoff.js';
-export { CertificateStatusView, type LabelledService } from './certificate-status.js';
-export { type MonotonicClock, type ScheduledTimer, sleep, systemTimers, type Timers, type TimerScheduler } from './clock.js';
-export { type ClusterInformers, type InformerScope, type InformerTuning, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService } from './cluster-informers.js';
-export { type ClusterConnection, connectionFromKubeConfig, type ConnectionTls, type KubeConfigConnectionOptions, type KubeConfigLike } from './connection.js';
-export { type EventReason, type EventRecorderStats } from './event-recorder.js';
-export type { InvolvedObject } from './involved-object.js';
+export { ProviderCertificateAdapter } from './adapter.js';
+export { type BackoffOptions } from './client/backoff.js';
+export { CertificateStatusView, type LabelledService } from './rounds/certificate-status.js';
+export { type MonotonicClock, type ScheduledTimer, sleep, systemTimers, type Timers, type TimerScheduler } from './runtime/clock.js';
+export { type ClusterInformers, type InformerTuning, PROVIDER_SERVICE_SELECTOR, trimSecret, trimService } from './informers/cluster-informers.js';
+export {
+  type ClusterConnection,
+  connectionFromKubeConfig,
+  type ConnectionTls,
+  type KubeConfigConnectionOptions,
+  type KubeConfigLike,
+} from './client/connection.js';
+export { type EventReason, type EventRecorderStats } from './events/event-recorder.js';
+export type { InvolvedObject } from './events/involved-object.js';
 export {
   Informer,
   type InformerEvent,
@@ -23,25 +29,27 @@ export {
   type NotHeld,
   type ObjectWithMeta,
   type Watcher,
-} from './informer.js';
-export type { CacheBound, CacheBoundScope } from './informer-store.js';
-export { type InClusterOptions, type KubeconfigOptions, loadInClusterConnection, loadKubeconfigFile, UnsupportedKubeconfigError } from './kubeconfig.js';
-export { type Logger, silentLogger } from './logger.js';
-export { AdapterOptionsError, isSignerName, validateAdapterOptions } from './options.js';
-export { terminalCondition } from './pod-requests.js';
-export { DEFAULT_PENDING_BOUND } from './pod-requests-not-held.js';
-export { planContext, type PlanConfiguration } from './plan-context.js';
-export { type PodCertificateOptions, type PodCertificateSigner, type PodRequestResult, type SigningCa } from './pod-signer.js';
-export { type PodReader, type PodSource } from './pod-cache.js';
-export { type PodStage, type PodStageTimes } from './pod-stages.js';
+} from './informers/informer.js';
+export type { CacheBoundScope } from './informers/informer-store.js';
+export { type CacheBound, type Installation, installationOf, type InstallationSettings, type PodCertificateOptions } from './installation/installation.js';
+export { type InClusterOptions, type KubeconfigOptions, loadInClusterConnection, loadKubeconfigFile, UnsupportedKubeconfigError } from './client/kubeconfig.js';
+export { type Logger, silentLogger } from './runtime/logger.js';
+export { type AdapterHooks, type AdapterOptions, AdapterOptionsError, validateAdapterOptions } from './options.js';
+export { terminalCondition } from './pod-certificates/pod-requests.js';
+export { DEFAULT_PENDING_BOUND } from './pod-certificates/pod-requests-not-held.js';
+export { planContext } from './installation/installation.js';
+export { type PodCertificateSigner, type PodRequestResult, type SigningCa } from './pod-certificates/pod-signer.js';
+export { type PodReader, type PodSource } from './pod-certificates/pod-cache.js';
+export { type PodStage, type PodStageTimes } from './pod-certificates/pod-stages.js';
 export {
   type ClusterTrustBundle,
+  isSignerName,
   type StrayTrustBundle,
   strayTrustBundles,
   TRUST_BUNDLE_LABEL,
   TRUST_BUNDLE_SELECTOR,
   trustBundleName,
-} from './trust-bundles.js';
+} from './pod-certificates/trust-bundles.js';
 export {
   COMPONENT_LABEL,
   DEFAULT_CA_SECRET_NAME,
@@ -55,12 +63,11 @@ export {
   type SecretComponent,
   WRITER_ANNOTATION,
   type WriterStamp,
-} from './ownership.js';
-export { type ProxyChoice, redactProxyUrl } from './proxy.js';
-export { MIN_PRUNE_GRACE } from './pruner.js';
-export type { AdapterHooks } from './adapter-hooks.js';
-export type { RoundResult } from './round-types.js';
-export { type ApiVerb, type RequestCounter } from './request-counter.js';
+} from './installation/ownership.js';
+export { type ProxyChoice, redactProxyUrl } from './client/proxy.js';
+export { MIN_PRUNE_GRACE } from './rounds/pruner.js';
+export type { RoundHooks, RoundResult } from './rounds/round.js';
+export { type ApiVerb, type RequestCounter } from './client/request-counter.js';
 export {
   certificatesPath,
   corePath,
@@ -70,6 +77,6 @@ export {
   type Query,
   type WatchHandle,
   WriteFencedError,
-} from './rest-client.js';
-export { type BuiltSnapshot, SnapshotBuilder, type SnapshotScope, type SnapshotSource } from './snapshot-builder.js';
-export { WatchError } from './watch-state.js';
+} from './client/rest-client.js';
+export { type BuiltSnapshot, SnapshotBuilder, type SnapshotSource } from './rounds/snapshot-builder.js';
+export { WatchError } from './informers/watch-state.js';

@@ -1,6 +1,87 @@
-import { MAX_POD_LIFETIME, MIN_POD_LIFETIME, PROVIDER_SECRET_NAME, isDnsName, parseNamespaceRequirement } from '@eso-mtls/core';
-import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME } from './ownership.js';
-import { MIN_PRUNE_GRACE } from './pruner.js';
+import {
+  type CryptoBackend,
+  type Instant,
+  MAX_POD_LIFETIME,
+  MIN_POD_LIFETIME,
+  PROVIDER_SECRET_NAME,
+  type PodSignerRole,
+  isDnsName,
+  parseNamespaceRequirement,
+} from '@eso-mtls/core';
+import type { ClusterConnection, KubeConfigLike } from './client/connection.js';
+import type { InstallationSettings } from './installation/installation.js';
+import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME } from './installation/ownership.js';
+import { isSignerName } from './pod-certificates/trust-bundles.js';
+import { MIN_PRUNE_GRACE } from './rounds/pruner.js';
+import type { RoundHooks } from './rounds/round.js';
+import type { Timers } from './runtime/clock.js';
+import type { Logger } from './runtime/logger.js';
+
+/** Callbacks for metrics and tests; each must be cheap and must not throw. */
+export interface AdapterHooks extends RoundHooks {
+  /** A PodCertificateRequest was decided (pod-certificate mode), or its status could not be written (`failed`, `StatusWriteFailed`). */
+  onPodCertificateRequest?(signer: PodSignerRole, result: 'issued' | 'denied' | 'failed', reason: string, namespace: string): void;
+}
+
+/** Options of {@link ProviderCertificateAdapter}. */
+export interface AdapterOptions extends InstallationSettings {
+  /** The apiserver and credentials: see loadKubeconfigFile and loadInClusterConnection. Or give kubeConfig. */
+  readonly connection?: ClusterConnection;
+  /** A client-node KubeConfig you already hold, instead of `connection`. */
+  readonly kubeConfig?: KubeConfigLike;
+  /** The clock (default Date.now); tests jump it forward instead of sleeping. */
+  readonly now?: () => Instant;
+  /**
+   * Watches, retries and wake-ups, on real elapsed time (default: the process's own timers).
+   * Not {@link now}: a test that moves the certificate clock by days moves these by hand, or not at all.
+   */
+  readonly timers?: Timers;
+  /** Key generation and signing (default node:crypto). */
+  readonly crypto?: CryptoBackend;
+  readonly logger?: Logger;
+  /** Fencing: checked before every plan, every issuance and every Secret write; leader election turns it off at once. */
+  readonly writesAllowed?: () => boolean;
+  /**
+   * Fencing of Events (default: writesAllowed), checked when an Event is decided, not again when it
+   * is sent. A controller that is stopping still leads until it releases its Lease, so it may report
+   * the writes it finished while Secret writes are already fenced.
+   */
+  readonly eventsAllowed?: () => boolean;
+  /** For the metrics view only (default: writesAllowed). */
+  readonly isLeader?: () => boolean;
+  readonly hooks?: AdapterHooks;
+  /** Secret writes (with their issuance) in flight at once (default 16). */
+  readonly writeConcurrency?: number;
+  /** Event coalescing window (default 100 ms). */
+  readonly debounceMs?: number;
+  /**
+   * Pod-certificate mode: the signer's Events (issuances, coalesced per Service; each failure on
+   * its pod) have a recorder and connections of their own, with `concurrency` requests in flight
+   * (default 16), and issuances are coalesced over `windowMs` (default 100 ms). docs/benchmarks.md
+   * compares settings.
+   */
+  readonly podEvents?: { readonly concurrency?: number; readonly windowMs?: number };
+  /** timeoutSeconds of each watch; unset lets the apiserver choose. */
+  readonly watchTimeoutSeconds?: number;
+  /** Page size of list calls (default 500). */
+  readonly pageSize?: number;
+  /**
+   * Pod-certificate mode: while pending requests wait beyond the signer's bound, the shortest time
+   * between two lists that look for room for them (default 30 s).
+   */
+  readonly relistForRoomMs?: number;
+  /**
+   * `reportingInstance` of our Events, e.g. the pod name, and the writer identity stamped on every
+   * Secret we write (`eso-mtls.io/written-by`; default `<hostname>_<random UUID>`, new per adapter).
+   */
+  readonly eventInstance?: string;
+  /**
+   * Opt-in, Secret mode only: delete our provider Secret of a namespace that has had no labelled
+   * Service for this many milliseconds (at least 1 hour; default 0, off). Needs RBAC delete on
+   * Secrets named external-secrets-provider-tls (deploy/overlays/prune-orphaned-secrets).
+   */
+  readonly pruneOrphanedSecretsAfter?: number;
+}
 
 /** An adapter option that makes no sense; the message names the option, its value and what is accepted. */
 export class AdapterOptionsError extends Error {
@@ -20,46 +101,15 @@ export class AdapterOptionsError extends Error {
   }
 }
 
-interface CheckedOptions {
-  readonly kubeConfig?: unknown;
-  readonly connection?: unknown;
-  readonly caSecretName?: string;
-  readonly clientSecretName?: string;
-  readonly writeConcurrency?: number;
-  readonly debounceMs?: number;
-  readonly podEvents?: { readonly concurrency?: number; readonly windowMs?: number };
-  readonly watchTimeoutSeconds?: number;
-  readonly pageSize?: number;
-  readonly relistForRoomMs?: number;
-  readonly maxIssuancesPerReconcile?: number;
-  readonly maxNamespaces?: number;
-  readonly secretMode?: boolean;
-  readonly pruneOrphanedSecretsAfter?: number;
-  readonly namespaceRequirement?: { readonly key: string; readonly value: string };
-  readonly podCertificates?: {
-    readonly serverSignerName: string;
-    readonly clientSignerName: string;
-    readonly maxValidity: number;
-    readonly pendingBound?: { readonly perNamespace: number; readonly total: number };
-  };
-}
-
-/**
- * A signer name as Kubernetes accepts it for PodCertificateRequests and ClusterTrustBundles: a
- * DNS domain the project owns, a slash, and a path of DNS labels (`eso-mtls.io/provider-server`).
- */
-export function isSignerName(s: string): boolean {
-  const slash = s.indexOf('/');
-  if (slash <= 0 || s.length > 253) return false;
-  const domain = s.slice(0, slash);
-  const path = s.slice(slash + 1);
-  return isDnsName(domain) && domain.includes('.') && path.length > 0 && path.split('/').every((p) => /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(p));
-}
-
 const intIn = (v: number, min: number, max: number): boolean => Number.isInteger(v) && v >= min && v <= max;
 
-/** Throws {@link AdapterOptionsError} for the first option that cannot work. */
-export function validateAdapterOptions(options: CheckedOptions): void {
+/**
+ * Throws {@link AdapterOptionsError} for the first option that cannot work. The connection is
+ * checked for presence only, as a caller without types may give anything there.
+ */
+export function validateAdapterOptions(
+  options: Omit<AdapterOptions, 'connection' | 'kubeConfig'> & { readonly connection?: unknown; readonly kubeConfig?: unknown },
+): void {
   if (!options.kubeConfig === !options.connection) {
     throw new AdapterOptionsError(
       'connection',
@@ -135,7 +185,7 @@ export function validateAdapterOptions(options: CheckedOptions): void {
 }
 
 /** Pruning deletes provider Secrets: it needs the Secret mode (the only one that reads them) and a grace longer than a redeploy. */
-function validatePruning(options: CheckedOptions): void {
+function validatePruning(options: Pick<AdapterOptions, 'pruneOrphanedSecretsAfter' | 'secretMode'>): void {
   const grace = options.pruneOrphanedSecretsAfter;
   if (grace === undefined || grace === 0) return;
   if (!Number.isInteger(grace) || grace < MIN_PRUNE_GRACE) {

@@ -5,10 +5,10 @@
 import { describe, expect, it } from '@jest/globals';
 import type { CryptoBackend } from '@eso-mtls/core';
 import { ProviderCertificateAdapter } from '../src/index.js';
-import { connectionFromKubeConfig } from '../src/connection.js';
-import { EventRecorder, type EventRecorderOptions } from '../src/event-recorder.js';
-import type { InvolvedObject } from '../src/involved-object.js';
-import { KubeApiError, KubeRestClient } from '../src/rest-client.js';
+import { connectionFromKubeConfig } from '../src/client/connection.js';
+import { EventRecorder, type EventRecorderOptions } from '../src/events/event-recorder.js';
+import type { InvolvedObject } from '../src/events/involved-object.js';
+import { KubeApiError, KubeRestClient } from '../src/client/rest-client.js';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { useControlPlane } from '@eso-mtls/test-kit/installations';
 import { RecordingLogger } from '@eso-mtls/test-kit/logger';

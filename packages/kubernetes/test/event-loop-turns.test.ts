@@ -6,12 +6,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { CertificateCache, resolvePolicy } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { EventRecorder } from '../src/event-recorder.js';
-import { ITEMS_PER_TURN } from '../src/event-loop.js';
-import { silentLogger } from '../src/logger.js';
-import type { PodCertificateRequest } from '../src/pod-requests.js';
-import { PodCertificateSigner } from '../src/pod-signer.js';
-import { KubeRestClient } from '../src/rest-client.js';
+import { EventRecorder } from '../src/events/event-recorder.js';
+import { ITEMS_PER_TURN } from '../src/runtime/clock.js';
+import { silentLogger } from '../src/runtime/logger.js';
+import type { PodCertificateRequest } from '../src/pod-certificates/pod-requests.js';
+import { PodCertificateSigner } from '../src/pod-certificates/pod-signer.js';
+import { KubeRestClient } from '../src/client/rest-client.js';
 
 const SERVER_SIGNER = 'eso-mtls.io/provider-server';
 

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { Informer, type InformerEvent, KubeRestClient, type ListPage, connectionFromKubeConfig, corePath } from '../src/index.js';
-import type { CacheBoundScope } from '../src/informer-store.js';
-import { RequestCounter } from '../src/request-counter.js';
+import type { CacheBoundScope } from '../src/informers/informer-store.js';
+import { RequestCounter } from '../src/client/request-counter.js';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 
 let plane: ControlPlane;

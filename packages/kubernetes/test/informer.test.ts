@@ -11,8 +11,9 @@ import {
   connectionFromKubeConfig,
   corePath,
 } from '../src/index.js';
-import { ClusterInformers } from '../src/cluster-informers.js';
-import { RequestCounter } from '../src/request-counter.js';
+import { ClusterInformers } from '../src/informers/cluster-informers.js';
+import { installationOf } from '../src/installation/installation.js';
+import { RequestCounter } from '../src/client/request-counter.js';
 import { TestCluster, converge, startAdapter } from '@eso-mtls/test-kit/adapter';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { text } from '@eso-mtls/test-kit/secrets';
@@ -345,7 +346,7 @@ describe('watch timing on injected timers, against the real apiserver', () => {
     const eso = await cluster.namespace('eso-timed');
     const informers = new ClusterInformers(
       clients,
-      { esoNamespace: eso, caSecretName: 'ca', clientSecretName: 'client' },
+      installationOf({ policy: { esoNamespace: eso }, caSecretName: 'ca', clientSecretName: 'client' }, 'informer-test'),
       { timers, watchTimeoutSeconds: 3600 },
     );
     await informers.start();

@@ -9,7 +9,7 @@ import { type ControlPlane, startControlPlane } from '../../../testing/envtest/s
 import { writeKubeconfig } from '@eso-mtls/test-kit/kubeconfig';
 import { p256Request, signRequest } from '@eso-mtls/test-kit/openssl';
 import { type ClusterConnection, KubeRestClient, UnsupportedKubeconfigError, corePath, loadInClusterConnection, loadKubeconfigFile } from '../src/index.js';
-import { TOKEN_REREAD_MS } from '../src/kubeconfig.js';
+import { TOKEN_REREAD_MS } from '../src/client/kubeconfig.js';
 
 let dir: string;
 beforeAll(() => {

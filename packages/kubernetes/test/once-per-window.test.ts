@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { OncePerWindow } from '../src/once-per-window.js';
+import { OncePerWindow } from '../src/runtime/once-per-window.js';
 
 describe('OncePerWindow', () => {
   it('lets each key through once per window, and forgets keys a window old', () => {

@@ -1,10 +1,10 @@
 // Coalesced issuance Events (issue 25): order and content, on hand-driven timers and a recorder
 // whose sends the test completes; never time.
 import { describe, expect, it } from '@jest/globals';
-import type { Timers } from '../src/clock.js';
-import type { EventRecorder } from '../src/event-recorder.js';
-import type { InvolvedObject } from '../src/involved-object.js';
-import { PodIssuanceEvents } from '../src/pod-events.js';
+import type { Timers } from '../src/runtime/clock.js';
+import type { EventRecorder } from '../src/events/event-recorder.js';
+import type { InvolvedObject } from '../src/events/involved-object.js';
+import { PodIssuanceEvents } from '../src/pod-certificates/pod-events.js';
 
 /** Timers fired by hand. */
 function manualTimers(): Timers & { fire(): void } {

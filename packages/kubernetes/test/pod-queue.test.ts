@@ -1,7 +1,7 @@
 // The signer's fair work queue (issue 25): order only, never time.
 import { describe, expect, it } from '@jest/globals';
 import type { PodSignerRole } from '@eso-mtls/core';
-import { PodQueue } from '../src/pod-queue.js';
+import { PodQueue } from '../src/pod-certificates/pod-queue.js';
 
 const request = (role: PodSignerRole, namespace: string, name: string) => ({ uid: `${namespace}/${name}`, role, namespace, name, queuedAt: 0 });
 const drain = (queue: PodQueue): string[] => {

@@ -9,9 +9,9 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { type ControlPlane, nodeIdentity, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { type KubeletPod, type PodCertificatePodSpec, PodCertificateKubelet } from '../../../testing/kubelet/index.js';
 import { KubeRestClient, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '../src/index.js';
-import { silentLogger } from '../src/logger.js';
-import { PodReader } from '../src/pod-cache.js';
-import type { PodSigningLane } from '../src/signing-lane.js';
+import { silentLogger } from '../src/runtime/logger.js';
+import { PodReader } from '../src/pod-certificates/pod-cache.js';
+import type { PodSigningLane } from '../src/pod-certificates/pod-signing-lane.js';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { certificates } from '@eso-mtls/test-kit/secrets';
 import { CA_SECRET, ESO_NS } from '@eso-mtls/test-kit/cluster';
@@ -53,7 +53,7 @@ describe('the per-request pod signer on kube-apiserver v1.37.2', () => {
     await a.start();
     return a;
   };
-  const lane = (a: ProviderCertificateAdapter): PodSigningLane => (a as unknown as { podLane: PodSigningLane }).podLane;
+  const lane = (a: ProviderCertificateAdapter): PodSigningLane => (a as unknown as { pods: { lane: PodSigningLane } }).pods.lane;
 
   const providerPod = (namespace: string, name: string): PodCertificatePodSpec => ({
     namespace,

@@ -9,9 +9,9 @@ import { type AuditEvent, type ControlPlane, startControlPlane } from '../../../
 import { writeKubeconfig } from '@eso-mtls/test-kit/kubeconfig';
 import { p256Request } from '@eso-mtls/test-kit/openssl';
 import { KubeRestClient, corePath, loadInClusterConnection, loadKubeconfigFile, redactProxyUrl } from '../src/index.js';
-import { chooseProxy } from '../src/proxy.js';
-import { proxyFromEnvironment, readProxyEnvironment, usesProxy } from '../src/no-proxy.js';
-import { openTunnel } from '../src/proxy.js';
+import { chooseProxy } from '../src/client/proxy.js';
+import { proxyFromEnvironment, readProxyEnvironment, usesProxy } from '../src/client/no-proxy.js';
+import { openTunnel } from '../src/client/proxy.js';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { PROXY_SOURCE_ADDRESS, startConnectProxy } from '@eso-mtls/test-kit/connect-proxy';
 

@@ -6,10 +6,10 @@ import type { Conflict, Plan, RefusedService, WaitingLeaf } from '@eso-mtls/core
 import { minutes } from '@eso-mtls/core';
 import { ControllerMetrics } from '@eso-mtls/metrics';
 import type { EventReason, InvolvedObject } from '../src/index.js';
-import { CertificateStatusView } from '../src/certificate-status.js';
-import { ServiceDirectory } from '../src/service-directory.js';
-import { StandingReports } from '../src/standing-reports.js';
-import { StateReporter } from '../src/state-reporter.js';
+import { CertificateStatusView } from '../src/rounds/certificate-status.js';
+import { ServiceDirectory } from '../src/events/service-directory.js';
+import { PlanConditionReports } from '../src/rounds/plan-condition-reports.js';
+import { StandingStates } from '../src/rounds/standing-states.js';
 import { RecordingLogger } from '@eso-mtls/test-kit/logger';
 
 const INTERVAL = minutes(10);
@@ -32,7 +32,7 @@ function setUp() {
   const logger = new RecordingLogger();
   const events = new RecordedEvents();
   const failures: { namespace: string; services: readonly string[] }[] = [];
-  const reports = new StandingReports(logger, events, { onRotationFailure: (namespace, services) => failures.push({ namespace, services }) }, INTERVAL);
+  const reports = new PlanConditionReports(logger, events, { onRotationFailure: (namespace, services) => failures.push({ namespace, services }) }, INTERVAL);
   // No Service in the cache: Events carry no uid.
   const refs = new ServiceDirectory(new Map());
   const plan = (p: { conflicts?: Conflict[]; waiting?: WaitingLeaf[]; refused?: RefusedService[] }): Pick<Plan, 'conflicts' | 'waiting' | 'refused'> => ({
@@ -166,9 +166,9 @@ describe('a standing state is reported when it starts and when it changes, not e
   });
 });
 
-describe('StateReporter', () => {
+describe('StandingStates', () => {
   it('forgets ended states, so memory follows what stands now', () => {
-    const reporter = new StateReporter();
+    const reporter = new StandingStates();
     const key = (s: string): string => s;
     expect(reporter.track(['a', 'b', 'a'], key, () => 'x', T0).report).toEqual(['a', 'b']);
     expect(reporter.track(['b'], key, () => 'x', T0)).toEqual({ report: [], ended: ['a'], summarize: false });

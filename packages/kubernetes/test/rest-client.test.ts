@@ -3,8 +3,8 @@ import { createServer } from 'node:net';
 import type { V1Secret } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
 import { KubeApiError, KubeRestClient, WriteFencedError, connectionFromKubeConfig, corePath } from '../src/index.js';
-import { RequestCounter } from '../src/request-counter.js';
-import { apiErrorOf } from '../src/api-error.js';
+import { RequestCounter } from '../src/client/request-counter.js';
+import { apiErrorOf } from '../src/client/api-error.js';
 import { TestCluster } from '@eso-mtls/test-kit/adapter';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 

@@ -3,9 +3,9 @@
 // signing passes themselves run on the real apiserver in pod-certificates.test.ts.
 import { describe, expect, it } from '@jest/globals';
 import type { MaterializedCa } from '@eso-mtls/core';
-import { silentLogger } from '../src/logger.js';
-import type { PodCertificateSigner } from '../src/pod-signer.js';
-import { PodSigningLane } from '../src/signing-lane.js';
+import { silentLogger } from '../src/runtime/logger.js';
+import type { PodCertificateSigner } from '../src/pod-certificates/pod-signer.js';
+import { PodSigningLane } from '../src/pod-certificates/pod-signing-lane.js';
 
 const ca = (name: string): MaterializedCa => ({ retired: [], bundle: name });
 // withCa, use and withdraw never touch the signer: passes do, and none runs here (the lane is not started).

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { WatchError } from '../src/index.js';
-import { type WatchInput, type WatchState, endedAtOnce, nextWatchState, watching } from '../src/watch-state.js';
+import { type WatchInput, type WatchState, endedAtOnce, nextWatchState, watching } from '../src/informers/watch-state.js';
 
 const run = (inputs: WatchInput[], from: WatchState = watching(1000)): WatchState => inputs.reduce(nextWatchState, from);
 const change: WatchInput = { on: 'change' };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { V1Secret } from '@kubernetes/client-node';
-import { WriteConflicts, replacedBy } from '../src/write-conflicts.js';
+import { WriteConflicts, replacedBy } from '../src/rounds/write-conflicts.js';
 
 // The rule of who yields (docs/controller.md#two-controllers), without a server: a write of ours
 // replaced by another writer within one reconcile interval is a conflict, reported once, and

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Snapshot } from '@eso-mtls/core';
-import { WriteRefusals, refusalOf } from '../src/write-refusals.js';
+import { WriteRefusals, refusalOf } from '../src/rounds/write-refusals.js';
 
 // Which failed writes of a provider Secret count as refusals (the CA rotation stops waiting for
 // them after a grace), and how long a run of refusals lasts. The real apiserver's answers are in

@@ -68,7 +68,7 @@ export async function runRenewCommand(
   const token = renewToken(now(), target.kind === 'ca' && target.emergency);
   let annotated;
   try {
-    annotated = await requestRenewal(api, target, token, { esoNamespace: assumed.policy.esoNamespace, ...assumed });
+    annotated = await requestRenewal(api, target, token, assumed);
   } catch (e) {
     if (e instanceof NothingToRenewError) {
       streams.stderr.write(`${COMMAND}: ${e.message}\n`);

@@ -64,15 +64,8 @@ export async function runStatusCommand(
   const namespace = values.get('namespace');
   let state;
   try {
-    state = await readClusterState(api, {
-      esoNamespace: assumed.policy.esoNamespace,
-      caSecretName: assumed.caSecretName,
-      clientSecretName: assumed.clientSecretName,
+    state = await readClusterState(api, assumed, {
       ...(namespace !== undefined ? { namespace } : {}),
-      secretMode: assumed.secretMode ?? true,
-      ...(assumed.podCertificates ? { podCertificates: assumed.podCertificates } : {}),
-      ...(assumed.namespaceRequirement ? { namespaceRequirement: assumed.namespaceRequirement } : {}),
-      ...(assumed.maxNamespaces === undefined ? {} : { maxNamespaces: assumed.maxNamespaces }),
       ...(assumed.lease ? { lease: { namespace: assumed.lease.namespace, name: assumed.lease.name } } : {}),
     });
   } catch (e) {

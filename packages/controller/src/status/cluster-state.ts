@@ -1,5 +1,6 @@
 import { type Instant, type NamespaceRequirement, PROVIDER_SECRET_NAME, formatNamespaceRequirement } from '@eso-mtls/core';
 import {
+  type Installation,
   KubeApiError,
   type KubeRestClient,
   type ListPage,
@@ -18,24 +19,10 @@ import {
 import type { V1Namespace, V1Secret, V1Service } from '@kubernetes/client-node';
 import { LeaseLock, type LeaseRecord } from '../lease-lock.js';
 
-/** Where status looks: ESO's namespace and Secret names, and optionally one provider namespace. */
-export interface StatusScope {
-  readonly esoNamespace: string;
-  readonly caSecretName: string;
-  readonly clientSecretName: string;
+/** What status reads beside the installation's own objects. */
+export interface StatusReads {
   /** Only this provider namespace (`--namespace`); undefined: every one. */
   readonly namespace?: string;
-  /** False: pod-certificate mode only, where the controller reads no provider Secret (default true). */
-  readonly secretMode?: boolean;
-  /** The pod-certificate mode's two signer names; undefined when the mode is off. */
-  readonly podCertificates?: { readonly serverSignerName: string; readonly clientSignerName: string };
-  /** The controller's `--require-namespace-label`: the namespaces carrying it are listed. */
-  readonly namespaceRequirement?: NamespaceRequirement;
-  /**
-   * The controller's `--max-namespaces`: with a cap, every provider namespace's Services and Secret
-   * are read even with `namespace` set, since whether one is served depends on all of them.
-   */
-  readonly maxNamespaces?: number;
   /** The leader election Lease (`--leader-election-namespace`, `--leader-election-id`); undefined: not read. */
   readonly lease?: { readonly namespace: string; readonly name: string };
 }
@@ -196,8 +183,9 @@ async function readAllowedNamespaces(api: KubeRestClient, requirement: Namespace
  * refused Secret or namespace read is recorded as unreadable; a refused or failed Service list
  * throws {@link ClusterUnreachableError}, since nothing can be shown without it.
  */
-export async function readClusterState(api: KubeRestClient, scope: StatusScope): Promise<ClusterState> {
-  const only = scope.maxNamespaces === undefined ? scope.namespace : undefined;
+export async function readClusterState(api: KubeRestClient, installation: Installation, reads: StatusReads = {}): Promise<ClusterState> {
+  // With a cap on namespaces, every provider namespace is read even with --namespace set: whether one is served depends on all of them.
+  const only = installation.maxNamespaces === undefined ? reads.namespace : undefined;
   let services: V1Service[];
   try {
     services = (await listAll<V1Service>(api, corePath('services', only), { labelSelector: PROVIDER_SERVICE_SELECTOR })).map(trimService);
@@ -209,7 +197,7 @@ export async function readClusterState(api: KubeRestClient, scope: StatusScope):
   const unreadableNamespaces = new Map<string, string>();
   let providerSecrets: V1Secret[] | undefined;
   // Pod-certificate mode only: the controller neither reads nor writes provider Secrets.
-  if (scope.secretMode === false) providerSecrets = [];
+  if (!installation.secretMode) providerSecrets = [];
   else if (only === undefined) {
     try {
       // The controller's own selector: RBAC may grant list by this name only.
@@ -221,7 +209,7 @@ export async function readClusterState(api: KubeRestClient, scope: StatusScope):
   if (providerSecrets === undefined) {
     providerSecrets = [];
     const namespaces = new Set(services.map((s) => s.metadata?.namespace ?? ''));
-    if (scope.namespace !== undefined) namespaces.add(scope.namespace);
+    if (reads.namespace !== undefined) namespaces.add(reads.namespace);
     for (const namespace of [...namespaces].filter((n) => n !== '').sort()) {
       const read = await readSecret(api, namespace, PROVIDER_SECRET_NAME);
       if (read.kind === 'unreadable') unreadableNamespaces.set(namespace, read.why);
@@ -229,13 +217,13 @@ export async function readClusterState(api: KubeRestClient, scope: StatusScope):
     }
   }
   // Pod-certificate mode only: no namespace has a Secret to judge, so which are allowed is not read.
-  const requirement = scope.secretMode === false ? undefined : scope.namespaceRequirement;
+  const requirement = installation.secretMode ? installation.namespaceRequirement : undefined;
   const [caSecret, clientSecret, podCertificates, allowedNamespaces, lease] = await Promise.all([
-    readSecret(api, scope.esoNamespace, scope.caSecretName),
-    readSecret(api, scope.esoNamespace, scope.clientSecretName),
-    scope.podCertificates && readPodCertificateState(api, scope.podCertificates, scope.namespace),
+    readSecret(api, installation.esoNamespace, installation.caSecretName),
+    readSecret(api, installation.esoNamespace, installation.clientSecretName),
+    installation.podCertificates && readPodCertificateState(api, installation.podCertificates, reads.namespace),
     requirement && readAllowedNamespaces(api, requirement),
-    scope.lease && readLease(api, scope.lease),
+    reads.lease && readLease(api, reads.lease),
   ]);
   return {
     services,

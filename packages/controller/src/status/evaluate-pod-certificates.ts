@@ -10,7 +10,7 @@ import {
   observePublishedBundle,
 } from '@eso-mtls/core';
 import { COMPONENT_LABEL, INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, TRUST_BUNDLE_LABEL, isOurTrustBundle } from '@eso-mtls/kubernetes';
-import { counted } from './counted.js';
+import { countWithNoun } from './count-with-noun.js';
 import { type PodCertificateState, type SignerRequestsRead, type StrayBundlesRead, type TrustBundleRead } from './cluster-state.js';
 import type {
   BundleCertificateReport,
@@ -143,7 +143,7 @@ function reasonCounts(reasons: readonly string[]): ReasonCount[] {
   const sorted = [...counts].map(([reason, count]) => ({ reason, count })).sort((a, b) => b.count - a.count || a.reason.localeCompare(b.reason));
   if (sorted.length <= LISTED_REASONS) return sorted;
   const rest = sorted.slice(LISTED_REASONS);
-  return [...sorted.slice(0, LISTED_REASONS), { reason: `(${counted(rest.length, 'other reason')})`, count: rest.reduce((n, r) => n + r.count, 0) }];
+  return [...sorted.slice(0, LISTED_REASONS), { reason: `(${countWithNoun(rest.length, 'other reason')})`, count: rest.reduce((n, r) => n + r.count, 0) }];
 }
 
 /** One signer's requests: counts by outcome, the reasons seen, and those pending for longer than the threshold. */
@@ -162,7 +162,7 @@ function evaluateSignerRequests(read: SignerRequestsRead, ctx: PodCertificateCon
     problems.push({
       kind: 'pending',
       message:
-        `${counted(late.length, 'PodCertificateRequest')} for ${read.signerName} pending for longer than ${formatDuration(ctx.pendingThreshold)} ` +
+        `${countWithNoun(late.length, 'PodCertificateRequest')} for ${read.signerName} pending for longer than ${formatDuration(ctx.pendingThreshold)} ` +
         `(oldest ${oldest.namespace}/${oldest.name} for pod ${oldest.podName}, created ${iso(oldest.createdAt!)}): the controller decides a request within seconds, ` +
         `at the latest at its next full reconcile; check that it runs with this mode and signer name, and its logs`,
     });

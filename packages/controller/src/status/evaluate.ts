@@ -22,13 +22,13 @@ import {
   renewalTime,
   type ExclusionReason,
 } from '@eso-mtls/core';
-import { SnapshotBuilder, type SnapshotSource, installationId, planContext } from '@eso-mtls/kubernetes';
+import { SnapshotBuilder, type SnapshotSource, planContext } from '@eso-mtls/kubernetes';
 import { type TokenKeys, isTokenReference } from './ca-keys.js';
 import type { ClusterState, SecretRead } from './cluster-state.js';
 import { evaluatePodCertificates, observedTrustBundles, pendingThreshold } from './evaluate-pod-certificates.js';
 import { evaluateLease } from './evaluate-lease.js';
 import { statusExitCode } from './exit-codes.js';
-import type { AssumedPolicy } from './options.js';
+import type { AssumedInstallation } from './options.js';
 import type {
   CaCertificateReport,
   CaKeyReport,
@@ -59,9 +59,9 @@ function facts(c: CertificateView, now: Instant): CertificateFacts {
 }
 
 /** The cluster as read, in the shape the controller's SnapshotBuilder reads its informer caches. */
-function snapshotSource(state: ClusterState, assumed: AssumedPolicy): SnapshotSource {
+function snapshotSource(state: ClusterState, assumed: AssumedInstallation): SnapshotSource {
   const esoSecret = (name: string, read: SecretRead) => ({
-    get: (namespace: string, n: string) => (namespace === assumed.policy.esoNamespace && n === name && read.kind === 'read' ? read.secret : undefined),
+    get: (namespace: string, n: string) => (namespace === assumed.esoNamespace && n === name && read.kind === 'read' ? read.secret : undefined),
   });
   const allowed = state.allowedNamespaces?.kind === 'read' ? state.allowedNamespaces.names : undefined;
   return {
@@ -82,7 +82,7 @@ const CA_REASONS = new Set(['ca_mismatch', 'ca_rotated']);
 /** Everything one leaf evaluation needs besides the Secret. */
 interface LeafContext {
   readonly now: Instant;
-  readonly assumed: AssumedPolicy;
+  readonly assumed: AssumedInstallation;
   readonly plan: Plan;
   readonly cache: CertificateCache;
   /** The CA that signs now; undefined when there is none usable. */
@@ -233,7 +233,7 @@ function evaluateCa(
   };
 }
 
-function policyReport(assumed: AssumedPolicy): PolicyReport {
+function policyReport(assumed: AssumedInstallation): PolicyReport {
   const p = assumed.policy;
   const pods = assumed.podCertificates;
   return {
@@ -250,7 +250,7 @@ function policyReport(assumed: AssumedPolicy): PolicyReport {
     leafJitter: formatDuration(p.leafJitter),
     caValidity: formatDuration(p.caValidity),
     caLookahead: formatDuration(p.caLookahead),
-    modes: [...(assumed.secretMode === false ? [] : ['secret' as const]), ...(pods ? ['pod-certificate' as const] : [])],
+    modes: [...(assumed.secretMode ? ['secret' as const] : []), ...(pods ? ['pod-certificate' as const] : [])],
     ...(pods
       ? { serverSignerName: pods.serverSignerName, clientSignerName: pods.clientSignerName, podCertificateMaxValidity: formatDuration(pods.maxValidity) }
       : {}),
@@ -270,18 +270,14 @@ function policyReport(assumed: AssumedPolicy): PolicyReport {
  */
 export function evaluateStatus(
   state: ClusterState,
-  assumed: AssumedPolicy,
+  assumed: AssumedInstallation,
   now: Instant,
   cache: CertificateCache,
   namespaceFilter?: string,
   keys: TokenKeys = { token: undefined, unavailable: () => undefined },
 ): StatusReport {
-  const { policy, caSecretName, clientSecretName, podCertificates: pods } = assumed;
-  const secretMode = assumed.secretMode ?? true;
-  const esoNamespace = policy.esoNamespace;
-  const installation = installationId(esoNamespace, caSecretName);
-  const scope = { installation, esoNamespace, caSecretName, clientSecretName, providerSecrets: secretMode };
-  const builder = new SnapshotBuilder(snapshotSource(state, assumed), scope, new IssuanceLedger());
+  const { policy, esoNamespace, caSecretName, clientSecretName, secretMode, podCertificates: pods, id: installation } = assumed;
+  const builder = new SnapshotBuilder(snapshotSource(state, assumed), assumed, new IssuanceLedger());
   const podState = pods && state.podCertificates;
   // As the controller plans in pod-certificate mode: its published bundles gate the next CA, and a retired CA stays for the longest pod certificate.
   const { snapshot: built } = builder.build();
@@ -291,7 +287,7 @@ export function evaluateStatus(
   const requirement = state.allowedNamespaces?.kind === 'read' ? assumed.namespaceRequirement : undefined;
   // The controller's plan context from the same configuration; status reads no bound on issuances,
   // so that every leaf due now is shown as due rather than deferred to a later round.
-  const plan = planRotation(snapshot, planContext({ ...assumed, namespaceRequirement: requirement }, now, cache));
+  const plan = planRotation(snapshot, planContext({ ...assumed, maxIssuancesPerReconcile: undefined, namespaceRequirement: requirement }, now, cache));
   const { activeCa, ...ca } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache, keys });
   const ctx: LeafContext = { now, assumed, plan, cache, activeCa, caUnknown: !ca.checked };
 

@@ -1,8 +1,8 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
-import { type NamespaceRequirement, type Policy, isDnsLabel } from '@eso-mtls/core';
-import type { PodCertificateOptions } from '@eso-mtls/kubernetes';
+import { isDnsLabel } from '@eso-mtls/core';
+import { type Installation, installationOf } from '@eso-mtls/kubernetes';
 import { type Flag, readArgv } from '../cli/args.js';
 import { type Pkcs11Config, parseControllerConfig } from '../config.js';
 import { CONTROLLER_FLAGS, PIN_ENV, envVarOf } from '../flags.js';
@@ -100,22 +100,17 @@ export function commandUsage(usage: string, description: string, flags: readonly
   return `${lines.join('\n')}\n`;
 }
 
+/** Status and renew write no Secret: the writer of the installation they assume is never stamped anywhere. */
+const STATUS_WRITER = 'eso-mtls-status';
+
 /** Where each policy value came from, for the line that says which policy status assumed. */
 export type ValueSource = 'flag' | 'env' | 'default';
 
-/** The policy and Secret names status and renew assume, as the controller would read them. */
-export interface AssumedPolicy {
-  readonly policy: Policy;
-  readonly caSecretName: string;
-  readonly clientSecretName: string;
-  /** False: pod-certificate mode only, no provider Secret is issued (default true, as for the controller). */
-  readonly secretMode?: boolean;
-  /** The pod-certificate mode's signer names and longest certificate; undefined when the mode is off. */
-  readonly podCertificates?: PodCertificateOptions;
-  /** The label a namespace must carry before its labelled Services are served; undefined: none (as for the controller). */
-  readonly namespaceRequirement?: NamespaceRequirement;
-  /** The most provider namespaces served (`--max-namespaces`); undefined: no cap (as for the controller). */
-  readonly maxNamespaces?: number;
+/**
+ * The installation status and renew assume: the controller's own, built by the same function from
+ * the same flags and variables; and what only status reads beside it.
+ */
+export interface AssumedInstallation extends Installation {
   /** Status only: the leader election Lease and the lease duration (milliseconds) its holder is judged by. */
   readonly lease?: { readonly namespace: string; readonly name: string; readonly leaseDuration: number };
   /** Flag name (as typed for this command) → where its value came from. */
@@ -125,7 +120,7 @@ export interface AssumedPolicy {
 /** What argv and the environment asked of status or renew. */
 export interface CliOptions {
   readonly values: ReadonlyMap<string, string>;
-  readonly assumed: AssumedPolicy;
+  readonly assumed: AssumedInstallation;
   /** The kubeconfig file to use, or undefined for in-cluster credentials. */
   readonly kubeconfig: KubeconfigChoice | undefined;
   /** The PKCS#11 token of the CA keys, as the controller reads `--hsm-*`; undefined: not given. */
@@ -170,7 +165,7 @@ export function readCliOptions(
   const parsed = parseControllerConfig(controllerArgv, controllerEnv);
   if (parsed.kind === 'error') return { kind: 'error', message: parsed.error.message.replace(/--namespace\b/g, '--eso-namespace') };
   if (parsed.kind === 'help') return { kind: 'help' };
-  const { policy, caSecretName, clientSecretName, secretMode, podCertificates, namespaceRequirement, maxNamespaces, pkcs11, leaderElection } = parsed.config;
+  const { pkcs11, leaderElection } = parsed.config;
   // The Lease is read whether or not the controller elects a leader: without --leader-elect it yields to whoever holds it.
   const lease = flags.some((f) => f.name === 'leader-election-id')
     ? { namespace: leaderElection.namespace, name: leaderElection.leaseName, leaseDuration: leaderElection.leaseDuration }
@@ -181,17 +176,7 @@ export function readCliOptions(
     kind: 'options',
     options: {
       values,
-      assumed: {
-        policy,
-        caSecretName,
-        clientSecretName,
-        secretMode,
-        ...(podCertificates ? { podCertificates } : {}),
-        ...(namespaceRequirement ? { namespaceRequirement } : {}),
-        ...(maxNamespaces === undefined ? {} : { maxNamespaces }),
-        ...(lease ? { lease } : {}),
-        sources,
-      },
+      assumed: { ...installationOf(parsed.config, STATUS_WRITER), ...(lease ? { lease } : {}), sources },
       kubeconfig,
       ...(pkcs11 ? { pkcs11 } : {}),
     },

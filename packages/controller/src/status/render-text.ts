@@ -1,4 +1,4 @@
-import { counted } from './counted.js';
+import { countWithNoun } from './count-with-noun.js';
 import type { CertificateFacts, Checked, LeafReport, LeaseReport, PodCertificatesReport, Problem, ReasonCount, StatusReport } from './report.js';
 
 /** SGR colours, or none: plain text when piped, under NO_COLOR, or on a dumb terminal. */
@@ -27,13 +27,13 @@ export function paletteFor(isTTY: boolean | undefined, env: Readonly<Record<stri
 const yesNo = (v: boolean | null | undefined, p: Palette): string => (v === null || v === undefined ? p.warn('unknown') : v ? p.ok('yes') : p.bad('no'));
 
 function days(c: Pick<CertificateFacts, 'daysLeft'>, p: Palette): string {
-  const text = c.daysLeft < 0 ? `expired ${counted(-c.daysLeft, 'day')} ago` : `${counted(c.daysLeft, 'day')} left`;
+  const text = c.daysLeft < 0 ? `expired ${countWithNoun(-c.daysLeft, 'day')} ago` : `${countWithNoun(c.daysLeft, 'day')} left`;
   return c.daysLeft < 0 ? p.bad(text) : text;
 }
 
 function verdict(r: Pick<Checked, 'checked' | 'problems'>, p: Palette): string {
   if (!r.checked) return p.warn('NOT CHECKED');
-  return r.problems.length === 0 ? p.ok('OK') : p.bad(counted(r.problems.length, 'PROBLEM'));
+  return r.problems.length === 0 ? p.ok('OK') : p.bad(countWithNoun(r.problems.length, 'PROBLEM'));
 }
 
 function problems(list: readonly Problem[], p: Palette): string[] {
@@ -174,8 +174,8 @@ export function renderText(report: StatusReport, p: Palette): string {
   if (report.podCertificates) out.push(...podCertificateLines(report.podCertificates, p));
 
   const s = report.summary;
-  const parts = [s.problems === 0 ? p.ok('no problem') : p.bad(`${counted(s.problems, 'problem')} ${s.problems === 1 ? 'needs' : 'need'} attention`)];
-  if (s.unchecked > 0) parts.push(p.warn(`${counted(s.unchecked, 'object')} not checked for lack of rights`));
+  const parts = [s.problems === 0 ? p.ok('no problem') : p.bad(`${countWithNoun(s.problems, 'problem')} ${s.problems === 1 ? 'needs' : 'need'} attention`)];
+  if (s.unchecked > 0) parts.push(p.warn(`${countWithNoun(s.unchecked, 'object')} not checked for lack of rights`));
   out.push(`${p.bold('Summary')}: ${parts.join('; ')} (exit code ${s.exitCode})`);
   out.push(p.dim('Private keys were read only to check that each matches its certificate; none is printed, logged or written.'));
   return `${out.join('\n')}\n`;
