@@ -8,24 +8,6 @@
 // folders named by its modules' imports, its subfolders' included; a folder's own subfolders are
 // inside it, not imports of it.
 
-/**
- * Folder loops that predate the folder rule, as `from` folder: the folders in its loops it may still
- * import. Each entry is a debt to pay by moving a module, not a place to add to: any other edge of a
- * folder loop fails.
- * @type {Record<string, readonly string[]>}
- */
-const KNOWN_FOLDER_LOOPS = {
-  // cli/ runs demo, dev-certs and status, which borrow its helpers (cli/terminal.ts, cli/args.ts);
-  // dev-certs reuses demo's writer and loop.
-  'packages/controller/src/cli': ['packages/controller/src/demo', 'packages/controller/src/dev-certs', 'packages/controller/src/status'],
-  'packages/controller/src/demo': ['packages/controller/src/cli'],
-  'packages/controller/src/dev-certs': ['packages/controller/src/demo'],
-  'packages/controller/src/status': ['packages/controller/src/cli'],
-};
-
-/** A regular expression that matches exactly one of `paths`. */
-const exactly = (/** @type {readonly string[]} */ paths) => `^(${paths.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})$`;
-
 /** @type {import('dependency-cruiser').IForbiddenRuleType[]} */
 const folderLoopRules = [
   {
@@ -34,17 +16,9 @@ const folderLoopRules = [
     comment:
       'An import circle between the folders of a package: move the module whose concept belongs lower (or the shared definition) so each folder imports only folders below it.',
     scope: 'folder',
-    from: { path: '^packages/[^/]+/src(/|$)', pathNot: exactly(Object.keys(KNOWN_FOLDER_LOOPS)) },
+    from: { path: '^packages/[^/]+/src(/|$)' },
     to: { circular: true },
   },
-  ...Object.entries(KNOWN_FOLDER_LOOPS).map(([from, allowed]) => ({
-    name: 'no-circular-folders',
-    severity: /** @type {const} */ ('error'),
-    comment: `A new import circle from ${from}, which has known ones (KNOWN_FOLDER_LOOPS in .dependency-cruiser.mjs) but no others.`,
-    scope: /** @type {const} */ ('folder'),
-    from: { path: exactly([from]) },
-    to: { circular: true, pathNot: exactly(allowed) },
-  })),
 ];
 
 /** @type {import('dependency-cruiser').IConfiguration} */

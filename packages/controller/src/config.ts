@@ -15,9 +15,9 @@ import {
 } from '@eso-mtls/core';
 import { type BindAddress, parseBindAddress } from './bind-address.js';
 import { MIN_PRUNE_GRACE, type PodCertificateOptions, isSignerName } from '@eso-mtls/kubernetes';
-import { readArgv } from './cli/args.js';
+import { readArgv } from './command-line/args.js';
 import { parseDuration } from './duration.js';
-import type { Flag } from './cli/args.js';
+import type { Flag } from './command-line/args.js';
 import { CONTROLLER_FLAGS, MAX_PROPAGATION_DELAY, MIN_PROPAGATION_DELAY, PIN_ENV, controllerUsage, envVarOf } from './flags.js';
 
 /** Minimum level of log lines, as pino names them. */

@@ -1,5 +1,5 @@
 import { DEFAULT_POLICY, type Duration, formatDuration, hours, seconds } from '@eso-mtls/core';
-import { type Flag, type HelpRow, helpTable } from './cli/args.js';
+import { type Flag, type HelpRow, helpTable } from './command-line/args.js';
 
 /** Every flag's environment variable: `ESO_MTLS_` and the flag name in upper snake case. */
 export function envVarOf(flag: string): string {

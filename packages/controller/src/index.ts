@@ -14,7 +14,7 @@ export { type Clock, systemClock } from './clock.js';
 export { ConfigError, type ConfigResult, type ControllerConfig, type LeaderElectionTimings, type LogLevel, parseControllerConfig } from './config.js';
 export { type ControllerDependencies, type RunningController, startController } from './controller.js';
 export { formatFlagDuration, parseDuration } from './duration.js';
-export { type ArgvResult, type CommandLine, type Flag, type FlagErrorWords, goFlagWords, type HelpRow, helpTable, readArgv } from './cli/args.js';
+export { type ArgvResult, type CommandLine, type Flag, type FlagErrorWords, goFlagWords, type HelpRow, helpTable, readArgv } from './command-line/args.js';
 export { CHART_FILE_ACCEPTS, isChartFileName } from './cli/chart-file-name.js';
 export { type DeveloperCommand, type DeveloperTools, type SimulationChart } from './cli/developer-tools.js';
 export { runSimulateCommand } from './cli/simulate.js';

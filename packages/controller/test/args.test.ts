@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { type ConfigResult, parseControllerConfig } from '../src/index.js';
-import { type CommandLine, readArgv } from '../src/cli/args.js';
+import { type CommandLine, readArgv } from '../src/command-line/args.js';
 import { parseSimulateArgs, runSimulateCommand } from '../src/cli/simulate.js';
 
 // How each command reads its command line, edge case by edge case: values, help, and the exact

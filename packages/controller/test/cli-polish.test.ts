@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { SIMULATION_EPOCH, days, resolvePolicy, seededRandom, simulate } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { formatFlagDuration } from '../src/duration.js';
-import { closestFlag, helpTable } from '../src/cli/args.js';
+import { closestFlag, helpTable } from '../src/command-line/args.js';
 import { oneSecretPerNamespace, progressLine, simulationJson } from '../src/cli/simulate.js';
 import { isTerminal, plainFatalLine } from '../src/cli/terminal.js';
 import { repoRoot } from '@eso-mtls/test-kit/repo';

@@ -17,7 +17,7 @@ import {
 } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import { formatFlagDuration, parseDuration } from '../duration.js';
-import { type Flag, type HelpRow, helpTable, readArgv } from './args.js';
+import { type Flag, type HelpRow, helpTable, readArgv } from '../command-line/args.js';
 import { CHART_FILE_ACCEPTS, isChartFileName } from './chart-file-name.js';
 import type { CliStreams } from './controller.js';
 import { type DeveloperTools, DevtoolsMissingError, loadDeveloperTools } from './developer-tools.js';

@@ -1,5 +1,5 @@
 import type { KubeRestClient } from '@eso-mtls/kubernetes';
-import type { Flag } from './args.js';
+import type { Flag } from '../command-line/args.js';
 import { connectAsUser } from '../status/connect.js';
 import { StatusExit } from '../status/exit-codes.js';
 import { type CliOptions, readCliOptions } from '../status/options.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { isDnsLabel } from '@eso-mtls/core';
 import { type Installation, installationOf } from '@eso-mtls/kubernetes';
-import { type Flag, readArgv } from '../cli/args.js';
+import { type Flag, readArgv } from '../command-line/args.js';
 import { type Pkcs11Config, parseControllerConfig } from '../config.js';
 import { CONTROLLER_FLAGS, PIN_ENV, envVarOf } from '../flags.js';
 
