@@ -107,11 +107,14 @@ function linkRefusal(certificates: readonly CertificateView[]): ChainRefusal | u
 
 /** The anchor whose key signed `top`, or why there is none. */
 function anchorOf(top: CertificateView, anchors: readonly CertificateView[], verifier: SignatureCheck): CertificateView | ChainRefusal {
-  const named = anchors.filter((a) => namesIssuer(top, a));
-  const anchor = named.find((a) => isSignedBy(top, a, verifier));
+  const anchor = anchors.find((a) => namesIssuer(top, a) && isSignedBy(top, a, verifier));
   if (anchor) return anchor;
-  if (named.length > 0) {
-    return refuse('no_anchor', `${describeCertificate(top)} names the anchor ${describeCertificate(named[0]!)} as its issuer, but that anchor's key did not sign it`);
+  const sameName = anchors.find((a) => a.subject === top.issuer);
+  if (sameName) {
+    return refuse(
+      'no_anchor',
+      `${describeCertificate(top)} is issued by ${truncate(top.issuer)}: the trust anchor ${describeCertificate(sameName)} has the name ${truncate(sameName.subject)} but not the key that signed it`,
+    );
   }
   const selfSigned = top.subject === top.issuer ? ', and is self-signed' : '';
   return refuse('no_anchor', `${describeCertificate(top)} is issued by ${truncate(top.issuer)}, which is none of the ${anchors.length} trust anchors${selfSigned}`);
