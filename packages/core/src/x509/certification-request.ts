@@ -9,14 +9,7 @@ import { type SubjectAttributes, encodeDistinguishedName, readName } from './dis
 import { type Extension, ExtensionId, type KeyUsageName, readBasicConstraints, readExtensions, readKeyUsage, single, want } from './extensions.js';
 import { decodePemBlocks, encodePem } from './pem.js';
 import type { SignatureCheck } from './signature-check.js';
-import {
-  KeyUsage,
-  basicConstraintsExtension,
-  keyIdentifier,
-  keyUsageExtension,
-  signatureAlgorithmFor,
-  subjectKeyIdentifierExtension,
-} from './tbs.js';
+import { KeyUsage, basicConstraintsExtension, keyIdentifier, keyUsageExtension, signatureAlgorithmFor, subjectKeyIdentifierExtension } from './tbs.js';
 
 /** PEM label of a PKCS#10 request (RFC 7468 section 7). */
 export const CERTIFICATE_REQUEST_LABEL = 'CERTIFICATE REQUEST';

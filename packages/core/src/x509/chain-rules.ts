@@ -37,8 +37,11 @@ export type ChainRefusalReason = (typeof CHAIN_REFUSAL_REASONS)[number];
 
 /** A refused chain: the reason, and a sentence naming the certificate at fault (subject, serial). */
 export interface ChainRefusal {
+  /** Always false: the chain is refused. */
   readonly ok: false;
+  /** Why, one of {@link CHAIN_REFUSAL_REASONS}. */
   readonly reason: ChainRefusalReason;
+  /** A sentence for logs and Events naming the certificate at fault by subject and serial; bounded in length. */
   readonly message: string;
 }
 
@@ -78,7 +81,8 @@ const UNDERSTOOD = new Set<string>(Object.values(ExtensionId));
 export const signatureRule: PathRule = ({ path, verifier }) => {
   for (let i = 0; i + 2 < path.length; i++) {
     const [child, parent] = [path[i]!.certificate, path[i + 1]!.certificate];
-    if (!isSignedBy(child, parent, verifier)) return refuse('bad_signature', `${describeCertificate(child)} is not signed by the key of its issuer ${describeCertificate(parent)}`);
+    if (!isSignedBy(child, parent, verifier))
+      return refuse('bad_signature', `${describeCertificate(child)} is not signed by the key of its issuer ${describeCertificate(parent)}`);
   }
   return undefined;
 };
@@ -87,7 +91,11 @@ export const signatureRule: PathRule = ({ path, verifier }) => {
 export const criticalExtensionRule: PathRule = ({ path }) => {
   for (const { certificate, extensions } of path) {
     const unknown = extensions.critical.filter((id) => !UNDERSTOOD.has(id));
-    if (unknown.length > 0) return refuse('critical_extension', `${describeCertificate(certificate)} has critical extensions this verifier does not process: ${truncateList(unknown)}`);
+    if (unknown.length > 0)
+      return refuse(
+        'critical_extension',
+        `${describeCertificate(certificate)} has critical extensions this verifier does not process: ${truncateList(unknown)}`,
+      );
   }
   return undefined;
 };
@@ -95,14 +103,19 @@ export const criticalExtensionRule: PathRule = ({ path }) => {
 /** Every CA of the path says cA TRUE in basicConstraints. */
 export const notCaRule: PathRule = (ctx) => {
   const bad = casOf(ctx).find((c) => !c.certificate.isCa);
-  return bad ? refuse('not_ca', `${describeCertificate(bad.certificate)} is not a CA certificate (basicConstraints cA is absent or FALSE), yet it is asked to issue`) : undefined;
+  return bad
+    ? refuse('not_ca', `${describeCertificate(bad.certificate)} is not a CA certificate (basicConstraints cA is absent or FALSE), yet it is asked to issue`)
+    : undefined;
 };
 
 /** A CA with a keyUsage extension asserts keyCertSign (RFC 5280 4.2.1.3); without the extension, any use is allowed. */
 export const keyUsageRule: PathRule = (ctx) => {
   const bad = casOf(ctx).find((c) => c.extensions.keyUsage !== undefined && !c.extensions.keyUsage.includes('keyCertSign'));
   return bad
-    ? refuse('key_usage', `${describeCertificate(bad.certificate)} may not sign certificates: its keyUsage is [${bad.extensions.keyUsage!.join(', ')}], without keyCertSign`)
+    ? refuse(
+        'key_usage',
+        `${describeCertificate(bad.certificate)} may not sign certificates: its keyUsage is [${bad.extensions.keyUsage!.join(', ')}], without keyCertSign`,
+      )
     : undefined;
 };
 
@@ -157,7 +170,10 @@ export const nameConstraintsRule: PathRule = ({ path }) => {
       for (const name of certificate.dnsNames) {
         const excluded = constraints.excludedDnsNames.find((base) => withinDnsSubtree(name, base));
         if (excluded !== undefined) {
-          return refuse('name_constraints', `${describeCertificate(certificate)} names ${truncate(name)}, which ${describeCertificate(ca)} excludes (${truncate(excluded)})`);
+          return refuse(
+            'name_constraints',
+            `${describeCertificate(certificate)} names ${truncate(name)}, which ${describeCertificate(ca)} excludes (${truncate(excluded)})`,
+          );
         }
         const permitted = constraints.permittedDnsNames;
         if (permitted.length > 0 && !permitted.some((base) => withinDnsSubtree(name, base))) {
@@ -175,7 +191,9 @@ export const nameConstraintsRule: PathRule = ({ path }) => {
 /** No certificate of the path starts after `at`. */
 export const notYetValidRule: PathRule = ({ path, at }) => {
   const bad = path.find((c) => at < c.certificate.notBefore);
-  return bad ? refuse('not_yet_valid', `${describeCertificate(bad.certificate)} is not valid before ${iso(bad.certificate.notBefore)} (checked at ${iso(at)})`) : undefined;
+  return bad
+    ? refuse('not_yet_valid', `${describeCertificate(bad.certificate)} is not valid before ${iso(bad.certificate.notBefore)} (checked at ${iso(at)})`)
+    : undefined;
 };
 
 /** No certificate of the path ended before `at`. */

@@ -51,6 +51,7 @@ export interface ChainInput {
 
 /** A path that passed every rule. */
 export interface VerifiedChain {
+  /** Always true: every rule passed. */
   readonly ok: true;
   /** Bottom to top: the leaf if given, the intermediates, and the anchor that signs them. */
   readonly path: readonly CertificateView[];
@@ -69,11 +70,15 @@ const pemBytes = (certificates: readonly CertificateView[]): number => certifica
 /** The bound on the certificates of the chain and of the anchors, by count and PEM bytes. */
 function sizeRefusal(input: ChainInput): ChainRefusal | undefined {
   const chain = input.leaf ? [input.leaf, ...input.chain] : input.chain;
-  if (chain.length > MAX_CHAIN_CERTIFICATES) return refuse('too_large', `the chain holds ${chain.length} certificates, over the limit of ${MAX_CHAIN_CERTIFICATES}`);
+  if (chain.length > MAX_CHAIN_CERTIFICATES)
+    return refuse('too_large', `the chain holds ${chain.length} certificates, over the limit of ${MAX_CHAIN_CERTIFICATES}`);
   if (input.anchors.length > MAX_ANCHOR_CERTIFICATES) {
     return refuse('too_large', `${input.anchors.length} trust anchors are given, over the limit of ${MAX_ANCHOR_CERTIFICATES}`);
   }
-  for (const [what, certificates] of [['the chain', chain], ['the trust anchors', input.anchors]] as const) {
+  for (const [what, certificates] of [
+    ['the chain', chain],
+    ['the trust anchors', input.anchors],
+  ] as const) {
     const bytes = pemBytes(certificates);
     if (bytes > MAX_CHAIN_PEM_BYTES) return refuse('too_large', `${what} take ${bytes} bytes of PEM, over the limit of ${MAX_CHAIN_PEM_BYTES}`);
   }
@@ -100,7 +105,10 @@ function linkRefusal(certificates: readonly CertificateView[]): ChainRefusal | u
         `${describeCertificate(child)} is issued by ${describeCertificate(certificates[at]!)}, certificate ${at + 1} of the chain, not by the next one, ${describeCertificate(next)}: the chain must run bottom up, each certificate followed by its issuer`,
       );
     }
-    return refuse('missing_issuer', `${describeCertificate(child)} is issued by ${truncate(child.issuer)}, which is not the next certificate, ${describeCertificate(next)}, nor any in the chain`);
+    return refuse(
+      'missing_issuer',
+      `${describeCertificate(child)} is issued by ${truncate(child.issuer)}, which is not the next certificate, ${describeCertificate(next)}, nor any in the chain`,
+    );
   }
   return undefined;
 }
@@ -117,7 +125,10 @@ function anchorOf(top: CertificateView, anchors: readonly CertificateView[], ver
     );
   }
   const selfSigned = top.subject === top.issuer ? ', and is self-signed' : '';
-  return refuse('no_anchor', `${describeCertificate(top)} is issued by ${truncate(top.issuer)}, which is none of the ${anchors.length} trust anchors${selfSigned}`);
+  return refuse(
+    'no_anchor',
+    `${describeCertificate(top)} is issued by ${truncate(top.issuer)}, which is none of the ${anchors.length} trust anchors${selfSigned}`,
+  );
 }
 
 /**

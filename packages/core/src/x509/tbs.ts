@@ -98,11 +98,7 @@ const extension = (id: Uint8Array, critical: boolean, value: Uint8Array): Uint8A
 
 /** basicConstraints, critical: cA TRUE with a pathLenConstraint unless it is left out, or cA FALSE (an empty SEQUENCE in DER). */
 export const basicConstraintsExtension = (ca: { readonly pathLen: number | undefined } | undefined): Uint8Array =>
-  extension(
-    EXT.basicConstraints,
-    true,
-    ca ? sequence(boolean(true), ...(ca.pathLen === undefined ? [] : [smallInteger(ca.pathLen)])) : sequence(),
-  );
+  extension(EXT.basicConstraints, true, ca ? sequence(boolean(true), ...(ca.pathLen === undefined ? [] : [smallInteger(ca.pathLen)])) : sequence());
 
 /** keyUsage, critical, from bit numbers of {@link KeyUsage}. */
 export const keyUsageExtension = (bits: readonly number[]): Uint8Array => extension(EXT.keyUsage, true, namedBits(bits));

@@ -170,7 +170,22 @@ export class OpensslPki {
   /** A self-signed root valid from now for ten years. */
   root(name: string, subject: string, section: ExtensionSection = 'root'): MadeCertificate {
     const keyFile = this.key(name);
-    this.run(['req', '-x509', '-config', this.config, '-key', keyFile, '-subj', subject, '-extensions', section, '-days', '3650', '-out', join(this.dir, `${name}.pem`)]);
+    this.run([
+      'req',
+      '-x509',
+      '-config',
+      this.config,
+      '-key',
+      keyFile,
+      '-subj',
+      subject,
+      '-extensions',
+      section,
+      '-days',
+      '3650',
+      '-out',
+      join(this.dir, `${name}.pem`),
+    ]);
     return this.made(name, keyFile);
   }
 

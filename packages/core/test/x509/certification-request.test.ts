@@ -49,7 +49,11 @@ describe.each<KeyAlgorithm>(['ECDSA-P256', 'RSA-2048', 'RSA-3072'])('a CA reques
     expect(r.output).toContain('Subject: CN=eso-mtls provider CA intermediate,O=Acme\\, Inc.,C=DE');
     expect(r.output).toMatch(/X509v3 Basic Constraints: critical\s+CA:TRUE, pathlen:0/);
     expect(r.output).toMatch(/X509v3 Key Usage: critical\s+Digital Signature, Certificate Sign, CRL Sign/);
-    expect(r.output).toContain(`X509v3 Subject Key Identifier: \n                    ${toHex(keyIdentifier(key.subjectPublicKeyInfo)).toUpperCase().replace(/(..)(?!$)/g, '$1:')}`);
+    expect(r.output).toContain(
+      `X509v3 Subject Key Identifier: \n                    ${toHex(keyIdentifier(key.subjectPublicKeyInfo))
+        .toUpperCase()
+        .replace(/(..)(?!$)/g, '$1:')}`,
+    );
     expect(r.output).toMatch(algorithm === 'ECDSA-P256' ? /Signature Algorithm: ecdsa-with-SHA256/ : /Signature Algorithm: sha256WithRSAEncryption/);
   });
 
@@ -115,9 +119,43 @@ describe('encodeCaCertificationRequest', () => {
       if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.output}`);
     };
     const rootExt = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
-    run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${dir}/root.key`, '-out', `${dir}/root.pem`, '-subj', '/O=Acme/CN=Acme Root', '-days', '30', ...rootExt]);
+    run([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      `${dir}/root.key`,
+      '-out',
+      `${dir}/root.pem`,
+      '-subj',
+      '/O=Acme/CN=Acme Root',
+      '-days',
+      '30',
+      ...rootExt,
+    ]);
     const ext = tmp.write('aki.ext', 'authorityKeyIdentifier = keyid:always\n');
-    run(['x509', '-req', '-in', tmp.write('copy.csr', request.pem), '-CA', `${dir}/root.pem`, '-CAkey', `${dir}/root.key`, '-out', `${dir}/int.pem`, '-days', '10', '-copy_extensions', 'copyall', '-extfile', ext]);
+    run([
+      'x509',
+      '-req',
+      '-in',
+      tmp.write('copy.csr', request.pem),
+      '-CA',
+      `${dir}/root.pem`,
+      '-CAkey',
+      `${dir}/root.key`,
+      '-out',
+      `${dir}/int.pem`,
+      '-days',
+      '10',
+      '-copy_extensions',
+      'copyall',
+      '-extfile',
+      ext,
+    ]);
     const root = parseCertificate(readFileSync(`${dir}/root.pem`, 'utf8'));
     const intermediate = parseCertificate(readFileSync(`${dir}/int.pem`, 'utf8'));
     expect(intermediate).toMatchObject({ isCa: true, pathLenConstraint: 0, subject: 'CN=eso-mtls provider CA intermediate,O=Acme\\, Inc.,C=DE' });

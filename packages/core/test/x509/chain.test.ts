@@ -227,7 +227,13 @@ const CASES: Record<string, Case> = {
     ours: { reason: 'not_yet_valid', names: 'CN=Future CA,O=Acme' },
     openssl: /certificate is not yet valid/,
   },
-  'an intermediate valid for 10 minutes, with no minimum': { leaf: 'leaf-of-ten-minutes', chain: ['ten-minutes'], anchors: ['root'], ours: 'ok', openssl: 'ok' },
+  'an intermediate valid for 10 minutes, with no minimum': {
+    leaf: 'leaf-of-ten-minutes',
+    chain: ['ten-minutes'],
+    anchors: ['root'],
+    ours: 'ok',
+    openssl: 'ok',
+  },
   // OpenSSL has no notion of a minimum: the certificate is valid.
   'an intermediate valid for 10 minutes, when an hour is the minimum': {
     leaf: 'leaf-of-ten-minutes',
@@ -242,8 +248,20 @@ const CASES: Record<string, Case> = {
 /** `openssl verify -x509_strict` at AT of the case's bottom certificate, the rest as untrusted, the anchors as CAfile. */
 function opensslVerdict(c: Case): { readonly ok: boolean; readonly output: string } {
   const [target, ...untrusted] = c.leaf ? [c.leaf, ...c.chain] : c.chain;
-  const anchors = pki.bundle(`anchors-${c.anchors.join('+')}.pem`, c.anchors.map((n) => made[n]!));
-  const pool = untrusted.length > 0 ? ['-untrusted', pki.bundle(`untrusted-${untrusted.join('+')}.pem`, untrusted.map((n) => made[n]!))] : [];
+  const anchors = pki.bundle(
+    `anchors-${c.anchors.join('+')}.pem`,
+    c.anchors.map((n) => made[n]!),
+  );
+  const pool =
+    untrusted.length > 0
+      ? [
+          '-untrusted',
+          pki.bundle(
+            `untrusted-${untrusted.join('+')}.pem`,
+            untrusted.map((n) => made[n]!),
+          ),
+        ]
+      : [];
   const r = openssl(['verify', '-x509_strict', '-attime', String(AT / 1000), '-CAfile', anchors, ...pool, made[target!]!.file]);
   return { ok: r.status === 0 && /: OK\s*$/.test(r.output), output: r.output };
 }
@@ -315,7 +333,11 @@ describe('verifyChain: what only we check', () => {
     const block = view('root').pem;
     const huge = block.repeat(Math.ceil((5 * 1024 * 1024) / block.length));
     // The size message, not a count: refused on its length before any parsing.
-    expect(readChainPem(huge)).toEqual({ ok: false, reason: 'too_large', message: `the PEM is ${huge.length} bytes, over the limit of ${MAX_CHAIN_PEM_BYTES}` });
+    expect(readChainPem(huge)).toEqual({
+      ok: false,
+      reason: 'too_large',
+      message: `the PEM is ${huge.length} bytes, over the limit of ${MAX_CHAIN_PEM_BYTES}`,
+    });
     expect(readChainPem(block.repeat(MAX_CHAIN_CERTIFICATES + 1))).toMatchObject({ ok: false, reason: 'too_large' });
     expect(readChainPem('not PEM at all')).toMatchObject({ ok: false, reason: 'malformed' });
     expect(readChainPem(`${view('ours').pem}${view('issuing').pem}`)).toEqual({ ok: true, certificates: [view('ours'), view('issuing')] });
