@@ -13,6 +13,30 @@ export { refusalGrace } from './ca/left-behind.js';
 export { CertificateCache, type CertificateCacheOptions, type CertificateCacheStats, type KeyCheck } from './crypto/cache.js';
 export { type CertificateView, type KeyedCertificate } from './x509/certificate.js';
 export { ConcurrencyLimit } from './common/concurrency-limit.js';
+export { CHAIN_REFUSAL_REASONS, type ChainRefusal, type ChainRefusalReason } from './x509/chain-rules.js';
+export {
+  type ChainInput,
+  chainNotAfter,
+  type ChainPemReading,
+  type ChainVerification,
+  clampNotAfter,
+  MAX_ANCHOR_CERTIFICATES,
+  MAX_CHAIN_CERTIFICATES,
+  MAX_CHAIN_PEM_BYTES,
+  readChainPem,
+  type VerifiedChain,
+  verifyChain,
+} from './x509/chain.js';
+export {
+  type CaRequestOptions,
+  CERTIFICATE_REQUEST_LABEL,
+  type CertificationRequest,
+  CertificationRequestError,
+  type CertificationRequestView,
+  encodeCaCertificationRequest,
+  isCertificationRequestSigned,
+  readCertificationRequest,
+} from './x509/certification-request.js';
 export {
   CaKeyUnavailableError,
   type CaSigner,
@@ -80,6 +104,9 @@ export {
 } from './secret/observe.js';
 export { bundlePem, CertificateParseError, parseCertificate, splitPemCertificates } from './x509/parse.js';
 export { decodePemBlocks, encodePem, type PemBlock, PemError } from './x509/pem.js';
+export { type SubjectAttributes } from './x509/distinguished-name.js';
+export { type Extension, KEY_USAGE_NAMES, type KeyUsageName } from './x509/extensions.js';
+export { type SignatureCheck } from './x509/signature-check.js';
 export { planRotation } from './plan/plan.js';
 export {
   type BundleUpdate,

@@ -8,29 +8,11 @@
  */
 import type { CertificateView } from './certificate.js';
 import { type DerElement, Tag, children, contentsOf, encodingOf, equalBytes, oidToString, readElement, toHex } from './der.js';
+import { ExtensionId, readBasicConstraints, readExtensions, single, want } from './extensions.js';
 import { decodeString, readName } from './distinguished-name.js';
 import { truncate } from '../common/truncate.js';
 
-const EXT = {
-  basicConstraints: '2.5.29.19',
-  subjectKeyIdentifier: '2.5.29.14',
-  authorityKeyIdentifier: '2.5.29.35',
-  subjectAltName: '2.5.29.17',
-  extKeyUsage: '2.5.29.37',
-};
 const EKU_NAMES: Readonly<Record<string, string>> = { '1.3.6.1.5.5.7.3.1': 'serverAuth', '1.3.6.1.5.5.7.3.2': 'clientAuth' };
-
-function want(e: DerElement | undefined, tag: number, what: string): DerElement {
-  if (e?.tag !== tag) throw new Error(`${what} is missing or not of the expected type`);
-  return e;
-}
-
-/** The only element inside the OCTET STRING-wrapped extension value, checked to fill it exactly. */
-function single(value: Uint8Array, what: string): DerElement {
-  const e = readElement(value, 0);
-  if (e.end !== value.length) throw new Error(`${what} has trailing data`);
-  return e;
-}
 
 /** UTCTime (YYMMDDHHMMSSZ) or GeneralizedTime (YYYYMMDDHHMMSSZ), as RFC 5280 4.1.2.5 restricts them. */
 function readTime(der: Uint8Array, e: DerElement | undefined, what: string): number {
@@ -67,34 +49,24 @@ interface ExtensionFields {
 
 function readExtension(id: string, value: Uint8Array, out: ExtensionFields): void {
   switch (id) {
-    case EXT.basicConstraints: {
-      const [first, second] = children(value, want(single(value, 'basicConstraints'), Tag.SEQUENCE, 'basicConstraints'));
-      const cA = first?.tag === Tag.BOOLEAN ? first : undefined;
-      if (cA && cA.end - cA.contentStart !== 1) throw new Error('basicConstraints cA is not a BOOLEAN');
-      out.isCa = cA !== undefined && value[cA.contentStart] !== 0;
-      const pathLen = cA ? second : first;
-      if (pathLen) {
-        const body = contentsOf(value, want(pathLen, Tag.INTEGER, 'pathLenConstraint'));
-        if (body.length > 4 || body[0]! & 0x80) throw new Error('pathLenConstraint is out of range');
-        out.pathLenConstraint = body.reduce((n, b) => n * 256 + b, 0);
-      }
+    case ExtensionId.basicConstraints:
+      Object.assign(out, readBasicConstraints(value));
       break;
-    }
-    case EXT.subjectKeyIdentifier:
+    case ExtensionId.subjectKeyIdentifier:
       out.subjectKeyIdentifier = toHex(contentsOf(value, want(single(value, 'subjectKeyIdentifier'), Tag.OCTET_STRING, 'subjectKeyIdentifier')));
       break;
-    case EXT.authorityKeyIdentifier: {
+    case ExtensionId.authorityKeyIdentifier: {
       const keyId = children(value, want(single(value, 'authorityKeyIdentifier'), Tag.SEQUENCE, 'authorityKeyIdentifier')).find((e) => e.tag === 0x80);
       if (keyId) out.authorityKeyIdentifier = toHex(contentsOf(value, keyId));
       break;
     }
-    case EXT.subjectAltName:
+    case ExtensionId.subjectAltName:
       for (const name of children(value, want(single(value, 'subjectAltName'), Tag.SEQUENCE, 'subjectAltName'))) {
         if (name.tag === 0x82) out.dnsNames.push(decodeString(Tag.IA5_STRING, contentsOf(value, name))!);
         if (name.tag === 0x86) out.uris.push(decodeString(Tag.IA5_STRING, contentsOf(value, name))!);
       }
       break;
-    case EXT.extKeyUsage:
+    case ExtensionId.extKeyUsage:
       for (const purpose of children(value, want(single(value, 'extendedKeyUsage'), Tag.SEQUENCE, 'extendedKeyUsage'))) {
         const dotted = oidToString(contentsOf(value, want(purpose, Tag.OID, 'a KeyPurposeId')));
         out.extendedKeyUsage.push(EKU_NAMES[dotted] ?? dotted);
@@ -141,16 +113,7 @@ export function readCertificate(der: Uint8Array): Omit<CertificateView, 'pem'> {
   };
   const extensions = fields.slice(i).find((f) => f.tag === 0xa3);
   if (extensions) {
-    const seen = new Set<string>();
-    for (const extension of children(der, want(children(der, extensions)[0], Tag.SEQUENCE, 'extensions'))) {
-      const [id, second, third] = children(der, want(extension, Tag.SEQUENCE, 'an Extension'));
-      const extnID = oidToString(contentsOf(der, want(id, Tag.OID, 'extnID')));
-      // RFC 5280 4.2: a certificate must not include more than one instance of an extension.
-      if (seen.has(extnID)) throw new Error(`extension ${extnID} appears twice`);
-      seen.add(extnID);
-      const extnValue = want(second?.tag === Tag.BOOLEAN ? third : second, Tag.OCTET_STRING, `the value of extension ${extnID}`);
-      readExtension(extnID, contentsOf(der, extnValue), ext);
-    }
+    for (const { extnID, extnValue } of readExtensions(der, children(der, extensions)[0])) readExtension(extnID, extnValue, ext);
   }
   return {
     der,

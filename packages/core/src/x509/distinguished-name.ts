@@ -97,3 +97,36 @@ export function encodeCommonNameDn(commonName: string): Uint8Array {
 
 /** RFC 4514 string of the Name {@link encodeCommonNameDn} builds for `commonName`. */
 export const formatCommonNameDn = (commonName: string): string => `CN=${escapeValue(commonName)}`;
+
+/** The subject attributes a certification request of ours carries, by their X.520 names. */
+export interface SubjectAttributes {
+  /** countryName: two letters (ISO 3166), a PrintableString as RFC 5280 appendix A requires. */
+  readonly countryName?: string;
+  /** organizationName. */
+  readonly organizationName?: string;
+  /** organizationalUnitName. */
+  readonly organizationalUnitName?: string;
+  /** commonName. */
+  readonly commonName: string;
+}
+
+// Most significant first, the order a Name is encoded in (RFC 4514 writes it reversed).
+const SUBJECT_ATTRIBUTE_TYPES = [
+  ['countryName', '2.5.4.6'],
+  ['organizationName', '2.5.4.10'],
+  ['organizationalUnitName', '2.5.4.11'],
+  ['commonName', OID_COMMON_NAME],
+] as const;
+
+/** DER Name of one RDN per attribute given, C, O, OU then CN; UTF8String values but the country's. */
+export function encodeDistinguishedName(attributes: SubjectAttributes): Uint8Array {
+  const country = attributes.countryName;
+  if (country !== undefined && !/^[A-Z]{2}$/.test(country)) throw new Error(`countryName ${JSON.stringify(country)} is not two capital letters (ISO 3166)`);
+  const rdns = SUBJECT_ATTRIBUTE_TYPES.flatMap(([name, type]) => {
+    const value = attributes[name];
+    if (value === undefined) return [];
+    if (value.length === 0 || value.length > 64) throw new Error(`${name} ${JSON.stringify(value)} is not 1 to 64 characters (RFC 5280 appendix A)`);
+    return [tlv(Tag.SET, sequence(oid(type), text(name === 'countryName' ? Tag.PRINTABLE_STRING : Tag.UTF8_STRING, value)))];
+  });
+  return sequence(...rdns);
+}

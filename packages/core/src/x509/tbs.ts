@@ -96,9 +96,9 @@ export function subjectNameOf(certificate: CertificateView): Uint8Array {
 const extension = (id: Uint8Array, critical: boolean, value: Uint8Array): Uint8Array =>
   critical ? sequence(id, boolean(true), octetString(value)) : sequence(id, octetString(value));
 
-/** basicConstraints, critical: cA TRUE with a pathLenConstraint, or cA FALSE (an empty SEQUENCE in DER). */
-export const basicConstraintsExtension = (ca: { readonly pathLen: number } | undefined): Uint8Array =>
-  extension(EXT.basicConstraints, true, ca ? sequence(boolean(true), smallInteger(ca.pathLen)) : sequence());
+/** basicConstraints, critical: cA TRUE with a pathLenConstraint unless it is left out, or cA FALSE (an empty SEQUENCE in DER). */
+export const basicConstraintsExtension = (ca: { readonly pathLen: number | undefined } | undefined): Uint8Array =>
+  extension(EXT.basicConstraints, true, ca ? sequence(boolean(true), ...(ca.pathLen === undefined ? [] : [smallInteger(ca.pathLen)])) : sequence());
 
 /** keyUsage, critical, from bit numbers of {@link KeyUsage}. */
 export const keyUsageExtension = (bits: readonly number[]): Uint8Array => extension(EXT.keyUsage, true, namedBits(bits));
