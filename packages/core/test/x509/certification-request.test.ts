@@ -12,6 +12,7 @@ import {
 } from '@eso-mtls/core';
 import { keyIdentifier } from '../../src/x509/tbs.js';
 import { toHex } from '../../src/x509/der.js';
+import { p256Request } from '@eso-mtls/test-kit/openssl';
 import { nodeBackend, openssl, tempDir } from '../support/fixtures.js';
 
 // OpenSSL (and Go's crypto/x509, below) read and verify what the core builds: encodings we did not
@@ -119,24 +120,7 @@ describe('encodeCaCertificationRequest', () => {
       if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.output}`);
     };
     const rootExt = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
-    run([
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      `${dir}/root.key`,
-      '-out',
-      `${dir}/root.pem`,
-      '-subj',
-      '/O=Acme/CN=Acme Root',
-      '-days',
-      '30',
-      ...rootExt,
-    ]);
+    run(p256Request('self-signed', `${dir}/root.key`, `${dir}/root.pem`, '/O=Acme/CN=Acme Root', '-days', '30', ...rootExt));
     const ext = tmp.write('aki.ext', 'authorityKeyIdentifier = keyid:always\n');
     run([
       'x509',
