@@ -95,6 +95,18 @@ const MAPPINGS: readonly Mapping[] = [
     base: { modes: ['pod-certificate'] },
     probes: ['1h', '2184h', '2185h', '59m', '0h'],
   },
+  {
+    path: 'podCertificate.maxPending',
+    flag: 'pod-certificate-max-pending',
+    base: { modes: ['pod-certificate'] },
+    probes: [1, 10_000, 1_000_000, 1_000_001, 0, -1],
+  },
+  {
+    path: 'podCertificate.maxPendingPerNamespace',
+    flag: 'pod-certificate-max-pending-per-namespace',
+    base: { modes: ['pod-certificate'] },
+    probes: [1, 1_000, 1_000_000, 1_000_001, 0, -1],
+  },
   // Not 0h, which the controller reads as "off": the chart says off with enabled: false (and then grants no delete).
   { path: 'pruneOrphanedSecrets.after', flag: 'prune-orphaned-secrets-after', base: { pruneOrphanedSecrets: { enabled: true } }, probes: ['1h', '24h', '59m'] },
   {
