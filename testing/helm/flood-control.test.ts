@@ -41,15 +41,15 @@ describe('floodControl in the chart', () => {
     expect([parsed.maxIssuancesPerReconcile, parsed.maxNamespaces]).toEqual([undefined, 1_000_000]);
   });
 
-  it("sizes V8's old space from the memory limit (half, at least 256 MiB), as deploy/base pins it for the shipped 256Mi", () => {
+  it("sizes V8's old space from the memory limit (half), as deploy/base pins it for the shipped 256Mi", () => {
     const nodeOptions = (deployment: V1Deployment) => containerOf(deployment, 'controller').env?.find((e) => e.name === 'NODE_OPTIONS')?.value;
     const base = containerOf(find<V1Deployment>(kustomizeBuild('deploy'), 'Deployment', NAME), 'controller');
     expect(nodeOptions(render({}))).toBe(base.env?.find((e) => e.name === 'NODE_OPTIONS')?.value);
-    expect(nodeOptions(render({}))).toBe('--max-semi-space-size=16 --max-old-space-size=256');
+    expect(nodeOptions(render({}))).toBe('--max-semi-space-size=16 --max-old-space-size=128');
     const withLimit = (memory: string) => nodeOptions(render({ resources: { requests: { cpu: '50m', memory: '96Mi' }, limits: { cpu: '1', memory } } }));
     // 1G is 10^9 bytes, 953.7 MiB: half of it (every quantity form: memory-limit.test.ts).
     expect([withLimit('384Mi'), withLimit('1Gi'), withLimit('3000Mi'), withLimit('1G')]).toEqual(
-      ['256', '512', '1500', '476'].map((mib) => `--max-semi-space-size=16 --max-old-space-size=${mib}`),
+      ['192', '512', '1500', '476'].map((mib) => `--max-semi-space-size=16 --max-old-space-size=${mib}`),
     );
   });
 

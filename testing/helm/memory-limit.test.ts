@@ -5,8 +5,7 @@ import { Helm, type Values, chartDir } from '@eso-mtls/test-kit/helm';
 import { expectRefusals } from './support/refusals.js';
 import { containerOf } from './support/pod-certificates.js';
 
-// The chart sizes the controller's V8 old space from resources.limits.memory (half of it, at least
-// 256 MiB): the real helm reads the limit in every form of a Kubernetes quantity, and refuses a
+// The chart sizes the controller's V8 old space from resources.limits.memory (half of it): the real helm reads the limit in every form of a Kubernetes quantity, and refuses a
 // limit the controller cannot run under, or one that is no memory quantity, naming it.
 const helm = new Helm();
 afterAll(() => helm.remove());
@@ -20,8 +19,8 @@ const oldSpace = (memory: string | number): number => {
   const options = containerOf(render(withMemory(memory)), 'controller').env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
   return Number(/--max-old-space-size=(\d+)/.exec(options)?.[1]);
 };
-/** What the template must give: half the limit in whole MiB, at least 256. */
-const half = (bytes: number): number => Math.max(256, Math.floor(bytes / 2 / MiB));
+/** What the template must give: half the limit in whole MiB. */
+const half = (bytes: number): number => Math.floor(bytes / 2 / MiB);
 
 describe("the chart's Node heap from resources.limits.memory", () => {
   it.each([
@@ -48,10 +47,10 @@ describe("the chart's Node heap from resources.limits.memory", () => {
     expect(oldSpace(2_147_483_648)).toBe(1024);
   });
 
-  it('keeps 256 MiB for the default 256Mi limit, any limit up to 512Mi, and no limit', () => {
-    expect([oldSpace('256Mi'), oldSpace('512Mi'), oldSpace('128Mi')]).toEqual([256, 256, 256]);
-    const noLimit = containerOf(render({ resources: { requests: { memory: '96Mi' } } }), 'controller');
-    expect(noLimit.env?.find((e) => e.name === 'NODE_OPTIONS')?.value).toBe('--max-semi-space-size=16 --max-old-space-size=256');
+  it('gives half the limit at the smallest and the default limits too, the default limit staying when only requests are set', () => {
+    expect([oldSpace('256Mi'), oldSpace('512Mi'), oldSpace('128Mi')]).toEqual([128, 256, 64]);
+    const requestsOnly = containerOf(render({ resources: { requests: { memory: '96Mi' } } }), 'controller');
+    expect(requestsOnly.env?.find((e) => e.name === 'NODE_OPTIONS')?.value).toBe('--max-semi-space-size=16 --max-old-space-size=128');
   });
 
   it('refuses a limit too small to run the controller, or in fractions of a byte, naming the value and what to do', () => {
@@ -68,7 +67,7 @@ describe("the chart's Node heap from resources.limits.memory", () => {
       [withMemory('1e-3'), `resources.limits.memory 1e-3 is 0.0 MiB: ${tooSmall}`],
     ]);
     // 128Mi exactly is the floor, and runs.
-    expect(oldSpace('128Mi')).toBe(256);
+    expect(oldSpace('128Mi')).toBe(64);
   });
 
   it('refuses what is no quantity with the schema, before the template reads it', () => {

@@ -82,7 +82,9 @@ Rules across values that the schema cannot word clearly; each failure names the 
 
 {{/*
 The controller's V8 old-space size in MiB (--max-old-space-size): half of resources.limits.memory,
-and at least 256, which is what Node picks under any limit up to 512Mi. No limit: 256. The limit is
+so that the heap, its young generation and Node's own memory stay under the limit however lazily V8
+collects (Node would pick 256 under any limit up to 512Mi: all of a 256Mi limit, and the kernel
+kills the container before V8 collects; docs/benchmarks.md). No limit: 256. The limit is
 read as Kubernetes reads a quantity ("eso-mtls.memoryBytes"), so 1.5Gi, 2G, 600000Ki, 1e9 and
 plain bytes count as well as whole Mi and Gi.
 */}}
@@ -98,7 +100,7 @@ plain bytes count as well as whole Mi and Gi.
 {{- if lt $bytes 134217728.0 -}}
 {{- fail (printf "resources.limits.memory %v is %.1f MiB: the controller needs at least 128Mi (about 75 MiB loaded and idle, and up to 32 MiB more for its young generation); raise the limit (256Mi is the default)" $limit (divf $bytes 1048576.0)) -}}
 {{- end -}}
-{{- max 256 (floor (divf $bytes 2097152.0) | int) -}}
+{{- floor (divf $bytes 2097152.0) | int -}}
 {{- end -}}
 {{- end -}}
 
