@@ -29,3 +29,38 @@ describe('podEvents options', () => {
     expect((thrown as Error).message).toContain(accepted);
   });
 });
+
+describe('the pending bound and the relist for room', () => {
+  const withBound = (extra: Record<string, unknown>, pendingBound?: { perNamespace: number; total: number }) => ({
+    kubeConfig: {},
+    secretMode: false,
+    podCertificates: { ...pods, ...(pendingBound ? { pendingBound } : {}) },
+    ...extra,
+  });
+  const refusal = (options: ReturnType<typeof withBound>): unknown => {
+    try {
+      validateAdapterOptions(options);
+    } catch (e) {
+      return e;
+    }
+    return undefined;
+  };
+
+  it('accepts whole numbers in range', () => {
+    expect(refusal(withBound({ relistForRoomMs: 0 }, { perNamespace: 1, total: 1 }))).toBeUndefined();
+    expect(refusal(withBound({ relistForRoomMs: 600_000 }, { perNamespace: 1_000_000, total: 1_000_000 }))).toBeUndefined();
+  });
+
+  it.each([
+    [withBound({}, { perNamespace: 0, total: 10 }), 'podCertificates.pendingBound.perNamespace', 'from 1 to 1000000'],
+    [withBound({}, { perNamespace: 10, total: 1.5 }), 'podCertificates.pendingBound.total', 'from 1 to 1000000'],
+    [withBound({}, { perNamespace: 10, total: 1_000_001 }), 'podCertificates.pendingBound.total', 'from 1 to 1000000'],
+    [withBound({ relistForRoomMs: -1 }), 'relistForRoomMs', 'from 0 to 600000'],
+    [withBound({ relistForRoomMs: 600_001 }), 'relistForRoomMs', 'from 0 to 600000'],
+  ])('refuses a bad value, naming %#: %s', (options, option, accepted) => {
+    const thrown = refusal(options);
+    expect(thrown).toBeInstanceOf(AdapterOptionsError);
+    expect((thrown as AdapterOptionsError).option).toBe(option);
+    expect((thrown as Error).message).toContain(accepted);
+  });
+});

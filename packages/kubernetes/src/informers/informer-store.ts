@@ -55,7 +55,7 @@ export class InformerStore<T> {
     if (refused === 'total') {
       const from = this.fullest();
       if (from === undefined || from.size <= inNamespace + 1) return { held: false, refused };
-      const last = [...from].at(-1)!;
+      const last = newest(from);
       evicted = { key: last, object: this.delete(last)! };
     } else if (refused) {
       return { held: false, refused };
@@ -86,8 +86,15 @@ export class InformerStore<T> {
   }
 }
 
+/** The key added last to `keys` (Set order), without copying the set. */
+function newest(keys: Set<string>): string {
+  let last = '';
+  for (const key of keys) last = key;
+  return last;
+}
+
 /** The scope whose bound one more object would pass, or undefined while both leave room. */
-export function boundReached(bound: CacheBound | undefined, inNamespace: number, total: number): CacheBoundScope | undefined {
+function boundReached(bound: CacheBound | undefined, inNamespace: number, total: number): CacheBoundScope | undefined {
   if (!bound) return undefined;
   if (inNamespace >= bound.perNamespace) return 'namespace';
   if (total >= bound.total) return 'total';
