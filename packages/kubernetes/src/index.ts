@@ -32,6 +32,15 @@ export {
 } from './informers/informer.js';
 export type { CacheBoundScope } from './informers/informer-store.js';
 export { type CacheBound, type Installation, installationOf, type InstallationSettings, type PodCertificateOptions } from './installation/installation.js';
+export {
+  type CaSource,
+  DEFAULT_CA_REQUEST_DEADLINE,
+  DEFAULT_ISSUER_GROUP,
+  DEFAULT_TRUST_ANCHORS_KEY,
+  type IssuerReference,
+  SELF_SIGNED,
+  type TrustAnchorsReference,
+} from './installation/ca-source.js';
 export { type InClusterOptions, type KubeconfigOptions, loadInClusterConnection, loadKubeconfigFile, UnsupportedKubeconfigError } from './client/kubeconfig.js';
 export { type Logger, silentLogger } from './runtime/logger.js';
 export { type AdapterHooks, type AdapterOptions, AdapterOptionsError, validateAdapterOptions } from './options.js';
