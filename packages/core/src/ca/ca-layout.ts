@@ -1,5 +1,6 @@
 import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { bundlePem } from '../x509/parse.js';
+import { anchorOf } from '../x509/ca-path.js';
 
 /*
  * What the CA Secret holds after a plan: the CA that signs, the next one, the retired ones, and
@@ -10,20 +11,26 @@ import { bundlePem } from '../x509/parse.js';
 /** A CA slot after the plan: kept as it is, or generated when the plan is executed. */
 export type CaMaterial = { readonly kind: 'existing'; readonly keyed: KeyedCertificate } | { readonly kind: 'generate' };
 
-/** The CA Secret's content after a plan: active (signs), next (published), retired (trusted, no key). */
+/**
+ * The CA Secret's content after a plan: active (signs), next (its anchor published), retired
+ * (anchors still trusted, no key). A slot's CA carries its path up to its anchor in `chain`.
+ */
 export interface CaLayout {
   /** The CA that signs leaves. */
   readonly active?: CaMaterial;
   /** The CA published in every bundle before it signs. */
   readonly next?: CaMaterial;
-  /** Former CAs still trusted until nothing in use depends on them. */
+  /** Former anchors still trusted until nothing in use depends on them (for a self-signed CA, the CA itself). */
   readonly retired: readonly CertificateView[];
 }
 
-/** The CA certificates of a layout, in bundle order: active, next, retired. */
+/**
+ * The trust anchors a layout publishes, in bundle order: active's, next's, the retired ones. A
+ * self-signed CA is its own anchor; an upstream intermediate publishes the anchor its path ends at.
+ */
 export function layoutCertificates(layout: CaLayout): (CertificateView | 'active' | 'next')[] {
   const slot = (m: CaMaterial | undefined, name: 'active' | 'next'): (CertificateView | 'active' | 'next')[] =>
-    m === undefined ? [] : m.kind === 'existing' ? [m.keyed.certificate] : [name];
+    m === undefined ? [] : m.kind === 'existing' ? [anchorOf(m.keyed)] : [name];
   return [...slot(layout.active, 'active'), ...slot(layout.next, 'next'), ...layout.retired];
 }
 

@@ -9,6 +9,7 @@ import type { Policy } from '../policy/policy.js';
 import { type RotationReason, issuedNoLaterThan } from '../policy/rules.js';
 import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { textOf } from '../x509/pem.js';
+import { topOf } from '../x509/ca-path.js';
 import { rsaExponentRefusal } from '../x509/rsa-public-key.js';
 import { ACTIVE_SINCE_ANNOTATION, type CaLayout, type CaMaterial } from './ca-layout.js';
 import { isLeftBehind, leftBehindFrom } from './left-behind.js';
@@ -38,8 +39,8 @@ export interface CaRotationInput {
    * is recovered from when the CA Secret is lost. Never a provider namespace.
    */
   readonly clientBundle: readonly CertificateView[];
-  /** Usable leaves in managed Secrets that count: namespaces with labelled Services, and the client. */
-  readonly leavesInUse: readonly CertificateView[];
+  /** Usable leaves in managed Secrets that count (namespaces with labelled Services, and the client), each with the intermediates served after it. */
+  readonly leavesInUse: readonly Pick<KeyedCertificate, 'certificate' | 'chain'>[];
   /** The bundles of those managed Secrets, which must hold `next` for propagationDelay before it signs. */
   readonly bundles: readonly ObservedBundle[];
   /**
@@ -188,12 +189,13 @@ export const retirePhase: CaPhaseRule = (reading, slots) => {
   // The last replacement is bounded by the newest leaf in use (whatever signed it: during a
   // recovery no CA is active, yet replaced leaves may still be served).
   let lastReplacement = -Infinity;
-  if (slots.retired.length > 0) for (const l of leavesInUse) lastReplacement = Math.max(lastReplacement, issuedNoLaterThan(l, policy));
+  if (slots.retired.length > 0) for (const l of leavesInUse) lastReplacement = Math.max(lastReplacement, issuedNoLaterThan(l.certificate, policy));
   const retireAfter = lastReplacement + policy.propagationDelay + policy.maxConnectionAge;
   const dueAt: Instant[] = [];
   const kept = slots.retired.filter((ca) => {
     if (ca.notAfter <= now) return false;
-    const inUse = leavesInUse.some((l) => cache.isSignedBy(l, ca));
+    // A leaf depends on an anchor when its served path ends at it: the leaf itself under a self-signed CA.
+    const inUse = leavesInUse.some((l) => cache.isSignedBy(topOf(l), ca));
     if (inUse) dueAt.push(now + 1000 + policy.propagationDelay + policy.maxConnectionAge);
     else if (now < retireAfter) dueAt.push(retireAfter);
     if (now < podEnd && Number.isFinite(podEnd)) dueAt.push(podEnd);

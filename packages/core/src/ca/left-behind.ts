@@ -6,6 +6,7 @@ import { PROVIDER_SECRET_NAME } from '../x509/names.js';
 import type { ObservedBundle } from '../secret/observe.js';
 import type { WriteRefusal } from '../secret/snapshot.js';
 import type { CaLayout } from './ca-layout.js';
+import { anchorOf } from '../x509/ca-path.js';
 
 /*
  * A provider namespace whose Secret the controller cannot write must not hold every other
@@ -52,11 +53,11 @@ export function isLeftBehind(
 }
 
 /**
- * True when `bundle` (undefined: absent or unreadable) lacks the CA that signs after the plan or
- * the one about to: a provider holding it refuses ESO's client certificate once that CA signs it.
+ * True when `bundle` (undefined: absent or unreadable) lacks the anchor of the CA that signs after
+ * the plan or the one about to: a provider holding it refuses ESO's client certificate once that CA signs it.
  */
 export function lacksSigningCa(bundle: readonly CertificateView[] | undefined, layout: CaLayout): boolean {
-  return [layout.active, layout.next].some((m) => m !== undefined && (m.kind === 'generate' || !(bundle ?? []).some((c) => c.pem === m.keyed.certificate.pem)));
+  return [layout.active, layout.next].some((m) => m !== undefined && (m.kind === 'generate' || !(bundle ?? []).some((c) => c.pem === anchorOf(m.keyed).pem)));
 }
 
 /** The Event and log text of a namespace left behind: what happened, what breaks, and what its owner can do. */

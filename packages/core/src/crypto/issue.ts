@@ -26,6 +26,7 @@ import {
   subjectNameOf,
 } from '../x509/tbs.js';
 import { type Instant, truncateToSecond } from '../common/time.js';
+import { pathNotAfter, servedIntermediates } from '../x509/ca-path.js';
 
 /** Everything an issuance needs: injected crypto, the policy, and the time to issue at. */
 export interface IssueContext {
@@ -135,13 +136,17 @@ function clientProfile({ clusterDomain, esoNamespace, serviceAccount }: Policy):
 async function issueLeaf(ctx: IssueContext, issuer: KeyedCertificate, profile: Profile): Promise<Issued> {
   const ca = issuer.certificate;
   if (!ca.isCa) throw new IssueError(`issuer ${ca.subject} (serial ${ca.serialNumber}) is not a CA certificate`);
-  const notAfter = Math.min(truncateToSecond(ctx.now + ctx.policy.leafValidity), ca.notAfter);
+  // A leaf never outlives its CA, nor any certificate above an intermediate CA.
+  const caEnd = pathNotAfter(issuer);
+  const notAfter = Math.min(truncateToSecond(ctx.now + ctx.policy.leafValidity), caEnd);
   if (notAfter <= ctx.now) {
-    throw new IssueError(`issuer ${ca.subject} expired at ${new Date(ca.notAfter).toISOString()}; rotate the CA before issuing leaves`);
+    throw new IssueError(`issuer ${ca.subject}'s path expired at ${new Date(caEnd).toISOString()}; rotate the CA before issuing leaves`);
   }
   const key = await (ctx.crypto.leafKeys ?? ctx.crypto.signer).generateKey(ctx.policy.keyAlgorithm);
   const validity = { notBefore: backdated(ctx), notAfter };
-  return withKey(await sign(ctx, key.subjectPublicKeyInfo, randomSerialNumber(ctx.crypto.random), profile, validity, issuer), key);
+  const issued = withKey(await sign(ctx, key.subjectPublicKeyInfo, randomSerialNumber(ctx.crypto.random), profile, validity, issuer), key);
+  const chain = servedIntermediates(issuer);
+  return chain.length > 0 ? { ...issued, chain } : issued;
 }
 
 /** What a pod certificate certifies: the kubelet's key and, for a server, its DNS names. */
@@ -173,7 +178,7 @@ export async function issuePodLeaf(ctx: IssueContext, issuer: KeyedCertificate, 
       `validity ${new Date(request.notBefore).toISOString()} to ${new Date(request.notAfter).toISOString()} is not in whole seconds, which a certificate cannot carry`,
     );
   }
-  if (request.notBefore < ca.notBefore || request.notAfter > ca.notAfter || request.notAfter <= request.notBefore) {
+  if (request.notBefore < ca.notBefore || request.notAfter > pathNotAfter(issuer) || request.notAfter <= request.notBefore) {
     throw new IssueError(
       `validity ${new Date(request.notBefore).toISOString()} to ${new Date(request.notAfter).toISOString()} is not inside issuer ${ca.subject}'s`,
     );

@@ -7,6 +7,7 @@ import { equalBytes } from '../x509/der.js';
 import { type IssueContext, issueCa, issueClientLeaf, issueServerLeaf } from '../crypto/issue.js';
 import { BUNDLE_WRITTEN_AT_ANNOTATION, SecretKeys } from '../secret/observe.js';
 import { bundlePem } from '../x509/parse.js';
+import { anchorOf, caPath } from '../x509/ca-path.js';
 import { textOf } from '../x509/pem.js';
 import type { BundleUpdate, LeafIssuance, Plan } from './vocabulary.js';
 import type { SecretTarget } from '../secret/target.js';
@@ -64,7 +65,7 @@ export interface MaterializedCa {
   readonly next?: KeyedCertificate;
   /** Retired CAs, still trusted. */
   readonly retired: readonly CertificateView[];
-  /** The ca.crt text every Secret gets: active, next and retired CAs. */
+  /** The ca.crt text every Secret gets: the anchors of the active and next CAs, and the retired anchors. */
   readonly bundle: string;
   /** The CA Secret write, when the plan changes it. */
   readonly write?: SecretWrite;
@@ -85,13 +86,13 @@ export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Pr
   const active = await materialize(plan.trust.active);
   const next = await materialize(plan.trust.next);
   const { retired } = plan.trust;
-  const bundle = trustBundle([...(active ? [active.certificate] : []), ...(next ? [next.certificate] : []), ...retired]);
+  const bundle = trustBundle(bundledAnchors({ active, next, retired }));
   const change = plan.ca;
   if (change === undefined) return { active, next, retired, bundle };
   const { caSigner } = ctx.crypto;
   // A CA whose key a caSigner holds is stored with a reference to it, never with key material.
   const keyed = (certKey: string, pemKey: string, refKey: string, ca: KeyedCertificate): Record<string, string> => ({
-    [certKey]: ca.certificate.pem,
+    [certKey]: bundlePem(caPath(ca)),
     [caSigner?.holds(ca.privateKeyPem) ? refKey : pemKey]: ca.privateKeyPem,
   });
   const data: Record<string, string> = {};
@@ -115,6 +116,11 @@ export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Pr
     notAfter: active?.certificate.notAfter,
   };
   return { active, next, retired, bundle, write };
+}
+
+/** The anchors of the active and next CAs, then the retired ones: what the bundle holds, in its order. */
+function bundledAnchors(ca: Pick<MaterializedCa, 'active' | 'next' | 'retired'>): CertificateView[] {
+  return [ca.active, ca.next].flatMap((k) => (k ? [anchorOf(k)] : [])).concat(ca.retired);
 }
 
 /**
@@ -144,7 +150,7 @@ export async function materializeLeaf(plan: Plan, issuance: LeafIssuance, ca: Ma
     create: issuance.create,
     base: issuance.base,
     annotations: { ...issuance.annotations, ...bundleStamp(issuance.currentBundle, ca, issue.now) },
-    data: { [SecretKeys.certificate]: leaf.certificate.pem, [SecretKeys.privateKey]: leaf.privateKeyPem, [SecretKeys.caCertificate]: ca.bundle },
+    data: { [SecretKeys.certificate]: bundlePem(caPath(leaf)), [SecretKeys.privateKey]: leaf.privateKeyPem, [SecretKeys.caCertificate]: ca.bundle },
     reason: issuance.reason,
     message: issuance.message,
     services: issuance.services,
@@ -161,7 +167,7 @@ export async function materializeLeaf(plan: Plan, issuance: LeafIssuance, ca: Ma
  */
 export function bundleStamp(current: readonly CertificateView[] | undefined, ca: MaterializedCa, now: Instant): Record<string, string> {
   const held = new Set(current?.map((c) => c.pem));
-  const after = [ca.active, ca.next].flatMap((k) => (k ? [k.certificate] : [])).concat(ca.retired);
+  const after = bundledAnchors(ca);
   const adds = current === undefined || after.some((c) => !held.has(c.pem));
   return adds ? { [BUNDLE_WRITTEN_AT_ANNOTATION]: new Date(now).toISOString() } : {};
 }

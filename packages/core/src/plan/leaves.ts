@@ -2,6 +2,7 @@ import type { CaRotationPlan } from '../ca/ca-rotation.js';
 import type { Instant } from '../common/time.js';
 import { type LeafRuleContext, type LeafTrust, type Trigger, evaluateLeafRules, renewalTime } from '../policy/rules.js';
 import type { CertificateView } from '../x509/certificate.js';
+import { anchorOf } from '../x509/ca-path.js';
 import type { DueLeaf } from './issuance-order.js';
 import { ROTATE_ACKNOWLEDGED_ANNOTATION } from '../secret/rotate-request.js';
 import type { LeafSubject } from './subjects.js';
@@ -36,6 +37,7 @@ export function planLeaves(subjects: readonly LeafSubject[], ca: CaRotationPlan,
   // The CAs a leaf rule checks signatures against (certificates only), not the layout the plan returns.
   const trust: LeafTrust = {
     active: layout.active?.kind === 'existing' ? layout.active.keyed.certificate : undefined,
+    activeAnchor: layout.active?.kind === 'existing' ? anchorOf(layout.active.keyed) : undefined,
     next: layout.next?.kind === 'existing' ? layout.next.keyed.certificate : undefined,
     retired: layout.retired,
   };

@@ -126,7 +126,7 @@ function caRotationInput(snapshot: Snapshot, subjects: readonly LeafSubject[], c
     cache,
     caSecret: snapshot.caSecret,
     clientBundle: client?.observed?.bundle.ok ? client.observed.bundle.value : [],
-    leavesInUse: managed.flatMap((s) => (s.observed!.leaf.ok ? [s.observed!.leaf.value.certificate] : [])),
+    leavesInUse: managed.flatMap((s) => (s.observed!.leaf.ok ? [s.observed!.leaf.value] : [])),
     bundles: [
       ...managed.map((s) => ({
         certificates: s.observed!.bundle.ok ? s.observed!.bundle.value : undefined,

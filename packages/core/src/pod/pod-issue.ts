@@ -1,5 +1,7 @@
 import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { serialHex } from '../x509/certificate-reader.js';
+import { pathNotAfter, servedIntermediates } from '../x509/ca-path.js';
+import { bundlePem } from '../x509/parse.js';
 import { type IssueContext, issuePodLeaf, randomSerialNumber } from '../crypto/issue.js';
 import type { PodRequestDecision } from './pod-request.js';
 import { type PodValidity, podValidity } from './pod-validity.js';
@@ -9,7 +11,10 @@ import type { Duration } from '../common/time.js';
 export interface PodCertificate extends PodValidity {
   /** The leaf. */
   readonly certificate: CertificateView;
-  /** `status.certificateChain`: the leaf's PEM (the CA reaches peers through the trust bundles). */
+  /**
+   * `status.certificateChain`: the leaf's PEM, then an upstream intermediate CA's path but its
+   * anchor (the anchors reach peers through the trust bundles).
+   */
   readonly certificateChain: string;
 }
 
@@ -32,7 +37,7 @@ export async function issuePodCertificate(
     now: ctx.now,
     maxExpirationSeconds: limits.maxExpirationSeconds,
     maxValidity: limits.maxValidity,
-    caNotAfter: issuer.certificate.notAfter,
+    caNotAfter: pathNotAfter(issuer),
     serialNumber: serialHex(serialNumber),
     policy: ctx.policy,
   });
@@ -48,7 +53,7 @@ export async function issuePodCertificate(
   return {
     ok: true,
     certificate,
-    certificateChain: certificate.pem,
+    certificateChain: bundlePem([certificate, ...servedIntermediates(issuer)]),
     notBefore: validity.notBefore,
     notAfter: validity.notAfter,
     beginRefreshAt: validity.beginRefreshAt,

@@ -1,4 +1,5 @@
 import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
+import { topOf } from '../x509/ca-path.js';
 import type { Observed } from '../common/observed.js';
 import type { Policy } from './policy.js';
 import { truncate, truncateList } from '../common/truncate.js';
@@ -23,8 +24,12 @@ export type SecretPresence = 'absent' | 'placeholder' | 'present';
 
 /** The CAs as they will be once this plan's CA change is written; `active` is undefined while a new one is to be generated, or while none signs. */
 export interface LeafTrust {
+  /** The CA that signs. */
   readonly active?: CertificateView;
+  /** The anchor the active CA's path ends at: the active CA itself when self-signed, else its upstream anchor. */
+  readonly activeAnchor?: CertificateView;
   readonly next?: CertificateView;
+  /** Former anchors still trusted (self-signed: former CAs). */
   readonly retired: readonly CertificateView[];
 }
 
@@ -73,20 +78,39 @@ export const secretMissingRule: LeafRule = (ctx) =>
 export const forcedRule: LeafRule = (ctx) =>
   ctx.presence === 'present' && ctx.forcedBy !== undefined ? { reason: 'forced', message: `${ctx.subject}: rotation requested by ${ctx.forcedBy}` } : undefined;
 
-/** Signed by a CA that no longer signs (still trusted during the overlap). */
+const signedByActive = (ctx: LeafRuleContext, leaf: CertificateView): boolean => ctx.trust.active !== undefined && ctx.isSignedBy(leaf, ctx.trust.active);
+
+/**
+ * The trusted anchor a leaf's served path ends at, other than through the active CA: a retired
+ * anchor, or the active CA's own anchor reached through a former intermediate.
+ */
+function formerPathOf(ctx: LeafRuleContext): { readonly anchor: CertificateView; readonly retired: boolean } | undefined {
+  if (!ctx.leaf?.ok) return undefined;
+  const top = topOf(ctx.leaf.value);
+  const retired = ctx.trust.retired.find((ca) => ctx.isSignedBy(top, ca));
+  if (retired) return { anchor: retired, retired: true };
+  const anchor = ctx.trust.activeAnchor;
+  return anchor && anchor !== ctx.trust.active && ctx.isSignedBy(top, anchor) ? { anchor, retired: false } : undefined;
+}
+
+/** Signed by a CA that no longer signs (still trusted during the overlap, or under the same anchor). */
 export const caRotatedRule: LeafRule = (ctx) => {
   const leaf = usableLeaf(ctx);
-  if (!leaf || (ctx.trust.active && ctx.isSignedBy(leaf, ctx.trust.active))) return undefined;
-  const retired = ctx.trust.retired.find((ca) => ctx.isSignedBy(leaf, ca));
-  return retired ? { reason: 'ca_rotated', message: `${ctx.subject}: signed by the retired CA ${describe(retired)}` } : undefined;
+  if (!leaf || signedByActive(ctx, leaf)) return undefined;
+  const former = formerPathOf(ctx);
+  if (!former) return undefined;
+  const message = former.retired
+    ? leaf.issuer === former.anchor.subject && ctx.isSignedBy(leaf, former.anchor)
+      ? `signed by the retired CA ${describe(former.anchor)}`
+      : `signed by ${truncate(leaf.issuer)} under the retired anchor ${describe(former.anchor)}`
+    : `signed by ${truncate(leaf.issuer)}, a former intermediate under the same anchor ${describe(former.anchor)}`;
+  return { reason: 'ca_rotated', message: `${ctx.subject}: ${message}` };
 };
 
 /** Signed by none of our CAs: planted, or left from a CA that is lost. */
 export const caMismatchRule: LeafRule = (ctx) => {
   const leaf = usableLeaf(ctx);
-  if (!leaf) return undefined;
-  if (ctx.trust.active && ctx.isSignedBy(leaf, ctx.trust.active)) return undefined;
-  if (ctx.trust.retired.some((ca) => ctx.isSignedBy(leaf, ca))) return undefined;
+  if (!leaf || signedByActive(ctx, leaf) || formerPathOf(ctx)) return undefined;
   return { reason: 'ca_mismatch', message: `${ctx.subject}: ${describe(leaf)} is signed by ${truncate(leaf.issuer)}, which is not our signing CA` };
 };
 

@@ -5,6 +5,7 @@ import { type DataProblem, type Observed } from '../common/observed.js';
 import type { Instant } from '../common/time.js';
 import { truncate } from '../common/truncate.js';
 import { rsaExponentRefusal } from '../x509/rsa-public-key.js';
+import { pathBreak } from '../x509/ca-path.js';
 
 /** The data of a Kubernetes Secret: raw bytes, or text (e.g. from stringData), per key. */
 export type SecretData = Readonly<Record<string, Uint8Array | string | undefined>>;
@@ -113,14 +114,14 @@ function observePair(data: SecretData, certKey: string, keyKey: string, cache: C
     } catch (e) {
       return problem('garbage_pem', `${certKey}: ${(e as Error).message}`);
     }
-    if (certificates.length !== 1) {
-      return problem('multiple_certificates', `${certKey} holds ${certificates.length} certificates where exactly one is expected`);
-    }
     const certificate = certificates[0]!;
     if (expectCa && !certificate.isCa) {
       return problem('not_a_ca', `${certKey} holds ${certificate.subject}, which is not a CA (no basicConstraints cA)`);
     }
-    if (expectCa && !cache.isSignedBy(certificate, certificate)) return problem('garbage_pem', notSelfSigned(certKey, certificate));
+    const chain = certificates.slice(1);
+    const notAPath = chain.length > 0 ? chainProblem(certKey, certificates, expectCa, cache) : undefined;
+    if (notAPath !== undefined) return notAPath;
+    if (expectCa && chain.length === 0 && !cache.isSignedBy(certificate, certificate)) return problem('garbage_pem', notSelfSigned(certKey, certificate));
     // We generate 65537 only: another exponent was put here by someone else, wherever the key is kept.
     const weak = rsaExponentRefusal(certificate.subjectPublicKeyInfo);
     if (weak !== undefined) return problem('weak_key', `${certKey} holds ${certificate.subject} (serial ${certificate.serialNumber}), ${weak}`);
@@ -129,7 +130,7 @@ function observePair(data: SecretData, certKey: string, keyKey: string, cache: C
       // 'unavailable': the signer holding the key cannot tell now; the reference stays the key, and signing with it fails loudly.
       case 'unavailable':
       case 'match':
-        return { ok: true, value: { certificate, privateKeyPem: keyText } };
+        return { ok: true, value: chain.length > 0 ? { certificate, privateKeyPem: keyText, chain } : { certificate, privateKeyPem: keyText } };
       case 'unreadable':
         return problem('garbage_pem', `${keyKey} is not a readable private key`);
       case 'mismatch':
@@ -140,6 +141,28 @@ function observePair(data: SecretData, certKey: string, keyKey: string, cache: C
     }
   });
 }
+
+/**
+ * Why several certificates under `key` are not what it may hold, or undefined when they are. A
+ * leaf's tls.crt may hold the leaf and then the intermediates above it, never a self-signed root
+ * (peers hold the anchors). A CA slot may hold an intermediate and then its issuers, its trust
+ * anchor last (docs/ca-rotation.md); a lone CA must be a self-signed root.
+ */
+function chainProblem(key: string, certificates: readonly CertificateView[], expectCa: boolean, cache: CertificateCache): ReturnType<typeof problem> | undefined {
+  const expected = expectCa ? 'a CA, or an intermediate followed by its issuers up to its trust anchor' : 'exactly one certificate, or a leaf followed by the intermediates that issued it';
+  const where = `${key} holds ${certificates.length} certificates where ${expected} is expected`;
+  const chain = certificates.slice(1);
+  const root = expectCa ? chain.slice(0, -1).findIndex(isSelfIssued) : chain.findIndex(isSelfIssued);
+  if (root >= 0) return problem('multiple_certificates', `${where}: certificate ${root + 2} (${truncate(chain[root]!.subject)}) is self-issued`);
+  if (expectCa && isSelfIssued(certificates[0]!)) return problem('multiple_certificates', `${where}: the first is self-issued`);
+  const broken = pathBreak(certificates, (c, by) => cache.isSignedBy(c, by));
+  if (broken !== undefined) return problem('multiple_certificates', `${where}: ${truncate(broken, 512)}`);
+  const top = certificates.at(-1)!;
+  if (expectCa && isSelfIssued(top) && !cache.isSignedBy(top, top)) return problem('garbage_pem', notSelfSigned(`the last certificate of ${key}`, top));
+  return undefined;
+}
+
+const isSelfIssued = (c: CertificateView): boolean => c.subject === c.issuer;
 
 /**
  * Every CA of the CA Secret is a self-signed root issued by the core: one whose signature no

@@ -53,4 +53,10 @@ export interface KeyedCertificate {
   readonly certificate: CertificateView;
   /** Its private key, PKCS#8 PEM; for a CA whose key a CaSigner holds, the reference to it. */
   readonly privateKeyPem: string;
+  /**
+   * The certificates above it, bottom up, each signed by the next: for an intermediate CA from an
+   * upstream PKI, its issuers with the trust anchor last; for a leaf, the intermediates served
+   * after it. Absent (or empty) for a self-signed root and for a leaf signed by one.
+   */
+  readonly chain?: readonly CertificateView[];
 }

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { type CertificateView, type Issued, type SecretState, days, minutes, refusalGrace } from '@eso-mtls/core';
+import { type CertificateView, type Issued, type KeyedCertificate, type SecretState, days, minutes, refusalGrace } from '@eso-mtls/core';
 import { type CaLayout } from '../../src/ca/ca-layout.js';
 import {
   activatePhase,
@@ -73,11 +73,11 @@ describe('salvagePhase', () => {
 });
 
 describe('retirePhase', () => {
-  const withRetired = (now: number, leavesInUse: CertificateView[]) =>
+  const withRetired = (now: number, leavesInUse: KeyedCertificate[]) =>
     reading(now, { caSecret: caSecret({ ...pair(active, 'ca'), 'retired.crt': old.certificate.pem }), leavesInUse });
 
   it('keeps a retired CA a leaf in use depends on, and says when to look again', () => {
-    const r = withRetired(T0 + days(1), [leafOld.certificate]);
+    const r = withRetired(T0 + days(1), [leafOld]);
     const step = retirePhase(r, initialSlots(r));
     expect(serials(step.slots.retired)).toEqual([old.certificate.serialNumber]);
     expect(step.phase).toBeUndefined();

@@ -127,31 +127,31 @@ describe('CA rotation: retire', () => {
   const secret = (): SecretState => caSecret({ active, retired: [old.certificate] });
 
   it('keeps a retired CA while a leaf in use is signed by it', () => {
-    const plan = planCaRotation(input(T0 + days(101), { caSecret: secret(), leavesInUse: [leafOld.certificate, leafActive.certificate] }));
+    const plan = planCaRotation(input(T0 + days(101), { caSecret: secret(), leavesInUse: [leafOld, leafActive] }));
     expect(plan.change).toBeUndefined();
     expect(plan.layout.retired).toEqual([old.certificate]);
   });
 
   it('drops it propagationDelay + maxConnectionAge after the last replacement, not before', () => {
     const retireAt = leafActive.certificate.notBefore + policy.notBeforeBackdate + 1000 + policy.propagationDelay + policy.maxConnectionAge;
-    const before = planCaRotation(input(retireAt - 1, { caSecret: secret(), leavesInUse: [leafActive.certificate] }));
+    const before = planCaRotation(input(retireAt - 1, { caSecret: secret(), leavesInUse: [leafActive] }));
     expect(before.change).toBeUndefined();
     expect(before.dueAt).toContain(retireAt);
-    const at = planCaRotation(input(retireAt, { caSecret: secret(), leavesInUse: [leafActive.certificate] }));
+    const at = planCaRotation(input(retireAt, { caSecret: secret(), leavesInUse: [leafActive] }));
     expect(at.change?.phases).toEqual(['retire']);
     expect(at.layout.retired).toEqual([]);
     expect(kinds(at.layout)).toEqual(['existing', undefined]);
   });
 
   it('drops an expired retired CA at once', () => {
-    const expired = planCaRotation(input(old.certificate.notAfter, { caSecret: secret(), leavesInUse: [leafOld.certificate] }));
+    const expired = planCaRotation(input(old.certificate.notAfter, { caSecret: secret(), leavesInUse: [leafOld] }));
     expect(expired.change?.phases).toEqual(['retire']);
   });
 });
 
 describe('CA rotation: recovery', () => {
   it('CA Secret gone: the client bundle (ESO namespace) keeps the old CA trusted; a new CA is published as next, none signs yet', () => {
-    const inUse = [leafActive.certificate, leafOld.certificate];
+    const inUse = [leafActive, leafOld];
     const plan = planCaRotation(input(T0 + days(101), { clientBundle: [active.certificate, old.certificate], leavesInUse: inUse }));
     expect(plan.change).toMatchObject({ phases: ['recover'], reason: 'secret_missing', create: true });
     expect(kinds(plan.layout)).toEqual([undefined, 'generate']);
@@ -159,7 +159,7 @@ describe('CA rotation: recovery', () => {
   });
 
   it('recovered certificates nothing in use depends on are not kept: then it is a plain create', () => {
-    const plan = planCaRotation(input(T0 + days(101), { clientBundle: [active.certificate, old.certificate], leavesInUse: [leafActive.certificate] }));
+    const plan = planCaRotation(input(T0 + days(101), { clientBundle: [active.certificate, old.certificate], leavesInUse: [leafActive] }));
     expect(plan.layout.retired).toEqual([active.certificate]);
     const none = planCaRotation(input(T0 + days(101), { clientBundle: [active.certificate, old.certificate] }));
     expect(none.change).toMatchObject({ phases: ['create'], reason: 'secret_missing' });
@@ -168,7 +168,7 @@ describe('CA rotation: recovery', () => {
   it('unreadable CA key: the readable certificate stays trusted as retired (reason invalid)', () => {
     const secret = caSecret({ active });
     const broken = { ...secret, data: { ...secret.data, 'ca.key': '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' } };
-    const plan = planCaRotation(input(T0 + days(101), { caSecret: broken, leavesInUse: [leafActive.certificate] }));
+    const plan = planCaRotation(input(T0 + days(101), { caSecret: broken, leavesInUse: [leafActive] }));
     expect(plan.change).toMatchObject({ phases: ['recover'], reason: 'invalid', create: false, base: '7' });
     expect(plan.layout.retired).toEqual([active.certificate]);
     expect(kinds(plan.layout)).toEqual([undefined, 'generate']);
@@ -183,12 +183,12 @@ describe('CA rotation: recovery', () => {
     const recovering = caSecret({ next, retired: [active.certificate] });
     const at = next.certificate.notBefore + policy.notBeforeBackdate + 1000 + policy.propagationDelay;
     const plan = planCaRotation(
-      input(at, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive.certificate] }),
+      input(at, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive] }),
     );
     expect(plan.change?.phases).toEqual(['activate']);
     expect(plan.layout.retired).toEqual([active.certificate]);
     const early = planCaRotation(
-      input(at - 1, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive.certificate] }),
+      input(at - 1, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive] }),
     );
     expect(early.change).toBeUndefined();
     expect(early.layout.active).toBeUndefined();
@@ -198,7 +198,7 @@ describe('CA rotation: recovery', () => {
 describe('CA rotation: emergency', () => {
   it('a new active CA at once; next and every retired CA leave at once', () => {
     const secret = caSecret({ active, next, retired: [old.certificate] }, { annotations: { 'eso-mtls.io/rotate': 'emergency' } });
-    const plan = planCaRotation(input(T0 + days(101), { caSecret: secret, leavesInUse: [leafOld.certificate] }));
+    const plan = planCaRotation(input(T0 + days(101), { caSecret: secret, leavesInUse: [leafOld] }));
     expect(plan.emergency).toBe(true);
     expect(plan.change).toMatchObject({ phases: ['emergency'], reason: 'forced', annotations: { 'eso-mtls.io/rotate-acknowledged': 'emergency' } });
     expect(kinds(plan.layout)).toEqual(['generate', undefined]);
