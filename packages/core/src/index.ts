@@ -9,6 +9,20 @@
 export { type CaChange, type CaRotationPlan, type CaStatus } from './ca/ca-rotation.js';
 export { type CaLayout, type CaMaterial } from './ca/ca-layout.js';
 export { type CaPhase } from './ca/ca-phases.js';
+export {
+  CA_REQUEST_ANNOTATION,
+  CA_REQUEST_RETRY,
+  CA_SOURCE_ANNOTATION,
+  MIN_INTERMEDIATE_REMAINING,
+  PENDING_KEY_FIELDS,
+  SELF_SIGNED_SOURCE,
+  type UpstreamProblem,
+  type UpstreamProblemReason,
+} from './ca/upstream.js';
+export { type CaRequestAction, type UpstreamPlan } from './ca/upstream-plan.js';
+export { type CaRequestObservation, type CaRequestState, type UpstreamObservation, type UpstreamText } from './secret/upstream-observation.js';
+export { caRequestName, type CaRequestMaterial, materializeCaRequest } from './plan/ca-request.js';
+export { anchorOf, servedIntermediates } from './x509/ca-path.js';
 export { refusalGrace } from './ca/left-behind.js';
 export { CertificateCache, type CertificateCacheOptions, type CertificateCacheStats, type KeyCheck } from './crypto/cache.js';
 export { type CertificateView, type KeyedCertificate } from './x509/certificate.js';

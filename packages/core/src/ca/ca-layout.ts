@@ -22,6 +22,8 @@ export interface CaLayout {
   readonly next?: CaMaterial;
   /** Former anchors still trusted until nothing in use depends on them (for a self-signed CA, the CA itself). */
   readonly retired: readonly CertificateView[];
+  /** With an upstream issuer: the key of the intermediate asked for, kept until its answer is placed. */
+  readonly pending?: string;
 }
 
 /**
@@ -40,6 +42,13 @@ export function layoutCertificates(layout: CaLayout): (CertificateView | 'active
  * certificate it signed has expired: at most this instant plus the longest pod certificate.
  */
 export const ACTIVE_SINCE_ANNOTATION = 'eso-mtls.io/active-since';
+
+/**
+ * Annotation on the CA Secret, with an upstream CA: since when its next CA has been published
+ * (RFC 3339), set by the write that places it. An intermediate may have been issued long before
+ * it reached us, so its notBefore does not tell.
+ */
+export const NEXT_SINCE_ANNOTATION = 'eso-mtls.io/next-since';
 
 /**
  * The trust bundle (`ca.crt` of every leaf Secret) for CA certificates in order active, next,

@@ -9,9 +9,10 @@ import type { Policy } from '../policy/policy.js';
 import { type RotationReason, issuedNoLaterThan } from '../policy/rules.js';
 import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { textOf } from '../x509/pem.js';
-import { topOf } from '../x509/ca-path.js';
+import { anchorOf, isIntermediate, pathNotAfter, topOf } from '../x509/ca-path.js';
+import { CA_SOURCE_ANNOTATION, SELF_SIGNED_SOURCE, type UpstreamReading } from './upstream.js';
 import { rsaExponentRefusal } from '../x509/rsa-public-key.js';
-import { ACTIVE_SINCE_ANNOTATION, type CaLayout, type CaMaterial } from './ca-layout.js';
+import { ACTIVE_SINCE_ANNOTATION, type CaLayout, type CaMaterial, NEXT_SINCE_ANNOTATION } from './ca-layout.js';
 import { isLeftBehind, leftBehindFrom } from './left-behind.js';
 
 /**
@@ -25,8 +26,10 @@ import { isLeftBehind, leftBehindFrom } from './left-behind.js';
  * - `emergency`: a new active CA at once and every older one out of every bundle.
  * - `restore`: a CA key is good but its certificate is missing or unreadable: the certificate is
  *   put back from the client Secret's bundle; nothing is re-issued.
+ * - `renew`: an upstream intermediate is replaced by the source's new one under the same anchor:
+ *   it signs at once, no bundle changes, and leaves move onto it as `ca_rotated`.
  */
-export type CaPhase = 'create' | 'prepare' | 'activate' | 'retire' | 'recover' | 'emergency' | 'restore';
+export type CaPhase = 'create' | 'prepare' | 'activate' | 'retire' | 'recover' | 'emergency' | 'restore' | 'renew';
 
 /** What `planCaRotation` (ca-rotation.ts) needs besides the CA Secret. */
 export interface CaRotationInput {
@@ -48,6 +51,12 @@ export interface CaRotationInput {
    * are not observable, so a retired CA stays until the last one it can have signed has expired.
    */
   readonly podCertificateMaxValidity?: Duration;
+  /**
+   * Set when the CA comes from an upstream PKI (ca/upstream.ts): its intermediates are taken from
+   * the source instead of generated, and the self-signed CA is moved away from like any anchor.
+   * Absent: the self-signed CA, as always.
+   */
+  readonly upstream?: UpstreamReading;
 }
 
 /*
@@ -74,6 +83,10 @@ export interface CaReading {
   readonly retired: readonly CertificateView[];
   /** Since when the active CA as read has signed, from the CA Secret's annotation; undefined when unknown or none is active. */
   readonly activeSince?: Instant;
+  /** Since when next as read has been published, from the CA Secret's annotation, if written. */
+  readonly nextSince?: Instant;
+  /** The source of the CA Secret's CAs as it records it ({@link CA_SOURCE_ANNOTATION}; absent: self-signed). */
+  readonly recordedSource: string;
 }
 
 /** What one phase decided: the slots after it, and, when it acts, what goes into the CA write. */
@@ -86,6 +99,10 @@ export interface CaStep {
   readonly dueAt: readonly Instant[];
   /** When a CA is expected to sign again, where this phase knows. */
   readonly resumesAt?: Instant;
+  /** With an upstream CA: this phase would take a new intermediate, and the source has none on offer yet (why, for messages). */
+  readonly wants?: string;
+  /** With an upstream CA: the reason it wants one, for the request (as `reason` when acting). */
+  readonly wantsReason?: RotationReason;
 }
 
 /** One phase: pure, like the leaf rules. */
@@ -94,6 +111,7 @@ export type CaPhaseRule = (reading: CaReading, slots: CaLayout) => CaStep;
 const GENERATE: CaMaterial = { kind: 'generate' };
 const existing = (keyed: KeyedCertificate): CaMaterial => ({ kind: 'existing', keyed });
 const certOf = (m: CaMaterial | undefined): CertificateView | undefined => (m?.kind === 'existing' ? m.keyed.certificate : undefined);
+const anchorOfSlot = (m: CaMaterial | undefined): CertificateView | undefined => (m?.kind === 'existing' ? anchorOf(m.keyed) : undefined);
 const idle = (slots: CaLayout): CaStep => ({ slots, dueAt: [] });
 
 /** Reads the CA Secret: what is usable, what can be restored, and the pending request. */
@@ -120,6 +138,8 @@ export function readCaSecret(input: CaRotationInput): CaReading {
     restored: [active.restored, next.restored].filter((r) => r !== undefined),
     retired: observed.retired?.ok ? observed.retired.value : [],
     activeSince: active.keyed && managed ? parseInstant(caSecret.annotations[ACTIVE_SINCE_ANNOTATION]) : undefined,
+    nextSince: next.keyed && managed ? parseInstant(caSecret.annotations[NEXT_SINCE_ANNOTATION]) : undefined,
+    recordedSource: (managed ? caSecret.annotations[CA_SOURCE_ANNOTATION] : undefined) || SELF_SIGNED_SOURCE,
   };
 }
 
@@ -133,11 +153,18 @@ function isBroken({ observed, active }: CaReading): boolean {
   return (observed.active !== undefined && !active) || (observed.retired !== undefined && !observed.retired.ok);
 }
 
-/** Emergency: `eso-mtls.io/rotate: emergency` on the CA Secret: a new active CA at once, every older one out. */
-export function emergencyPhase({ input, request }: CaReading): CaStep | undefined {
+/**
+ * Emergency: `eso-mtls.io/rotate: emergency` on the CA Secret: a new active CA at once, every older
+ * one out. With an upstream CA, once the source offers a new intermediate (until then the request
+ * stands unacknowledged, and preparePhase asks for one).
+ */
+export function emergencyPhase(reading: CaReading): CaStep | undefined {
+  const { input, request } = reading;
   if (!isEmergencyRequest(request)) return undefined;
+  const offer = input.upstream && newOffer(reading, initialSlots(reading));
+  if (input.upstream && !offer) return undefined;
   return {
-    slots: { active: GENERATE, retired: [] },
+    slots: { active: offer ? existing(offer) : GENERATE, retired: [] },
     phase: 'emergency',
     reason: 'forced',
     message: `emergency CA rotation requested (${truncate(request!, 64)}): new CA, every older one leaves every bundle`,
@@ -162,19 +189,23 @@ export const restorePhase: CaPhaseRule = ({ restored }, slots) =>
       };
 
 /**
- * Salvage: with key material lost or unreadable, every CA certificate still readable (CA Secret,
- * then the client bundle in the ESO namespace) stays trusted as retired, so no leaf loses its chain.
+ * Salvage: with key material lost or unreadable, every anchor still readable (the last certificate
+ * of each CA slot's path, retired.crt, then the client bundle in the ESO namespace) stays trusted
+ * as retired, so no leaf loses its chain.
  */
 export const salvagePhase: CaPhaseRule = (reading, slots) => {
   const { caSecret, clientBundle, cache } = reading.input;
   if (reading.managed && !isBroken(reading) && (slots.active || slots.next)) return idle(slots);
   const salvaged = [
     ...(reading.managed
-      ? [SecretKeys.caCertificate, SecretKeys.nextCertificate, SecretKeys.retiredCertificates].flatMap((k) => readableCas(caSecret!.data[k], cache))
+      ? [
+          ...[SecretKeys.caCertificate, SecretKeys.nextCertificate].flatMap((k) => readableCas(caSecret!.data[k], cache).slice(-1)),
+          ...readableCas(caSecret!.data[SecretKeys.retiredCertificates], cache),
+        ]
       : []),
     ...clientBundle.filter((c) => c.isCa),
   ];
-  const keep = new Set([certOf(slots.active)?.pem, certOf(slots.next)?.pem]);
+  const keep = new Set([anchorOfSlot(slots.active)?.pem, anchorOfSlot(slots.next)?.pem]);
   return idle({ ...slots, retired: dedupe([...slots.retired, ...salvaged.filter((c) => !keep.has(c.pem))]) });
 };
 
@@ -227,9 +258,10 @@ function podCertificatesEnd({ input, activeSince }: CaReading): Instant {
  * published as next (no hard cut-over); with none, a new active CA is created at once.
  */
 export const recoverOrCreatePhase: CaPhaseRule = (reading, slots) => {
-  const { now, clientBundle } = reading.input;
+  const { now, clientBundle, upstream } = reading.input;
   const lostWhy: RotationReason = reading.managed ? 'invalid' : 'secret_missing';
   const { observed } = reading;
+  if (!slots.active && !slots.next && upstream) return upstreamFirstCa(reading, slots, lostWhy);
   if (!slots.active && !slots.next) {
     if (slots.retired.some((c) => c.notAfter > now)) {
       const why = reading.managed
@@ -257,20 +289,63 @@ export const recoverOrCreatePhase: CaPhaseRule = (reading, slots) => {
 };
 
 /**
- * Activate: next signs once it has been published for propagationDelay and every managed bundle
- * holds it, or at a deadline past which waiting would do more harm; the old active CA is retired.
- * A bundle whose writes have been refused for refusalGrace (left-behind.ts) is not waited for.
+ * With an upstream CA and nothing signing or waiting: the source's intermediate signs at once when
+ * no retired anchor is still trusted or its anchor is one of them; otherwise it is published as
+ * next first. Without one on offer, nothing signs until the source gives one.
  */
-export const activatePhase: CaPhaseRule = ({ input }, slots) => {
+function upstreamFirstCa(reading: CaReading, slots: CaLayout, lostWhy: RotationReason): CaStep {
+  const { now, clientBundle } = reading.input;
+  const source = reading.input.upstream!.source;
+  const offer = newOffer(reading, slots);
+  const trusted = slots.retired.filter((c) => c.notAfter > now);
+  // A CA Secret holding only the pending key of a first request has lost nothing.
+  const lost = reading.observed.active !== undefined || trusted.length > 0;
+  const reason: RotationReason = lost ? lostWhy : clientBundle.some((c) => c.isCa) ? 'secret_missing' : 'initial';
+  if (!offer) {
+    const why = trusted.length > 0 ? 'no CA signs: the CA key is lost' : 'no CA anywhere';
+    return { ...idle(slots), wants: `${why}; waiting for an intermediate from ${source}`, wantsReason: reason };
+  }
+  const described = `the intermediate ${truncate(offer.certificate.subject)} from ${source}`;
+  if (trusted.length > 0 && !trusted.some((c) => c.pem === anchorOf(offer).pem)) {
+    return {
+      slots: { ...slots, next: existing(offer) },
+      phase: 'recover',
+      reason,
+      dueAt: [],
+      message: `no CA signs: ${trusted.length} anchor(s) stay trusted as retired while ${described}, under another anchor, is published`,
+    };
+  }
+  return { slots: { ...slots, active: existing(offer) }, phase: 'create', reason, message: `no CA signs: ${described} signs from now on`, dueAt: [] };
+}
+
+/**
+ * Activate: next signs once its anchor has been published for propagationDelay and every managed
+ * bundle holds it, or at a deadline past which waiting would do more harm; the old active CA's
+ * anchor is retired. A bundle whose writes have been refused for refusalGrace (left-behind.ts) is
+ * not waited for. An upstream intermediate under the anchor already in force signs at once.
+ */
+export const activatePhase: CaPhaseRule = (reading, slots) => {
+  const { input } = reading;
   const { now, policy } = input;
   const nextCert = certOf(slots.next);
   if (!nextCert) return idle(slots);
-  const activeCert = certOf(slots.active);
-  // A bundle counts once it has held next for propagationDelay: since next was generated, and
-  // since the bundle was last written (a write that failed and was retried reached peers later).
-  let lastWrite = issuedNoLaterThan(nextCert, policy);
+  const activeEnd = slots.active?.kind === 'existing' ? pathNotAfter(slots.active.keyed) : undefined;
+  const nextAnchor = anchorOfSlot(slots.next)!;
+  const activeAnchor = anchorOfSlot(slots.active);
+  if (activeAnchor !== undefined && activeAnchor.pem === nextAnchor.pem) {
+    return {
+      slots: { active: slots.next, next: undefined, retired: slots.retired },
+      phase: 'activate',
+      dueAt: [],
+      message: `activating the next CA ${truncate(nextCert.subject)}: under the anchor already in force, nothing waits`,
+    };
+  }
+  // A bundle counts once it has held next's anchor for propagationDelay: since next was published,
+  // and since the bundle was last written (a write that failed and was retried reached peers later).
+  // An upstream intermediate's notBefore is its issuer's: the CA Secret records when we placed it.
+  let lastWrite = reading.nextSince !== undefined ? reading.nextSince + 1000 : issuedNoLaterThan(nextCert, policy);
   let ready = true;
-  const holdsNext = (b: ObservedBundle): boolean => b.certificates?.some((c) => c.pem === nextCert.pem) ?? false;
+  const holdsNext = (b: ObservedBundle): boolean => b.certificates?.some((c) => c.pem === nextAnchor.pem) ?? false;
   // One namespace that cannot be written must not hold every other one's rotation for months.
   const leftBehind = input.bundles.filter((b) => !holdsNext(b) && isLeftBehind(b, now, policy)).length;
   const leftBehindAt = input.bundles.flatMap((b) => (holdsNext(b) ? [] : (leftBehindFrom(b, policy) ?? [])));
@@ -282,12 +357,12 @@ export const activatePhase: CaPhaseRule = ({ input }, slots) => {
   const activationAt = lastWrite + policy.propagationDelay;
   // Past this point leaves signed by the old CA would be due at birth; stop waiting for a bundle
   // that cannot be written (a CA without an active one waits at most one more propagationDelay).
-  const deadline = activeCert
-    ? activeCert.notAfter - policy.leafLookahead - policy.leafJitter
+  const deadline = activeEnd !== undefined
+    ? activeEnd - policy.leafLookahead - policy.leafJitter
     : activationAt + policy.propagationDelay + policy.reconcileInterval;
   if (now >= activationAt && (ready || now >= deadline)) {
     return {
-      slots: { active: slots.next, next: undefined, retired: dedupe([...(activeCert ? [activeCert] : []), ...slots.retired]) },
+      slots: { active: slots.next, next: undefined, retired: dedupe([...(activeAnchor ? [activeAnchor] : []), ...slots.retired]) },
       phase: 'activate',
       dueAt: [],
       message: `activating the next CA ${truncate(nextCert.subject)}${ready ? '' : ' (deadline reached before every bundle held it)'}${leftBehind > 0 ? ` without ${leftBehind} namespace(s) whose Secret refuses our writes (left behind)` : ''}`,
@@ -301,14 +376,15 @@ export const activatePhase: CaPhaseRule = ({ input }, slots) => {
 /**
  * Prepare: a next CA is generated and published when the active one enters its lookahead, a
  * rotation is asked for, or next is unreadable. A request while a CA is being created or recovered
- * is met by that new CA.
+ * is met by that new CA. With an upstream CA the next one is the source's intermediate instead
+ * (see {@link upstreamNext}), and a CA from another source than the one configured is moved away from.
  */
 export const preparePhase: CaPhaseRule = (reading, slots) => {
-  const { now, policy } = reading.input;
+  const { now, policy, upstream } = reading.input;
   const { request } = reading;
-  const signing = certOf(slots.active);
-  const freshCa = slots.active?.kind === 'generate' || slots.next?.kind === 'generate';
-  const prepareAt = signing ? signing.notAfter - policy.caLookahead : Infinity;
+  const signing = slots.active?.kind === 'existing' ? slots.active.keyed : undefined;
+  const freshCa = slots.active?.kind === 'generate' || slots.next?.kind === 'generate' || offerPlaced(reading, slots);
+  const prepareAt = signing ? signing.certificate.notAfter - caLookahead(signing, policy, upstream) : Infinity;
   const nextBroken = reading.observed.next !== undefined && !reading.next;
   const reason = prepareReason({
     requested: request !== undefined && !freshCa,
@@ -316,22 +392,76 @@ export const preparePhase: CaPhaseRule = (reading, slots) => {
     hasNext: slots.next !== undefined,
     nextBroken,
     due: now >= prepareAt,
+    sourceChanged: signing !== undefined && reading.recordedSource !== (upstream?.source ?? SELF_SIGNED_SOURCE),
   });
+  if (upstream) return upstreamNext(reading, slots, reason, prepareAt);
   if (reason === undefined) return { slots, dueAt: signing && !slots.next ? [prepareAt] : [] };
-  const why =
-    reason === 'forced'
-      ? `rotation requested: ${truncate(request!, 64)}`
-      : reason === 'invalid'
-        ? 'next.crt/next.key unreadable'
-        : `active CA notAfter ${new Date(signing!.notAfter).toISOString()}`;
-  return { slots: { ...slots, next: GENERATE }, phase: 'prepare', reason, message: `preparing the next CA (${why})`, dueAt: [] };
+  return { slots: { ...slots, next: GENERATE }, phase: 'prepare', reason, message: `preparing the next CA (${prepareWhy(reason, reading, signing)})`, dueAt: [] };
 };
 
-/** Why the next CA is prepared now, if it is: asked for, unreadable, or the active CA's lookahead. */
-function prepareReason(s: { requested: boolean; signing: boolean; hasNext: boolean; nextBroken: boolean; due: boolean }): RotationReason | undefined {
+/** Why a next CA is prepared, in words. */
+function prepareWhy(reason: RotationReason, reading: CaReading, signing: KeyedCertificate | undefined): string {
+  if (reason === 'forced') return `rotation requested: ${truncate(reading.request!, 64)}`;
+  if (reason === 'invalid') return 'next.crt/next.key unreadable';
+  if (reason === 'ca_mismatch') return `the CA source is now ${reading.input.upstream?.source ?? SELF_SIGNED_SOURCE}, not ${truncate(reading.recordedSource, 128)}`;
+  return `active CA notAfter ${new Date(signing!.certificate.notAfter).toISOString()}`;
+}
+
+/**
+ * The lead by which the active CA is replaced: the policy's, or for an upstream intermediate the
+ * same share of the validity the issuer actually gave as the policy's lead is of the validity asked
+ * for (an issuer may shorten it).
+ */
+export function caLookahead(ca: KeyedCertificate, policy: Policy, upstream: UpstreamReading | undefined): number {
+  if (!upstream || !isIntermediate(ca)) return policy.caLookahead;
+  const given = ca.certificate.notAfter - ca.certificate.notBefore;
+  return Math.round(policy.caLookahead * Math.min(1, given / upstream.requestedValidity));
+}
+
+/**
+ * With an upstream CA, when a new intermediate is called for: the source's, when it offers one
+ * that is neither active nor next. Under the active CA's anchor it signs at once (no bundle
+ * changes, so nothing waits); under another anchor it is published as next and activated like any
+ * new anchor. A user's Secret holding a new intermediate is taken whenever it appears. Without an
+ * offer the step says it wants one; past the renewal time that is a standing problem.
+ */
+function upstreamNext(reading: CaReading, slots: CaLayout, reason: RotationReason | undefined, prepareAt: Instant): CaStep {
+  const upstream = reading.input.upstream!;
+  const offer = slots.next ? undefined : newOffer(reading, slots);
+  const renewed = upstream.kind === 'secret' && offer !== undefined && slots.active?.kind === 'existing';
+  const why = reason ?? (renewed ? 'forced' : undefined);
+  if (why === undefined || slots.next !== undefined) return { slots, dueAt: slots.active && !slots.next ? [prepareAt] : [] };
+  const words = reason === undefined ? `${upstream.source} holds a new intermediate` : prepareWhy(reason, reading, slots.active?.kind === 'existing' ? slots.active.keyed : undefined);
+  if (!offer) return { ...idle(slots), wants: words, wantsReason: why };
+  const activeAnchor = anchorOfSlot(slots.active);
+  const described = `${truncate(offer.certificate.subject)} from ${upstream.source}`;
+  if (activeAnchor?.pem === anchorOf(offer).pem) {
+    return { slots: { ...slots, active: existing(offer) }, phase: 'renew', reason: why, dueAt: [], message: `renewing the intermediate (${words}): ${described} signs from now on, under the same anchor` };
+  }
+  return { slots: { ...slots, next: existing(offer) }, phase: 'prepare', reason: why, dueAt: [], message: `preparing the next CA (${words}): ${described}, under another anchor` };
+}
+
+/** True when an earlier phase of this plan placed the source's intermediate (a new CA, like a generated one). */
+function offerPlaced(reading: CaReading, slots: CaLayout): boolean {
+  const offer = reading.input.upstream?.offer?.certificate.pem;
+  if (offer === undefined || [reading.active, reading.next].some((k) => k?.certificate.pem === offer)) return false;
+  return [certOf(slots.active), certOf(slots.next)].some((c) => c?.pem === offer);
+}
+
+/** The source's verified intermediate when it is neither the active CA nor next, if any. */
+function newOffer(reading: CaReading, slots: CaLayout): KeyedCertificate | undefined {
+  const offer = reading.input.upstream?.offer;
+  if (!offer) return undefined;
+  const held = [certOf(slots.active), certOf(slots.next)].some((c) => c?.pem === offer.certificate.pem);
+  return held ? undefined : offer;
+}
+
+/** Why the next CA is prepared now, if it is: asked for, unreadable, from another source, or the active CA's lookahead. */
+function prepareReason(s: { requested: boolean; signing: boolean; hasNext: boolean; nextBroken: boolean; due: boolean; sourceChanged: boolean }): RotationReason | undefined {
   if (s.requested) return 'forced';
   if (!s.signing || s.hasNext) return undefined;
   if (s.nextBroken) return 'invalid';
+  if (s.sourceChanged) return 'ca_mismatch';
   return s.due ? 'expiring' : undefined;
 }
 

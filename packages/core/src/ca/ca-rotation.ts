@@ -1,8 +1,10 @@
 import { type Instant, truncateToSecond } from '../common/time.js';
 import { ROTATE_ACKNOWLEDGED_ANNOTATION, secretAcknowledgement } from '../secret/rotate-request.js';
 import type { RotationReason } from '../policy/rules.js';
-import { ACTIVE_SINCE_ANNOTATION, type CaLayout } from './ca-layout.js';
+import { ACTIVE_SINCE_ANNOTATION, type CaLayout, NEXT_SINCE_ANNOTATION } from './ca-layout.js';
 import * as phase from './ca-phases.js';
+import { CA_REQUEST_ANNOTATION, CA_SOURCE_ANNOTATION, SELF_SIGNED_SOURCE } from './upstream.js';
+import { type UpstreamPlan, upstreamPlan } from './upstream-plan.js';
 import type { CaPhase, CaRotationInput } from './ca-phases.js';
 
 /** The one write to the CA Secret a plan may hold. */
@@ -49,6 +51,8 @@ export interface CaRotationPlan {
   readonly signingResumesAt?: Instant;
   /** Future instants at which the CA schedule acts. */
   readonly dueAt: readonly Instant[];
+  /** With an upstream CA: what it gives, what it is asked for, and what stands in the way. */
+  readonly upstream?: UpstreamPlan;
 }
 
 /** The phases after emergency, in the order they are decided (see ca-phases.ts and docs/ca-rotation.md). */
@@ -79,6 +83,7 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
     };
   }
   const reading = phase.readCaSecret(input);
+  const { upstream } = input;
   const status: CaStatus = {
     active: reading.active?.certificate.notAfter,
     next: reading.next?.certificate.notAfter,
@@ -93,9 +98,10 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
   const emergency = phase.emergencyPhase(reading);
   if (emergency) {
     return {
+      upstream: upstream && upstreamPlan(reading, [emergency], emergency.slots),
       change: {
         ...secretWrite,
-        annotations: { ...annotations, ...activeSince },
+        annotations: { ...annotations, ...activeSince, ...sourceAnnotations(reading, ['emergency']) },
         phases: ['emergency'],
         reason: emergency.reason,
         message: emergency.message!,
@@ -118,24 +124,60 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
 
   const acted = steps.filter((s) => s.phase !== undefined);
   const resumesAt = steps.findLast((s) => s.resumesAt !== undefined)?.resumesAt;
-  const activates = acted.some((s) => s.phase === 'create' || s.phase === 'activate');
+  const activates = acted.some((s) => s.phase === 'create' || s.phase === 'activate' || s.phase === 'renew');
+  // An upstream CA meets a request only once its source gives a new intermediate: until then it stands.
+  const requestMet = request !== undefined && (!upstream || acted.some((s) => NEW_CA_PHASES.has(s.phase!)));
+  const acknowledged: Record<string, string> = requestMet ? annotations : {};
+  const kept = pendingKept(reading, slots);
+  slots = { ...slots, ...kept };
+  // The answer to the pending request is placed: the CA Secret no longer names it.
+  const answered: Record<string, string> = upstream?.pending && kept.pending === undefined ? { [CA_REQUEST_ANNOTATION]: '' } : {};
   const change =
-    acted.length > 0 || request !== undefined
+    acted.length > 0 || requestMet
       ? {
           ...secretWrite,
-          annotations: activates ? { ...annotations, ...activeSince } : annotations,
+          annotations: { ...acknowledged, ...(activates ? activeSince : {}), ...sourceAnnotations(reading, acted.map((s) => s.phase!)), ...answered },
           phases: acted.map((s) => s.phase!),
           reason: acted.find((s) => s.reason !== undefined)?.reason,
           message: acted.map((s) => s.message).join('; ') || `rotation request ${request} acknowledged`,
           layout: slots,
         }
       : undefined;
+  const upstreamPart = upstream && upstreamPlan(reading, steps, slots);
   return {
+    upstream: upstreamPart,
     change,
     layout: slots,
     emergency: false,
     status,
-    dueAt: steps.flatMap((s) => s.dueAt).filter((t) => t > now),
+    dueAt: [...steps.flatMap((s) => s.dueAt), ...(upstreamPart?.dueAt ?? [])].filter((t) => t > now),
     ...(slots.active === undefined && resumesAt !== undefined ? { signingResumesAt: resumesAt } : {}),
   };
+}
+
+/** Phases that place a new CA: with an upstream CA, these meet a rotation request. */
+const NEW_CA_PHASES: ReadonlySet<CaPhase> = new Set(['create', 'recover', 'prepare', 'renew', 'emergency']);
+
+/**
+ * The CA Secret's source annotations of a write doing `phases`: the active CA's source once a CA
+ * from the configured source signs, and since when next is published once one is placed. Written
+ * only with an upstream CA, or when moving back from one, so the self-signed CA's writes are as always.
+ */
+function sourceAnnotations(reading: phase.CaReading, phases: readonly CaPhase[]): Record<string, string> {
+  const { upstream, now } = reading.input;
+  const source = upstream?.source ?? SELF_SIGNED_SOURCE;
+  if (!upstream && reading.recordedSource === SELF_SIGNED_SOURCE) return {};
+  const out: Record<string, string> = {};
+  if (phases.some((p) => p === 'create' || p === 'activate' || p === 'renew' || p === 'emergency')) out[CA_SOURCE_ANNOTATION] = source;
+  if (upstream && phases.some((p) => p === 'prepare' || p === 'recover')) out[NEXT_SINCE_ANNOTATION] = new Date(truncateToSecond(now)).toISOString();
+  return out;
+}
+
+/** The pending key the CA write keeps: the one asked for, unless this write places its intermediate. */
+function pendingKept(reading: phase.CaReading, slots: CaLayout): Pick<CaLayout, 'pending'> {
+  const pending = reading.input.upstream?.pending;
+  if (!pending) return {};
+  const offer = reading.input.upstream!.offer?.certificate.pem;
+  const placed = offer !== undefined && [slots.active, slots.next].some((m) => m?.kind === 'existing' && m.keyed.certificate.pem === offer);
+  return placed ? {} : { pending: pending.key };
 }

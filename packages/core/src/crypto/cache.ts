@@ -2,6 +2,7 @@ import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { CaKeyUnavailableError, type SignatureVerifier } from './crypto.js';
 import { equalBytes } from '../x509/der.js';
 import { CertificateParseError, parseCertificate, splitPemCertificates } from '../x509/parse.js';
+import type { SignatureCheck } from '../x509/signature-check.js';
 
 /**
  * How a stored private key relates to a certificate. `unavailable`: a key reference whose signer
@@ -189,6 +190,11 @@ export class CertificateCache {
     } catch {
       return false;
     }
+  }
+
+  /** The signature check of the verifier this cache was made with, for verifyChain. */
+  get signatureCheck(): SignatureCheck {
+    return this.verifier;
   }
 
   /** Whether the stored key `privateKeyPem` is the private half of `certificate`'s public key. Memoised. */

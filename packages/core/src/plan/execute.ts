@@ -8,6 +8,7 @@ import { type IssueContext, issueCa, issueClientLeaf, issueServerLeaf } from '..
 import { BUNDLE_WRITTEN_AT_ANNOTATION, SecretKeys } from '../secret/observe.js';
 import { bundlePem } from '../x509/parse.js';
 import { anchorOf, caPath } from '../x509/ca-path.js';
+import { PENDING_KEY_FIELDS } from '../ca/upstream.js';
 import { textOf } from '../x509/pem.js';
 import type { BundleUpdate, LeafIssuance, Plan } from './vocabulary.js';
 import type { SecretTarget } from '../secret/target.js';
@@ -99,6 +100,8 @@ export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Pr
   if (active) Object.assign(data, keyed(SecretKeys.caCertificate, SecretKeys.caPrivateKey, SecretKeys.caKeyReference, active));
   if (next) Object.assign(data, keyed(SecretKeys.nextCertificate, SecretKeys.nextPrivateKey, SecretKeys.nextKeyReference, next));
   if (retired.length > 0) data[SecretKeys.retiredCertificates] = bundlePem(retired);
+  const { pending } = plan.trust;
+  if (pending !== undefined) data[caSigner?.holds(pending) ? PENDING_KEY_FIELDS[1] : PENDING_KEY_FIELDS[0]] = pending;
   // Keys of CAs that leave with this write have left every bundle: the caSigner may destroy them.
   await caSigner?.retainKeys?.([...(active ? [active.certificate] : []), ...(next ? [next.certificate] : []), ...retired]);
   const write: SecretWrite = {

@@ -1,5 +1,7 @@
 import { type CaRotationInput } from '../ca/ca-phases.js';
 import { type CaRotationPlan, planCaRotation } from '../ca/ca-rotation.js';
+import { readUpstream } from '../ca/upstream.js';
+import { pathNotAfter } from '../x509/ca-path.js';
 import { type CaLayout, expectedBundle } from '../ca/ca-layout.js';
 import { isLeftBehind, lacksSigningCa, leftBehindMessage, refusalsAreLocal } from '../ca/left-behind.js';
 import { type Instant, parseInstant, truncateToSecond } from '../common/time.js';
@@ -64,6 +66,7 @@ export function planRotation(snapshot: Snapshot, ctx: PlanContext): Plan {
     leftBehind: leftBehindNamespaces(subjects, ca.layout, ctx),
     status,
     nextDueAt: nextDueAt([...ca.dueAt, ...planned.renewals, ...followUps(ca, leaves, held.deferred, ctx)], now),
+    ...(ca.upstream ? { upstream: ca.upstream } : {}),
   };
 }
 
@@ -136,6 +139,7 @@ function caRotationInput(snapshot: Snapshot, subjects: readonly LeafSubject[], c
       ...(snapshot.trustBundles ?? []),
     ],
     ...(ctx.podCertificateMaxValidity === undefined ? {} : { podCertificateMaxValidity: ctx.podCertificateMaxValidity }),
+    ...(snapshot.upstream ? { upstream: readUpstream(snapshot.upstream, snapshot.caSecret?.ownership === 'managed' ? snapshot.caSecret.data : {}, now, cache) } : {}),
   };
 }
 
@@ -176,7 +180,7 @@ function followUps(ca: CaRotationPlan, leaves: readonly LeafIssuance[], deferred
   const signer = ca.layout.active;
   if (!signer || leaves.length === 0) return afterDeferral;
   // Earliest renewal of a leaf issued now, so an adapter waking at nextDueAt is never late.
-  const remaining = signer.kind === 'existing' ? signer.keyed.certificate.notAfter - now : policy.caValidity;
+  const remaining = signer.kind === 'existing' ? pathNotAfter(signer.keyed) - now : policy.caValidity;
   return [...afterDeferral, truncateToSecond(now) + Math.min(policy.leafValidity, remaining) - policy.leafLookahead - policy.leafJitter];
 }
 

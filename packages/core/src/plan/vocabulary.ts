@@ -9,6 +9,7 @@ import type { CertificateView } from '../x509/certificate.js';
 import type { SecretData } from '../secret/observe.js';
 import type { WriteRefusalReason } from '../secret/snapshot.js';
 import type { SecretTarget } from '../secret/target.js';
+import type { UpstreamPlan } from '../ca/upstream-plan.js';
 
 /*
  * What a plan holds: the words planRotation answers in, and executePlan, the simulation and the
@@ -203,6 +204,8 @@ export interface Plan {
   readonly status: PlanStatus;
   /** Earliest future instant at which anything comes due; plan again then. */
   readonly nextDueAt?: Instant;
+  /** With an upstream CA: what it gives, the request to make, and the problems that stand. */
+  readonly upstream?: UpstreamPlan;
 }
 
 /** Inputs of {@link planRotation} other than the snapshot. */

@@ -196,10 +196,13 @@ export function rotationJitter(serialNumber: string, maxJitter: Duration): Durat
 
 /**
  * When a leaf is due: notAfter − leafLookahead − its jitter, truncated to the second so that the
- * reconcile scheduled for that instant never runs a fraction of a second too early.
+ * reconcile scheduled for that instant never runs a fraction of a second too early. A leaf cut
+ * short by its CA's end (an upstream intermediate shorter than a leaf) renews by the same share
+ * of the life it got, so it is never due at birth.
  */
 export function renewalTime(leaf: CertificateView, policy: Policy): Instant {
-  return truncateToSecond(leaf.notAfter - policy.leafLookahead - rotationJitter(leaf.serialNumber, policy.leafJitter));
+  const share = Math.min(1, (leaf.notAfter - leaf.notBefore) / policy.leafValidity);
+  return truncateToSecond(leaf.notAfter - share * (policy.leafLookahead + rotationJitter(leaf.serialNumber, policy.leafJitter)));
 }
 
 /**

@@ -2,6 +2,7 @@ import type { AllowedNamespaces } from '../policy/namespace-requirement.js';
 import type { IssuanceLedger } from './target.js';
 import type { ObservedBundle, SecretData } from './observe.js';
 import type { Instant } from '../common/time.js';
+import type { UpstreamObservation } from './upstream-observation.js';
 
 /**
  * Who a Secret belongs to, as the adapter judges it from labels and the installation annotation.
@@ -99,6 +100,8 @@ export interface Snapshot {
    * which, like every managed Secret's ca.crt, must hold the next CA for propagationDelay before it signs.
    */
   readonly trustBundles?: readonly ObservedBundle[];
+  /** Set when the CA comes from an upstream PKI: what the adapter read of it (ca/upstream.ts). */
+  readonly upstream?: UpstreamObservation;
 }
 
 /** What an adapter (or the memory store) observes, before it becomes a {@link Snapshot}. */

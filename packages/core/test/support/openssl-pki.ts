@@ -218,6 +218,38 @@ export class OpensslPki {
     return this.made(name, keyFile);
   }
 
+  /**
+   * Signs a request made elsewhere (our PKCS#10, as an upstream issuer would), with `section`'s
+   * extensions, valid from `notBefore` to `notAfter`; the key stays with whoever made the request.
+   */
+  answer(name: string, csrPem: string, issuer: MadeCertificate, section: ExtensionSection, notBefore: number, notAfter: number): CertificateView {
+    const csr = join(this.dir, `${name}.csr`);
+    writeFileSync(csr, csrPem);
+    const out = join(this.dir, `${name}.pem`);
+    this.run([
+      'ca',
+      '-batch',
+      '-notext',
+      '-config',
+      this.config,
+      '-cert',
+      issuer.file,
+      '-keyfile',
+      issuer.keyFile,
+      '-in',
+      csr,
+      '-out',
+      out,
+      '-extensions',
+      section,
+      '-startdate',
+      generalizedTime(notBefore),
+      '-enddate',
+      generalizedTime(notAfter),
+    ]);
+    return parseCertificate(readFileSync(out, 'utf8'));
+  }
+
   /** `certificates` concatenated into one PEM file named `name`. */
   bundle(name: string, certificates: readonly MadeCertificate[]): string {
     const file = join(this.dir, name);
