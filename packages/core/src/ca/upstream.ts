@@ -183,7 +183,10 @@ export function readUpstream(observation: UpstreamObservation, caSecretData: Sec
   if (stateProblem) problems.push(stateProblem);
   if (!pending || request?.state !== 'issued' || !anchorList) return { ...base, anchors: anchorList, pending, problems };
   const from = `CertificateRequest ${request.name}`;
-  const offer = request.certificate === undefined ? problem('empty', `${from} is Ready without status.certificate`) : judgeOffer(request.certificate, key!, { now, cache, anchors: anchorList, from });
+  const offer =
+    request.certificate === undefined
+      ? problem(request.unread ?? 'empty', `${from}: ${request.unread === undefined ? 'Ready without status.certificate' : request.message}`)
+      : judgeOffer(request.certificate, key!, { now, cache, anchors: anchorList, from });
   if ('reason' in offer) return { ...base, anchors: anchorList, pending, problems: [...problems, offer] };
   const mismatch = statusCaMismatch(request.ca, offer, from);
   return { ...base, anchors: anchorList, pending, offer, problems: mismatch ? [...problems, mismatch] : problems };

@@ -21,6 +21,8 @@ export interface CaRequestObservation {
   readonly message: string;
   /** `status.certificate`, once issued: the intermediate, then its chain. */
   readonly certificate?: string;
+  /** Set when an issued request's certificate was not read (over the adapter's bound, or not PEM): why, with {@link message} saying more. */
+  readonly unread?: 'too_large' | 'malformed';
   /** `status.ca`: a cross-check only, never trusted. */
   readonly ca?: string;
 }

@@ -1,4 +1,4 @@
-import { type Instant, type MaterializedCa, isPlanEmpty, planRotation } from '@eso-mtls/core';
+import { type Instant, type MaterializedCa, describeTarget, isPlanEmpty, planRotation } from '@eso-mtls/core';
 import { planContext } from '../installation/installation.js';
 import type { RoundDependencies, RoundResult } from './round.js';
 import { RoundWrites } from './round-writes.js';
@@ -38,7 +38,7 @@ export class ReconcileRound {
   async run(clock: () => Instant): Promise<RoundResult> {
     const built = this.deps.builder.build();
     for (const conflict of this.deps.conflicts?.observe(built.secrets, clock()) ?? []) this.reportConflict(conflict);
-    const result = await this.planAndWrite(built, clock);
+    const result = await this.withUpstream(await this.planAndWrite(built, clock), built, clock);
     // The namespaces the plan leaves alone (no labelled Service) are the pruner's, from the same snapshot.
     await this.deps.pruner?.prune(built, clock(), this.deps.writesAllowed);
     return result;
@@ -48,7 +48,12 @@ export class ReconcileRound {
     const { cache, caFollower } = this.deps;
     const now = clock();
     const observed = this.deps.refusals?.apply(built.snapshot) ?? built.snapshot;
-    const snapshot = caFollower ? { ...observed, trustBundles: caFollower.observedBundles() } : observed;
+    const upstream = this.deps.upstream?.observe(observed.caSecret);
+    const snapshot = {
+      ...observed,
+      ...(caFollower ? { trustBundles: caFollower.observedBundles() } : {}),
+      ...(upstream ? { upstream } : {}),
+    };
     const plan = planRotation(snapshot, planContext(this.deps.installation, now, cache));
     this.deps.status?.update(plan);
     const services = new ServiceDirectory(built.services);
@@ -69,6 +74,19 @@ export class ReconcileRound {
     this.reportTerminating(writes.terminating, now);
     // The follower signs only with a CA that is stored: after the CA write landed, or when there was none.
     return caFollower && writes.signing ? this.handOver(result, writes.signing, clock) : result;
+  }
+
+  /**
+   * With an upstream CA, after the writes: the request the plan asks for is sent (its key stored
+   * in the CA Secret first), and requests no longer named are deleted. A CA Secret that moved on
+   * counts as stale, so the reconciler plans again.
+   */
+  private async withUpstream(result: RoundResult, built: BuiltSnapshot, clock: () => Instant): Promise<RoundResult> {
+    const { upstream, writesAllowed } = this.deps;
+    if (!upstream || !writesAllowed()) return result;
+    const caSecret = { state: built.snapshot.caSecret, object: built.secrets.get(describeTarget('ca')) };
+    const acted = await upstream.act(result.plan, caSecret, clock());
+    return { ...result, written: result.written + acted.written, stale: result.stale + acted.stale, failed: result.failed + acted.failed };
   }
 
   /**

@@ -7,6 +7,7 @@ import type { Installation } from '../installation/installation.js';
 import type { SecretComponent } from '../installation/ownership.js';
 import type { Logger } from '../runtime/logger.js';
 import type { CaFollower } from './ca-follower.js';
+import type { CaUpstream } from './ca-upstream.js';
 import type { CertificateStatusView } from './certificate-status.js';
 import type { OrphanPruner } from './pruner.js';
 import type { SecretWriter } from './secret-writer.js';
@@ -53,6 +54,8 @@ export interface RoundDependencies {
   readonly pruner?: OrphanPruner;
   /** The pod-certificate mode, when on: told of each CA before and after it is written. */
   readonly caFollower?: CaFollower;
+  /** An upstream CA source, when one is configured: observed for each plan, and acted on after its writes. */
+  readonly upstream?: CaUpstream;
 }
 
 /** The rounds' callbacks for metrics and tests; each must be cheap and must not throw. */

@@ -1,0 +1,175 @@
+import {
+  CA_REQUEST_ANNOTATION,
+  type CaRequestObservation,
+  type CryptoBackend,
+  type Instant,
+  type Plan,
+  type SecretState,
+  type UpstreamObservation,
+  type UpstreamText,
+  materializeCaRequest,
+} from '@eso-mtls/core';
+import type { V1Secret } from '@kubernetes/client-node';
+import type { KubeRestClient } from '../client/rest-client.js';
+import type { EventRecorder } from '../events/event-recorder.js';
+import type { CaSource } from '../installation/ca-source.js';
+import type { Installation } from '../installation/installation.js';
+import type { Logger } from '../runtime/logger.js';
+import type { CaUpstream, CaUpstreamResult } from '../rounds/ca-upstream.js';
+import type { SecretWriter } from '../rounds/secret-writer.js';
+import { type CertificateRequestObject, caRequestManifest, caRequestStatus, createCaRequest, deleteCaRequest, isOurCaRequest } from './certificate-requests.js';
+import { describeIssuer, issuerReadinessOf } from './issuer-readiness.js';
+import { sourceSecretOf } from './source-secret.js';
+import { trustAnchorsOf } from './trust-anchors.js';
+import type { UpstreamInformers } from './upstream-informers.js';
+import type { UpstreamReadRefusal } from './upstream-read.js';
+
+type UpstreamSource = Exclude<CaSource, { kind: 'self-signed' }>;
+
+/** What the source is built from. */
+export interface CaUpstreamSourceDependencies {
+  readonly api: KubeRestClient;
+  readonly installation: Installation;
+  readonly source: UpstreamSource;
+  readonly informers: UpstreamInformers;
+  readonly writer: SecretWriter;
+  readonly crypto: CryptoBackend;
+  readonly events: EventRecorder;
+  readonly logger: Logger;
+  /** A request or the pending key's write failed. */
+  readonly onFailure: () => void;
+}
+
+/** The source as the CA Secret records it and messages name it: `issuer/<Kind>/<name>` (with the group when not cert-manager's) or `secret/<name>`. */
+export function sourceName(source: UpstreamSource): string {
+  if (source.kind === 'secret') return `secret/${source.secretName}`;
+  const kind = source.issuer.group === 'cert-manager.io' ? source.issuer.kind : `${source.issuer.kind}.${source.issuer.group}`;
+  return `issuer/${kind}/${source.issuer.name}`;
+}
+
+const text = (read: { ok: true; pem: string } | UpstreamReadRefusal, pem: (r: { ok: true; pem: string }) => string = (r) => r.pem): UpstreamText =>
+  read.ok ? { ok: true, text: pem(read) } : { ok: false, message: read.message };
+
+/**
+ * An upstream CA source on the adapter's caches: what it holds for each plan, and the requests the
+ * plans ask for. Requests we made and no longer need (answered, refused, superseded) are deleted
+ * once they are final, or a reconcile interval old, so a request just made is never taken for one
+ * left over while the CA Secret's cache catches up.
+ */
+export class CaUpstreamSource implements CaUpstream {
+  private readonly name: string;
+
+  constructor(private readonly deps: CaUpstreamSourceDependencies) {
+    this.name = sourceName(deps.source);
+  }
+
+  observe(caSecret: SecretState | undefined): UpstreamObservation {
+    const { source, informers, installation } = this.deps;
+    const namespace = installation.esoNamespace;
+    const anchors = trustAnchorsOf(informers.anchors.get(namespace, source.trustAnchors.name), source.trustAnchors, namespace);
+    const base = {
+      kind: source.kind,
+      source: this.name,
+      anchors: text(anchors),
+      requestedValidity: (source.kind === 'issuer' ? source.duration : undefined) ?? installation.policy.caValidity,
+      requestDeadline: source.kind === 'issuer' ? source.requestDeadline : installation.policy.reconcileInterval,
+    };
+    if (source.kind === 'secret') {
+      const read = sourceSecretOf(informers.sourceSecret!.get(namespace, source.secretName), namespace, source.secretName);
+      return {
+        ...base,
+        secret: read.ok
+          ? { certificate: { ok: true, text: read.certificatePem }, key: { ok: true, text: read.keyPem } }
+          : { certificate: { ok: false, message: read.message }, key: { ok: false, message: read.message } },
+      };
+    }
+    const issuerNamespace = source.issuer.kind === 'ClusterIssuer' ? '' : namespace;
+    const readiness = issuerReadinessOf(informers.issuer!.get(issuerNamespace, source.issuer.name), source.issuer, namespace);
+    const issuer = readiness.state === 'ready' ? { state: 'ready' as const, message: `${describeIssuer(source.issuer, namespace)} is Ready` } : readiness;
+    const requestName = caSecret?.annotations[CA_REQUEST_ANNOTATION];
+    return { ...base, issuer: { state: issuer.state, message: issuer.message }, ...(requestName ? { request: this.request(requestName) } : {}) };
+  }
+
+  /** The request the CA Secret names, as cached. */
+  private request(name: string): CaRequestObservation {
+    const namespace = this.deps.installation.esoNamespace;
+    const object = this.deps.informers.requests!.get(namespace, name);
+    if (!object || !isOurCaRequest(object, this.deps.installation.id)) {
+      return { name, state: 'missing', message: `CertificateRequest ${namespace}/${name} does not exist (or is not ours)` };
+    }
+    const status = caRequestStatus(object);
+    return {
+      name,
+      state: status.state,
+      ...(status.since === undefined ? {} : { since: status.since }),
+      message: status.refusal?.message ?? status.message,
+      ...(status.certificatePem === undefined ? {} : { certificate: status.certificatePem }),
+      ...(status.caPem === undefined ? {} : { ca: status.caPem }),
+      ...(status.refusal ? { unread: status.refusal.reason === 'too_large' ? ('too_large' as const) : ('malformed' as const) } : {}),
+    };
+  }
+
+  async act(plan: Plan, caSecret: { readonly state: SecretState | undefined; readonly object: V1Secret | undefined }, now: Instant): Promise<CaUpstreamResult> {
+    let result: CaUpstreamResult = { written: 0, stale: 0, failed: 0 };
+    let named = caSecret.state?.annotations[CA_REQUEST_ANNOTATION];
+    if (plan.upstream?.request && !plan.ca && this.deps.source.kind === 'issuer') {
+      const sent = await this.send(plan, caSecret);
+      result = sent.result;
+      named = sent.name ?? named;
+    }
+    const pruned = await this.prune(named, now);
+    return { ...result, failed: result.failed + pruned };
+  }
+
+  /** Stores a new pending key (when asked for one) and sends its request. */
+  private async send(plan: Plan, caSecret: { readonly state: SecretState | undefined; readonly object: V1Secret | undefined }): Promise<{ result: CaUpstreamResult; name?: string }> {
+    const { writer, installation, api, logger, events } = this.deps;
+    const source = this.deps.source as Extract<UpstreamSource, { kind: 'issuer' }>;
+    const where = { kind: 'Secret' as const, namespace: installation.esoNamespace, name: installation.caSecretName };
+    try {
+      const material = await materializeCaRequest(plan, caSecret.state, this.deps.crypto);
+      let written = 0;
+      if (material.write) {
+        const outcome = await writer.write(material.write, caSecret.object);
+        if (outcome.kind === 'stale') return { result: { written: 0, stale: 1, failed: 0 } };
+        if (outcome.kind === 'fenced' || outcome.kind === 'terminating') return { result: { written: 0, stale: 0, failed: 0 } };
+        if (outcome.kind === 'failed') throw new Error(`storing the pending CA key in Secret ${where.namespace}/${where.name} failed: ${outcome.message}`);
+        written++;
+      }
+      const manifest = caRequestManifest({ namespace: installation.esoNamespace, installation: installation.id, csrPem: material.csrPem, issuer: source.issuer, duration: source.duration ?? installation.policy.caValidity });
+      const { created } = await createCaRequest(api, manifest);
+      if (created) written++;
+      logger.info({ source: this.name, request: material.name, reason: plan.upstream!.request!.reason }, `asked ${this.name} for an intermediate: ${material.message}`);
+      events.record(where, 'Normal', 'CaRequested', `${material.message}: CertificateRequest ${installation.esoNamespace}/${material.name}`);
+      return { result: { written, stale: 0, failed: 0 }, name: material.name };
+    } catch (e) {
+      const message = `asking ${this.name} for an intermediate failed: ${(e as Error).message}`;
+      events.reportFailure(this.deps.onFailure, [where], 'Failed', message);
+      logger.warn({ source: this.name, error: (e as Error).message }, 'asking the upstream issuer for an intermediate failed; retrying');
+      return { result: { written: 0, stale: 0, failed: 1 } };
+    }
+  }
+
+  /** Deletes our requests the CA Secret no longer names, once final or a reconcile interval old; returns the failures. */
+  private async prune(named: string | undefined, now: Instant): Promise<number> {
+    const { informers, installation, api, logger } = this.deps;
+    if (!informers.requests) return 0;
+    const namespace = installation.esoNamespace;
+    const done = (r: CertificateRequestObject): boolean => {
+      const state = caRequestStatus(r).state;
+      const created = Date.parse(r.metadata.creationTimestamp ?? '');
+      return state === 'issued' || state === 'denied' || state === 'failed' || !(now - created < installation.policy.reconcileInterval);
+    };
+    let failed = 0;
+    for (const r of [...informers.requests.list()]) {
+      if (r.metadata.name === named || !isOurCaRequest(r, installation.id) || !done(r)) continue;
+      try {
+        await deleteCaRequest(api, namespace, r.metadata.name, r.metadata.uid);
+      } catch (e) {
+        failed++;
+        logger.warn({ source: this.name, request: r.metadata.name, error: (e as Error).message }, 'deleting a CertificateRequest no longer needed failed; retrying');
+      }
+    }
+    return failed;
+  }
+}

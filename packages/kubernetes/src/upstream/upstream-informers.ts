@@ -1,0 +1,126 @@
+import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import type { KubeRestClient } from '../client/rest-client.js';
+import { corePath } from '../client/rest-client.js';
+import { Informer, type InformerEvent, type InformerOptions, type InformerStats, type ListPage } from '../informers/informer.js';
+import type { CaSource, IssuerReference } from '../installation/ca-source.js';
+import { CA_REQUEST_SELECTOR, type CertificateRequestObject, caRequestPath } from './certificate-requests.js';
+import type { IssuerObject } from './issuer-readiness.js';
+
+/*
+ * The caches an upstream CA source is read from, each by name or label in ESO's namespace (or the
+ * one ClusterIssuer), so RBAC may grant them by name: the trust anchors, and either the user's
+ * Secret or our CertificateRequests and the issuer. A change to any of them wakes the reconciler,
+ * as a change to our own Secrets does.
+ */
+
+type UpstreamObject = V1Secret | V1ConfigMap | CertificateRequestObject | IssuerObject;
+
+const byName = (name: string): string => `metadata.name=${name}`;
+
+/** The issuer's collection path: ClusterIssuers cluster-wide, an Issuer in ESO's namespace. */
+function issuersPath(issuer: IssuerReference, namespace: string): string {
+  const plural = issuer.kind === 'ClusterIssuer' ? 'clusterissuers' : 'issuers';
+  const scope = issuer.kind === 'ClusterIssuer' ? '' : `/namespaces/${encodeURIComponent(namespace)}`;
+  return `/apis/${issuer.group}/v1${scope}/${plural}`;
+}
+
+/** Keeps only the data keys read, and no managedFields: a Secret holding other keys costs nothing more. */
+function keepKeys<T extends { metadata?: object; data?: Record<string, string>; binaryData?: Record<string, string> }>(keys: readonly string[]): (o: T) => T {
+  const pick = (d: Record<string, string> | undefined): Record<string, string> | undefined =>
+    d && Object.fromEntries(Object.entries(d).filter(([k]) => keys.includes(k)));
+  return (o) => {
+    const m = (o.metadata ?? {}) as { name?: string; namespace?: string; resourceVersion?: string; uid?: string };
+    return { metadata: { name: m.name, namespace: m.namespace, resourceVersion: m.resourceVersion, uid: m.uid }, data: pick(o.data), binaryData: pick(o.binaryData) } as T;
+  };
+}
+
+/** The upstream source's caches. */
+export class UpstreamInformers {
+  /** The trust anchors' Secret or ConfigMap. */
+  readonly anchors: Informer<V1Secret | V1ConfigMap>;
+  /** `secret`: the user's Secret. */
+  readonly sourceSecret: Informer<V1Secret> | undefined;
+  /** `issuer`: our CertificateRequests in ESO's namespace. */
+  readonly requests: Informer<CertificateRequestObject> | undefined;
+  /** `issuer`: the issuer. */
+  readonly issuer: Informer<IssuerObject> | undefined;
+
+  constructor(api: KubeRestClient, source: Exclude<CaSource, { kind: 'self-signed' }>, namespace: string, options: InformerOptions) {
+    const lister =
+      <T>(path: string, selector: { labelSelector?: string; fieldSelector?: string }) =>
+      (page: { limit: number; continue?: string }): Promise<ListPage<T>> =>
+        api.get<ListPage<T>>(path, { ...selector, ...page });
+    const named = <T extends object>(description: string, resource: string, path: string, name: string, transform: (o: T) => T): Informer<T> =>
+      new Informer<T>({ description, resource, list: lister<T>(path, { fieldSelector: byName(name) }), watchPath: path, fieldSelector: byName(name), transform }, options);
+    const { trustAnchors } = source;
+    const anchorsResource = trustAnchors.kind === 'Secret' ? 'secrets' : 'configmaps';
+    this.anchors = named<V1Secret | V1ConfigMap>(
+      `${trustAnchors.kind} ${namespace}/${trustAnchors.name} (trust anchors)`,
+      anchorsResource,
+      corePath(anchorsResource, namespace),
+      trustAnchors.name,
+      keepKeys([trustAnchors.key]),
+    );
+    this.sourceSecret =
+      source.kind === 'secret'
+        ? named<V1Secret>(`Secret ${namespace}/${source.secretName} (the CA source)`, 'secrets', corePath('secrets', namespace), source.secretName, keepKeys(['tls.crt', 'tls.key']))
+        : undefined;
+    if (source.kind !== 'issuer') {
+      this.requests = undefined;
+      this.issuer = undefined;
+      return;
+    }
+    const requestsPath = caRequestPath(namespace);
+    this.requests = new Informer<CertificateRequestObject>(
+      {
+        description: `CertificateRequests labelled ${CA_REQUEST_SELECTOR}`,
+        resource: 'certificaterequests',
+        list: lister(requestsPath, { labelSelector: CA_REQUEST_SELECTOR }),
+        watchPath: requestsPath,
+        labelSelector: CA_REQUEST_SELECTOR,
+        transform: (r) => ({ metadata: r.metadata, spec: r.spec, ...(r.status ? { status: r.status } : {}) }),
+      },
+      options,
+    );
+    this.issuer = named<IssuerObject>(
+      `${source.issuer.kind} ${source.issuer.name}`,
+      source.issuer.kind === 'ClusterIssuer' ? 'clusterissuers' : 'issuers',
+      issuersPath(source.issuer, namespace),
+      source.issuer.name,
+      (i) => ({ metadata: { ...(i.metadata ?? {}) }, ...(i.status ? { status: i.status } : {}) }),
+    );
+  }
+
+  private get all(): Informer<UpstreamObject>[] {
+    return [this.anchors, this.sourceSecret, this.requests, this.issuer].filter((i) => i !== undefined) as Informer<UpstreamObject>[];
+  }
+
+  /** Starts every informer and resolves once each has listed once. */
+  async start(): Promise<void> {
+    for (const informer of this.all) informer.start();
+    await Promise.all(this.all.map((i) => i.synced));
+  }
+
+  /** Stops every watch. */
+  async stop(): Promise<void> {
+    await Promise.all(this.all.map((i) => i.stop()));
+  }
+
+  /** True once every cache has listed once. */
+  get hasSynced(): boolean {
+    return this.all.every((i) => i.hasSynced);
+  }
+
+  /** Subscribes to every change of every cache. */
+  onChange(listener: (event: InformerEvent<UpstreamObject>) => void): () => void {
+    const off = this.all.map((i) => i.onChange(listener));
+    return () => off.forEach((f) => f());
+  }
+
+  /** The stats of each informer, summed. */
+  stats(): InformerStats {
+    const total: InformerStats = { lists: 0, listPages: 0, watches: 0, bookmarks: 0, expired: 0, errors: 0, notHeld: 0 };
+    for (const i of this.all) for (const k of Object.keys(total) as (keyof InformerStats)[]) total[k] += i.stats[k];
+    return total;
+  }
+}
