@@ -30,11 +30,15 @@ const ESO_NS = 'external-secrets-system';
 const render = (values: Values) => helm.template(chartDir, 'eso-mtls', ESO_NS, values);
 const deploymentOf = (ms: Manifest[]) => find<V1Deployment>(ms, 'Deployment', NAME);
 const caFlags = (ms: Manifest[]) =>
-  Object.fromEntries(Object.entries(flagsOf(containerOf(deploymentOf(ms), 'controller').args ?? [])).filter(([f]) => f.startsWith('ca-') && f !== 'ca-secret-name'));
+  Object.fromEntries(
+    Object.entries(flagsOf(containerOf(deploymentOf(ms), 'controller').args ?? [])).filter(([f]) => f.startsWith('ca-') && f !== 'ca-secret-name'),
+  );
 const key = (m: Manifest): string => `${m.kind} ${m.metadata?.namespace ?? ''}/${m.metadata?.name}`;
 /** The admission policies, their bindings and their parameters: what judges the controller's writes. */
 const admission = (ms: Manifest[]) =>
-  ms.filter((m) => m.kind!.startsWith('ValidatingAdmissionPolicy') || (m.kind === 'ConfigMap' && m.metadata!.name!.endsWith('-admission'))).sort((a, b) => key(a).localeCompare(key(b)));
+  ms
+    .filter((m) => m.kind!.startsWith('ValidatingAdmissionPolicy') || (m.kind === 'ConfigMap' && m.metadata!.name!.endsWith('-admission')))
+    .sort((a, b) => key(a).localeCompare(key(b)));
 
 const ISSUER: Values = {
   ca: {
@@ -113,7 +117,10 @@ describe('the CA source in the chart and the kustomize overlays', () => {
 
   it('adds, for a Secret, read by name on it and the anchors, and no write verb; the anchors may be the same Secret', () => {
     expect(addedRules(selfSigned, render(SECRET))).toEqual(
-      [ruleLine(`Role ${NAME}-secrets`, readByName('', 'secrets', ['org-intermediate'])), ruleLine(`Role ${NAME}-secrets`, readByName('', 'configmaps', ['org-roots']))].sort(),
+      [
+        ruleLine(`Role ${NAME}-secrets`, readByName('', 'secrets', ['org-intermediate'])),
+        ruleLine(`Role ${NAME}-secrets`, readByName('', 'configmaps', ['org-roots'])),
+      ].sort(),
     );
     expect(addedRules(selfSigned, render(SECRET_OVERLAY_VALUES))).toEqual([
       ruleLine(`Role ${NAME}-secrets`, readByName('', 'secrets', [OVERLAY_NAMES.intermediateSecret, OVERLAY_NAMES.roots])),
@@ -141,7 +148,8 @@ describe('the CA source in the chart and the kustomize overlays', () => {
       expect({ binding: key(m), roleRef: c.roleRef, subjects: c.subjects }).toEqual({ binding: key(m), roleRef: m.roleRef, subjects: m.subjects });
     }
     // The overlay's labels are deploy/base's, on its new objects too.
-    for (const m of overlay) expect({ object: key(m), labels: m.metadata!.labels }).toMatchObject({ object: key(m), labels: { 'app.kubernetes.io/part-of': 'eso-mtls' } });
+    for (const m of overlay)
+      expect({ object: key(m), labels: m.metadata!.labels }).toMatchObject({ object: key(m), labels: { 'app.kubernetes.io/part-of': 'eso-mtls' } });
     expect(parsedControllerConfig(deploymentOf(chart))).toEqual(parsedControllerConfig(deploymentOf(overlay)));
   });
 
@@ -164,7 +172,10 @@ describe('the CA source in the chart and the kustomize overlays', () => {
       [{ ca: { ...issuer, trustAnchors: { name: '' } } }, "at '/ca/trustAnchors/name': minLength: got 0, want 1"],
       [{ ca: { source: 'secret', secret: { name: 'org-intermediate' } } }, "at '/ca/trustAnchors/name': minLength: got 0, want 1"],
       [{ ca: { ...secret, secret: { name: '' } } }, "at '/ca/secret/name': minLength: got 0, want 1"],
-      [{ ca: { ...secret, trustAnchors: { name: 'org-roots', kind: 'ClusterTrustBundle' } } }, "at '/ca/trustAnchors/kind': value must be one of 'Secret', 'ConfigMap'"],
+      [
+        { ca: { ...secret, trustAnchors: { name: 'org-roots', kind: 'ClusterTrustBundle' } } },
+        "at '/ca/trustAnchors/kind': value must be one of 'Secret', 'ConfigMap'",
+      ],
       [{ ca: { ...secret, trustAnchors: { name: 'org-roots', key: '..' } } }, "at '/ca/trustAnchors/key'"],
       [{ ca: { ...issuer, source: 'vault' } }, "at '/ca/source': value must be one of 'selfSigned', 'issuer', 'secret'"],
       [{ ca: { ...issuer, issuer: { name: 'Org_CA' } } }, "at '/ca/issuer/name'"],
@@ -178,15 +189,24 @@ describe('the CA source in the chart and the kustomize overlays', () => {
         { ca: { ...secret, secret: { name: 'eso-provider-ca-internal' } } },
         'ca.secret.name is "eso-provider-ca-internal", the same as caSecretName: the controller writes that Secret, and an input must be a Secret you maintain',
       ],
-      [{ ca: { ...issuer, trustAnchors: { name: 'platform-client' } }, clientSecretName: 'platform-client' }, 'ca.trustAnchors.name is "platform-client", the same as clientSecretName'],
-      [{ ca: { ...issuer, issuer: { name: 'org-ca', duration: '90d' } } }, 'ca.issuer.duration is "90d": too short, the least is 120d (--ca-intermediate-duration)'],
-      [{ ca: { ...issuer, issuer: { name: 'org-ca', requestDeadline: '30s' } } }, 'ca.issuer.requestDeadline is "30s": the controller accepts from 1m to 7d (--ca-request-deadline)'],
+      [
+        { ca: { ...issuer, trustAnchors: { name: 'platform-client' } }, clientSecretName: 'platform-client' },
+        'ca.trustAnchors.name is "platform-client", the same as clientSecretName',
+      ],
+      [
+        { ca: { ...issuer, issuer: { name: 'org-ca', duration: '90d' } } },
+        'ca.issuer.duration is "90d": too short, the least is 120d (--ca-intermediate-duration)',
+      ],
+      [
+        { ca: { ...issuer, issuer: { name: 'org-ca', requestDeadline: '30s' } } },
+        'ca.issuer.requestDeadline is "30s": the controller accepts from 1m to 7d (--ca-request-deadline)',
+      ],
     ]);
     // The HSM with an issuer is the supported pairing: the intermediate's key is generated in the token.
     expect(parsedControllerConfig(deploymentOf(render({ ca: issuer, hsm }))).caSource.kind).toBe('issuer');
     // A ConfigMap of the CA Secret's name is no Secret the controller writes.
-    expect(parsedControllerConfig(deploymentOf(render({ ca: { ...issuer, trustAnchors: { kind: 'ConfigMap', name: 'eso-provider-ca-internal' } } }))).caSource.kind).toBe(
-      'issuer',
-    );
+    expect(
+      parsedControllerConfig(deploymentOf(render({ ca: { ...issuer, trustAnchors: { kind: 'ConfigMap', name: 'eso-provider-ca-internal' } } }))).caSource.kind,
+    ).toBe('issuer');
   });
 });

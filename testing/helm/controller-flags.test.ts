@@ -166,7 +166,13 @@ const MAPPINGS: readonly Mapping[] = [
     flagValue: (name) => `ClusterIssuer/${name}`,
     probes: ['org-ca', `x.${label63}`, `x.${label64}`, 'Org_CA', ''],
   },
-  { path: 'ca.issuer.kind', flag: 'ca-issuer', base: CA_ISSUER, flagValue: (kind) => `${kind}/org-ca`, probes: ['ClusterIssuer', 'Issuer', 'clusterissuer', 'Certificate'] },
+  {
+    path: 'ca.issuer.kind',
+    flag: 'ca-issuer',
+    base: CA_ISSUER,
+    flagValue: (kind) => `${kind}/org-ca`,
+    probes: ['ClusterIssuer', 'Issuer', 'clusterissuer', 'Certificate'],
+  },
   {
     path: 'ca.issuer.group',
     flag: 'ca-issuer-group',

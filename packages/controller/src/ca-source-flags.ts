@@ -9,13 +9,7 @@ import {
   type TrustAnchorsReference,
 } from '@eso-mtls/kubernetes';
 import { parseDuration } from './duration.js';
-import {
-  MAX_CA_REQUEST_DEADLINE,
-  MAX_INTERMEDIATE_DURATION,
-  MIN_CA_REQUEST_DEADLINE,
-  envVarOf,
-  minimumIntermediateDuration,
-} from './flags.js';
+import { MAX_CA_REQUEST_DEADLINE, MAX_INTERMEDIATE_DURATION, MIN_CA_REQUEST_DEADLINE, envVarOf, minimumIntermediateDuration } from './flags.js';
 
 /*
  * The --ca-* flags read into the CaSource of the installation (docs/chaining-to-your-pki.md): one
@@ -75,7 +69,13 @@ export function parseCaSourceFlags(flags: CaSourceFlags, context: CaSourceContex
     const issuer = parseIssuer(flags.issuer, flags.issuerGroup ?? DEFAULT_ISSUER_GROUP);
     const duration = flags.intermediateDuration === undefined ? undefined : parseIntermediateDuration(flags.intermediateDuration, context);
     const requestDeadline = flags.requestDeadline === undefined ? DEFAULT_CA_REQUEST_DEADLINE : parseRequestDeadline(flags.requestDeadline);
-    return { kind: 'issuer', issuer, trustAnchors: requireTrustAnchors('ca-issuer', flags, context), ...(duration === undefined ? {} : { duration }), requestDeadline };
+    return {
+      kind: 'issuer',
+      issuer,
+      trustAnchors: requireTrustAnchors('ca-issuer', flags, context),
+      ...(duration === undefined ? {} : { duration }),
+      requestDeadline,
+    };
   }
   if (flags.fromSecret !== undefined) {
     const secretName = parseName('ca-from-secret', flags.fromSecret, flags.fromSecret);

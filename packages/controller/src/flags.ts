@@ -175,7 +175,7 @@ export const CONTROLLER_FLAGS: readonly Flag[] = [
     name: 'ca-issuer',
     kind: 'string',
     default: undefined,
-    accepts: "ClusterIssuer/NAME, or Issuer/NAME for an Issuer in --namespace",
+    accepts: 'ClusterIssuer/NAME, or Issuer/NAME for an Issuer in --namespace',
     help: "chain the CA to your PKI through cert-manager: the controller generates the intermediate's key (in the HSM with --hsm-module) and asks this issuer for the intermediate with a CertificateRequest in --namespace. Needs --ca-trust-anchors, and RBAC on certificaterequests (docs/chaining-to-your-pki.md); unset: a self-signed CA",
   },
   {
@@ -204,7 +204,7 @@ export const CONTROLLER_FLAGS: readonly Flag[] = [
     kind: 'string',
     default: undefined,
     accepts: 'a DNS-1123 subdomain',
-    help: "chain the CA to your PKI with an intermediate you maintain: a Secret in --namespace holding tls.crt (the intermediate first, then its chain) and tls.key, read and watched, never written. Needs --ca-trust-anchors; not with --hsm-module, nor with --ca-issuer (docs/chaining-to-your-pki.md)",
+    help: 'chain the CA to your PKI with an intermediate you maintain: a Secret in --namespace holding tls.crt (the intermediate first, then its chain) and tls.key, read and watched, never written. Needs --ca-trust-anchors; not with --hsm-module, nor with --ca-issuer (docs/chaining-to-your-pki.md)',
   },
   {
     name: 'ca-trust-anchors',

@@ -92,7 +92,7 @@ describe('parseCaSourceFlags', () => {
     ['issuerGroup', 'ca-issuer-group', 'cert-manager.io'],
     ['intermediateDuration', 'ca-intermediate-duration', '180d'],
     ['requestDeadline', 'ca-request-deadline', '1h'],
-  ])("refuses %s without --ca-issuer, even with the Secret source (it would be ignored)", (field, flag, value) => {
+  ])('refuses %s without --ca-issuer, even with the Secret source (it would be ignored)', (field, flag, value) => {
     const expected = `--${flag} (env ESO_MTLS_${flag.toUpperCase().replaceAll('-', '_')}) is set but --ca-issuer is not: it applies to a cert-manager issuer only. Set both, or neither`;
     expect(refusal({ [field]: value })).toBe(expected);
     expect(refusal({ [field]: value, fromSecret: 's', trustAnchors: 'Secret/r' })).toBe(expected);
@@ -107,7 +107,11 @@ describe('parseCaSourceFlags', () => {
     ['ca-trust-anchors', { trustAnchors: 'org-roots' }, 'accepts Secret/NAME[/KEY] or ConfigMap/NAME[/KEY]'],
     ['ca-trust-anchors', { trustAnchors: 'Secret/a/b/c' }, 'accepts Secret/NAME[/KEY] or ConfigMap/NAME[/KEY]'],
     ['ca-trust-anchors', { trustAnchors: 'ClusterTrustBundle/org-roots' }, 'the kind "ClusterTrustBundle" is none of Secret, ConfigMap'],
-    ['ca-trust-anchors', { trustAnchors: 'Secret/Org_Roots' }, '"Org_Roots" is not a DNS-1123 name (lowercase letters, digits, \'-\' and \'.\', at most 253 characters)'],
+    [
+      'ca-trust-anchors',
+      { trustAnchors: 'Secret/Org_Roots' },
+      "\"Org_Roots\" is not a DNS-1123 name (lowercase letters, digits, '-' and '.', at most 253 characters)",
+    ],
     ['ca-trust-anchors', { trustAnchors: `Secret/${'a'.repeat(64)}` }, 'is not a DNS-1123 name'],
     ['ca-trust-anchors', { trustAnchors: 'Secret/org-roots/' }, 'the key "" is not a data key'],
     ['ca-trust-anchors', { trustAnchors: 'Secret/org-roots/..' }, 'the key ".." is not a data key'],
@@ -142,7 +146,9 @@ describe('parseCaSourceFlags', () => {
     expect(refusal({ issuer: 'ClusterIssuer/x', trustAnchors: 'Secret/eso-provider-client-tls' })).toContain(
       'names the Secret "eso-provider-client-tls", which the controller writes (--client-secret-name)',
     );
-    expect(refusal({ fromSecret: 'external-secrets-provider-tls', trustAnchors: 'Secret/r' })).toContain('which the controller writes (the provider Secret name)');
+    expect(refusal({ fromSecret: 'external-secrets-provider-tls', trustAnchors: 'Secret/r' })).toContain(
+      'which the controller writes (the provider Secret name)',
+    );
     // A ConfigMap of that name is no Secret the controller writes.
     expect(parse({ issuer: 'ClusterIssuer/x', trustAnchors: 'ConfigMap/eso-provider-ca-internal' }).kind).toBe('issuer');
   });
