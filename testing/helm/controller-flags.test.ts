@@ -33,6 +33,12 @@ function withValue(values: Values, path: string, value: unknown): Values {
   return { ...values, [head]: withValue((values[head] as Values | undefined) ?? {}, rest.join('.'), value) };
 }
 
+/** An issuer source with every value rendered, and a Secret source: what renders the --ca-* flags. */
+const CA_ISSUER = {
+  ca: { source: 'issuer', issuer: { kind: 'ClusterIssuer', name: 'org-ca', duration: '180d' }, trustAnchors: { kind: 'Secret', name: 'org-roots' } },
+};
+const CA_SECRET = { ca: { source: 'secret', secret: { name: 'org-intermediate' }, trustAnchors: { kind: 'Secret', name: 'org-roots' } } };
+
 const label63 = 'a'.repeat(63);
 const label64 = 'a'.repeat(64);
 const reconcileMax = largestAccepted('reconcile-interval');
@@ -153,6 +159,61 @@ const MAPPINGS: readonly Mapping[] = [
   { path: 'metrics.port', flag: 'metrics-bind-address', flagValue: (port) => `:${port}`, probes: [8080, 65535, 65536] },
   { path: 'healthProbePort', flag: 'health-probe-bind-address', flagValue: (port) => `:${port}`, probes: [8081, 65535, 65536] },
   { path: 'hsm.keyLabelPrefix', flag: 'hsm-key-label-prefix', base: { hsm: HSM }, probes: ['', 'eso-', 'a'.repeat(64), 'a'.repeat(65), 'with space', 'é'] },
+  {
+    path: 'ca.issuer.name',
+    flag: 'ca-issuer',
+    base: CA_ISSUER,
+    flagValue: (name) => `ClusterIssuer/${name}`,
+    probes: ['org-ca', `x.${label63}`, `x.${label64}`, 'Org_CA', ''],
+  },
+  {
+    path: 'ca.issuer.kind',
+    flag: 'ca-issuer',
+    base: CA_ISSUER,
+    flagValue: (kind) => `${kind}/org-ca`,
+    probes: ['ClusterIssuer', 'Issuer', 'clusterissuer', 'Certificate'],
+  },
+  {
+    path: 'ca.issuer.group',
+    flag: 'ca-issuer-group',
+    base: CA_ISSUER,
+    probes: ['cert-manager.io', 'vault.example.com', 'cert-manager', `${label63}.io`, `${label64}.io`, 'Cert-Manager.io'],
+  },
+  // Not '' (the chart then renders no flag: the CA validity), which the controller refuses as a value.
+  {
+    path: 'ca.issuer.duration',
+    flag: 'ca-intermediate-duration',
+    base: CA_ISSUER,
+    probes: [...DURATION_PROBES, '120d', '2880h', '2879h59m59s999ms', '90d', '2562047h', '2562048h'],
+  },
+  { path: 'ca.issuer.requestDeadline', flag: 'ca-request-deadline', base: CA_ISSUER, probes: [...DURATION_PROBES, '1m', '59999ms', '7d', '168h1ms', '8d'] },
+  {
+    path: 'ca.secret.name',
+    flag: 'ca-from-secret',
+    base: CA_SECRET,
+    probes: ['org-intermediate', `x.${label63}`, `x.${label64}`, 'eso-provider-ca-internal', 'eso-provider-client-tls', 'external-secrets-provider-tls'],
+  },
+  {
+    path: 'ca.trustAnchors.name',
+    flag: 'ca-trust-anchors',
+    base: CA_ISSUER,
+    flagValue: (name) => `Secret/${name}/ca.crt`,
+    probes: ['org-roots', 'Org-Roots', `x.${label64}`, 'eso-provider-ca-internal', ''],
+  },
+  {
+    path: 'ca.trustAnchors.key',
+    flag: 'ca-trust-anchors',
+    base: CA_ISSUER,
+    flagValue: (key) => `Secret/org-roots/${key}`,
+    probes: ['ca.crt', 'root_1.pem', '..', '.', 'a b', 'a'.repeat(253), 'a'.repeat(254), ''],
+  },
+  {
+    path: 'ca.trustAnchors.kind',
+    flag: 'ca-trust-anchors',
+    base: CA_ISSUER,
+    flagValue: (kind) => `${kind}/org-roots/ca.crt`,
+    probes: ['Secret', 'ConfigMap', 'secret', 'ClusterTrustBundle'],
+  },
 ];
 
 /** The controller container's args (after the subcommand) and env as the chart renders them for `values`. */

@@ -18,6 +18,7 @@ import {
   runInstalledController,
   serials,
 } from './support/release.js';
+import { ISSUER_OVERLAY_VALUES, SECRET_OVERLAY_VALUES } from './support/ca-source.js';
 
 // Issue 23 item 4: moving an installation from `kubectl apply -k deploy` to the chart and back.
 // The kustomize install is made by deploy/README.md's commands, the moves by the chart README's
@@ -50,6 +51,8 @@ const BUILDS: Readonly<Record<string, Values>> = {
   'deploy/overlays/provider-label-policy': { providerLabelPolicy: { enabled: true, controllerCheck: true } },
   'deploy/overlays/network-policies': { networkPolicies: { controller: { enabled: true, apiServerCIDRs: ['192.0.2.1/32'] } } },
   'deploy/overlays/prune-orphaned-secrets': { pruneOrphanedSecrets: { enabled: true } },
+  'deploy/overlays/ca-issuer': ISSUER_OVERLAY_VALUES,
+  'deploy/overlays/ca-from-secret': SECRET_OVERLAY_VALUES,
 };
 
 describe('each kustomize build and its chart values', () => {

@@ -14,7 +14,8 @@ import {
   resolvePolicy,
 } from '@eso-mtls/core';
 import { type BindAddress, parseBindAddress } from './bind-address.js';
-import { MIN_PRUNE_GRACE, type PodCertificateOptions, isSignerName } from '@eso-mtls/kubernetes';
+import { type CaSource, MIN_PRUNE_GRACE, type PodCertificateOptions, isSignerName } from '@eso-mtls/kubernetes';
+import { CaSourceFlagError, parseCaSourceFlags } from './ca-source-flags.js';
 import { readArgv } from './command-line/args.js';
 import { parseDuration } from './duration.js';
 import type { Flag } from './command-line/args.js';
@@ -73,6 +74,12 @@ export interface ControllerConfig {
   readonly namespaceRequirement: NamespaceRequirement | undefined;
   /** Grace before an orphaned provider Secret is deleted; 0 when pruning is off (the default). */
   readonly pruneOrphanedSecretsAfter: Duration;
+  /**
+   * Where the CA that signs every leaf comes from: self-signed (the default), a cert-manager issuer
+   * (`--ca-issuer`) or a Secret the user maintains (`--ca-from-secret`), with its trust anchors
+   * (`--ca-trust-anchors`). See docs/chaining-to-your-pki.md.
+   */
+  readonly caSource: CaSource;
   /** The PKCS#11 token holding the CA keys (see docs/hsm.md); undefined: the CA key is in the CA Secret. */
   readonly pkcs11:
     | {
@@ -173,12 +180,15 @@ function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, s
   if (caSecretName === clientSecretName) {
     throw new ConfigError(`--ca-secret-name and --client-secret-name are both ${JSON.stringify(caSecretName)}: the CA and client Secrets need different names`);
   }
+  const given = (name: string): boolean => source(name) !== undefined && source(name)!.from !== 'default';
+  const pkcs11 = pkcs11From(read, given, env);
+  const policy = policyFrom(read, namespace);
   return {
     kubeconfig: optional(
       'kubeconfig',
       when((s) => s.length > 0),
     ),
-    policy: policyFrom(read, namespace),
+    policy,
     caSecretName,
     clientSecretName,
     leaderElection: {
@@ -200,8 +210,37 @@ function build(args: ReadonlyMap<string, string>, env: Readonly<Record<string, s
     maxNamespaces: read('max-namespaces', parseLimit) || undefined,
     namespaceRequirement: read('require-namespace-label', (s) => (s === '' ? null : parseNamespaceRequirement(s))) ?? undefined,
     ...modesAndPruning(read),
-    pkcs11: pkcs11From(read, (name) => source(name) !== undefined && source(name)!.from !== 'default', env),
+    caSource: caSourceFrom((name) => (given(name) ? source(name)!.value : undefined), {
+      policy,
+      hsm: pkcs11 !== undefined,
+      writtenSecrets: [
+        ['--ca-secret-name', caSecretName],
+        ['--client-secret-name', clientSecretName],
+        ['the provider Secret name', PROVIDER_SECRET_NAME],
+      ],
+    }),
+    pkcs11,
   };
+}
+
+/** The CA source, from the `--ca-*` flags given (a default is not given: it cannot be stray). */
+function caSourceFrom(given: (name: string) => string | undefined, context: Parameters<typeof parseCaSourceFlags>[1]): CaSource {
+  try {
+    return parseCaSourceFlags(
+      {
+        issuer: given('ca-issuer'),
+        issuerGroup: given('ca-issuer-group'),
+        intermediateDuration: given('ca-intermediate-duration'),
+        requestDeadline: given('ca-request-deadline'),
+        fromSecret: given('ca-from-secret'),
+        trustAnchors: given('ca-trust-anchors'),
+      },
+      context,
+    );
+  } catch (e) {
+    if (e instanceof CaSourceFlagError) throw new ConfigError(e.message);
+    throw e;
+  }
 }
 
 /** The modes, and pruning, which deletes provider Secrets and so needs the Secret mode. */

@@ -1,4 +1,5 @@
-import { DEFAULT_POLICY, type Duration, formatDuration, hours, seconds } from '@eso-mtls/core';
+import { DEFAULT_POLICY, type Duration, type Policy, days, formatDuration, hours, minutes, seconds } from '@eso-mtls/core';
+import { DEFAULT_CA_REQUEST_DEADLINE, DEFAULT_ISSUER_GROUP, DEFAULT_TRUST_ANCHORS_KEY } from '@eso-mtls/kubernetes';
 import { type Flag, type HelpRow, helpTable } from './command-line/args.js';
 
 /** Every flag's environment variable: `ESO_MTLS_` and the flag name in upper snake case. */
@@ -22,6 +23,25 @@ export const MIN_PROPAGATION_DELAY: Duration = seconds(10);
 /** See {@link MIN_PROPAGATION_DELAY}. */
 export const MAX_PROPAGATION_DELAY: Duration = hours(1);
 const ADDRESS = 'host:port such as :8080 or 127.0.0.1:8080, or 0 to disable';
+
+/**
+ * The shortest --ca-intermediate-duration under `policy`: twice its CA lookahead (120d by default).
+ * An intermediate is renewed caLookahead before its notAfter; a shorter one would spend more of
+ * its life being replaced than signing, and one within the lookahead would be due as it is issued.
+ */
+export function minimumIntermediateDuration(policy: Pick<Policy, 'caLookahead'>): Duration {
+  return 2 * policy.caLookahead;
+}
+/** The longest --ca-intermediate-duration: Go's time.Duration, which cert-manager reads `spec.duration` into, ends just past it. */
+export const MAX_INTERMEDIATE_DURATION: Duration = hours(2_562_047);
+/**
+ * Bounds of --ca-request-deadline. Below a minute, requests through a slow issuer (ACME, a remote
+ * Vault) would be reported overdue as a rule; past a week, an unapproved request is reported when
+ * the active intermediate, renewed 60d before its end, may have too little of its lookahead left.
+ */
+export const MIN_CA_REQUEST_DEADLINE: Duration = minutes(1);
+/** See {@link MIN_CA_REQUEST_DEADLINE}. */
+export const MAX_CA_REQUEST_DEADLINE: Duration = days(7);
 
 /**
  * The flags of `eso-mtls controller`, in help order: one table so that parsing, the environment
@@ -150,6 +170,48 @@ export const CONTROLLER_FLAGS: readonly Flag[] = [
     default: '0',
     accepts: `0 (off), or ${DURATION} of at least 1h`,
     help: 'Secret mode: delete our external-secrets-provider-tls Secret of a namespace that has had no labelled Service this long (needs RBAC delete: deploy/overlays/prune-orphaned-secrets)',
+  },
+  {
+    name: 'ca-issuer',
+    kind: 'string',
+    default: undefined,
+    accepts: 'ClusterIssuer/NAME, or Issuer/NAME for an Issuer in --namespace',
+    help: "chain the CA to your PKI through cert-manager: the controller generates the intermediate's key (in the HSM with --hsm-module) and asks this issuer for the intermediate with a CertificateRequest in --namespace. Needs --ca-trust-anchors, and RBAC on certificaterequests (docs/chaining-to-your-pki.md); unset: a self-signed CA",
+  },
+  {
+    name: 'ca-issuer-group',
+    kind: 'string',
+    default: DEFAULT_ISSUER_GROUP,
+    accepts: 'an API group such as cert-manager.io',
+    help: "with --ca-issuer: the issuer's API group (an external issuer's own)",
+  },
+  {
+    name: 'ca-intermediate-duration',
+    kind: 'string',
+    default: undefined,
+    accepts: `${DURATION}, from ${formatDuration(minimumIntermediateDuration(DEFAULT_POLICY))} (twice the CA lookahead) to ${formatDuration(MAX_INTERMEDIATE_DURATION)}`,
+    help: `with --ca-issuer: the intermediate's validity asked for (spec.duration; the issuer may return less, and renewal counts from what it returns) (default: the CA validity, ${formatDuration(DEFAULT_POLICY.caValidity)})`,
+  },
+  {
+    name: 'ca-request-deadline',
+    kind: 'string',
+    default: formatDuration(DEFAULT_CA_REQUEST_DEADLINE),
+    accepts: `${DURATION}, from ${formatDuration(MIN_CA_REQUEST_DEADLINE)} to ${formatDuration(MAX_CA_REQUEST_DEADLINE)}`,
+    help: 'with --ca-issuer: how long a CertificateRequest may stay unapproved or unissued before it is reported overdue (the active intermediate keeps signing)',
+  },
+  {
+    name: 'ca-from-secret',
+    kind: 'string',
+    default: undefined,
+    accepts: 'a DNS-1123 subdomain',
+    help: 'chain the CA to your PKI with an intermediate you maintain: a Secret in --namespace holding tls.crt (the intermediate first, then its chain) and tls.key, read and watched, never written. Needs --ca-trust-anchors; not with --hsm-module, nor with --ca-issuer (docs/chaining-to-your-pki.md)',
+  },
+  {
+    name: 'ca-trust-anchors',
+    kind: 'string',
+    default: undefined,
+    accepts: `Secret/NAME[/KEY] or ConfigMap/NAME[/KEY], in --namespace (KEY default ${DEFAULT_TRUST_ANCHORS_KEY})`,
+    help: "with --ca-issuer or --ca-from-secret: the PEM roots the intermediate must chain to, published in every trust bundle (cert-manager's status.ca is only a cross-check)",
   },
   {
     name: 'leader-elect',

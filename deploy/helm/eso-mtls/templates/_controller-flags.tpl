@@ -35,6 +35,9 @@ checks that the two agree; change both together.
 {{- if .Values.hsm.enabled }}
 {{ include "eso-mtls.hsmArgs" . }}
 {{- end }}
+{{- if ne .Values.ca.source "selfSigned" }}
+{{ include "eso-mtls.caSourceArgs" . }}
+{{- end }}
 {{- if .Values.leaderElection.enabled }}
 - --leader-elect
 {{- with .Values.leaderElection.namespace }}
@@ -55,7 +58,7 @@ Every flag `eso-mtls controller` knows (packages/controller/src/flags.ts), and w
 switches that need no value. An unknown flag in extraArgs makes the controller exit 2.
 */}}
 {{- define "eso-mtls.controllerFlagNames" -}}
-kubeconfig namespace cluster-domain ca-secret-name client-secret-name service-account reconcile-interval propagation-delay max-issuances-per-reconcile max-namespaces require-namespace-label key-algorithm modes server-signer-name client-signer-name pod-certificate-max-validity pod-certificate-max-pending pod-certificate-max-pending-per-namespace prune-orphaned-secrets-after leader-elect leader-election-namespace leader-election-id leader-election-identity leader-election-lease-duration leader-election-renew-deadline leader-election-retry-period metrics-bind-address health-probe-bind-address hsm-module hsm-token-label hsm-key-label-prefix hsm-pin-file hsm-keep-retired-keys log-level
+kubeconfig namespace cluster-domain ca-secret-name client-secret-name service-account reconcile-interval propagation-delay max-issuances-per-reconcile max-namespaces require-namespace-label key-algorithm modes server-signer-name client-signer-name pod-certificate-max-validity pod-certificate-max-pending pod-certificate-max-pending-per-namespace prune-orphaned-secrets-after ca-issuer ca-issuer-group ca-intermediate-duration ca-request-deadline ca-from-secret ca-trust-anchors leader-elect leader-election-namespace leader-election-id leader-election-identity leader-election-lease-duration leader-election-renew-deadline leader-election-retry-period metrics-bind-address health-probe-bind-address hsm-module hsm-token-label hsm-key-label-prefix hsm-pin-file hsm-keep-retired-keys log-level
 {{- end -}}
 {{- define "eso-mtls.controllerBoolFlags" -}}
 leader-elect hsm-keep-retired-keys

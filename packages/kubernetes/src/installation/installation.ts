@@ -8,6 +8,7 @@ import {
   policyFingerprint,
   resolvePolicy,
 } from '@eso-mtls/core';
+import { type CaSource, SELF_SIGNED } from './ca-source.js';
 import { DEFAULT_CA_SECRET_NAME, DEFAULT_CLIENT_SECRET_NAME, type WriterStamp, installationId } from './ownership.js';
 
 /**
@@ -65,6 +66,8 @@ export interface Installation {
   readonly maxNamespaces: number | undefined;
   /** The label a namespace must carry before it is served (`--require-namespace-label`); undefined: none. */
   readonly namespaceRequirement: NamespaceRequirement | undefined;
+  /** Where the CA that signs every leaf comes from (`--ca-issuer`, `--ca-from-secret`); self-signed by default. */
+  readonly caSource: CaSource;
 }
 
 /**
@@ -99,6 +102,11 @@ export interface InstallationSettings {
    * NamespaceNotAllowed. Needs get, list and watch on namespaces (docs/label-policy.md).
    */
   readonly namespaceRequirement?: NamespaceRequirement;
+  /**
+   * Where the CA that signs every leaf comes from (default {@link SELF_SIGNED}): a self-signed root,
+   * an intermediate asked of a cert-manager issuer, or one read from a Secret the user maintains.
+   */
+  readonly caSource?: CaSource;
 }
 
 /** The installation `settings` describe, its Secrets written as `writerIdentity` (unchecked: see validateAdapterOptions). */
@@ -117,6 +125,7 @@ export function installationOf(settings: InstallationSettings, writerIdentity: s
     maxIssuancesPerReconcile: settings.maxIssuancesPerReconcile,
     maxNamespaces: settings.maxNamespaces,
     namespaceRequirement: settings.namespaceRequirement,
+    caSource: settings.caSource ?? SELF_SIGNED,
   };
 }
 
