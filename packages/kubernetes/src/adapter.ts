@@ -15,6 +15,7 @@ import type { PodCertificateSigner } from './pod-certificates/pod-signer.js';
 import type { CertificateStatusView } from './rounds/certificate-status.js';
 import type { RoundResult } from './rounds/round.js';
 import { SecretRounds } from './rounds/secret-rounds.js';
+import { UpstreamMode } from './upstream/upstream-mode.js';
 import type { Timers } from './runtime/clock.js';
 import { type Logger, silentLogger } from './runtime/logger.js';
 
@@ -75,6 +76,7 @@ export class ProviderCertificateAdapter {
   readonly podSigner: PodCertificateSigner | undefined;
   private readonly secrets: SecretRounds;
   private readonly pods: PodCertificateMode | undefined;
+  private readonly upstream: UpstreamMode | undefined;
   private unsubscribe: (() => void) | undefined;
 
   // Only create() calls this, with the options validated and the fences resolved.
@@ -110,7 +112,8 @@ export class ProviderCertificateAdapter {
     };
     this.pods = podCertificateMode(shared, options);
     this.podSigner = this.pods?.signer;
-    this.secrets = secretRounds(shared, options, this.pods);
+    this.upstream = UpstreamMode.of({ ...shared, onFailure: () => options.hooks?.onCaRotationFailure?.() });
+    this.secrets = secretRounds(shared, options, this.pods, this.upstream);
     this.status = this.secrets.status;
   }
 
@@ -132,12 +135,13 @@ export class ProviderCertificateAdapter {
 
   /** Lists and watches; resolves once every cache has synced, with the first reconcile under way. */
   async start(): Promise<void> {
-    const { secrets, pods } = this;
+    const { secrets, pods, upstream } = this;
     if (!this.unsubscribe) {
-      const off = [secrets.subscribe(this.informers), ...(pods ? [pods.subscribe(() => secrets.reconciler.trigger(), this.informers.services)] : [])];
+      const trigger = (): void => secrets.reconciler.trigger();
+      const off = [secrets.subscribe(this.informers), ...(pods ? [pods.subscribe(trigger, this.informers.services)] : []), ...(upstream ? [upstream.subscribe(trigger)] : [])];
       this.unsubscribe = () => off.forEach((f) => f());
     }
-    await Promise.all([pods?.start(), this.informers.start()]);
+    await Promise.all([pods?.start(), upstream?.start(), this.informers.start()]);
     pods?.startSigning();
     secrets.reconciler.start();
   }
@@ -149,13 +153,13 @@ export class ProviderCertificateAdapter {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
     // Not flush(): Events waiting to be retried (the apiserver down) are given up, not waited for.
-    await Promise.all([this.informers.stop().then(() => this.secrets.events.stop()), this.pods?.stop()]);
+    await Promise.all([this.informers.stop().then(() => this.secrets.events.stop()), this.pods?.stop(), this.upstream?.stop()]);
     this.api.close();
   }
 
   /** True once every cache has listed once (for a readiness probe). */
   get hasSynced(): boolean {
-    return this.informers.hasSynced && (this.pods?.hasSynced ?? true);
+    return this.informers.hasSynced && (this.pods?.hasSynced ?? true) && (this.upstream?.hasSynced ?? true);
   }
 
   /**
@@ -234,8 +238,8 @@ function podCertificateMode(shared: SharedParts, options: AdapterOptions): PodCe
   });
 }
 
-/** The Secret rounds, telling `pods` (when on) of each CA. */
-function secretRounds(shared: SharedParts, options: AdapterOptions, pods: PodCertificateMode | undefined): SecretRounds {
+/** The Secret rounds, telling `pods` (when on) of each CA, planning with `upstream` (when configured). */
+function secretRounds(shared: SharedParts, options: AdapterOptions, pods: PodCertificateMode | undefined, upstream: UpstreamMode | undefined): SecretRounds {
   return new SecretRounds({
     ...shared,
     hooks: options.hooks ?? {},
@@ -245,5 +249,6 @@ function secretRounds(shared: SharedParts, options: AdapterOptions, pods: PodCer
     pruneOrphanedSecretsAfter: options.pruneOrphanedSecretsAfter,
     caFollower: pods,
     staleNames: () => pods?.signer.staleNamesByNamespace() ?? new Map(),
+    ...(upstream ? { upstream: (parts) => upstream.connect(parts) } : {}),
   });
 }

@@ -20,6 +20,7 @@ export type EventReason =
   | 'NamespaceNotServed'
   | 'NamespaceNotAllowed'
   | 'LeftBehindByCaRotation'
+  | 'CaRequested'
   | 'PodCertificateIssued'
   | 'PodCertificateDenied'
   | 'PodCertificateFailed'

@@ -6,6 +6,7 @@ import type { Installation } from '../installation/installation.js';
 import type { Timers } from '../runtime/clock.js';
 import type { Logger } from '../runtime/logger.js';
 import type { CaFollower } from './ca-follower.js';
+import type { CaUpstream } from './ca-upstream.js';
 import { CertificateStatusView, informerServices } from './certificate-status.js';
 import { OrphanPruner } from './pruner.js';
 import { ReconcileRound } from './reconcile-round.js';
@@ -43,6 +44,8 @@ export interface SecretRoundsDependencies {
   readonly caFollower: CaFollower | undefined;
   /** Per namespace, pods whose certificate names no longer match, for the metrics view (read at scrape time). */
   readonly staleNames: () => ReadonlyMap<string, number>;
+  /** An upstream CA source, when one is configured: connected to the rounds' writer and Events. */
+  readonly upstream?: (parts: { readonly writer: SecretWriter; readonly events: EventRecorder }) => CaUpstream;
 }
 
 /**
@@ -73,11 +76,13 @@ export class SecretRounds {
         })
       : undefined;
     const ledger = new IssuanceLedger();
+    const secretWriter = new SecretWriter(api, installation, writesAllowed);
+    const upstream = deps.upstream?.({ writer: secretWriter, events: this.events });
     const round = new ReconcileRound({
       installation,
       informers,
       builder: new SnapshotBuilder(informers, installation, ledger),
-      writer: new SecretWriter(api, installation, writesAllowed),
+      writer: secretWriter,
       conflicts: new WriteConflicts(writer, policy.reconcileInterval),
       refusals: new WriteRefusals(),
       events: this.events,
@@ -91,6 +96,7 @@ export class SecretRounds {
       status: this.status,
       ...(this.pruner ? { pruner: this.pruner } : {}),
       ...(caFollower ? { caFollower } : {}),
+      ...(upstream ? { upstream } : {}),
     });
     this.reconciler = new Reconciler(round, { now, timers, reconcileIntervalMs: policy.reconcileInterval, debounceMs: deps.debounceMs, writesAllowed, logger });
   }
