@@ -88,7 +88,8 @@ export async function installCertManagerCrds(plane: ControlPlane): Promise<void>
     }
     for (const { metadata } of documents) {
       await eventually(
-        async () => (await client.get<Crd>(`${CRDS}/${metadata.name}`)).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false,
+        async () =>
+          (await client.get<Crd>(`${CRDS}/${metadata.name}`)).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false,
         60_000,
         `CRD ${metadata.name} Established`,
       );

@@ -13,7 +13,8 @@ export interface StatusCondition {
 }
 
 /** The condition of `type`, if any. */
-export const conditionOf = (conditions: readonly StatusCondition[] | undefined, type: string): StatusCondition | undefined => conditions?.find((c) => c.type === type);
+export const conditionOf = (conditions: readonly StatusCondition[] | undefined, type: string): StatusCondition | undefined =>
+  conditions?.find((c) => c.type === type);
 
 /** An RFC 3339 time as an instant, or undefined when absent or unreadable. */
 export function instantOf(time: string | undefined): Instant | undefined {

@@ -37,14 +37,25 @@ export function issuerReadinessOf(object: IssuerObject | undefined, issuer: Issu
   const described = describeIssuer(issuer, namespace);
   if (object === undefined) return { state: 'missing', message: `${described} does not exist; create it, or fix --ca-issuer` };
   const ready = conditionOf(object.status?.conditions, 'Ready');
-  if (ready === undefined) return { state: 'not_ready', reason: undefined, message: `${described} has no Ready condition yet (is cert-manager running?)`, since: undefined };
+  if (ready === undefined)
+    return { state: 'not_ready', reason: undefined, message: `${described} has no Ready condition yet (is cert-manager running?)`, since: undefined };
   const since = instantOf(ready.lastTransitionTime);
   const generation = object.metadata?.generation;
   if (generation !== undefined && ready.observedGeneration !== undefined && ready.observedGeneration < generation) {
-    return { state: 'not_ready', reason: ready.reason, message: `${described}: cert-manager has not yet looked at generation ${generation} (Ready is of ${ready.observedGeneration})`, since };
+    return {
+      state: 'not_ready',
+      reason: ready.reason,
+      message: `${described}: cert-manager has not yet looked at generation ${generation} (Ready is of ${ready.observedGeneration})`,
+      since,
+    };
   }
   if (ready.status === 'True') return { state: 'ready' };
-  return { state: 'not_ready', reason: ready.reason, message: `${described} is not Ready (${ready.reason ?? 'no reason'}): ${ready.message ?? 'no message'}`, since };
+  return {
+    state: 'not_ready',
+    reason: ready.reason,
+    message: `${described} is not Ready (${ready.reason ?? 'no reason'}): ${ready.message ?? 'no message'}`,
+    since,
+  };
 }
 
 /**
@@ -69,6 +80,7 @@ async function preferredVersion(client: UpstreamReader, group: string): Promise<
  */
 export async function readIssuerReadiness(client: UpstreamReader, issuer: IssuerReference, namespace: string): Promise<IssuerReadiness> {
   const version = issuer.group === DEFAULT_ISSUER_GROUP ? 'v1' : await preferredVersion(client, issuer.group);
-  if (version === undefined) return { state: 'missing', message: `the API group ${issuer.group} of ${describeIssuer(issuer, namespace)} is not served: is its issuer installed?` };
+  if (version === undefined)
+    return { state: 'missing', message: `the API group ${issuer.group} of ${describeIssuer(issuer, namespace)} is not served: is its issuer installed?` };
   return issuerReadinessOf(await getIfExists<IssuerObject>(client, issuerPath(issuer, namespace, version)), issuer, namespace);
 }

@@ -10,7 +10,8 @@
 export const MAX_UPSTREAM_PEM_BYTES = 1024 * 1024;
 
 /** PEM text taken from an upstream input, or why not. */
-export type BoundedPem = { readonly ok: true; readonly pem: string } | { readonly ok: false; readonly reason: 'too_large'; readonly bytes: number; readonly message: string };
+export type BoundedPem =
+  { readonly ok: true; readonly pem: string } | { readonly ok: false; readonly reason: 'too_large'; readonly bytes: number; readonly message: string };
 
 /** The `too_large` refusal of `what`, `bytes` long. */
 const tooLarge = (what: string, bytes: number): BoundedPem => ({

@@ -32,9 +32,14 @@ function anchorsData(object: TrustAnchorsObject, reference: TrustAnchorsReferenc
 }
 
 /** What the referenced Secret or ConfigMap in `namespace` gives (undefined: it does not exist): the key's PEM within the bound, or why not. */
-export function trustAnchorsOf(object: TrustAnchorsObject | undefined, reference: TrustAnchorsReference, namespace: string): TrustAnchors | UpstreamReadRefusal {
+export function trustAnchorsOf(
+  object: TrustAnchorsObject | undefined,
+  reference: TrustAnchorsReference,
+  namespace: string,
+): TrustAnchors | UpstreamReadRefusal {
   const described = describeObject(reference.kind, namespace, reference.name);
-  if (object === undefined) return notFound(described, `create it with the organisation's root certificates (PEM) under ${JSON.stringify(reference.key)}, or fix --ca-trust-anchors`);
+  if (object === undefined)
+    return notFound(described, `create it with the organisation's root certificates (PEM) under ${JSON.stringify(reference.key)}, or fix --ca-trust-anchors`);
   const pem = anchorsData(object, reference, `${described} key ${reference.key}`);
   if (pem === undefined) return missingKey(described, reference.key, [...Object.keys(object.data ?? {}), ...Object.keys(object.binaryData ?? {})]);
   if (!pem.ok) return { ok: false, problem: 'too_large', message: pem.message };
@@ -42,7 +47,11 @@ export function trustAnchorsOf(object: TrustAnchorsObject | undefined, reference
 }
 
 /** Reads the trust anchors `reference` names in `namespace` (one GET); apiserver errors other than 404 are thrown. */
-export async function readTrustAnchors(client: UpstreamReader, namespace: string, reference: TrustAnchorsReference): Promise<TrustAnchors | UpstreamReadRefusal> {
+export async function readTrustAnchors(
+  client: UpstreamReader,
+  namespace: string,
+  reference: TrustAnchorsReference,
+): Promise<TrustAnchors | UpstreamReadRefusal> {
   const resource = reference.kind === 'Secret' ? 'secrets' : 'configmaps';
   return trustAnchorsOf(await getIfExists<TrustAnchorsObject>(client, corePath(resource, namespace, reference.name)), reference, namespace);
 }

@@ -14,28 +14,65 @@ const condition = (type: string, status: string, reason?: string, message?: stri
 
 describe('classifyCaRequest', () => {
   it('a request no one has looked at is pending since its creation', () => {
-    expect(classifyCaRequest(undefined, T0, WHAT)).toEqual({ state: 'pending', since: Date.parse(T0), reason: undefined, message: `${WHAT} waits for an approver` });
+    expect(classifyCaRequest(undefined, T0, WHAT)).toEqual({
+      state: 'pending',
+      since: Date.parse(T0),
+      reason: undefined,
+      message: `${WHAT} waits for an approver`,
+    });
   });
 
   it('Approved, then Ready=False Pending (the issuer not ready): approved, with what the signer said', () => {
-    const status = { conditions: [condition('Approved', 'True', 'cert-manager.io', 'approved by cert-manager', T0), condition('Ready', 'False', 'Pending', 'Referenced issuer does not have a Ready status condition')] };
-    expect(classifyCaRequest(status, T0, WHAT)).toMatchObject({ state: 'approved', since: Date.parse(T1), reason: 'Pending', message: 'Referenced issuer does not have a Ready status condition' });
+    const status = {
+      conditions: [
+        condition('Approved', 'True', 'cert-manager.io', 'approved by cert-manager', T0),
+        condition('Ready', 'False', 'Pending', 'Referenced issuer does not have a Ready status condition'),
+      ],
+    };
+    expect(classifyCaRequest(status, T0, WHAT)).toMatchObject({
+      state: 'approved',
+      since: Date.parse(T1),
+      reason: 'Pending',
+      message: 'Referenced issuer does not have a Ready status condition',
+    });
   });
 
   it("Denied wins over everything, with the approver's message", () => {
-    const status = { conditions: [condition('Denied', 'True', 'policy.example', 'not in the allowed subjects'), condition('Ready', 'False', 'Denied', 'The CertificateRequest was denied by an approval controller')] };
-    expect(classifyCaRequest(status, T0, WHAT)).toMatchObject({ state: 'denied', reason: 'policy.example', message: 'not in the allowed subjects', since: Date.parse(T1) });
+    const status = {
+      conditions: [
+        condition('Denied', 'True', 'policy.example', 'not in the allowed subjects'),
+        condition('Ready', 'False', 'Denied', 'The CertificateRequest was denied by an approval controller'),
+      ],
+    };
+    expect(classifyCaRequest(status, T0, WHAT)).toMatchObject({
+      state: 'denied',
+      reason: 'policy.example',
+      message: 'not in the allowed subjects',
+      since: Date.parse(T1),
+    });
   });
 
   it('InvalidRequest and Ready=False Failed are failed; Ready=False Pending is not', () => {
     const approved = condition('Approved', 'True', 'cert-manager.io', 'ok', T0);
-    expect(classifyCaRequest({ conditions: [approved, condition('InvalidRequest', 'True', 'BadConfig', 'isCA not allowed')] }, T0, WHAT)).toMatchObject({ state: 'failed', reason: 'BadConfig', message: 'isCA not allowed' });
-    expect(classifyCaRequest({ conditions: [approved, condition('Ready', 'False', 'Failed', 'signing failed')] }, T0, WHAT)).toMatchObject({ state: 'failed', reason: 'Failed', message: 'signing failed' });
+    expect(classifyCaRequest({ conditions: [approved, condition('InvalidRequest', 'True', 'BadConfig', 'isCA not allowed')] }, T0, WHAT)).toMatchObject({
+      state: 'failed',
+      reason: 'BadConfig',
+      message: 'isCA not allowed',
+    });
+    expect(classifyCaRequest({ conditions: [approved, condition('Ready', 'False', 'Failed', 'signing failed')] }, T0, WHAT)).toMatchObject({
+      state: 'failed',
+      reason: 'Failed',
+      message: 'signing failed',
+    });
     expect(classifyCaRequest({ conditions: [approved, condition('Ready', 'False', 'Pending', 'waiting')] }, T0, WHAT).state).toBe('approved');
   });
 
   it('Ready=True Issued gives the certificate and the CA as PEM', () => {
-    const status = { conditions: [condition('Approved', 'True'), condition('Ready', 'True', 'Issued', 'Certificate fetched from issuer successfully')], certificate: b64(PEM + PEM), ca: b64(PEM) };
+    const status = {
+      conditions: [condition('Approved', 'True'), condition('Ready', 'True', 'Issued', 'Certificate fetched from issuer successfully')],
+      certificate: b64(PEM + PEM),
+      ca: b64(PEM),
+    };
     expect(classifyCaRequest(status, T0, WHAT)).toEqual({
       state: 'issued',
       since: Date.parse(T1),
