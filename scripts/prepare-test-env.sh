@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs or builds what the test suite needs beyond npm packages, reusing caches outside the clone:
 #   built from the Go module proxy into ~/.cache/eso-mtls/: kube-apiserver + etcd, kustomize, helm,
-#     kubectl and zlint, and the Prometheus operator's CRDs (copied from its Go module);
+#     kubectl, zlint and cert-manager's controller (its tests build, with its CRDs), and the
+#     Prometheus operator's CRDs (copied from its Go module);
 #   from Debian's packages, when missing and we are root: promtool and the Prometheus server
 #     (`prometheus`), a headless browser (`chromium`) for the chart tests, and SoftHSM2 (`softhsm2`) with
 #     the pkcs11js binding for the HSM tests;
@@ -20,14 +21,15 @@
 #             kube-apiserver and the node's binaries are the same k8s.io/kubernetes v1.37.2 at the
 #             same dependency versions, so whichever builds second finds nearly all its packages
 #             in Go's build cache): kube-apiserver + etcd, the node's binaries, kubectl, helm,
-#             kustomize, zlint;
+#             kustomize, zlint, cert-manager (after helm, which renders its CRDs);
 #   debian    Debian's packages (apt runs one install at a time), then the images, which need
 #             buildah and debootstrap: downloads (debootstrap, Node, npm ci), but also the
 #             TypeScript build the three Node images share, CPU the go lane shares (13 minutes cold
 #             on a quiet machine, beside kube-apiserver's 18);
 #   download  the Go modules of the wrapper modules the go lane builds (go mod download; 2.5
-#             minutes cold), and the Prometheus operator's CRDs, so the go lane rarely waits for
-#             the network (helm and kustomize, built by version, still fetch their own).
+#             minutes cold; cert-manager's with go list, 14 s more), and the Prometheus operator's
+#             CRDs, so the go lane rarely waits for the network (helm and kustomize, built by
+#             version, still fetch their own).
 # Every script stays runnable alone and keeps its own lock; these lanes only order them.
 # Each step's output goes to a log file of its own; one line per step says where its tool is and
 # how long the step took. A failing step prints its log's last lines, later steps of every lane are
@@ -95,7 +97,8 @@ go_lane() {
     step kubectl "kubectl at" bash scripts/ensure-kubectl.sh &&
     step helm "helm at" bash scripts/ensure-helm.sh &&
     step kustomize "kustomize at" bash scripts/ensure-kustomize.sh &&
-    step zlint "zlint at" bash scripts/ensure-zlint.sh
+    step zlint "zlint at" bash scripts/ensure-zlint.sh &&
+    step cert-manager "cert-manager (tests build) at" bash scripts/ensure-cert-manager.sh --tests
 }
 
 debian_lane() {
@@ -110,6 +113,7 @@ debian_lane() {
 
 download_lane() {
   step go-modules "Go modules downloaded for" go_modules &&
+    step cert-manager-modules "Go modules downloaded:" bash scripts/ensure-cert-manager.sh --download-only --tests &&
     step prometheus-crds "Prometheus operator CRDs in" bash scripts/ensure-prometheus-crds.sh
 }
 

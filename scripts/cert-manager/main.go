@@ -1,9 +1,13 @@
 // Wrapper main of scripts/ensure-cert-manager.sh: cert-manager's controller, built from the Go
-// module proxy for bench/cert-manager.bench.ts. Upstream's own main lives in the module
+// module proxy. Upstream's own main lives in the module
 // github.com/cert-manager/cert-manager/cmd/controller, which the proxy does not serve (404), so
-// this main runs the controllers of upstream's default set, from the main module, with the
-// defaults of its internal/apis/config/controller/v1alpha1/defaults.go, the way its
-// cmd/controller/app does; without leader election, metrics, health or pprof servers.
+// this main runs controllers of the main module with the defaults of its
+// internal/apis/config/controller/v1alpha1/defaults.go, the way its cmd/controller/app does;
+// without leader election, metrics, health or pprof servers.
+//
+// Which controllers are linked in is the build's choice (controllers_*.go): upstream's default set
+// for bench/cert-manager.bench.ts, or with the tag tests_only the few the test suite needs, which
+// compiles in a fraction of the time (no ACME DNS providers, no Vault).
 //
 // The Venafi issuer and its controller are left out: the proxy refuses github.com/Venafi/vcert/v5
 // (403), and upstream's defaults package imports it, so the defaults are restated below.
@@ -22,41 +26,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	controllerpkg "github.com/cert-manager/cert-manager/pkg/controller"
-	challenges "github.com/cert-manager/cert-manager/pkg/controller/acmechallenges"
-	orders "github.com/cert-manager/cert-manager/pkg/controller/acmeorders"
-	ingressshim "github.com/cert-manager/cert-manager/pkg/controller/certificate-shim/ingresses"
-	cracme "github.com/cert-manager/cert-manager/pkg/controller/certificaterequests/acme"
-	crapprover "github.com/cert-manager/cert-manager/pkg/controller/certificaterequests/approver"
-	crca "github.com/cert-manager/cert-manager/pkg/controller/certificaterequests/ca"
-	crselfsigned "github.com/cert-manager/cert-manager/pkg/controller/certificaterequests/selfsigned"
-	crvault "github.com/cert-manager/cert-manager/pkg/controller/certificaterequests/vault"
-	"github.com/cert-manager/cert-manager/pkg/controller/certificates/issuing"
-	"github.com/cert-manager/cert-manager/pkg/controller/certificates/keymanager"
-	certificatesmetrics "github.com/cert-manager/cert-manager/pkg/controller/certificates/metrics"
-	"github.com/cert-manager/cert-manager/pkg/controller/certificates/readiness"
-	"github.com/cert-manager/cert-manager/pkg/controller/certificates/requestmanager"
-	"github.com/cert-manager/cert-manager/pkg/controller/certificates/revisionmanager"
-	"github.com/cert-manager/cert-manager/pkg/controller/certificates/trigger"
-	"github.com/cert-manager/cert-manager/pkg/controller/clusterissuers"
-	"github.com/cert-manager/cert-manager/pkg/controller/issuers"
 	logf "github.com/cert-manager/cert-manager/pkg/logs"
-
-	// The issuer types the issuers and clusterissuers controllers set up, as upstream links them.
-	_ "github.com/cert-manager/cert-manager/pkg/issuer/acme"
-	_ "github.com/cert-manager/cert-manager/pkg/issuer/ca"
-	_ "github.com/cert-manager/cert-manager/pkg/issuer/selfsigned"
-	_ "github.com/cert-manager/cert-manager/pkg/issuer/vault"
 )
-
-// Upstream's DefaultEnabledControllers, without certificaterequests-issuer-venafi.
-var defaultControllers = []string{
-	issuers.ControllerName, clusterissuers.ControllerName, certificatesmetrics.ControllerName,
-	ingressshim.ControllerName, orders.ControllerName, challenges.ControllerName,
-	cracme.CRControllerName, crapprover.ControllerName, crca.CRControllerName,
-	crselfsigned.CRControllerName, crvault.CRControllerName,
-	trigger.ControllerName, issuing.ControllerName, keymanager.ControllerName,
-	requestmanager.ControllerName, readiness.ControllerName, revisionmanager.ControllerName,
-}
 
 // Upstream's defaults (internal/apis/config/controller/v1alpha1/defaults.go).
 const concurrentWorkers = 5

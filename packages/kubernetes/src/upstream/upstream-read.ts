@@ -1,0 +1,47 @@
+import { apiErrorOf } from '../client/api-error.js';
+import type { KubeRestClient } from '../client/rest-client.js';
+
+/*
+ * What reading an upstream input (the user's Secret, the trust anchors) can find wrong, named the
+ * same for each so the adapter reports them alike.
+ */
+
+/** Why an upstream input was not taken: no such object, no such key in it, or over the PEM bound. */
+export type UpstreamReadProblem = 'not_found' | 'missing_key' | 'too_large';
+
+/** An upstream input not taken, and a message naming the object, the key and what to do. */
+export interface UpstreamReadRefusal {
+  readonly ok: false;
+  readonly problem: UpstreamReadProblem;
+  readonly message: string;
+}
+
+/** The few calls these readers make: GET only. */
+export type UpstreamReader = Pick<KubeRestClient, 'get'>;
+
+/** `kind namespace/name`, as every message names the object. */
+export const describeObject = (kind: string, namespace: string, name: string): string => `${kind} ${namespace}/${name}`;
+
+/** GET of one object, or undefined when the apiserver says 404; other errors are thrown as they came. */
+export async function getIfExists<T>(client: UpstreamReader, path: string): Promise<T | undefined> {
+  try {
+    return await client.get<T>(path);
+  } catch (e) {
+    if (apiErrorOf(e).code === 404) return undefined;
+    throw e;
+  }
+}
+
+/** The `not_found` refusal of an object. */
+export const notFound = (object: string, hint: string): UpstreamReadRefusal => ({
+  ok: false,
+  problem: 'not_found',
+  message: `${object} does not exist; ${hint}`,
+});
+
+/** The `missing_key` refusal of a key of an object. */
+export const missingKey = (object: string, key: string, present: readonly string[]): UpstreamReadRefusal => ({
+  ok: false,
+  problem: 'missing_key',
+  message: `${object} has no key ${JSON.stringify(key)} (it has ${present.length === 0 ? 'none' : present.map((k) => JSON.stringify(k)).join(', ')})`,
+});
