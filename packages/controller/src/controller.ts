@@ -113,6 +113,7 @@ export async function startController(config: ControllerConfig, deps: Controller
     maxIssuancesPerReconcile: config.maxIssuancesPerReconcile,
     maxNamespaces: config.maxNamespaces,
     namespaceRequirement: config.namespaceRequirement,
+    caSource: config.caSource,
     pruneOrphanedSecretsAfter: config.pruneOrphanedSecretsAfter,
     now,
     logger,

@@ -182,6 +182,7 @@ const CA_PHASE_WORDS: Record<CaPhase, string> = {
   recover: 'CA key lost: readable CA certificates kept trusted as retired, a new CA published',
   emergency: 'EMERGENCY: new CA active at once, every older CA dropped',
   restore: 'CA certificate restored from the client bundle for its good key (nothing re-issued)',
+  renew: 'upstream intermediate renewed under the same anchor: it signs at once, no bundle changes',
 };
 
 /** The human-readable report of a simulation. */

@@ -11,6 +11,7 @@ const CA_PHASE_WORDS: Readonly<Record<CaPhase, string>> = {
   recover: 'recover: CA key lost, readable CA certificates kept trusted while a new CA is published',
   emergency: 'emergency: new CA active at once, every older one dropped',
   restore: 'restore: CA certificate put back from the client bundle',
+  renew: 'renew: a new upstream intermediate under the same anchor signs at once; no bundle changes',
 };
 
 const day = (t: number | undefined): string => (t === undefined ? '' : ` (notAfter ${new Date(t).toISOString().slice(0, 10)})`);

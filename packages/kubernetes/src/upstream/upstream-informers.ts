@@ -13,7 +13,10 @@ import type { IssuerObject } from './issuer-readiness.js';
  * as a change to our own Secrets does.
  */
 
-type UpstreamObject = V1Secret | V1ConfigMap | CertificateRequestObject | IssuerObject;
+/** An Issuer or ClusterIssuer as cached: its name for the cache, its generation and conditions for its readiness. */
+type CachedIssuer = IssuerObject & { readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly resourceVersion?: string; readonly generation?: number } };
+
+type UpstreamObject = V1Secret | V1ConfigMap | CertificateRequestObject | CachedIssuer;
 
 const byName = (name: string): string => `metadata.name=${name}`;
 
@@ -43,7 +46,7 @@ export class UpstreamInformers {
   /** `issuer`: our CertificateRequests in ESO's namespace. */
   readonly requests: Informer<CertificateRequestObject> | undefined;
   /** `issuer`: the issuer. */
-  readonly issuer: Informer<IssuerObject> | undefined;
+  readonly issuer: Informer<CachedIssuer> | undefined;
 
   constructor(api: KubeRestClient, source: Exclude<CaSource, { kind: 'self-signed' }>, namespace: string, options: InformerOptions) {
     const lister =
@@ -82,7 +85,7 @@ export class UpstreamInformers {
       },
       options,
     );
-    this.issuer = named<IssuerObject>(
+    this.issuer = named<CachedIssuer>(
       `${source.issuer.kind} ${source.issuer.name}`,
       source.issuer.kind === 'ClusterIssuer' ? 'clusterissuers' : 'issuers',
       issuersPath(source.issuer, namespace),
