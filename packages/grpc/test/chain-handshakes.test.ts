@@ -66,7 +66,12 @@ beforeAll(async () => {
     opensslIntermediate(root, 'Example Policy CA', { pathLength: 1 }),
   ]);
   int2 = await opensslIntermediate(int1, 'Example Issuing CA 2', { pathLength: 0 });
-  [server, client, server2, client2] = await Promise.all([serverUnder([intermediate]), clientUnder([intermediate]), serverUnder([int2, int1]), clientUnder([int2, int1])]);
+  [server, client, server2, client2] = await Promise.all([
+    serverUnder([intermediate]),
+    clientUnder([intermediate]),
+    serverUnder([int2, int1]),
+    clientUnder([int2, int1]),
+  ]);
   files = mkdtempSync(join(tmpdir(), 'chain-handshakes-'));
   for (const [name, pem] of Object.entries({
     'root.pem': root.cert,
@@ -142,7 +147,11 @@ describe('a provider serving a chain, and a client presenting one, each trusting
     const bare = createServer({ cert: server.leafCert, key: server.key, ALPNProtocols: ['h2'] }, (socket) => socket.end());
     await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
     cleanups.push(() => new Promise((resolve) => bare.close(resolve)));
-    const outcome = await sClient((bare.address() as AddressInfo).port, { caFile: file('root.pem'), certFile: file('client.crt'), keyFile: file('client.key') }, TEST_SERVER_NAME);
+    const outcome = await sClient(
+      (bare.address() as AddressInfo).port,
+      { caFile: file('root.pem'), certFile: file('client.crt'), keyFile: file('client.key') },
+      TEST_SERVER_NAME,
+    );
     expect([outcome.accepted, outcome.code]).toEqual([false, 1]);
     expect(outcome.stdout + outcome.stderr).toMatch(/unable to get local issuer certificate/);
   });
@@ -216,7 +225,8 @@ describe('hot reload with calls running', () => {
     const target = load.perClient.map((c) => c + n);
     const deadline = Date.now() + 30_000;
     while (load.perClient.some((c, i) => c < target[i]!)) {
-      if (Date.now() > deadline) throw new Error(`calls stalled: ${load.perClient.join(', ')} of ${target.join(', ')}; failures: ${load.failures.slice(0, 3).join(' | ')}`);
+      if (Date.now() > deadline)
+        throw new Error(`calls stalled: ${load.perClient.join(', ')} of ${target.join(', ')}; failures: ${load.failures.slice(0, 3).join(' | ')}`);
       await new Promise((r) => setTimeout(r, 2));
     }
   }

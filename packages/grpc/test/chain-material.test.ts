@@ -134,7 +134,10 @@ describe('a broken chain is refused with its reason', () => {
     [
       'an expired intermediate (the leaf still valid)',
       async () => {
-        const old = await opensslIntermediate(root, 'Example Issuing CA (expired)', { notBefore: new Date(Date.now() - 30 * DAY), notAfter: new Date(Date.now() - DAY) });
+        const old = await opensslIntermediate(root, 'Example Issuing CA (expired)', {
+          notBefore: new Date(Date.now() - 30 * DAY),
+          notAfter: new Date(Date.now() - DAY),
+        });
         return pemsOf(root.cert, await serverLeaf(old), [old]);
       },
       'expired',
@@ -175,7 +178,9 @@ describe('a broken chain is refused with its reason', () => {
 
   it.each(cases)('%s', async (_, make, reason, message) => {
     const pems = await make();
-    expect(() => checkTlsMaterial(pems, { purpose: 'serverAuth', now: Date.now() })).toThrow(expect.objectContaining({ reason, message: expect.stringMatching(message) }) as Error);
+    expect(() => checkTlsMaterial(pems, { purpose: 'serverAuth', now: Date.now() })).toThrow(
+      expect.objectContaining({ reason, message: expect.stringMatching(message) }) as Error,
+    );
   });
 
   describe('by the watcher: counted and logged once each, the last good chain kept', () => {

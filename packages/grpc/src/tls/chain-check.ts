@@ -25,13 +25,13 @@ import { createNodeVerifier } from '@eso-mtls/core/node';
 export type TlsChainProblem = Exclude<ChainRefusalReason, 'no_anchor' | 'too_short' | 'empty' | 'key_mismatch'>;
 
 /** A refused chain: the reason, and verifyChain's sentence naming the certificate at fault. */
-export interface TlsChainRefusal {
+interface TlsChainRefusal {
   readonly reason: TlsChainProblem | 'untrusted';
   readonly message: string;
 }
 
 /** What {@link tlsChainRefusal} judges. */
-export interface TlsChainInput {
+interface TlsChainInput {
   /** tls.crt's certificates, PEM, leaf first, then the intermediates bottom up (a trailing anchor is allowed). */
   readonly certificates: readonly string[];
   /** The CAs of ca.crt that may end the path, PEM. */
@@ -64,7 +64,7 @@ function viewsOf(pems: readonly string[], what: string): CertificateView[] | Tls
  * within the skew tolerance of now, nearest first. A path valid at one of them is valid at some
  * instant within the tolerance, which is what the tolerance means for a whole path.
  */
-export function instantsWithinSkew(certificates: readonly CertificateView[], now: number, skew: number): number[] {
+function instantsWithinSkew(certificates: readonly CertificateView[], now: number, skew: number): number[] {
   const edges = certificates.flatMap((c) => [c.notBefore, c.notAfter]).filter((t) => t !== now && Math.abs(t - now) <= skew);
   return [now, ...[...new Set(edges)].sort((a, b) => Math.abs(a - now) - Math.abs(b - now))];
 }
