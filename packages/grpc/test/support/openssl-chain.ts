@@ -26,6 +26,8 @@ export interface CaSpec {
   readonly pathLength?: number;
   /** keyUsage, openssl's words; default `keyCertSign, cRLSign`. */
   readonly keyUsage?: string;
+  /** nameConstraints, openssl's words, e.g. `critical,permitted;DNS:.example.org`. */
+  readonly nameConstraints?: string;
   readonly notBefore?: Date;
   readonly notAfter?: Date;
 }
@@ -124,6 +126,7 @@ function caExtensions(spec: CaSpec): string[] {
     `keyUsage = critical,${spec.keyUsage ?? 'keyCertSign, cRLSign'}`,
     'subjectKeyIdentifier = hash',
     'authorityKeyIdentifier = keyid',
+    ...(spec.nameConstraints === undefined ? [] : [`nameConstraints = ${spec.nameConstraints}`]),
   ];
 }
 
