@@ -7,7 +7,17 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MAX_CHAIN_CERTIFICATES } from '@eso-mtls/core';
+import {
+  CertificateCache,
+  issueClientLeaf,
+  issueServerLeaf,
+  MAX_CHAIN_CERTIFICATES,
+  observeLeafSecret,
+  parseCertificate,
+  splitPemCertificates,
+  type Issued,
+} from '@eso-mtls/core';
+import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import {
   CertificateWatcher,
   checkTlsMaterial,
@@ -19,7 +29,7 @@ import {
 } from '@eso-mtls/grpc';
 import { writeAtomically } from '@eso-mtls/test-kit/demo';
 import { credentialsPem, podCertificateFiles } from '@eso-mtls/test-kit/pod-certificates';
-import { TEST_CLIENT_SPIFFE_ID, TEST_SERVER_NAME, type KeyPair } from '@eso-mtls/test-kit/pki';
+import { TEST_CLIENT_SPIFFE_ID, TEST_POLICY, TEST_SERVER_NAME, type KeyPair } from '@eso-mtls/test-kit/pki';
 import { chainPem, opensslIntermediate, opensslLeaf, opensslRoot, type OpensslCa } from './support/openssl-chain.js';
 
 const DAY = 86_400_000;
@@ -89,6 +99,30 @@ describe('a chain in tls.crt is accepted', () => {
   it('with the root at the end of tls.crt too, and with the root among other CAs of ca.crt', () => {
     expect(verdict(pemsOf(root.cert, leaf, [intermediate, root]))).toBe('ok');
     expect(verdict(pemsOf(`${otherRoot.cert}${root.cert}`, leaf2, [int2, int1]))).toBe('ok');
+  });
+
+  it('leaves the core issues under an upstream intermediate: the controller and the provider both accept them', async () => {
+    const crypto = createNodeCryptoBackend();
+    // The upstream CA as the controller keeps it: the intermediate, its key, and its chain up to the anchor.
+    const upstream = { certificate: parseCertificate(int2.cert), privateKeyPem: int2.key, chain: [parseCertificate(int1.cert), parseCertificate(root.cert)] };
+    const context = { crypto, policy: TEST_POLICY, now: Date.now() };
+    const secretOf = (issued: Issued) => ({
+      'tls.crt': [issued.certificate, ...(issued.chain ?? [])].map((c) => c.pem).join(''),
+      'tls.key': issued.privateKeyPem,
+      'ca.crt': root.cert,
+    });
+    const served = secretOf(await issueServerLeaf(context, upstream, [TEST_SERVER_NAME]));
+    const client = secretOf(await issueClientLeaf(context, upstream));
+    // The leaf, then the served intermediates: the anchor stays out of tls.crt.
+    expect(splitPemCertificates(served['tls.crt']).map((pem) => new X509Certificate(pem).subject)).toEqual([
+      `CN=${TEST_SERVER_NAME}`,
+      'CN=Example Issuing CA 2',
+      'CN=Example Policy CA',
+    ]);
+    const observed = observeLeafSecret(served, new CertificateCache(crypto.verifier));
+    expect([observed.leaf.ok, observed.bundle.ok]).toEqual([true, true]);
+    expect(verdict({ certificate: served['tls.crt'], privateKey: served['tls.key'], caBundle: served['ca.crt'] })).toBe('ok');
+    expect(clientTlsMaterial(client).serialNumber).toBe(serial(client['tls.crt']));
   });
 
   it("ESO's client material: a chained clientAuth leaf", async () => {
