@@ -51,6 +51,7 @@ export {
   type TlsMaterialPems,
   type TlsMaterialProblem,
 } from './tls/material.js';
+export { type TlsChainProblem } from './tls/chain-check.js';
 export { type HandshakeDiagnosis, type HandshakeProblem } from './tls/handshake-probe.js';
 export { CERTIFICATE_LAYOUTS, type CertificateFileNames, type CertificateLayout } from './tls/layout.js';
 export { MAX_MOUNTED_FILE_BYTES, MountedFileError, type MountedFileProblem, readMountedFile } from './tls/mounted-file.js';

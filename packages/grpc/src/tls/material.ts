@@ -1,5 +1,6 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
-import { type DataProblem, splitPemCertificates } from '@eso-mtls/core';
+import { type DataProblem, MAX_CHAIN_CERTIFICATES, splitPemCertificates } from '@eso-mtls/core';
+import { type TlsChainProblem, tlsChainRefusal } from './chain-check.js';
 import type { MountedFileProblem } from './mounted-file.js';
 
 /** The extended key usage a leaf must carry for its side of the connection. */
@@ -57,7 +58,8 @@ export type TlsMaterialProblem =
   | 'untrusted' // the leaf does not chain to a CA of ca.crt valid now
   | 'wrong_purpose' // the leaf lacks the required extendedKeyUsage
   | 'not_yet_valid'
-  | 'expired';
+  | 'expired'
+  | TlsChainProblem; // an intermediate in tls.crt refused by the core's verifyChain: out_of_order, not_ca, path_length, ...
 
 /** Unusable material: `reason` for counters, the message names the file and what to do. */
 export class TlsMaterialError extends Error {
@@ -93,11 +95,29 @@ const DEFAULT_SKEW_MS = 5 * 60_000;
 const iso = (t: number) => new Date(t).toISOString();
 const describe = (c: X509Certificate) => `${c.subject.replaceAll('\n', ', ')} (serial ${c.serialNumber.toLowerCase()})`;
 
-function parseCertificates(text: string, file: string): X509Certificate[] {
+/** The PEM blocks of a certificate list, each with its parsed certificate. */
+interface ParsedCertificates {
+  readonly pems: readonly string[];
+  readonly certificates: readonly X509Certificate[];
+}
+
+function parseCertificates(text: string, file: string, maxCertificates = Infinity): ParsedCertificates {
+  let pems: string[];
   try {
-    const blocks = splitPemCertificates(text);
-    if (blocks.length === 0) throw new Error('no CERTIFICATE block');
-    return blocks.map((pem) => new X509Certificate(pem));
+    pems = splitPemCertificates(text);
+    if (pems.length === 0) throw new Error('no CERTIFICATE block');
+  } catch (e) {
+    throw new TlsMaterialError('garbage_pem', `${file} is not a PEM certificate list: ${(e as Error).message}; write PEM CERTIFICATE blocks`);
+  }
+  // Counted before any is parsed: a flood of certificates costs nothing but the split.
+  if (pems.length > maxCertificates) {
+    throw new TlsMaterialError(
+      'too_large',
+      `${file} holds ${pems.length} certificates, over the limit of ${maxCertificates}: the leaf and at most ${maxCertificates - 1} CAs above it`,
+    );
+  }
+  try {
+    return { pems, certificates: pems.map((pem) => new X509Certificate(pem)) };
   } catch (e) {
     throw new TlsMaterialError('garbage_pem', `${file} is not a PEM certificate list: ${(e as Error).message}; write PEM CERTIFICATE blocks`);
   }
@@ -111,22 +131,50 @@ function parseKey(text: string, file: string): KeyObject {
   }
 }
 
-// A leaf is trusted when a bundle CA (valid now) signed it, directly or through the intermediates
-// that follow it in tls.crt.
-function chainsToBundle(chain: readonly X509Certificate[], cas: readonly X509Certificate[], valid: (c: X509Certificate) => boolean): boolean {
-  let current = chain[0]!;
-  for (let i = 1; i <= chain.length; i++) {
-    if (cas.some((ca) => valid(ca) && current.checkIssued(ca) && current.verify(ca.publicKey))) return true;
-    const parent = chain[i];
-    if (parent === undefined || !parent.ca || !current.checkIssued(parent) || !current.verify(parent.publicKey)) return false;
-    current = parent;
+type FileNames = NonNullable<TlsMaterialCheck['fileNames']>;
+
+const untrustedMessage = (files: FileNames, leaf: X509Certificate, cas: readonly X509Certificate[], detail = '') =>
+  `${files.certificate} ${describe(leaf)} is not signed by any CA in ${files.caBundle} valid now [${cas.map(describe).join('; ')}]${detail}; was the bundle updated before the CA that signs it?`;
+
+/**
+ * Why the leaf does not chain to ca.crt, or undefined when it does. A lone leaf, today's layout,
+ * is trusted when a CA of ca.crt valid now signed it, as before. A leaf with intermediates is
+ * judged by the core's verifyChain (chain-check.ts) against the CAs of ca.crt valid now that
+ * issued a certificate of tls.crt: the others cannot end its path, and a large bundle (a
+ * ClusterTrustBundle projection) stays within verifyChain's bound on anchors.
+ */
+function chainProblem(
+  chain: ParsedCertificates,
+  cas: ParsedCertificates,
+  files: FileNames,
+  valid: (c: X509Certificate) => boolean,
+  now: number,
+  skew: number,
+): TlsMaterialError | undefined {
+  const leaf = chain.certificates[0]!;
+  const usable = cas.certificates.map((ca, i) => ({ ca, pem: cas.pems[i]! })).filter(({ ca }) => valid(ca));
+  if (chain.certificates.length === 1) {
+    if (usable.some(({ ca }) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey))) return undefined;
+    return new TlsMaterialError('untrusted', untrustedMessage(files, leaf, cas.certificates));
   }
-  return false;
+  const anchors = usable.filter(({ ca }) => chain.certificates.some((c) => c.checkIssued(ca)));
+  const refusal = tlsChainRefusal({
+    certificates: chain.pems,
+    anchors: anchors.map((a) => a.pem),
+    now,
+    clockSkewToleranceMs: skew,
+    fileNames: files,
+  });
+  if (refusal === undefined) return undefined;
+  if (refusal.reason === 'untrusted') return new TlsMaterialError('untrusted', untrustedMessage(files, leaf, cas.certificates, `: ${refusal.message}`));
+  return new TlsMaterialError(refusal.reason, `${files.certificate}, the chain of ${describe(leaf)}: ${refusal.message}`);
 }
 
 /**
  * Parses and checks `pems` the way a TLS peer will: the leaf matches its key, carries the
- * purpose's extendedKeyUsage, chains to a CA in ca.crt and is within its validity. Throws
+ * purpose's extendedKeyUsage, chains to a CA in ca.crt and is within its validity. tls.crt holds
+ * the leaf alone or the leaf then its intermediates, at most `MAX_CHAIN_CERTIFICATES` in all,
+ * each signed by the next and the last by a CA of ca.crt (see the core's `verifyChain`). Throws
  * {@link TlsMaterialError} naming the first problem; never returns half-checked material.
  */
 export function checkTlsMaterial(pems: TlsMaterialPems, check: TlsMaterialCheck): TlsMaterial {
@@ -141,10 +189,11 @@ export function checkTlsMaterial(pems: TlsMaterialPems, check: TlsMaterialCheck)
   if (blank(pems.privateKey)) throw new TlsMaterialError('missing_key', `${files.privateKey} is empty`);
   if (blank(pems.caBundle)) throw new TlsMaterialError('missing_ca_bundle', `${files.caBundle} is empty; it must hold the CA certificate(s) to trust`);
 
-  const chain = parseCertificates(pems.certificate, files.certificate);
+  const chain = parseCertificates(pems.certificate, files.certificate, MAX_CHAIN_CERTIFICATES);
   const key = parseKey(pems.privateKey, files.privateKey);
-  const cas = parseCertificates(pems.caBundle, files.caBundle);
-  const leaf = chain[0]!;
+  const parsedCas = parseCertificates(pems.caBundle, files.caBundle);
+  const cas = parsedCas.certificates;
+  const leaf = chain.certificates[0]!;
   if (!leaf.checkPrivateKey(key)) {
     throw new TlsMaterialError('key_mismatch', `${files.privateKey} is not the private key of ${files.certificate} ${describe(leaf)}; a half-updated pair?`);
   }
@@ -169,12 +218,8 @@ export function checkTlsMaterial(pems: TlsMaterialPems, check: TlsMaterialCheck)
   if (now > notAfter + skew) {
     throw new TlsMaterialError('expired', `${files.certificate} ${describe(leaf)} expired at ${iso(notAfter)} (now ${iso(now)})`);
   }
-  if ((check.chainToBundle ?? true) && !chainsToBundle(chain, cas, valid)) {
-    throw new TlsMaterialError(
-      'untrusted',
-      `${files.certificate} ${describe(leaf)} is not signed by any CA in ${files.caBundle} valid now [${cas.map(describe).join('; ')}]; was the bundle updated before the CA that signs it?`,
-    );
-  }
+  const refused = (check.chainToBundle ?? true) ? chainProblem(chain, parsedCas, files, valid, now, skew) : undefined;
+  if (refused) throw refused;
   return {
     ...pems,
     leaf,
