@@ -16,7 +16,16 @@ export function leafAndBundle(secret: V1Secret | undefined): { leaf: X509Certifi
   return { leaf: new X509Certificate(text(secret, 'tls.crt')), bundle: certificates(text(secret, 'ca.crt')) };
 }
 
-/** True when `leaf` was issued and signed by one of `cas` (Node's own checks, not ours). */
-export function chainsTo(leaf: X509Certificate, cas: readonly X509Certificate[]): boolean {
-  return cas.some((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey));
+/**
+ * True when `leaf`, through `intermediates` (PEM, bottom up, as served after it in tls.crt), was
+ * issued and signed by one of `cas` (Node's own checks, not ours).
+ */
+export function chainsTo(leaf: X509Certificate, cas: readonly X509Certificate[], intermediates: readonly string[] = []): boolean {
+  let top = leaf;
+  for (const pem of intermediates) {
+    const next = new X509Certificate(pem);
+    if (!(top.checkIssued(next) && top.verify(next.publicKey))) return false;
+    top = next;
+  }
+  return cas.some((ca) => top.checkIssued(ca) && top.verify(ca.publicKey));
 }
