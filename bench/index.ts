@@ -21,6 +21,8 @@ const benchmarks: Record<string, () => Promise<string>> = {
   tenant: async () => formatTenantAnnotationsBenchmark(await runTenantAnnotationsBenchmark()),
   'ca-rotation': async () => import('./ca-rotation.bench.js').then(async (m) => m.formatCaRotationBenchmark(await m.runCaRotationBenchmark())),
   'cert-manager': async () => certManagerBenchmarkTable(),
+  'upstream-renewal': async () =>
+    import('./upstream-renewal.bench.js').then(async (m) => m.formatUpstreamRenewalBenchmark(await m.runUpstreamRenewalBenchmark())),
   simulate: async () => import('./simulate.bench.js').then(async (m) => m.formatSimulateBenchmark(await m.runSimulateBenchmark())),
   'pod-backlog': async () => import('./pod-backlog.bench.js').then(async (m) => m.formatPodBacklogBenchmark(await m.runPodBacklogBenchmark())),
   'pod-requests-memory': async () =>

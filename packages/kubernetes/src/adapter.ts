@@ -138,7 +138,11 @@ export class ProviderCertificateAdapter {
     const { secrets, pods, upstream } = this;
     if (!this.unsubscribe) {
       const trigger = (): void => secrets.reconciler.trigger();
-      const off = [secrets.subscribe(this.informers), ...(pods ? [pods.subscribe(trigger, this.informers.services)] : []), ...(upstream ? [upstream.subscribe(trigger)] : [])];
+      const off = [
+        secrets.subscribe(this.informers),
+        ...(pods ? [pods.subscribe(trigger, this.informers.services)] : []),
+        ...(upstream ? [upstream.subscribe(trigger)] : []),
+      ];
       this.unsubscribe = () => off.forEach((f) => f());
     }
     await Promise.all([pods?.start(), upstream?.start(), this.informers.start()]);

@@ -25,7 +25,22 @@ export function opensslIntermediate(issuer: KeyPair, commonName: string, days = 
     writeFileSync(file('ext.cnf'), [...EXTENSIONS[profile], 'subjectKeyIdentifier = hash', 'authorityKeyIdentifier = keyid', ''].join('\n'));
     execFileSync('openssl', p256Request('csr', file('key.pem'), file('csr.pem'), `/O=Acme/CN=${commonName}`), { stdio: 'pipe' });
     const serial = `0x${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`;
-    execFileSync('openssl', signRequest(file('csr.pem'), file('issuer.crt'), file('issuer.key'), file('cert.pem'), '-days', String(days), '-extfile', file('ext.cnf'), '-set_serial', serial), { stdio: 'pipe' });
+    execFileSync(
+      'openssl',
+      signRequest(
+        file('csr.pem'),
+        file('issuer.crt'),
+        file('issuer.key'),
+        file('cert.pem'),
+        '-days',
+        String(days),
+        '-extfile',
+        file('ext.cnf'),
+        '-set_serial',
+        serial,
+      ),
+      { stdio: 'pipe' },
+    );
     return { cert: readFileSync(file('cert.pem'), 'utf8'), key: readFileSync(file('key.pem'), 'utf8') };
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -357,9 +357,8 @@ export const activatePhase: CaPhaseRule = (reading, slots) => {
   const activationAt = lastWrite + policy.propagationDelay;
   // Past this point leaves signed by the old CA would be due at birth; stop waiting for a bundle
   // that cannot be written (a CA without an active one waits at most one more propagationDelay).
-  const deadline = activeEnd !== undefined
-    ? activeEnd - policy.leafLookahead - policy.leafJitter
-    : activationAt + policy.propagationDelay + policy.reconcileInterval;
+  const deadline =
+    activeEnd !== undefined ? activeEnd - policy.leafLookahead - policy.leafJitter : activationAt + policy.propagationDelay + policy.reconcileInterval;
   if (now >= activationAt && (ready || now >= deadline)) {
     return {
       slots: { active: slots.next, next: undefined, retired: dedupe([...(activeAnchor ? [activeAnchor] : []), ...slots.retired]) },
@@ -396,14 +395,21 @@ export const preparePhase: CaPhaseRule = (reading, slots) => {
   });
   if (upstream) return upstreamNext(reading, slots, reason, prepareAt);
   if (reason === undefined) return { slots, dueAt: signing && !slots.next ? [prepareAt] : [] };
-  return { slots: { ...slots, next: GENERATE }, phase: 'prepare', reason, message: `preparing the next CA (${prepareWhy(reason, reading, signing)})`, dueAt: [] };
+  return {
+    slots: { ...slots, next: GENERATE },
+    phase: 'prepare',
+    reason,
+    message: `preparing the next CA (${prepareWhy(reason, reading, signing)})`,
+    dueAt: [],
+  };
 };
 
 /** Why a next CA is prepared, in words. */
 function prepareWhy(reason: RotationReason, reading: CaReading, signing: KeyedCertificate | undefined): string {
   if (reason === 'forced') return `rotation requested: ${truncate(reading.request!, 64)}`;
   if (reason === 'invalid') return 'next.crt/next.key unreadable';
-  if (reason === 'ca_mismatch') return `the CA source is now ${reading.input.upstream?.source ?? SELF_SIGNED_SOURCE}, not ${truncate(reading.recordedSource, 128)}`;
+  if (reason === 'ca_mismatch')
+    return `the CA source is now ${reading.input.upstream?.source ?? SELF_SIGNED_SOURCE}, not ${truncate(reading.recordedSource, 128)}`;
   return `active CA notAfter ${new Date(signing!.certificate.notAfter).toISOString()}`;
 }
 
@@ -431,14 +437,29 @@ function upstreamNext(reading: CaReading, slots: CaLayout, reason: RotationReaso
   const renewed = upstream.kind === 'secret' && offer !== undefined && slots.active?.kind === 'existing';
   const why = reason ?? (renewed ? 'forced' : undefined);
   if (why === undefined || slots.next !== undefined) return { slots, dueAt: slots.active && !slots.next ? [prepareAt] : [] };
-  const words = reason === undefined ? `${upstream.source} holds a new intermediate` : prepareWhy(reason, reading, slots.active?.kind === 'existing' ? slots.active.keyed : undefined);
+  const words =
+    reason === undefined
+      ? `${upstream.source} holds a new intermediate`
+      : prepareWhy(reason, reading, slots.active?.kind === 'existing' ? slots.active.keyed : undefined);
   if (!offer) return { ...idle(slots), wants: words, wantsReason: why };
   const activeAnchor = anchorOfSlot(slots.active);
   const described = `${truncate(offer.certificate.subject)} from ${upstream.source}`;
   if (activeAnchor?.pem === anchorOf(offer).pem) {
-    return { slots: { ...slots, active: existing(offer) }, phase: 'renew', reason: why, dueAt: [], message: `renewing the intermediate (${words}): ${described} signs from now on, under the same anchor` };
+    return {
+      slots: { ...slots, active: existing(offer) },
+      phase: 'renew',
+      reason: why,
+      dueAt: [],
+      message: `renewing the intermediate (${words}): ${described} signs from now on, under the same anchor`,
+    };
   }
-  return { slots: { ...slots, next: existing(offer) }, phase: 'prepare', reason: why, dueAt: [], message: `preparing the next CA (${words}): ${described}, under another anchor` };
+  return {
+    slots: { ...slots, next: existing(offer) },
+    phase: 'prepare',
+    reason: why,
+    dueAt: [],
+    message: `preparing the next CA (${words}): ${described}, under another anchor`,
+  };
 }
 
 /** True when an earlier phase of this plan placed the source's intermediate (a new CA, like a generated one). */
@@ -457,7 +478,14 @@ function newOffer(reading: CaReading, slots: CaLayout): KeyedCertificate | undef
 }
 
 /** Why the next CA is prepared now, if it is: asked for, unreadable, from another source, or the active CA's lookahead. */
-function prepareReason(s: { requested: boolean; signing: boolean; hasNext: boolean; nextBroken: boolean; due: boolean; sourceChanged: boolean }): RotationReason | undefined {
+function prepareReason(s: {
+  requested: boolean;
+  signing: boolean;
+  hasNext: boolean;
+  nextBroken: boolean;
+  due: boolean;
+  sourceChanged: boolean;
+}): RotationReason | undefined {
   if (s.requested) return 'forced';
   if (!s.signing || s.hasNext) return undefined;
   if (s.nextBroken) return 'invalid';

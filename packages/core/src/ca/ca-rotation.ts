@@ -136,7 +136,15 @@ export function planCaRotation(input: CaRotationInput): CaRotationPlan {
     acted.length > 0 || requestMet
       ? {
           ...secretWrite,
-          annotations: { ...acknowledged, ...(activates ? activeSince : {}), ...sourceAnnotations(reading, acted.map((s) => s.phase!)), ...answered },
+          annotations: {
+            ...acknowledged,
+            ...(activates ? activeSince : {}),
+            ...sourceAnnotations(
+              reading,
+              acted.map((s) => s.phase!),
+            ),
+            ...answered,
+          },
           phases: acted.map((s) => s.phase!),
           reason: acted.find((s) => s.reason !== undefined)?.reason,
           message: acted.map((s) => s.message).join('; ') || `rotation request ${request} acknowledged`,

@@ -60,7 +60,9 @@ function requestAction(reading: CaReading, reason: RotationReason, wants: string
   const refused = request.state === 'denied' || request.state === 'failed' || (request.state === 'issued' && !upstream.offer);
   if (refused) {
     const retryAt = (request.since ?? now) + CA_REQUEST_RETRY;
-    return now >= retryAt ? { request: { kind: 'create', reason, message: `${wants}; asking again after ${request.name} was ${request.state}` }, dueAt: [] } : { dueAt: [retryAt] };
+    return now >= retryAt
+      ? { request: { kind: 'create', reason, message: `${wants}; asking again after ${request.name} was ${request.state}` }, dueAt: [] }
+      : { dueAt: [retryAt] };
   }
   const overdueAt = request.since === undefined ? undefined : request.since + upstream.requestDeadline;
   return { dueAt: overdueAt !== undefined && overdueAt > now ? [overdueAt] : [] };

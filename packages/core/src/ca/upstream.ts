@@ -103,7 +103,10 @@ function judgeOffer(certificateText: string, key: string, ctx: OfferContext): Ke
   const [certificate, ...chain] = verified.path;
   const keyCheck = ctx.cache.checkKey(certificate!, key);
   if (keyCheck === 'mismatch' || keyCheck === 'unreadable') {
-    return problem('key_mismatch', `${ctx.from}: the key is ${keyCheck === 'mismatch' ? 'not the key of' : 'unreadable, so not the key of'} ${truncate(certificate!.subject)}`);
+    return problem(
+      'key_mismatch',
+      `${ctx.from}: the key is ${keyCheck === 'mismatch' ? 'not the key of' : 'unreadable, so not the key of'} ${truncate(certificate!.subject)}`,
+    );
   }
   return { certificate: certificate!, privateKeyPem: key, chain };
 }
@@ -170,7 +173,12 @@ export function readUpstream(observation: UpstreamObservation, caSecretData: Sec
     const unreadable = !secret ? 'not read' : !secret.certificate.ok ? secret.certificate.message : !secret.key.ok ? secret.key.message : undefined;
     if (unreadable !== undefined) return { ...base, anchors: anchorList, problems: [...problems, problem('source_unreadable', `${source}: ${unreadable}`)] };
     if (!anchorList) return { ...base, problems };
-    const offer = judgeOffer((secret!.certificate as { text: string }).text, (secret!.key as { text: string }).text, { now, cache, anchors: anchorList, from: source });
+    const offer = judgeOffer((secret!.certificate as { text: string }).text, (secret!.key as { text: string }).text, {
+      now,
+      cache,
+      anchors: anchorList,
+      from: source,
+    });
     return 'reason' in offer ? { ...base, anchors: anchorList, problems: [...problems, offer] } : { ...base, anchors: anchorList, offer, problems };
   }
   if (observation.issuer && observation.issuer.state !== 'ready') {

@@ -139,7 +139,9 @@ function caRotationInput(snapshot: Snapshot, subjects: readonly LeafSubject[], c
       ...(snapshot.trustBundles ?? []),
     ],
     ...(ctx.podCertificateMaxValidity === undefined ? {} : { podCertificateMaxValidity: ctx.podCertificateMaxValidity }),
-    ...(snapshot.upstream ? { upstream: readUpstream(snapshot.upstream, snapshot.caSecret?.ownership === 'managed' ? snapshot.caSecret.data : {}, now, cache) } : {}),
+    ...(snapshot.upstream
+      ? { upstream: readUpstream(snapshot.upstream, snapshot.caSecret?.ownership === 'managed' ? snapshot.caSecret.data : {}, now, cache) }
+      : {}),
   };
 }
 

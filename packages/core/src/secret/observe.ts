@@ -148,8 +148,15 @@ function observePair(data: SecretData, certKey: string, keyKey: string, cache: C
  * (peers hold the anchors). A CA slot may hold an intermediate and then its issuers, its trust
  * anchor last (docs/ca-rotation.md); a lone CA must be a self-signed root.
  */
-function chainProblem(key: string, certificates: readonly CertificateView[], expectCa: boolean, cache: CertificateCache): ReturnType<typeof problem> | undefined {
-  const expected = expectCa ? 'a CA, or an intermediate followed by its issuers up to its trust anchor' : 'exactly one certificate, or a leaf followed by the intermediates that issued it';
+function chainProblem(
+  key: string,
+  certificates: readonly CertificateView[],
+  expectCa: boolean,
+  cache: CertificateCache,
+): ReturnType<typeof problem> | undefined {
+  const expected = expectCa
+    ? 'a CA, or an intermediate followed by its issuers up to its trust anchor'
+    : 'exactly one certificate, or a leaf followed by the intermediates that issued it';
   const where = `${key} holds ${certificates.length} certificates where ${expected} is expected`;
   const chain = certificates.slice(1);
   const root = expectCa ? chain.slice(0, -1).findIndex(isSelfIssued) : chain.findIndex(isSelfIssued);

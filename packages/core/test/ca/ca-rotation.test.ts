@@ -182,14 +182,10 @@ describe('CA rotation: recovery', () => {
   it('after recovery, next activates once published and in every bundle; the lost CA stays retired', () => {
     const recovering = caSecret({ next, retired: [active.certificate] });
     const at = next.certificate.notBefore + policy.notBeforeBackdate + 1000 + policy.propagationDelay;
-    const plan = planCaRotation(
-      input(at, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive] }),
-    );
+    const plan = planCaRotation(input(at, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive] }));
     expect(plan.change?.phases).toEqual(['activate']);
     expect(plan.layout.retired).toEqual([active.certificate]);
-    const early = planCaRotation(
-      input(at - 1, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive] }),
-    );
+    const early = planCaRotation(input(at - 1, { caSecret: recovering, bundles: [held(next.certificate, active.certificate)], leavesInUse: [leafActive] }));
     expect(early.change).toBeUndefined();
     expect(early.layout.active).toBeUndefined();
   });

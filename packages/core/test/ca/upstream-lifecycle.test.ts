@@ -83,7 +83,13 @@ class Cluster {
   }
 
   /** The issuer answers the pending request with `issuer`'s key, as `section`, for `validity`. */
-  answer(csr: string, issuer: MadeCertificate, section: Parameters<OpensslPki['answer']>[3] = 'intermediate_pathlen0', validity = days(365), chain: readonly MadeCertificate[] = []): CertificateView {
+  answer(
+    csr: string,
+    issuer: MadeCertificate,
+    section: Parameters<OpensslPki['answer']>[3] = 'intermediate_pathlen0',
+    validity = days(365),
+    chain: readonly MadeCertificate[] = [],
+  ): CertificateView {
     const issued = upstreamPki.answer(`answer-${++answers}`, csr, issuer, section, this.now - minutes(1), this.now + validity);
     this.request = { ...this.request!, state: 'issued', since: this.now, certificate: issued.pem + chain.map((c) => c.view.pem).join(''), ca: root.view.pem };
     return issued;
@@ -92,7 +98,9 @@ class Cluster {
 
 /** `openssl verify -x509_strict` of the leaf Secret in `namespace`, trusting its ca.crt only, its tls.crt's rest untrusted. */
 function verifyServed(cluster: Cluster, purpose: 'sslserver' | 'sslclient', secret: ReturnType<MemoryStore['get']>): string {
-  const pems = text(secret, 'tls.crt').split(/(?<=-----END CERTIFICATE-----\n)/).filter((p) => p.trim() !== '');
+  const pems = text(secret, 'tls.crt')
+    .split(/(?<=-----END CERTIFICATE-----\n)/)
+    .filter((p) => p.trim() !== '');
   const leaf = tmp.write(`leaf-${++answers}.pem`, pems[0]!);
   const untrusted = tmp.write(`untrusted-${answers}.pem`, pems.slice(1).join('') || pems[0]!);
   const anchors = tmp.write(`anchors-${answers}.pem`, text(secret, 'ca.crt'));
@@ -225,7 +233,11 @@ describe('refused answers keep the intermediate that signs and say why', () => {
       },
       'key_mismatch',
     ],
-    ['5 MB of PEM', (c) => void (c.request = { ...c.request!, state: 'issued', since: c.now, certificate: root.view.pem.repeat(Math.ceil(5e6 / root.view.pem.length)) }), 'too_large'],
+    [
+      '5 MB of PEM',
+      (c) => void (c.request = { ...c.request!, state: 'issued', since: c.now, certificate: root.view.pem.repeat(Math.ceil(5e6 / root.view.pem.length)) }),
+      'too_large',
+    ],
   ];
 
   it.each(cases)('%s', async (_name, answer, reason) => {

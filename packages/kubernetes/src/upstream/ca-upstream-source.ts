@@ -122,7 +122,10 @@ export class CaUpstreamSource implements CaUpstream {
   }
 
   /** Stores a new pending key (when asked for one) and sends its request. */
-  private async send(plan: Plan, caSecret: { readonly state: SecretState | undefined; readonly object: V1Secret | undefined }): Promise<{ result: CaUpstreamResult; name?: string }> {
+  private async send(
+    plan: Plan,
+    caSecret: { readonly state: SecretState | undefined; readonly object: V1Secret | undefined },
+  ): Promise<{ result: CaUpstreamResult; name?: string }> {
     const { writer, installation, api, logger, events } = this.deps;
     const source = this.deps.source as Extract<UpstreamSource, { kind: 'issuer' }>;
     const where = { kind: 'Secret' as const, namespace: installation.esoNamespace, name: installation.caSecretName };
@@ -136,10 +139,19 @@ export class CaUpstreamSource implements CaUpstream {
         if (outcome.kind === 'failed') throw new Error(`storing the pending CA key in Secret ${where.namespace}/${where.name} failed: ${outcome.message}`);
         written++;
       }
-      const manifest = caRequestManifest({ namespace: installation.esoNamespace, installation: installation.id, csrPem: material.csrPem, issuer: source.issuer, duration: source.duration ?? installation.policy.caValidity });
+      const manifest = caRequestManifest({
+        namespace: installation.esoNamespace,
+        installation: installation.id,
+        csrPem: material.csrPem,
+        issuer: source.issuer,
+        duration: source.duration ?? installation.policy.caValidity,
+      });
       const { created } = await createCaRequest(api, manifest);
       if (created) written++;
-      logger.info({ source: this.name, request: material.name, reason: plan.upstream!.request!.reason }, `asked ${this.name} for an intermediate: ${material.message}`);
+      logger.info(
+        { source: this.name, request: material.name, reason: plan.upstream!.request!.reason },
+        `asked ${this.name} for an intermediate: ${material.message}`,
+      );
       events.record(where, 'Normal', 'CaRequested', `${material.message}: CertificateRequest ${installation.esoNamespace}/${material.name}`);
       return { result: { written, stale: 0, failed: 0 }, name: material.name };
     } catch (e) {
@@ -167,7 +179,10 @@ export class CaUpstreamSource implements CaUpstream {
         await deleteCaRequest(api, namespace, r.metadata.name, r.metadata.uid);
       } catch (e) {
         failed++;
-        logger.warn({ source: this.name, request: r.metadata.name, error: (e as Error).message }, 'deleting a CertificateRequest no longer needed failed; retrying');
+        logger.warn(
+          { source: this.name, request: r.metadata.name, error: (e as Error).message },
+          'deleting a CertificateRequest no longer needed failed; retrying',
+        );
       }
     }
     return failed;

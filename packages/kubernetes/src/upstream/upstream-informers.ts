@@ -14,7 +14,9 @@ import type { IssuerObject } from './issuer-readiness.js';
  */
 
 /** An Issuer or ClusterIssuer as cached: its name for the cache, its generation and conditions for its readiness. */
-type CachedIssuer = IssuerObject & { readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly resourceVersion?: string; readonly generation?: number } };
+type CachedIssuer = IssuerObject & {
+  readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly resourceVersion?: string; readonly generation?: number };
+};
 
 type UpstreamObject = V1Secret | V1ConfigMap | CertificateRequestObject | CachedIssuer;
 
@@ -33,7 +35,11 @@ function keepKeys<T extends { metadata?: object; data?: Record<string, string>; 
     d && Object.fromEntries(Object.entries(d).filter(([k]) => keys.includes(k)));
   return (o) => {
     const m = (o.metadata ?? {}) as { name?: string; namespace?: string; resourceVersion?: string; uid?: string };
-    return { metadata: { name: m.name, namespace: m.namespace, resourceVersion: m.resourceVersion, uid: m.uid }, data: pick(o.data), binaryData: pick(o.binaryData) } as T;
+    return {
+      metadata: { name: m.name, namespace: m.namespace, resourceVersion: m.resourceVersion, uid: m.uid },
+      data: pick(o.data),
+      binaryData: pick(o.binaryData),
+    } as T;
   };
 }
 
@@ -54,7 +60,10 @@ export class UpstreamInformers {
       (page: { limit: number; continue?: string }): Promise<ListPage<T>> =>
         api.get<ListPage<T>>(path, { ...selector, ...page });
     const named = <T extends object>(description: string, resource: string, path: string, name: string, transform: (o: T) => T): Informer<T> =>
-      new Informer<T>({ description, resource, list: lister<T>(path, { fieldSelector: byName(name) }), watchPath: path, fieldSelector: byName(name), transform }, options);
+      new Informer<T>(
+        { description, resource, list: lister<T>(path, { fieldSelector: byName(name) }), watchPath: path, fieldSelector: byName(name), transform },
+        options,
+      );
     const { trustAnchors } = source;
     const anchorsResource = trustAnchors.kind === 'Secret' ? 'secrets' : 'configmaps';
     this.anchors = named<V1Secret | V1ConfigMap>(
@@ -66,7 +75,13 @@ export class UpstreamInformers {
     );
     this.sourceSecret =
       source.kind === 'secret'
-        ? named<V1Secret>(`Secret ${namespace}/${source.secretName} (the CA source)`, 'secrets', corePath('secrets', namespace), source.secretName, keepKeys(['tls.crt', 'tls.key']))
+        ? named<V1Secret>(
+            `Secret ${namespace}/${source.secretName} (the CA source)`,
+            'secrets',
+            corePath('secrets', namespace),
+            source.secretName,
+            keepKeys(['tls.crt', 'tls.key']),
+          )
         : undefined;
     if (source.kind !== 'issuer') {
       this.requests = undefined;

@@ -31,8 +31,17 @@ const organisationRoot = (): Promise<KeyPair> => (root ??= opensslP256Ca('eso-mt
 /** A CA ClusterIssuer holding the organisation root (its key too, as cert-manager's CA issuer needs). */
 async function clusterIssuer(name: string): Promise<IssuerReference> {
   const org = await organisationRoot();
-  await suite.admin.create(corePath('secrets', CLUSTER_RESOURCES), { metadata: { name }, type: 'kubernetes.io/tls', data: { 'tls.crt': b64(org.cert), 'tls.key': b64(org.key) } });
-  await suite.admin.create('/apis/cert-manager.io/v1/clusterissuers', { apiVersion: 'cert-manager.io/v1', kind: 'ClusterIssuer', metadata: { name }, spec: { ca: { secretName: name } } });
+  await suite.admin.create(corePath('secrets', CLUSTER_RESOURCES), {
+    metadata: { name },
+    type: 'kubernetes.io/tls',
+    data: { 'tls.crt': b64(org.cert), 'tls.key': b64(org.key) },
+  });
+  await suite.admin.create('/apis/cert-manager.io/v1/clusterissuers', {
+    apiVersion: 'cert-manager.io/v1',
+    kind: 'ClusterIssuer',
+    metadata: { name },
+    spec: { ca: { secretName: name } },
+  });
   return { kind: 'ClusterIssuer', name, group: 'cert-manager.io' };
 }
 
@@ -54,7 +63,17 @@ function opensslVerify(rootPem: string, tlsCrt: string, purpose: 'sslserver' | '
   const dir = mkdtempSync(join(tmpdir(), 'adapter-issuer-'));
   try {
     const file = (name: string, content: string): string => (writeFileSync(join(dir, name), content), join(dir, name));
-    const args = ['verify', '-x509_strict', '-purpose', purpose, '-CAfile', file('root.pem', rootPem), '-untrusted', file('chain.pem', above.join('') || leaf!), file('leaf.pem', leaf!)];
+    const args = [
+      'verify',
+      '-x509_strict',
+      '-purpose',
+      purpose,
+      '-CAfile',
+      file('root.pem', rootPem),
+      '-untrusted',
+      file('chain.pem', above.join('') || leaf!),
+      file('leaf.pem', leaf!),
+    ];
     const r = spawnSync('openssl', args, { encoding: 'utf8' });
     return `${r.stdout}${r.stderr}`;
   } finally {
@@ -114,7 +133,13 @@ describe('a cert-manager ClusterIssuer as the CA source', () => {
         const ca = await suite.cluster.secret('eso-denied', CA_SECRET);
         return ca?.metadata?.annotations?.[CA_REQUEST_ANNOTATION] || false;
       }, WAIT);
-      const condition = { type: 'Denied', status: 'True', reason: 'eso-mtls.io/test-approver', message: 'intermediates are not allowed here', lastTransitionTime: new Date().toISOString() };
+      const condition = {
+        type: 'Denied',
+        status: 'True',
+        reason: 'eso-mtls.io/test-approver',
+        message: 'intermediates are not allowed here',
+        lastTransitionTime: new Date().toISOString(),
+      };
       await eventually(async () => (await ourRequests('eso-denied')).some((r) => r.metadata.name === name), WAIT);
       await suite.admin.mergePatch(`${caRequestPath('eso-denied', name)}/status`, { status: { conditions: [condition] } });
       await eventually(async () => {

@@ -43,7 +43,11 @@ function expectTrust(now: Peers, previous: Peers): void {
     const s = leafAndBundle(server);
     const c = leafAndBundle(client);
     const chain = (secret: V1Secret) => splitPemCertificates(text(secret, 'tls.crt')).slice(1);
-    expect({ label, server: chainsTo(s.leaf, c.bundle, chain(server)), client: chainsTo(c.leaf, s.bundle, chain(client)) }).toEqual({ label, server: true, client: true });
+    expect({ label, server: chainsTo(s.leaf, c.bundle, chain(server)), client: chainsTo(c.leaf, s.bundle, chain(client)) }).toEqual({
+      label,
+      server: true,
+      client: true,
+    });
   }
 }
 
@@ -90,7 +94,10 @@ describe("a user's Secret as the CA source", () => {
 
     run = await startAdapter(kubeConfig, ESO, { now: Date.now, policy: FAST, caSource: SOURCE });
     try {
-      const moved = await convergeTrusting(run, (p) => text(p.provider, 'ca.crt') === root.cert && splitPemCertificates(text(p.provider, 'tls.crt')).length === 2);
+      const moved = await convergeTrusting(
+        run,
+        (p) => text(p.provider, 'ca.crt') === root.cert && splitPemCertificates(text(p.provider, 'tls.crt')).length === 2,
+      );
       expect(splitPemCertificates(text(moved.provider, 'tls.crt'))[1]).toBe(splitPemCertificates(first.cert)[0]);
       expect(run.writes.filter((w) => w.kind === 'ca').map((w) => w.phases)).toEqual([['prepare'], ['activate'], ['retire']]);
       const ca = (await cluster.secret(ESO, CA_SECRET))!;
@@ -122,7 +129,10 @@ describe("a user's Secret as the CA source", () => {
     // And back to a root of our own, through the overlap.
     run = await startAdapter(kubeConfig, ESO, { now: Date.now, policy: FAST });
     try {
-      const back = await convergeTrusting(run, (p) => splitPemCertificates(text(p.provider, 'tls.crt')).length === 1 && splitPemCertificates(text(p.provider, 'ca.crt')).length === 1);
+      const back = await convergeTrusting(
+        run,
+        (p) => splitPemCertificates(text(p.provider, 'tls.crt')).length === 1 && splitPemCertificates(text(p.provider, 'ca.crt')).length === 1,
+      );
       expect(text(back.provider, 'ca.crt')).not.toBe(root.cert);
       expect((await cluster.secret(ESO, CA_SECRET))!.metadata?.annotations?.[CA_SOURCE_ANNOTATION]).toBe('self-signed');
     } finally {
