@@ -64,8 +64,18 @@ beforeAll(() => {
       '',
     ].join('\n'),
   );
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'root.key', '-out', 'root.pem']
-    .concat(['-subj', '/O=Acme/CN=Acme Root', '-days', '3650', '-config', 'ext.cnf', '-extensions', 'root']));
+  openssl(
+    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'root.key', '-out', 'root.pem'].concat([
+      '-subj',
+      '/O=Acme/CN=Acme Root',
+      '-days',
+      '3650',
+      '-config',
+      'ext.cnf',
+      '-extensions',
+      'root',
+    ]),
+  );
   rootPem = readFileSync(join(dir, 'root.pem'), 'utf8');
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -73,8 +83,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** The issuer's answer to `csrPem`: an intermediate valid for a year, signed by the root. */
 function answer(csrPem: string): string {
   writeFileSync(join(dir, 'request.csr'), csrPem);
-  openssl(['x509', '-req', '-in', 'request.csr', '-CA', 'root.pem', '-CAkey', 'root.key', '-set_serial', '4660', '-days', '365', '-out', 'intermediate.pem']
-    .concat(['-extfile', 'ext.cnf', '-extensions', 'intermediate']));
+  openssl(
+    ['x509', '-req', '-in', 'request.csr', '-CA', 'root.pem', '-CAkey', 'root.key', '-set_serial', '4660', '-days', '365', '-out', 'intermediate.pem'].concat([
+      '-extfile',
+      'ext.cnf',
+      '-extensions',
+      'intermediate',
+    ]),
+  );
   return readFileSync(join(dir, 'intermediate.pem'), 'utf8');
 }
 
@@ -173,7 +189,9 @@ describe('eso-mtls status with an intermediate from a cert-manager issuer', () =
 
     const text = renderText(report, plain);
     expect(text).toContain(`  source           ${SOURCE} (trust anchors ConfigMap/org-roots/ca.crt); the CA Secret records the same`);
-    expect(text).toMatch(/ {2}active path {6}\S.*serial 1234, notAfter \S+ \(364 days left\)\n {19}<- CN=Acme Root,O=Acme, serial \S+, notAfter \S+ \(\d+ days left, trust anchor\)/);
+    expect(text).toMatch(
+      / {2}active path {6}\S.*serial 1234, notAfter \S+ \(364 days left\)\n {19}<- CN=Acme Root,O=Acme, serial \S+, notAfter \S+ \(\d+ days left, trust anchor\)/,
+    );
     const json = JSON.parse(renderJson(report));
     expect(json.ca.upstream.paths[0].certificates.map((x: { anchor: boolean }) => x.anchor)).toEqual([false, true]);
     expect(renderJson(report)).not.toContain('PRIVATE KEY');
@@ -190,7 +208,10 @@ describe('eso-mtls status with an intermediate from a cert-manager issuer', () =
     expect(upstream.pendingRequest).toBe(`${ESO}/${name}`);
     expect(upstream.waitingFor).toBe(`CertificateRequest ${ESO}/${name} to be approved and issued by ${SOURCE} (pending: waiting for approval)`);
     expect(upstream.paths).toEqual([]);
-    expect(report.ca.problems).toContainEqual({ kind: 'upstream', message: `request_overdue: CertificateRequest ${name} has been pending for over 1h: waiting for approval` });
+    expect(report.ca.problems).toContainEqual({
+      kind: 'upstream',
+      message: `request_overdue: CertificateRequest ${name} has been pending for over 1h: waiting for approval`,
+    });
     expect(report.summary.exitCode).toBe(1);
     const text = renderText(report, plain);
     expect(text).toContain(`  pending request  ${ESO}/${name}\n  waiting for      CertificateRequest ${ESO}/${name} to be approved`);

@@ -104,7 +104,9 @@ describe('upstream CA problems from real plans', () => {
       [CA_SECRET, 'Warning', 'CaUpstreamProblem'],
       [CA_SECRET, 'Warning', 'CaUpstreamProblem'],
     ]);
-    expect(upstreamEvents()[1]!.message).toBe(`${SOURCE} (issuer_missing): ${SOURCE}: ClusterIssuer org-ca does not exist (docs/operations.md#esocaupstreamproblem)`);
+    expect(upstreamEvents()[1]!.message).toBe(
+      `${SOURCE} (issuer_missing): ${SOURCE}: ClusterIssuer org-ca does not exist (docs/operations.md#esocaupstreamproblem)`,
+    );
     let exposition = await metrics.registry.metrics();
     expect(exposition).toContain(`eso_ca_upstream_info{source="${SOURCE}",kind="issuer"} 1`);
     expect(exposition).toContain(`eso_ca_upstream_problem{source="${SOURCE}",reason="anchors_unreadable"} 1`);
@@ -149,7 +151,10 @@ describe('upstream CA problems from real plans', () => {
     round(asking, T0);
     expect(upstreamLines()).toEqual([]);
 
-    c.observation = { ...c.observation, request: { name: material.name, state: 'denied', since: T0 + 1000, message: 'policy org-ca-approval: isCA is not allowed' } };
+    c.observation = {
+      ...c.observation,
+      request: { name: material.name, state: 'denied', since: T0 + 1000, message: 'policy org-ca-approval: isCA is not allowed' },
+    };
     for (let i = 1; i < 30; i++) round(c.plan(T0 + i * 1000), T0 + i * 1000);
     expect(upstreamLines().map((l) => [l.level, l.fields.reason, l.message])).toEqual([
       ['warn', 'request_denied', `upstream CA problem: CertificateRequest ${material.name} was denied: policy org-ca-approval: isCA is not allowed`],
@@ -168,7 +173,11 @@ describe('upstream CA problems from real plans', () => {
     expect(upstreamLines().at(-1)).toMatchObject({ level: 'info', message: 'upstream CA problem resolved', fields: { reason: 'request_denied' } });
     const overdue = later + hours(1);
     for (let i = 0; i < 30; i++) round(c.plan(overdue + i * 1000), overdue + i * 1000);
-    expect(upstreamLines().filter((l) => l.fields.reason === 'request_overdue').map((l) => l.level)).toEqual(['warn']);
+    expect(
+      upstreamLines()
+        .filter((l) => l.fields.reason === 'request_overdue')
+        .map((l) => l.level),
+    ).toEqual(['warn']);
     expect(upstreamEvents().map((e) => e.reason)).toEqual(['CaUpstreamProblem', 'CaUpstreamProblem']);
     expect(upstreamEvents()[1]!.message).toContain(`CertificateRequest ${second.name} has been pending for over 1h`);
   });

@@ -101,14 +101,18 @@ export function registerUpstreamGauges(o: {
   });
   new Gauge({
     name: METRIC_NAMES.caUpstreamProblem,
-    help: "1 for each problem of the upstream CA source that stands, by source and reason (a chain refusal such as no_anchor, too_short or key_mismatch; anchors_unreadable, source_unreadable, issuer_missing, issuer_not_ready, request_denied, request_failed, request_overdue, renewal_overdue; status_ca_mismatch, a warning only). The last good intermediate keeps signing; nothing falls back to a self-made root. Warning Event CaUpstreamProblem on the CA Secret. Absent once the problem ends. Exported by the leading controller only.",
+    help: '1 for each problem of the upstream CA source that stands, by source and reason (a chain refusal such as no_anchor, too_short or key_mismatch; anchors_unreadable, source_unreadable, issuer_missing, issuer_not_ready, request_denied, request_failed, request_overdue, renewal_overdue; status_ca_mismatch, a warning only). The last good intermediate keeps signing; nothing falls back to a self-made root. Warning Event CaUpstreamProblem on the CA Secret. Absent once the problem ends. Exported by the leading controller only.',
     labelNames: ['source', 'reason'] as const,
     registers: o.registers,
     collect() {
       this.reset();
       if (!o.isLeader()) return;
       for (const { source, reason } of o.upstreamProblems()) {
-        const fault = sourceFault(source) ?? (UPSTREAM_PROBLEM_REASONS.includes(reason) ? undefined : `upstream problem reason ${JSON.stringify(String(reason).slice(0, 80))} is not one of ${UPSTREAM_PROBLEM_REASONS.join(', ')}`);
+        const fault =
+          sourceFault(source) ??
+          (UPSTREAM_PROBLEM_REASONS.includes(reason)
+            ? undefined
+            : `upstream problem reason ${JSON.stringify(String(reason).slice(0, 80))} is not one of ${UPSTREAM_PROBLEM_REASONS.join(', ')}`);
         if (fault === undefined) this.set({ source, reason }, 1);
         else skip(fault);
       }

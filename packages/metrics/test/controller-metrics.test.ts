@@ -1,6 +1,13 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { CHAIN_REFUSAL_REASONS, ROTATION_REASONS, type RotationReason } from '@eso-mtls/core';
-import { ControllerMetrics, type LeaderLeaseForeignReason, METRIC_NAMES, MetricLabelError, UPSTREAM_PROBLEM_REASONS, isUpstreamSource } from '@eso-mtls/metrics';
+import {
+  ControllerMetrics,
+  type LeaderLeaseForeignReason,
+  METRIC_NAMES,
+  MetricLabelError,
+  UPSTREAM_PROBLEM_REASONS,
+  isUpstreamSource,
+} from '@eso-mtls/metrics';
 import { TestClock } from '@eso-mtls/test-kit/clock';
 import { ControllerView } from './support/controller-view.js';
 import { series, valueOf } from '@eso-mtls/test-kit/exposition';

@@ -64,7 +64,13 @@ export function plannedUpstream(read: UpstreamObservation | undefined, caSource:
 
 /** One certificate of a path: public facts only. */
 function pathCertificate(c: CertificateView, now: Instant, anchor: boolean): PathCertificateReport {
-  return { subject: c.subject, serialNumber: c.serialNumber, notAfter: new Date(c.notAfter).toISOString(), daysLeft: Math.floor((c.notAfter - now) / DAY), anchor };
+  return {
+    subject: c.subject,
+    serialNumber: c.serialNumber,
+    notAfter: new Date(c.notAfter).toISOString(),
+    daysLeft: Math.floor((c.notAfter - now) / DAY),
+    anchor,
+  };
 }
 
 /** The path of each usable CA slot: the signing certificate, the certificates above it, the anchor last. */
