@@ -16,6 +16,7 @@ export type UpstreamKind = 'issuer' | 'secret';
 export interface UpstreamSourceEntry {
   /** As the CA Secret records it (annotation `eso-mtls.io/ca-source`): `issuer/<Kind>/<name>` (the Kind with `.<group>` when not cert-manager's) or `secret/<name>`. */
   readonly source: string;
+  /** Which kind of source it is (the `kind` label). */
   readonly kind: UpstreamKind;
 }
 
@@ -23,6 +24,7 @@ export interface UpstreamSourceEntry {
 export interface UpstreamProblemEntry {
   /** The source it concerns, as in {@link UpstreamSourceEntry.source}. */
   readonly source: string;
+  /** Why it gives no usable intermediate, or warns (the `reason` label): one of {@link UPSTREAM_PROBLEM_REASONS}. */
   readonly reason: UpstreamProblemReason;
 }
 
