@@ -15,6 +15,7 @@ import { isInstant, secondsUntil } from './expiry.js';
 import { MetricLabelError, type ServiceLabels, serviceKey, serviceLabels } from './labels.js';
 import { METRIC_NAMES } from './metric-names.js';
 import { assertRotationReason } from './rotation-reason.js';
+import { type UpstreamProblemEntry, type UpstreamSourceEntry, registerUpstreamGauges } from './upstream-gauges.js';
 
 /** One labelled Service, as the controller currently sees it. */
 export interface ProviderCertificateEntry {
@@ -87,6 +88,10 @@ export interface ControllerCertificateSource {
   podCertificatesStaleNames(): ReadonlyMap<string, number>;
   /** The provider namespaces the CA rotation went on without, their Secret refusing our writes; a namespace caught up is no longer listed. */
   namespacesLeftBehind(): Iterable<NamespaceLeftBehindEntry>;
+  /** The upstream CA source configured (`--ca-issuer`, `--ca-from-secret`); undefined with the self-signed CA. */
+  upstreamSource(): UpstreamSourceEntry | undefined;
+  /** Each problem of the upstream CA source that stands now, by reason; a problem that ended is no longer listed. */
+  upstreamProblems(): Iterable<UpstreamProblemEntry>;
 }
 
 /** Which bound keeps a pending PodCertificateRequest out of memory: its namespace's, or the signer's in all (the `bound` label). */
@@ -254,6 +259,14 @@ export class ControllerMetrics {
           if (labels) this.set(labels, 1);
         }
       },
+    });
+
+    registerUpstreamGauges({
+      registers,
+      isLeader: () => source.isLeader(),
+      upstreamSource: () => source.upstreamSource(),
+      upstreamProblems: () => source.upstreamProblems(),
+      report,
     });
 
     instantGauge({

@@ -29,5 +29,6 @@ export { MetricLabelError, type ServiceLabels } from './labels.js';
 export { METRIC_NAMES, type MetricName } from './metric-names.js';
 export { createMetricsHandler, type MetricsHandler, type MetricsHandlerOptions } from './metrics-handler.js';
 export { METRICS_PATH, type MetricsServer, type MetricsServerOptions, startMetricsServer } from './metrics-server.js';
+export { isUpstreamSource, UPSTREAM_PROBLEM_REASONS, type UpstreamKind, type UpstreamProblemEntry, type UpstreamSourceEntry } from './upstream-gauges.js';
 export { PROVIDER_IDENTITY_ENV, ProviderIdentityError, providerIdentityFromEnv } from './provider-identity.js';
 export { ProviderMetrics, type ProviderMetricsOptions } from './provider-metrics.js';

@@ -23,6 +23,10 @@ export const METRIC_NAMES = Object.freeze({
   caSigningPausedUntil: 'eso_ca_signing_paused_until_timestamp_seconds',
   /** Controller gauge: 1 per provider namespace the CA rotation went on without (its Secret refuses our writes), by reason. */
   caRotationNamespaceLeftBehind: 'eso_ca_rotation_namespace_left_behind',
+  /** Controller gauge: 1 labelled with the upstream CA source (issuer or Secret) when one is configured. */
+  caUpstreamInfo: 'eso_ca_upstream_info',
+  /** Controller gauge: 1 per problem of the upstream CA source that stands, by source and reason. */
+  caUpstreamProblem: 'eso_ca_upstream_problem',
   /** Controller counter: PodCertificateRequests decided (pod-certificate mode), per signer, result and reason. */
   podCertificateRequests: 'eso_pod_certificate_requests_total',
   /** Controller gauge, every replica: pending PodCertificateRequests the signer's bound keeps out of memory, per bound (namespace, total). */

@@ -37,6 +37,7 @@ async function system(options: { leader: boolean }) {
   view.pausedUntil = T0 + 5 * MINUTE;
   view.notServed = { cap: 3, not_allowed: 1 };
   view.leftBehind = [{ namespace: 'provider-aws', reason: 'immutable' }];
+  view.upstream = { source: 'issuer/ClusterIssuer/org-ca', kind: 'issuer' };
   // Every replica, leader or not, judges the leader election Lease it reads.
   const lease = { foreign: [] as LeaderLeaseForeignReason[] };
   // Every replica, too, counts the pending PodCertificateRequests its bound keeps out of memory.
@@ -121,6 +122,7 @@ describe('the alert rules and the real exporters', () => {
     sys.controller.recordRotation('provider-aws', ['aws'], 'initial');
     sys.controller.recordPodCertificateRequest('server', 'denied', 'NoProviderService');
     sys.view.staleNames.set('provider-aws', 1);
+    sys.view.upstreamProblemList = [{ source: 'issuer/ClusterIssuer/org-ca', reason: 'request_denied' }];
     const { bodies } = await record(sys, 0);
     const exported = new Set(bodies.flatMap((b) => b.samples.map((s) => s.name)));
     expect([...exported].sort()).toEqual(Object.values(METRIC_NAMES).sort());
@@ -135,6 +137,8 @@ describe('the alert rules and the real exporters', () => {
       METRIC_NAMES.providerHotReloads,
       METRIC_NAMES.caSigningPausedUntil,
       METRIC_NAMES.podCertificatesStaleNames,
+      // Which upstream source is configured: a fact, not a fault; its problems have their own gauge.
+      METRIC_NAMES.caUpstreamInfo,
       // Orphaned Secret deletions: a failed one leaves the Secret as it was without pruning, so nothing
       // any provider uses breaks; the error line and the Warning Event PruneFailed carry it.
       METRIC_NAMES.orphanedSecretDeletions,
@@ -167,6 +171,9 @@ describe('the alert rules and the real exporters', () => {
       if (minute === 5) sys.controller.recordRotation('provider-vault', ['vault'], 'expiring');
       // Requests beyond the bound, standing longer than the alert's 10 minutes.
       if (minute === 5) sys.pending.notHeld = { namespace: 120, total: 0 };
+      // Denied from minute 0, standing past the alert's 15 minutes; overdue from minute 10, not yet.
+      if (minute === 0) sys.view.upstreamProblemList = [{ source: 'issuer/ClusterIssuer/org-ca', reason: 'request_denied' }];
+      if (minute === 10) sys.view.upstreamProblemList.push({ source: 'issuer/ClusterIssuer/org-ca', reason: 'request_overdue' });
       if (minute === 10) {
         sys.controller.recordRotationFailure('provider-aws', ['aws']);
         sys.controller.recordCaRotationFailure();
@@ -183,6 +190,7 @@ describe('the alert rules and the real exporters', () => {
       firing('EsoCaCertificateExpiringSoon', { ...controller, state: 'active' }),
       firing('EsoCaCertificateRotationFailed', {}),
       firing('EsoCaRotationNamespaceLeftBehind', { namespace: 'provider-aws', reason: 'immutable' }),
+      firing('EsoCaUpstreamProblem', { source: 'issuer/ClusterIssuer/org-ca', reason: 'request_denied' }),
       firing('EsoClientCertificateExpiringSoon', controller),
       firing('EsoLeaderLeaseForeign', { reason: 'duration_too_long' }),
       firing('EsoLeaderLeaseForeign', { reason: 'unknown_holder' }),

@@ -1,6 +1,13 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { ROTATION_REASONS, type RotationReason } from '@eso-mtls/core';
-import { ControllerMetrics, type LeaderLeaseForeignReason, METRIC_NAMES, MetricLabelError } from '@eso-mtls/metrics';
+import { CHAIN_REFUSAL_REASONS, ROTATION_REASONS, type RotationReason } from '@eso-mtls/core';
+import {
+  ControllerMetrics,
+  type LeaderLeaseForeignReason,
+  METRIC_NAMES,
+  MetricLabelError,
+  UPSTREAM_PROBLEM_REASONS,
+  isUpstreamSource,
+} from '@eso-mtls/metrics';
 import { TestClock } from '@eso-mtls/test-kit/clock';
 import { ControllerView } from './support/controller-view.js';
 import { series, valueOf } from '@eso-mtls/test-kit/exposition';
@@ -298,6 +305,71 @@ describe('ControllerMetrics refusals, signing pause and CA failures', () => {
     view.leftBehind = [{ namespace: 'team-b', reason: 'refused' }]; // team-a caught up
     s = await samples();
     expect(series(s, N.caRotationNamespaceLeftBehind).map((x) => x.labels.namespace)).toEqual(['team-b']);
+  });
+
+  it('export the upstream source and 1 per standing upstream problem, from the leader only, skipping what cannot be a label', async () => {
+    const { view, samples, invalid } = await setUp();
+    let s = await samples();
+    expect(series(s, N.caUpstreamInfo)).toEqual([]);
+    expect(series(s, N.caUpstreamProblem)).toEqual([]);
+    const source = 'issuer/ClusterIssuer/org-ca';
+    view.upstream = { source, kind: 'issuer' };
+    view.upstreamProblemList = [
+      { source, reason: 'request_denied' },
+      { source, reason: 'no_anchor' },
+      { source, reason: 'no_anchor' }, // two refusals of one reason are one series
+      { source, reason: 'whatever the issuer said' as never },
+      { source: 'issuer/ClusterIssuer/Org CA "quoted"', reason: 'issuer_missing' },
+    ];
+    s = await samples();
+    expect(series(s, N.caUpstreamInfo).map((x) => [x.labels, x.value])).toEqual([[{ source, kind: 'issuer' }, 1]]);
+    expect(series(s, N.caUpstreamProblem).map((x) => [x.labels, x.value])).toEqual([
+      [{ source, reason: 'request_denied' }, 1],
+      [{ source, reason: 'no_anchor' }, 1],
+    ]);
+    const messages = invalid.map((e) => e.message).join('\n');
+    expect(messages).toContain('upstream problem reason "whatever the issuer said" is not one of too_large, malformed,');
+    expect(messages).toContain('upstream source "issuer/ClusterIssuer/Org CA \\"quoted\\"" is not issuer/<Kind>/<name> or secret/<name>; entry skipped');
+
+    view.leader = false;
+    s = await samples();
+    expect(series(s, N.caUpstreamInfo)).toEqual([]);
+    expect(series(s, N.caUpstreamProblem)).toEqual([]);
+    view.leader = true;
+    view.upstreamProblemList = []; // resolved
+    s = await samples();
+    expect(series(s, N.caUpstreamProblem)).toEqual([]);
+    expect(series(s, N.caUpstreamInfo)).toHaveLength(1);
+  });
+
+  it('take as source label only the names the controller writes: issuer/<Kind>[.<group>]/<name> or secret/<name>', () => {
+    const valid: [string, 'issuer' | 'secret'][] = [
+      ['issuer/ClusterIssuer/org-ca', 'issuer'],
+      ['issuer/Issuer/team.ca', 'issuer'],
+      ['issuer/AWSPCAClusterIssuer.awspca.cert-manager.io/pca', 'issuer'],
+      ['secret/org-intermediate', 'secret'],
+      [`secret/${'a'.repeat(63)}.${'b'.repeat(63)}`, 'secret'],
+    ];
+    for (const [source, kind] of valid) expect([source, isUpstreamSource(source, kind)]).toEqual([source, true]);
+    const invalid: [unknown, 'issuer' | 'secret'][] = [
+      ['secret/org-intermediate', 'issuer'],
+      ['issuer/ClusterIssuer/org-ca', 'secret'],
+      ['issuer/clusterIssuer/org-ca', 'issuer'],
+      ['issuer/ClusterIssuer/org-ca/extra', 'issuer'],
+      ['issuer/ClusterIssuer.Bad_Group/x', 'issuer'],
+      ['issuer/ClusterIssuer/', 'issuer'],
+      ['secret/', 'secret'],
+      ['secret/UPPER', 'secret'],
+      [`secret/${'a'.repeat(254)}`, 'secret'],
+      ['self-signed', 'secret'],
+      [42, 'secret'],
+    ];
+    for (const [source, kind] of invalid) expect([source, isUpstreamSource(source, kind)]).toEqual([source, false]);
+  });
+
+  it('name every reason of the core: its chain refusals and the upstream source own', () => {
+    expect(UPSTREAM_PROBLEM_REASONS).toEqual(expect.arrayContaining([...CHAIN_REFUSAL_REASONS, 'anchors_unreadable', 'request_overdue', 'status_ca_mismatch']));
+    expect(new Set(UPSTREAM_PROBLEM_REASONS).size).toBe(CHAIN_REFUSAL_REASONS.length + 9);
   });
 
   it('export the signing pause as a Unix time while it lasts, and no sample (not 0) otherwise', async () => {

@@ -1,4 +1,4 @@
-import { type Instant, type NamespaceRequirement, PROVIDER_SECRET_NAME, formatNamespaceRequirement } from '@eso-mtls/core';
+import { type Instant, type NamespaceRequirement, PROVIDER_SECRET_NAME, type UpstreamObservation, formatNamespaceRequirement } from '@eso-mtls/core';
 import {
   type Installation,
   KubeApiError,
@@ -54,6 +54,11 @@ export interface ClusterState {
   readonly allowedNamespaces?: AllowedNamespacesRead;
   /** The leader election Lease, when the scope names one. */
   readonly lease?: LeaseRead;
+  /**
+   * With an upstream CA source: what the controller's source observes (trust anchors, the issuer
+   * or the user's Secret, the pending CertificateRequest), when status read it; undefined: not read.
+   */
+  readonly upstream?: UpstreamObservation;
 }
 
 /** A ClusterTrustBundle as status keeps it: what ownership, the selector label and the CA activation are judged on. */

@@ -27,6 +27,7 @@ import { type TokenKeys, isTokenReference } from './ca-keys.js';
 import type { ClusterState, SecretRead } from './cluster-state.js';
 import { evaluatePodCertificates, observedTrustBundles, pendingThreshold } from './evaluate-pod-certificates.js';
 import { evaluateLease } from './evaluate-lease.js';
+import { evaluateUpstream, plannedUpstream } from './evaluate-upstream.js';
 import { statusExitCode } from './exit-codes.js';
 import type { AssumedInstallation } from './options.js';
 import type {
@@ -281,14 +282,23 @@ export function evaluateStatus(
   const podState = pods && state.podCertificates;
   // As the controller plans in pod-certificate mode: its published bundles gate the next CA, and a retired CA stays for the longest pod certificate.
   const { snapshot: built } = builder.build();
-  const snapshot = podState ? { ...built, trustBundles: observedTrustBundles(podState, installation, cache) } : built;
+  const upstreamObservation = plannedUpstream(state.upstream, assumed.caSource, policy.caValidity);
+  const snapshot = {
+    ...built,
+    ...(podState ? { trustBundles: observedTrustBundles(podState, installation, cache) } : {}),
+    // With an upstream CA, as the controller plans: its intermediates are judged against the source.
+    ...(upstreamObservation ? { upstream: upstreamObservation } : {}),
+  };
   // With a namespace requirement, planned as the controller plans once its namespace list is synced;
   // when that list could not be read, each provider namespace is said to be unchecked below.
   const requirement = state.allowedNamespaces?.kind === 'read' ? assumed.namespaceRequirement : undefined;
   // The controller's plan context from the same configuration; status reads no bound on issuances,
   // so that every leaf due now is shown as due rather than deferred to a later round.
   const plan = planRotation(snapshot, planContext({ ...assumed, maxIssuancesPerReconcile: undefined, namespaceRequirement: requirement }, now, cache));
-  const { activeCa, ...ca } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache, keys });
+  const { activeCa, ...caSecret } = evaluateCa(`${esoNamespace}/${caSecretName}`, state.caSecret, snapshot.caSecret, { now, assumed, plan, cache, keys });
+  const upstream =
+    caSecret.checked && evaluateUpstream(snapshot.caSecret, { now, plan, cache, esoNamespace, caSource: assumed.caSource, observation: state.upstream });
+  const ca: CaReport = upstream ? { ...caSecret, upstream: upstream.report, problems: [...caSecret.problems, ...upstream.problems] } : caSecret;
   const ctx: LeafContext = { now, assumed, plan, cache, activeCa, caUnknown: !ca.checked };
 
   const clientName = `${esoNamespace}/${clientSecretName}`;

@@ -1,5 +1,15 @@
 import { countWithNoun } from './count-with-noun.js';
-import type { CertificateFacts, Checked, LeafReport, LeaseReport, PodCertificatesReport, Problem, ReasonCount, StatusReport } from './report.js';
+import type {
+  CertificateFacts,
+  Checked,
+  LeafReport,
+  LeaseReport,
+  PodCertificatesReport,
+  Problem,
+  ReasonCount,
+  StatusReport,
+  UpstreamCaReport,
+} from './report.js';
 
 /** SGR colours, or none: plain text when piped, under NO_COLOR, or on a dumb terminal. */
 export interface Palette {
@@ -67,6 +77,24 @@ function leaseLines(r: LeaseReport, p: Palette): string[] {
     );
   }
   return [...lines, ...problems(r.problems, p), ''];
+}
+
+/** An upstream CA source: which is configured and recorded, each slot's path up to its anchor, and what the CA waits for. */
+function upstreamLines(u: UpstreamCaReport, p: Palette): string[] {
+  const anchors = u.trustAnchors ? ` (trust anchors ${u.trustAnchors})` : '';
+  const recorded = u.recorded === undefined ? 'self-signed' : u.recorded;
+  const lines = [`  ${'source'.padEnd(16)} ${u.configured}${anchors}; the CA Secret records ${recorded === u.configured ? 'the same' : recorded}`];
+  for (const path of u.paths) {
+    path.certificates.forEach((c, i) => {
+      const label = i === 0 ? `${path.slot} path` : '';
+      const role = c.anchor ? ', trust anchor' : '';
+      lines.push(`  ${label.padEnd(16)} ${i === 0 ? '' : '<- '}${c.subject}, serial ${c.serialNumber}, notAfter ${c.notAfter} (${days(c, p)}${role})`);
+    });
+  }
+  if (u.pendingRequest) lines.push(`  ${'pending request'.padEnd(16)} ${u.pendingRequest}`);
+  if (u.waitingFor) lines.push(`  ${'waiting for'.padEnd(16)} ${u.waitingFor}`);
+  if (!u.sourceRead) lines.push(`  ${p.warn('the source was not read: its problems, and what the CA waits for, are not shown')}`);
+  return lines;
 }
 
 const reasons = (list: readonly ReasonCount[]): string => (list.length === 0 ? '' : ` (${list.map((r) => `${r.reason} ${r.count}`).join(', ')})`);
@@ -152,6 +180,7 @@ export function renderText(report: StatusReport, p: Palette): string {
   for (const k of ca.keys ?? []) out.push(`  ${'key'.padEnd(8)} ${k.slot} CA (${k.field}): ${k.checked ? p.ok(k.detail) : p.warn(k.detail)}`);
   if (ca.due) out.push(`  due now: ${ca.due.phases.join(', ')}${ca.due.reason ? ` (${ca.due.reason})` : ''}`);
   if (ca.signingPausedUntil) out.push(`  no CA signs until ${ca.signingPausedUntil}`);
+  if (ca.upstream) out.push(...upstreamLines(ca.upstream, p));
   out.push(...problems(ca.problems, p), '');
 
   const cl = report.client;

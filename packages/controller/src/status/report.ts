@@ -16,7 +16,8 @@ export type ProblemKind =
   | 'not_allowed' // a provider namespace without the label of --require-namespace-label: not served at all
   | 'not_served' // a provider namespace the cap on namespaces (--max-namespaces) leaves out: not served at all
   | 'unreachable' // a CA key in a PKCS#11 token that the token, given with --hsm-module, could not be asked about
-  | 'pending'; // a write due now that the controller has not made yet, or a request it has not decided
+  | 'pending' // a write due now that the controller has not made yet, or a request it has not decided
+  | 'upstream'; // the upstream CA source gives no usable intermediate, or warns (the reason first, as eso_ca_upstream_problem names it)
 
 /** One problem, in a sentence that names the object. */
 export interface Problem {
@@ -72,6 +73,36 @@ export interface CaKeyReport {
   readonly detail: string;
 }
 
+/** One certificate of a CA path. */
+export interface PathCertificateReport extends Pick<CertificateFacts, 'subject' | 'serialNumber' | 'notAfter' | 'daysLeft'> {
+  /** The last of the path: the trust anchor, which every bundle holds. */
+  readonly anchor: boolean;
+}
+
+/** A CA slot's path: the certificate that signs first, then the ones above it, the trust anchor last. */
+export interface CaPathReport {
+  readonly slot: 'active' | 'next';
+  readonly certificates: readonly PathCertificateReport[];
+}
+
+/** Where the CA comes from, when an upstream source is configured or recorded (docs/chaining-to-your-pki.md). */
+export interface UpstreamCaReport {
+  /** The source the configuration names (`issuer/<Kind>/<name>`, `secret/<name>`), or `self-signed`. */
+  readonly configured: string;
+  /** The trust anchors the configuration names (`--ca-trust-anchors`), `<Kind>/<name>/<key>`. */
+  readonly trustAnchors?: string;
+  /** The source the CA Secret records for its CA (annotation `eso-mtls.io/ca-source`); absent for the self-signed CA. */
+  readonly recorded?: string;
+  /** False when status did not read the configured source: its waits and problems are not known. */
+  readonly sourceRead: boolean;
+  /** The path of the active CA, then of the next one if any. */
+  readonly paths: readonly CaPathReport[];
+  /** The CertificateRequest the CA Secret names (annotation `eso-mtls.io/ca-request`), `<namespace>/<name>`. */
+  readonly pendingRequest?: string;
+  /** What the CA waits for from the source, in a sentence; absent when it waits for nothing. */
+  readonly waitingFor?: string;
+}
+
 /** The CA Secret. */
 export interface CaReport extends Checked {
   readonly certificates: readonly CaCertificateReport[];
@@ -81,6 +112,8 @@ export interface CaReport extends Checked {
   readonly due?: { readonly phases: readonly string[]; readonly reason?: string; readonly message: string };
   /** While no CA signs (a recovery waits for its new CA): when one is expected to. */
   readonly signingPausedUntil?: string;
+  /** With an upstream CA source configured, or recorded in the CA Secret. */
+  readonly upstream?: UpstreamCaReport;
 }
 
 /** A leaf Secret: the client's, or a provider namespace's. */

@@ -21,6 +21,7 @@ export type EventReason =
   | 'NamespaceNotAllowed'
   | 'LeftBehindByCaRotation'
   | 'CaRequested'
+  | 'CaUpstreamProblem'
   | 'PodCertificateIssued'
   | 'PodCertificateDenied'
   | 'PodCertificateFailed'

@@ -1,10 +1,21 @@
-import { type CaStatus, EXCLUSION_REASONS, type ExclusionReason, type Instant, type MaterializedCa, type Plan, type SecretWrite } from '@eso-mtls/core';
+import {
+  type CaStatus,
+  EXCLUSION_REASONS,
+  type ExclusionReason,
+  type Instant,
+  type MaterializedCa,
+  type Plan,
+  type SecretWrite,
+  type UpstreamPlan,
+} from '@eso-mtls/core';
 import type {
   CaCertificateEntry,
   ControllerCertificateSource,
   NamespaceLeftBehindEntry,
   ProviderCertificateEntry,
   RefusedServiceEntry,
+  UpstreamProblemEntry,
+  UpstreamSourceEntry,
 } from '@eso-mtls/metrics';
 import type { V1Service } from '@kubernetes/client-node';
 import type { Informer } from '../informers/informer.js';
@@ -29,7 +40,8 @@ export function* informerServices(services: Informer<V1Service>): Iterable<Label
  * labelled Service `services` lists (the adapter's informer cache, or the demo's in-memory cluster), with its
  * namespace's certificate notAfter from the latest plan, or from a leaf written since; the client
  * certificate; every CA by state; the Services refused, the namespaces not served or left behind by
- * the CA rotation and the pause of signing, from the latest plan; whether this replica leads, and the pod signer's stale names, from
+ * the CA rotation and the pause of signing, and the upstream CA source with its standing problems,
+ * from the latest plan; whether this replica leads, and the pod signer's stale names, from
  * the functions given. The whole source in one object, so a consumer cannot leave a part out.
  */
 export class CertificateStatusView implements ControllerCertificateSource {
@@ -40,6 +52,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
   private pausedUntil: Instant | undefined;
   private notServed: Readonly<Record<ExclusionReason, number>> = countExcluded([]);
   private leftBehind: readonly NamespaceLeftBehindEntry[] = [];
+  private upstream: UpstreamPlan | undefined;
 
   constructor(
     private readonly services: () => Iterable<LabelledService>,
@@ -49,7 +62,7 @@ export class CertificateStatusView implements ControllerCertificateSource {
   ) {}
 
   /** Called with each plan (its status is what the cluster held when it was planned). */
-  update(plan: Pick<Plan, 'status' | 'refused'> & Partial<Pick<Plan, 'excluded' | 'leftBehind'>>): void {
+  update(plan: Pick<Plan, 'status' | 'refused'> & Partial<Pick<Plan, 'excluded' | 'leftBehind' | 'upstream'>>): void {
     const { status } = plan;
     this.notAfterByNamespace = new Map(status.namespaces.map((n) => [n.namespace, n.notAfter]));
     this.clientNotAfter = status.client;
@@ -58,6 +71,8 @@ export class CertificateStatusView implements ControllerCertificateSource {
     this.refused = plan.refused.map(({ namespace, service, reason }) => ({ namespace, service, reason }));
     this.notServed = countExcluded(plan.excluded ?? []);
     this.leftBehind = (plan.leftBehind ?? []).map(({ namespace, reason }) => ({ namespace, reason }));
+    // A plan without its upstream part judged none (the CA Secret is not ours): what was judged last stands.
+    if (plan.upstream) this.upstream = plan.upstream;
   }
 
   /** Called once a CA Secret write has landed, with the CAs it holds. */
@@ -118,6 +133,20 @@ export class CertificateStatusView implements ControllerCertificateSource {
   /** The provider namespaces the latest plan's CA rotation went on without (their Secret refuses our writes). */
   namespacesLeftBehind(): Iterable<NamespaceLeftBehindEntry> {
     return this.leftBehind;
+  }
+
+  /** The upstream CA source the plans judge (`--ca-issuer`, `--ca-from-secret`); undefined with the self-signed CA. */
+  upstreamSource(): UpstreamSourceEntry | undefined {
+    const upstream = this.upstream;
+    return upstream && { source: upstream.source, kind: upstream.kind };
+  }
+
+  /** The upstream CA source's problems that stood at the latest plan that judged it, one per reason. */
+  upstreamProblems(): Iterable<UpstreamProblemEntry> {
+    const upstream = this.upstream;
+    if (!upstream) return [];
+    const reasons = new Set(upstream.problems.map((p) => p.reason));
+    return [...reasons].map((reason) => ({ source: upstream.source, reason }));
   }
 
   /** Pod-certificate mode: per namespace, pods serving names their Services no longer give them. */

@@ -8,10 +8,13 @@ import {
   type Plan,
   type RefusalReason,
   type RefusedService,
+  type UpstreamPlan,
+  type UpstreamProblem,
   type WaitingLeaf,
   describeTarget,
 } from '@eso-mtls/core';
 import type { EventReason, EventRecorder } from '../events/event-recorder.js';
+import type { InvolvedObject } from '../events/involved-object.js';
 import type { Logger } from '../runtime/logger.js';
 import type { RoundHooks } from './round.js';
 import { type ServiceDirectory, servicesFields } from '../events/service-directory.js';
@@ -34,9 +37,13 @@ const REFUSAL_EVENT: Readonly<Record<RefusalReason, EventReason>> = {
   certificate_too_large: 'NamesRefused',
 };
 
+/** Where an operator reads what to do about an upstream CA problem. */
+const UPSTREAM_RUNBOOK = 'docs/operations.md#esocaupstreamproblem';
+
 /**
  * What a plan reports that stands until something changes: conflicts, leaves waiting for a CA,
- * refused Services, namespaces left out by the cap, and leaves deferred by the bound on issuances. Each is logged (and given an Event on each of its Services) when it starts or
+ * refused Services, namespaces left out by the cap, leaves deferred by the bound on issuances, and
+ * the upstream CA source's problems. Each is logged (and given an Event on each of its Services) when it starts or
  * changes, with one summary line per reconcile interval while any stands; never once per round. A
  * conflict over a namespace's shared Secret is one fact: one line, and Events on the Services
  * reportedServices picks (at most MAX_SERVICES_REPORTED).
@@ -49,12 +56,15 @@ export class PlanConditionReports {
   private readonly excluded: StandingStates;
   private readonly deferred: StandingStates;
   private readonly leftBehind: StandingStates;
+  private readonly upstream: StandingStates;
 
   constructor(
     private readonly logger: Logger,
     private readonly events: Pick<EventRecorder, 'record' | 'reportFailure'>,
     private readonly hooks: RoundHooks,
     intervalMs: number,
+    /** The CA Secret, where the upstream CA source's problems are recorded as Events; without it they are logged only. */
+    private readonly caSecret?: InvolvedObject,
   ) {
     this.conflicts = new StandingStates({ repeatMs: intervalMs });
     this.waiting = new StandingStates({ summaryMs: intervalMs });
@@ -62,11 +72,12 @@ export class PlanConditionReports {
     this.excluded = new StandingStates({ summaryMs: intervalMs });
     this.deferred = new StandingStates({ summaryMs: intervalMs });
     this.leftBehind = new StandingStates({ summaryMs: intervalMs });
+    this.upstream = new StandingStates({ summaryMs: intervalMs });
   }
 
   /** Reports what changed in `plan` since the last call. */
   report(
-    plan: Pick<Plan, 'conflicts' | 'waiting' | 'refused'> & Partial<Pick<Plan, 'excluded' | 'deferred' | 'leftBehind'>>,
+    plan: Pick<Plan, 'conflicts' | 'waiting' | 'refused'> & Partial<Pick<Plan, 'excluded' | 'deferred' | 'leftBehind' | 'upstream'>>,
     now: Instant,
     services: ServiceDirectory,
   ): void {
@@ -76,6 +87,42 @@ export class PlanConditionReports {
     this.reportExcluded(plan.excluded ?? [], now, services);
     this.reportDeferred(plan.deferred ?? [], now);
     this.reportLeftBehind(plan.leftBehind ?? [], now, services);
+    // A plan without its upstream part judged none (the CA Secret is not ours): nothing started or ended.
+    if (plan.upstream) this.reportUpstream(plan.upstream, now);
+  }
+
+  // An upstream problem stands until the issuer, the approver or the user's Secret changes: one line
+  // and a Warning Event on the CA Secret when it starts (or its message changes), one line when it
+  // ends; while any stands, one summary line per interval and each one's Event again, which the
+  // recorder folds into its count (an Event expires after an hour; the problem may stand for days).
+  private reportUpstream(upstream: UpstreamPlan, now: Instant): void {
+    const { source, kind } = upstream;
+    const problems = upstream.problems;
+    const { report, ended, summarize } = this.upstream.track(
+      problems,
+      (p) => p.reason,
+      (p) => p.message,
+      now,
+    );
+    for (const p of report) {
+      this.logger.warn({ source, kind, reason: p.reason }, `upstream CA problem: ${p.message}`);
+      this.recordUpstream(source, p);
+    }
+    for (const reason of ended) this.logger.info({ source, kind, reason }, 'upstream CA problem resolved');
+    // The round that reported every one of them has said it all: the first summary is an interval on.
+    if (!summarize || report.length === problems.length) return;
+    const reasons = [...new Set(problems.map((p) => p.reason))];
+    const stand = reasons.length === 1 ? 'upstream CA problem stands' : 'upstream CA problems stand';
+    this.logger.warn(
+      { source, kind, problems: reasons.length, reasons, ...(upstream.wants ? { wants: upstream.wants } : {}) },
+      `${reasons.length} ${stand} with ${source}: ${reasons.join(', ')} (${UPSTREAM_RUNBOOK})`,
+    );
+    for (const p of problems) if (!report.includes(p)) this.recordUpstream(source, p);
+  }
+
+  private recordUpstream(source: string, p: UpstreamProblem): void {
+    if (!this.caSecret) return;
+    this.events.record(this.caSecret, 'Warning', 'CaUpstreamProblem', `${source} (${p.reason}): ${p.message} (${UPSTREAM_RUNBOOK})`);
   }
 
   // A namespace the CA rotation went on without stays so until its Secret can be written: a Warning

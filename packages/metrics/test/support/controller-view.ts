@@ -4,6 +4,8 @@ import type {
   NamespaceLeftBehindEntry,
   ProviderCertificateEntry,
   RefusedServiceEntry,
+  UpstreamProblemEntry,
+  UpstreamSourceEntry,
 } from '@eso-mtls/metrics';
 import type { ExclusionReason } from '@eso-mtls/core';
 
@@ -18,6 +20,8 @@ export class ControllerView implements ControllerCertificateSource {
   staleNames = new Map<string, number>();
   notServed: Record<ExclusionReason, number> = { cap: 0, not_allowed: 0 };
   leftBehind: NamespaceLeftBehindEntry[] = [];
+  upstream: UpstreamSourceEntry | undefined = undefined;
+  upstreamProblemList: UpstreamProblemEntry[] = [];
 
   isLeader(): boolean {
     return this.leader;
@@ -45,5 +49,11 @@ export class ControllerView implements ControllerCertificateSource {
   }
   namespacesLeftBehind(): Iterable<NamespaceLeftBehindEntry> {
     return this.leftBehind;
+  }
+  upstreamSource(): UpstreamSourceEntry | undefined {
+    return this.upstream;
+  }
+  upstreamProblems(): Iterable<UpstreamProblemEntry> {
+    return this.upstreamProblemList;
   }
 }
