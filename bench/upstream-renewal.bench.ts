@@ -16,7 +16,7 @@ import { ROTATE_ANNOTATION, type SecretWrite, hours, seconds, splitPemCertificat
 import { KubeRestClient, ProviderCertificateAdapter, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
 import type { V1Secret } from '@kubernetes/client-node';
 import { startControlPlane } from '../testing/envtest/src/index.js';
-import { installCertManagerCrds, startCertManager } from '../testing/kit/src/cert-manager.js';
+import { installCertManagerCrds, startCertManager } from '../testing/kit/src/cert-manager-process.js';
 import { opensslP256Ca } from '../testing/kit/src/pod-certificates.js';
 import { ESO, createProviderNamespaces } from './kubernetes.bench.js';
 

@@ -41,6 +41,7 @@ export {
   SELF_SIGNED,
   type TrustAnchorsReference,
 } from './installation/ca-source.js';
+export { readUpstreamObservation, sourceName, type UpstreamSource } from './upstream/observation.js';
 export { type InClusterOptions, type KubeconfigOptions, loadInClusterConnection, loadKubeconfigFile, UnsupportedKubeconfigError } from './client/kubeconfig.js';
 export { type Logger, silentLogger } from './runtime/logger.js';
 export { type AdapterHooks, type AdapterOptions, AdapterOptionsError, validateAdapterOptions } from './options.js';

@@ -9,6 +9,7 @@ import {
   type StrayTrustBundle,
   TRUST_BUNDLE_SELECTOR,
   certificatesPath,
+  readUpstreamObservation,
   strayTrustBundles,
   corePath,
   terminalCondition,
@@ -230,12 +231,14 @@ export async function readClusterState(api: KubeRestClient, installation: Instal
     requirement && readAllowedNamespaces(api, requirement),
     reads.lease && readLease(api, reads.lease),
   ]);
+  const upstream = await readUpstream(api, installation, caSecret);
   return {
     services,
     providerSecrets,
     unreadableNamespaces,
     caSecret,
     clientSecret,
+    ...(upstream ? { upstream } : {}),
     ...(podCertificates ? { podCertificates } : {}),
     ...(allowedNamespaces ? { allowedNamespaces } : {}),
     ...(lease ? { lease } : {}),
@@ -333,4 +336,18 @@ async function readPodCertificateState(
   const trustBundles = await Promise.all(names.map((n) => readTrustBundle(api, n)));
   const requests = await Promise.all(names.map((n) => readSignerRequests(api, n, namespace)));
   return { trustBundles, requests, strays: await readStrayBundles(api, names) };
+}
+
+/**
+ * With an upstream CA source, what the controller's source observes, read once; undefined with the
+ * self-signed CA, or when the apiserver refuses a read (status then says the source was not read).
+ */
+async function readUpstream(api: KubeRestClient, installation: Installation, caSecret: SecretRead): Promise<UpstreamObservation | undefined> {
+  const state = caSecret.kind === 'read' && caSecret.secret ? { annotations: caSecret.secret.metadata?.annotations ?? {}, data: {}, ownership: 'managed' as const } : undefined;
+  try {
+    return await readUpstreamObservation(api, installation, state);
+  } catch (e) {
+    if (forbidden(e)) return undefined;
+    throw e;
+  }
 }

@@ -11,7 +11,7 @@ import {
   type UpstreamObservation,
   observeCaSecret,
 } from '@eso-mtls/core';
-import { type CaSource, DEFAULT_CA_REQUEST_DEADLINE } from '@eso-mtls/kubernetes';
+import { type CaSource, DEFAULT_CA_REQUEST_DEADLINE, sourceName } from '@eso-mtls/kubernetes';
 import type { PathCertificateReport, Problem, UpstreamCaReport } from './report.js';
 
 /*
@@ -34,13 +34,6 @@ export interface UpstreamContext {
 
 const DAY = 86_400_000;
 
-/** The configured source as the controller names it in the CA Secret (kubernetes' upstream/ca-upstream-source.ts sourceName). */
-function configuredSource(source: Exclude<CaSource, { kind: 'self-signed' }>): string {
-  if (source.kind === 'secret') return `secret/${source.secretName}`;
-  const kind = source.issuer.group === 'cert-manager.io' ? source.issuer.kind : `${source.issuer.kind}.${source.issuer.group}`;
-  return `issuer/${kind}/${source.issuer.name}`;
-}
-
 /**
  * The upstream observation status plans with: what it read of the source, or, when it read none,
  * one that says so. Planned without any, an upstream CA would be judged as the self-signed CA's
@@ -54,7 +47,7 @@ export function plannedUpstream(read: UpstreamObservation | undefined, caSource:
   const notRead = { ok: false, message: 'not read by eso-mtls status' } as const;
   return {
     kind: caSource.kind,
-    source: configuredSource(caSource),
+    source: sourceName(caSource),
     anchors: notRead,
     ...(caSource.kind === 'secret' ? { secret: { certificate: notRead, key: notRead } } : {}),
     requestedValidity: caSource.kind === 'issuer' ? (caSource.duration ?? caValidity) : caValidity,
@@ -109,7 +102,7 @@ export function evaluateUpstream(state: SecretState | undefined, ctx: UpstreamCo
   const recorded = recordedValue === undefined || recordedValue === '' || recordedValue === SELF_SIGNED_SOURCE ? undefined : recordedValue;
   const configured = ctx.caSource.kind === 'self-signed' ? undefined : ctx.caSource;
   if (!configured && recorded === undefined) return undefined;
-  const source = configured ? configuredSource(configured) : recorded!;
+  const source = configured ? sourceName(configured) : recorded!;
   const requestName = state?.annotations[CA_REQUEST_ANNOTATION];
   const request = requestName ? `${ctx.esoNamespace}/${requestName}` : undefined;
   const ours = state?.ownership === 'managed';

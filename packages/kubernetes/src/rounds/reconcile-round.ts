@@ -31,7 +31,8 @@ export class ReconcileRound {
   private readonly terminating = new StandingStates();
 
   constructor(private readonly deps: RoundDependencies) {
-    this.reports = new PlanConditionReports(deps.logger, deps.events, deps.hooks, deps.installation.policy.reconcileInterval);
+    const { esoNamespace, caSecretName, policy } = deps.installation;
+    this.reports = new PlanConditionReports(deps.logger, deps.events, deps.hooks, policy.reconcileInterval, { kind: 'Secret', namespace: esoNamespace, name: caSecretName });
   }
 
   /** Plans at `clock()` and writes; each write is issued and stamped at the clock's time of writing. */

@@ -1,30 +1,26 @@
 import {
   CA_REQUEST_ANNOTATION,
-  type CaRequestObservation,
   type CryptoBackend,
   type Instant,
   type Plan,
   type SecretState,
   type UpstreamObservation,
-  type UpstreamText,
   materializeCaRequest,
 } from '@eso-mtls/core';
 import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeRestClient } from '../client/rest-client.js';
 import type { EventRecorder } from '../events/event-recorder.js';
-import type { CaSource } from '../installation/ca-source.js';
 import type { Installation } from '../installation/installation.js';
 import type { Logger } from '../runtime/logger.js';
 import type { CaUpstream, CaUpstreamResult } from '../rounds/ca-upstream.js';
 import type { SecretWriter } from '../rounds/secret-writer.js';
 import { type CertificateRequestObject, caRequestManifest, caRequestStatus, createCaRequest, deleteCaRequest, isOurCaRequest } from './certificate-requests.js';
-import { describeIssuer, issuerReadinessOf } from './issuer-readiness.js';
+import { issuerReadinessOf } from './issuer-readiness.js';
+import { type UpstreamSource, sourceName, upstreamObservation } from './observation.js';
 import { sourceSecretOf } from './source-secret.js';
 import { trustAnchorsOf } from './trust-anchors.js';
 import type { UpstreamInformers } from './upstream-informers.js';
-import type { UpstreamReadRefusal } from './upstream-read.js';
 
-type UpstreamSource = Exclude<CaSource, { kind: 'self-signed' }>;
 
 /** What the source is built from. */
 export interface CaUpstreamSourceDependencies {
@@ -39,16 +35,6 @@ export interface CaUpstreamSourceDependencies {
   /** A request or the pending key's write failed. */
   readonly onFailure: () => void;
 }
-
-/** The source as the CA Secret records it and messages name it: `issuer/<Kind>/<name>` (with the group when not cert-manager's) or `secret/<name>`. */
-export function sourceName(source: UpstreamSource): string {
-  if (source.kind === 'secret') return `secret/${source.secretName}`;
-  const kind = source.issuer.group === 'cert-manager.io' ? source.issuer.kind : `${source.issuer.kind}.${source.issuer.group}`;
-  return `issuer/${kind}/${source.issuer.name}`;
-}
-
-const text = (read: { ok: true; pem: string } | UpstreamReadRefusal, pem: (r: { ok: true; pem: string }) => string = (r) => r.pem): UpstreamText =>
-  read.ok ? { ok: true, text: pem(read) } : { ok: false, message: read.message };
 
 /**
  * An upstream CA source on the adapter's caches: what it holds for each plan, and the requests the
@@ -67,46 +53,14 @@ export class CaUpstreamSource implements CaUpstream {
     const { source, informers, installation } = this.deps;
     const namespace = installation.esoNamespace;
     const anchors = trustAnchorsOf(informers.anchors.get(namespace, source.trustAnchors.name), source.trustAnchors, namespace);
-    const base = {
-      kind: source.kind,
-      source: this.name,
-      anchors: text(anchors),
-      requestedValidity: (source.kind === 'issuer' ? source.duration : undefined) ?? installation.policy.caValidity,
-      requestDeadline: source.kind === 'issuer' ? source.requestDeadline : installation.policy.reconcileInterval,
-    };
     if (source.kind === 'secret') {
-      const read = sourceSecretOf(informers.sourceSecret!.get(namespace, source.secretName), namespace, source.secretName);
-      return {
-        ...base,
-        secret: read.ok
-          ? { certificate: { ok: true, text: read.certificatePem }, key: { ok: true, text: read.keyPem } }
-          : { certificate: { ok: false, message: read.message }, key: { ok: false, message: read.message } },
-      };
+      return upstreamObservation(source, installation, { anchors, secret: sourceSecretOf(informers.sourceSecret!.get(namespace, source.secretName), namespace, source.secretName) });
     }
     const issuerNamespace = source.issuer.kind === 'ClusterIssuer' ? '' : namespace;
-    const readiness = issuerReadinessOf(informers.issuer!.get(issuerNamespace, source.issuer.name), source.issuer, namespace);
-    const issuer = readiness.state === 'ready' ? { state: 'ready' as const, message: `${describeIssuer(source.issuer, namespace)} is Ready` } : readiness;
-    const requestName = caSecret?.annotations[CA_REQUEST_ANNOTATION];
-    return { ...base, issuer: { state: issuer.state, message: issuer.message }, ...(requestName ? { request: this.request(requestName) } : {}) };
-  }
-
-  /** The request the CA Secret names, as cached. */
-  private request(name: string): CaRequestObservation {
-    const namespace = this.deps.installation.esoNamespace;
-    const object = this.deps.informers.requests!.get(namespace, name);
-    if (!object || !isOurCaRequest(object, this.deps.installation.id)) {
-      return { name, state: 'missing', message: `CertificateRequest ${namespace}/${name} does not exist (or is not ours)` };
-    }
-    const status = caRequestStatus(object);
-    return {
-      name,
-      state: status.state,
-      ...(status.since === undefined ? {} : { since: status.since }),
-      message: status.refusal?.message ?? status.message,
-      ...(status.certificatePem === undefined ? {} : { certificate: status.certificatePem }),
-      ...(status.caPem === undefined ? {} : { ca: status.caPem }),
-      ...(status.refusal ? { unread: status.refusal.reason === 'too_large' ? ('too_large' as const) : ('malformed' as const) } : {}),
-    };
+    const issuer = issuerReadinessOf(informers.issuer!.get(issuerNamespace, source.issuer.name), source.issuer, namespace);
+    const name = caSecret?.annotations[CA_REQUEST_ANNOTATION];
+    const request = name ? { name, object: informers.requests!.get(namespace, name) } : undefined;
+    return upstreamObservation(source, installation, { anchors, issuer, ...(request ? { request } : {}) });
   }
 
   async act(plan: Plan, caSecret: { readonly state: SecretState | undefined; readonly object: V1Secret | undefined }, now: Instant): Promise<CaUpstreamResult> {

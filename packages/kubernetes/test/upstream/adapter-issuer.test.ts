@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CA_REQUEST_ANNOTATION, CA_SOURCE_ANNOTATION, ROTATE_ANNOTATION, hours, splitPemCertificates } from '@eso-mtls/core';
 import { corePath } from '@eso-mtls/kubernetes';
-import { WITHOUT_APPROVER, useCertManager } from '@eso-mtls/test-kit/cert-manager';
+import { useCertManager } from '@eso-mtls/test-kit/cert-manager';
+import { WITHOUT_APPROVER } from '@eso-mtls/test-kit/cert-manager-process';
 import { type RecordingAdapter, startAdapter } from '@eso-mtls/test-kit/adapter';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { opensslP256Ca } from '@eso-mtls/test-kit/pod-certificates';
@@ -22,7 +23,7 @@ const suite = useCertManager();
 const CA_SECRET = 'eso-provider-ca-internal';
 const CLUSTER_RESOURCES = 'kube-system';
 // cert-manager's controllers and our reconciles on a loaded 2-core machine: generous, as every wait here.
-const WAIT = { timeoutMs: 180_000 };
+const WAIT = 180_000;
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
 let root: Promise<KeyPair> | undefined;
