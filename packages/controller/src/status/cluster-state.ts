@@ -343,7 +343,10 @@ async function readPodCertificateState(
  * self-signed CA, or when the apiserver refuses a read (status then says the source was not read).
  */
 async function readUpstream(api: KubeRestClient, installation: Installation, caSecret: SecretRead): Promise<UpstreamObservation | undefined> {
-  const state = caSecret.kind === 'read' && caSecret.secret ? { annotations: caSecret.secret.metadata?.annotations ?? {}, data: {}, ownership: 'managed' as const } : undefined;
+  const state =
+    caSecret.kind === 'read' && caSecret.secret
+      ? { annotations: caSecret.secret.metadata?.annotations ?? {}, data: {}, ownership: 'managed' as const }
+      : undefined;
   try {
     return await readUpstreamObservation(api, installation, state);
   } catch (e) {

@@ -32,7 +32,11 @@ export class ReconcileRound {
 
   constructor(private readonly deps: RoundDependencies) {
     const { esoNamespace, caSecretName, policy } = deps.installation;
-    this.reports = new PlanConditionReports(deps.logger, deps.events, deps.hooks, policy.reconcileInterval, { kind: 'Secret', namespace: esoNamespace, name: caSecretName });
+    this.reports = new PlanConditionReports(deps.logger, deps.events, deps.hooks, policy.reconcileInterval, {
+      kind: 'Secret',
+      namespace: esoNamespace,
+      name: caSecretName,
+    });
   }
 
   /** Plans at `clock()` and writes; each write is issued and stamped at the clock's time of writing. */

@@ -21,7 +21,6 @@ import { sourceSecretOf } from './source-secret.js';
 import { trustAnchorsOf } from './trust-anchors.js';
 import type { UpstreamInformers } from './upstream-informers.js';
 
-
 /** What the source is built from. */
 export interface CaUpstreamSourceDependencies {
   readonly api: KubeRestClient;
@@ -54,7 +53,10 @@ export class CaUpstreamSource implements CaUpstream {
     const namespace = installation.esoNamespace;
     const anchors = trustAnchorsOf(informers.anchors.get(namespace, source.trustAnchors.name), source.trustAnchors, namespace);
     if (source.kind === 'secret') {
-      return upstreamObservation(source, installation, { anchors, secret: sourceSecretOf(informers.sourceSecret!.get(namespace, source.secretName), namespace, source.secretName) });
+      return upstreamObservation(source, installation, {
+        anchors,
+        secret: sourceSecretOf(informers.sourceSecret!.get(namespace, source.secretName), namespace, source.secretName),
+      });
     }
     const issuerNamespace = source.issuer.kind === 'ClusterIssuer' ? '' : namespace;
     const issuer = issuerReadinessOf(informers.issuer!.get(issuerNamespace, source.issuer.name), source.issuer, namespace);

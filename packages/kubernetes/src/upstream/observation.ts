@@ -85,12 +85,17 @@ export function upstreamObservation(source: UpstreamSource, installation: Instal
  * Reads the source once, one GET per object (`eso-mtls status`): the anchors, and the user's Secret
  * or the issuer and the request the CA Secret names. Apiserver errors other than 404 are thrown.
  */
-export async function readUpstreamObservation(client: UpstreamReader, installation: Installation, caSecret: SecretState | undefined): Promise<UpstreamObservation | undefined> {
+export async function readUpstreamObservation(
+  client: UpstreamReader,
+  installation: Installation,
+  caSecret: SecretState | undefined,
+): Promise<UpstreamObservation | undefined> {
   const source = installation.caSource;
   if (source.kind === 'self-signed') return undefined;
   const namespace = installation.esoNamespace;
   const anchors = await readTrustAnchors(client, namespace, source.trustAnchors);
-  if (source.kind === 'secret') return upstreamObservation(source, installation, { anchors, secret: await readSourceSecret(client, namespace, source.secretName) });
+  if (source.kind === 'secret')
+    return upstreamObservation(source, installation, { anchors, secret: await readSourceSecret(client, namespace, source.secretName) });
   const issuer = await readIssuerReadiness(client, source.issuer, namespace);
   const name = caSecret?.annotations[CA_REQUEST_ANNOTATION];
   const request = name ? { name, object: await getCaRequest(client, namespace, name) } : undefined;
