@@ -18,8 +18,10 @@ import { eventually } from '@eso-mtls/test-kit/eventually';
 import { opensslP256Ca } from '@eso-mtls/test-kit/pod-certificates';
 import type { KeyPair } from '@eso-mtls/test-kit/pki';
 import type { IssuerReference } from '../../src/installation/ca-source.js';
+import { INSTALLATION_ANNOTATION } from '../../src/installation/ownership.js';
 import { type CaRequestStatus } from '../../src/upstream/certificate-request-status.js';
 import {
+  CaRequestConflictError,
   type CertificateRequestObject,
   caRequestManifest,
   caRequestPath,
@@ -133,9 +135,24 @@ describe('a CA ClusterIssuer holding the organisation root, with the approver', 
     expect(manifest.metadata.name).toMatch(/^eso-mtls-ca-[0-9a-f]{10}$/);
     const first = await createCaRequest(suite.admin, manifest);
     expect(first.created).toBe(true);
-    // Asked again (a crash between the create and its record): the same request, not a second one.
-    const again = await createCaRequest(suite.admin, manifest);
-    expect(again).toMatchObject({ created: false, request: { metadata: { uid: first.request.metadata.uid } } });
+    // Asked again after a crash between the create and its record, with a CSR signed anew for the
+    // same key: the same request, not a second one.
+    const resigned = await encodeCaCertificationRequest({
+      subject: { organizationName: 'Acme', commonName: 'eso-mtls provider CA intermediate' },
+      subjectPublicKeyInfo: key.subjectPublicKeyInfo,
+      sign: (data) => crypto.signer.sign(key.privateKeyPem, data),
+    });
+    const again = caRequestManifest({ namespace: ns, installation: `${ns}/eso-provider-ca-internal`, csrPem: resigned.pem, issuer, duration: days(30) });
+    expect(again.spec.request).not.toBe(manifest.spec.request);
+    expect(await createCaRequest(suite.admin, again)).toMatchObject({ created: false, request: { metadata: { uid: first.request.metadata.uid } } });
+    // The name taken by a request for another key (or another installation's): refused, nothing replaced.
+    const other = (await caRequest(ns, issuer)).manifest;
+    const squatter = { ...other, metadata: { ...other.metadata, name: manifest.metadata.name } };
+    await expect(createCaRequest(suite.admin, squatter)).rejects.toThrow(CaRequestConflictError);
+    const otherInstallation = { ...manifest, metadata: { ...manifest.metadata, annotations: { [INSTALLATION_ANNOTATION]: `${ns}/another-ca-secret` } } };
+    await expect(createCaRequest(suite.admin, otherInstallation)).rejects.toThrow(
+      `CertificateRequest ${ns}/${manifest.metadata.name} exists and is not ours for this key (installation "${ns}/another-ca-secret"): delete it, or let its owner do so`,
+    );
 
     const issued = await statusWhen(ns, manifest.metadata.name, (s) => s.state === 'issued', 'the request issued');
     const issuedMs = performance.now() - started;
