@@ -182,9 +182,6 @@ describe('a CA ClusterIssuer holding the organisation root, with the approver', 
     expect(await deleteCaRequest(suite.admin, ns, manifest.metadata.name, first.request.metadata.uid)).toBe('deleted');
     expect(await deleteCaRequest(suite.admin, ns, manifest.metadata.name)).toBe('gone');
     expect(await getCaRequest(suite.admin, ns, manifest.metadata.name)).toBeUndefined();
-    process.stdout.write(
-      `cert-manager: ClusterIssuer Ready ${(issuerReadyMs / 1000).toFixed(1)} s after start, the request issued ${(issuedMs / 1000).toFixed(1)} s after start\n`,
-    );
   });
 
   it('fills a Secret from a Certificate with isCA, which the source-Secret reader takes', async () => {
