@@ -10,7 +10,8 @@
 #                                           scripts/cert-manager/controllers_tests.go), for
 #                                           testing/cert-manager (scripts/prepare-test-env.sh)
 #   ensure-cert-manager.sh --download-only  [--tests] fetches the Go modules the build needs into
-#                                           the module cache, and prints how many; builds nothing
+#                                           the module cache, and prints how many; builds nothing,
+#                                           and fetches nothing once the binary is cached
 #
 # Upstream's main is the module github.com/cert-manager/cert-manager/cmd/controller, which the proxy
 # does not serve; its go.mod requires the main module through `replace ... => ../../`. So the
@@ -90,7 +91,12 @@ render_crds() {
 }
 
 if [[ "$download_only" == true ]]; then
-  download
+  # Resolving the module graph costs seconds of CPU even with every module cached: only when a build is due.
+  if [[ -x "${ESO_MTLS_TOOLS_CACHE:-$HOME/.cache/eso-mtls/tools}/$name-$version/$name" ]]; then
+    echo "none needed: $name $version is built"
+  else
+    download
+  fi
   exit 0
 fi
 bin="$(cached_go_tool "$name" "$version" build)"

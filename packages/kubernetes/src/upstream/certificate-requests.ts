@@ -4,6 +4,7 @@ import type { KubeRestClient } from '../client/rest-client.js';
 import type { IssuerReference } from '../installation/ca-source.js';
 import { INSTALLATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL } from '../installation/ownership.js';
 import { type CaRequestStatus, type CertificateRequestStatusObject, classifyCaRequest } from './certificate-request-status.js';
+import { pemFromBase64 } from './pem-bound.js';
 import { getIfExists } from './upstream-read.js';
 
 /*
@@ -123,9 +124,24 @@ export class CaRequestConflictError extends Error {
 }
 
 /**
+ * The DER SubjectPublicKeyInfo a request's CSR carries, or undefined when its `spec.request` is
+ * over the PEM bound or not a CSR the core reads.
+ */
+function requestedKey(request: CertificateRequestObject): Uint8Array | undefined {
+  const csr = pemFromBase64(request.spec.request, 'spec.request');
+  if (!csr.ok) return undefined;
+  try {
+    return readCertificationRequest(csr.pem).subjectPublicKeyInfo;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Creates the request (a POST). When its name is taken, as after a crash between the create and
- * its record, the existing request is returned with `created: false` if it is ours for the same
- * CSR, else {@link CaRequestConflictError}. Other apiserver errors are thrown as they came.
+ * its record, the existing request is returned with `created: false` if it is ours and asks for
+ * the same key (its CSR's bytes may differ: an ECDSA signature is new each time), else
+ * {@link CaRequestConflictError}. Other apiserver errors are thrown as they came.
  */
 export async function createCaRequest(
   client: Pick<KubeRestClient, 'create' | 'get'>,
@@ -139,7 +155,8 @@ export async function createCaRequest(
   }
   const existing = await client.get<CertificateRequestObject>(caRequestPath(namespace, manifest.metadata.name));
   const installation = manifest.metadata.annotations?.[INSTALLATION_ANNOTATION] ?? '';
-  if (!isOurCaRequest(existing, installation) || existing.spec.request !== manifest.spec.request) {
+  const key = requestedKey(existing);
+  if (!isOurCaRequest(existing, installation) || key === undefined || Buffer.compare(key, requestedKey(manifest) ?? new Uint8Array()) !== 0) {
     throw new CaRequestConflictError(
       `CertificateRequest ${namespace}/${manifest.metadata.name} exists and is not ours for this key (installation ${JSON.stringify(installation)}): delete it, or let its owner do so`,
     );

@@ -39,9 +39,16 @@ export const notFound = (object: string, hint: string): UpstreamReadRefusal => (
   message: `${object} does not exist; ${hint}`,
 });
 
-/** The `missing_key` refusal of a key of an object. */
-export const missingKey = (object: string, key: string, present: readonly string[]): UpstreamReadRefusal => ({
-  ok: false,
-  problem: 'missing_key',
-  message: `${object} has no key ${JSON.stringify(key)} (it has ${present.length === 0 ? 'none' : present.map((k) => JSON.stringify(k)).join(', ')})`,
-});
+/** Most keys a `missing_key` message lists, so an object with many keys does not make a long message. */
+const LISTED_KEYS = 8;
+
+/** The `missing_key` refusal of a key of an object, naming the keys it has (the first few). */
+export function missingKey(object: string, key: string, present: readonly string[]): UpstreamReadRefusal {
+  const listed = present.slice(0, LISTED_KEYS).map((k) => JSON.stringify(k.slice(0, 253)));
+  const more = present.length > LISTED_KEYS ? ` and ${present.length - LISTED_KEYS} more` : '';
+  return {
+    ok: false,
+    problem: 'missing_key',
+    message: `${object} has no key ${JSON.stringify(key)} (it has ${listed.length === 0 ? 'none' : listed.join(', ')}${more})`,
+  };
+}

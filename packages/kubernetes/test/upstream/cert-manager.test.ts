@@ -18,8 +18,10 @@ import { eventually } from '@eso-mtls/test-kit/eventually';
 import { opensslP256Ca } from '@eso-mtls/test-kit/pod-certificates';
 import type { KeyPair } from '@eso-mtls/test-kit/pki';
 import type { IssuerReference } from '../../src/installation/ca-source.js';
+import { INSTALLATION_ANNOTATION } from '../../src/installation/ownership.js';
 import { type CaRequestStatus } from '../../src/upstream/certificate-request-status.js';
 import {
+  CaRequestConflictError,
   type CertificateRequestObject,
   caRequestManifest,
   caRequestPath,
@@ -124,21 +126,33 @@ describe('a CA ClusterIssuer holding the organisation root, with the approver', 
     const ns = await suite.cluster.namespace('eso-issued');
     const org = await organisationRoot();
     const issuer = await clusterIssuer('org-root', { 'tls.crt': org.cert, 'tls.key': org.key });
-    const started = performance.now();
     await suite.start();
     await eventually(async () => (await readIssuerReadiness(suite.admin, issuer, ns)).state === 'ready', ISSUED_MS, 'the ClusterIssuer Ready');
-    const issuerReadyMs = performance.now() - started;
 
     const { key, manifest } = await caRequest(ns, issuer);
     expect(manifest.metadata.name).toMatch(/^eso-mtls-ca-[0-9a-f]{10}$/);
     const first = await createCaRequest(suite.admin, manifest);
     expect(first.created).toBe(true);
-    // Asked again (a crash between the create and its record): the same request, not a second one.
-    const again = await createCaRequest(suite.admin, manifest);
-    expect(again).toMatchObject({ created: false, request: { metadata: { uid: first.request.metadata.uid } } });
+    // Asked again after a crash between the create and its record, with a CSR signed anew for the
+    // same key: the same request, not a second one.
+    const resigned = await encodeCaCertificationRequest({
+      subject: { organizationName: 'Acme', commonName: 'eso-mtls provider CA intermediate' },
+      subjectPublicKeyInfo: key.subjectPublicKeyInfo,
+      sign: (data) => crypto.signer.sign(key.privateKeyPem, data),
+    });
+    const again = caRequestManifest({ namespace: ns, installation: `${ns}/eso-provider-ca-internal`, csrPem: resigned.pem, issuer, duration: days(30) });
+    expect(again.spec.request).not.toBe(manifest.spec.request);
+    expect(await createCaRequest(suite.admin, again)).toMatchObject({ created: false, request: { metadata: { uid: first.request.metadata.uid } } });
+    // The name taken by a request for another key (or another installation's): refused, nothing replaced.
+    const other = (await caRequest(ns, issuer)).manifest;
+    const squatter = { ...other, metadata: { ...other.metadata, name: manifest.metadata.name } };
+    await expect(createCaRequest(suite.admin, squatter)).rejects.toThrow(CaRequestConflictError);
+    const otherInstallation = { ...manifest, metadata: { ...manifest.metadata, annotations: { [INSTALLATION_ANNOTATION]: `${ns}/another-ca-secret` } } };
+    await expect(createCaRequest(suite.admin, otherInstallation)).rejects.toThrow(
+      `CertificateRequest ${ns}/${manifest.metadata.name} exists and is not ours for this key (installation "${ns}/another-ca-secret"): delete it, or let its owner do so`,
+    );
 
     const issued = await statusWhen(ns, manifest.metadata.name, (s) => s.state === 'issued', 'the request issued');
-    const issuedMs = performance.now() - started;
     expect(issued).toMatchObject({ state: 'issued', reason: 'Issued', message: 'Certificate fetched from issuer successfully' });
     expect(issued.refusal).toBeUndefined();
     // The CA issuer returns the certificate alone (its Secret holds only the root) and the root as status.ca.
@@ -151,7 +165,9 @@ describe('a CA ClusterIssuer holding the organisation root, with the approver', 
     expect(Buffer.from(intermediate.publicKey.export({ type: 'spki', format: 'der' })).equals(Buffer.from(key.subjectPublicKeyInfo))).toBe(true);
     expect(intermediate.subject).toBe('O=Acme\nCN=eso-mtls provider CA intermediate');
     const text = opensslText(chain[0]!);
-    expect(text).toMatch(/X509v3 Basic Constraints: critical\s+CA:TRUE/);
+    // cert-manager builds the certificate from spec.isCA, not from the CSR's basicConstraints: the
+    // pathLenConstraint 0 the CSR asks for is not kept (the intermediate may sign further CAs).
+    expect(/X509v3 Basic Constraints: critical\s+(.*)/.exec(text)?.[1]).toBe('CA:TRUE');
     expect(text).toMatch(/X509v3 Key Usage: critical\s+Digital Signature, Certificate Sign, CRL Sign/);
     // 30 days asked, 30 days given.
     expect(Date.parse(intermediate.validTo) - Date.parse(intermediate.validFrom)).toBe(days(30));
@@ -166,9 +182,6 @@ describe('a CA ClusterIssuer holding the organisation root, with the approver', 
     expect(await deleteCaRequest(suite.admin, ns, manifest.metadata.name, first.request.metadata.uid)).toBe('deleted');
     expect(await deleteCaRequest(suite.admin, ns, manifest.metadata.name)).toBe('gone');
     expect(await getCaRequest(suite.admin, ns, manifest.metadata.name)).toBeUndefined();
-    process.stdout.write(
-      `cert-manager: ClusterIssuer Ready ${(issuerReadyMs / 1000).toFixed(1)} s after start, the request issued ${(issuedMs / 1000).toFixed(1)} s after start\n`,
-    );
   });
 
   it('fills a Secret from a Certificate with isCA, which the source-Secret reader takes', async () => {

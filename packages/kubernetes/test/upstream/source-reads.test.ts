@@ -109,6 +109,11 @@ describe('the trust anchors', () => {
       problem: 'not_found',
       message: expect.stringContaining(`ConfigMap ${NS}/absent does not exist`),
     });
+    const many = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${String(i).padStart(2, '0')}`, 'x']));
+    await client.create(corePath('configmaps', NS), { metadata: { name: 'many' }, data: many });
+    expect(await readTrustAnchors(client, NS, { kind: 'ConfigMap', name: 'many', key: 'ca.crt' })).toMatchObject({
+      message: `ConfigMap ${NS}/many has no key "ca.crt" (it has "k00", "k01", "k02", "k03", "k04", "k05", "k06", "k07" and 12 more)`,
+    });
     expect(await readTrustAnchors(client, NS, { kind: 'ConfigMap', name: 'other', key: 'ca.crt' })).toEqual({
       ok: false,
       problem: 'missing_key',
