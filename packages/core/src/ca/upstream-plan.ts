@@ -19,7 +19,9 @@ export type CaRequestAction =
 
 /** The upstream part of a CA plan. */
 export interface UpstreamPlan {
+  /** A cert-manager issuer, or a Secret the user maintains. */
   readonly kind: 'issuer' | 'secret';
+  /** The source, as the CA Secret records it (`issuer/<Kind>/<name>`, `secret/<name>`). */
   readonly source: string;
   /** Why a new intermediate is wanted while the source offers none; undefined when none is wanted. */
   readonly wants?: string;

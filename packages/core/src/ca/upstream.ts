@@ -30,6 +30,7 @@ export type UpstreamProblemReason =
 
 /** One standing upstream problem. */
 export interface UpstreamProblem {
+  /** Why, one of {@link UpstreamProblemReason}: the metric's and the Event's reason. */
   readonly reason: UpstreamProblemReason;
   /** A sentence naming the object and the fault, bounded. */
   readonly message: string;

@@ -13,7 +13,9 @@ export type CaRequestState = 'pending' | 'approved' | 'issued' | 'denied' | 'fai
 
 /** The request the CA Secret names (annotation {@link CA_REQUEST_ANNOTATION}), as read. */
 export interface CaRequestObservation {
+  /** The CertificateRequest's name, in ESO's namespace. */
   readonly name: string;
+  /** Where it stands: `missing` when no request of ours has that name. */
   readonly state: CaRequestState;
   /** When it entered that state (its creation while pending). */
   readonly since?: Instant;
@@ -29,6 +31,7 @@ export interface CaRequestObservation {
 
 /** What the adapter observed of an upstream source. */
 export interface UpstreamObservation {
+  /** A cert-manager issuer asked through CertificateRequests, or a Secret the user maintains. */
   readonly kind: 'issuer' | 'secret';
   /** The source as the CA Secret records it: `issuer/<Kind>/<name>` or `secret/<name>`. */
   readonly source: string;

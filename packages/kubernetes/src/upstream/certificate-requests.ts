@@ -1,4 +1,4 @@
-import { type Duration, readCertificationRequest, sha256 } from '@eso-mtls/core';
+import { type Duration, caRequestName, readCertificationRequest } from '@eso-mtls/core';
 import { apiErrorOf } from '../client/api-error.js';
 import type { KubeRestClient } from '../client/rest-client.js';
 import type { IssuerReference } from '../installation/ca-source.js';
@@ -20,12 +20,8 @@ export const CERT_MANAGER_API_VERSION = 'cert-manager.io/v1';
 export const CA_REQUEST_LABEL = 'eso-mtls.io/ca-request';
 /** The label selector of our CertificateRequests. */
 export const CA_REQUEST_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY},${CA_REQUEST_LABEL}=true`;
-/** Prefix of our CertificateRequests' names, before 10 hex digits of the key's SHA-256. */
-export const CA_REQUEST_NAME_PREFIX = 'eso-mtls-ca-';
 /** The key usages asked for: what an intermediate that signs leaves needs, and no more. */
 export const CA_REQUEST_USAGES: readonly string[] = Object.freeze(['cert sign', 'crl sign', 'digital signature']);
-/** Most requests one list page brings: each may carry a chain, and ours are few (done ones are deleted). */
-export const CA_REQUEST_LIST_LIMIT = 20;
 
 /** A CertificateRequest as we write and read it. */
 export interface CertificateRequestObject {
@@ -63,11 +59,6 @@ export interface CaRequestSpec {
   readonly issuer: IssuerReference;
   /** The validity asked for; the issuer may return less. Left to the issuer's default when undefined. */
   readonly duration?: Duration;
-}
-
-/** `eso-mtls-ca-` and the first 10 hex digits of the SHA-256 of the DER SubjectPublicKeyInfo. */
-export function caRequestName(subjectPublicKeyInfo: Uint8Array): string {
-  return CA_REQUEST_NAME_PREFIX + Buffer.from(sha256(subjectPublicKeyInfo)).toString('hex').slice(0, 10);
 }
 
 /** A duration as Go's time.ParseDuration reads it, in whole seconds (`8760h0m0s`). */
@@ -167,23 +158,6 @@ export async function createCaRequest(
 /** One request, or undefined when it does not exist. */
 export function getCaRequest(client: Pick<KubeRestClient, 'get'>, namespace: string, name: string): Promise<CertificateRequestObject | undefined> {
   return getIfExists<CertificateRequestObject>(client, caRequestPath(namespace, name));
-}
-
-/**
- * Our requests of `installation` in `namespace` (label-selected, then by installation), one page
- * of at most {@link CA_REQUEST_LIST_LIMIT}: `more` says the namespace holds others of ours beyond
- * it, which only a leak of undeleted requests explains.
- */
-export async function listCaRequests(
-  client: Pick<KubeRestClient, 'get'>,
-  namespace: string,
-  installation: string,
-): Promise<{ readonly items: readonly CertificateRequestObject[]; readonly more: boolean }> {
-  const page = await client.get<{ items?: CertificateRequestObject[]; metadata?: { continue?: string } }>(caRequestPath(namespace), {
-    labelSelector: CA_REQUEST_SELECTOR,
-    limit: CA_REQUEST_LIST_LIMIT,
-  });
-  return { items: (page.items ?? []).filter((r) => isOurCaRequest(r, installation)), more: Boolean(page.metadata?.continue) };
 }
 
 /**

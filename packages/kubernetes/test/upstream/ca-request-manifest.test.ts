@@ -4,7 +4,8 @@ import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { CertificationRequestError, days, encodeCaCertificationRequest, hours, minutes, seconds } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
-import { caRequestManifest, caRequestName, caRequestPath, goDuration } from '../../src/upstream/certificate-requests.js';
+import { caRequestName } from '@eso-mtls/core';
+import { caRequestManifest, caRequestPath, goDuration } from '../../src/upstream/certificate-requests.js';
 
 const crypto = createNodeCryptoBackend();
 
