@@ -24,8 +24,6 @@ export const CA_REQUEST_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY},${CA_REQUE
 export const CA_REQUEST_NAME_PREFIX = 'eso-mtls-ca-';
 /** The key usages asked for: what an intermediate that signs leaves needs, and no more. */
 export const CA_REQUEST_USAGES: readonly string[] = Object.freeze(['cert sign', 'crl sign', 'digital signature']);
-/** Most requests one list page brings: each may carry a chain, and ours are few (done ones are deleted). */
-export const CA_REQUEST_LIST_LIMIT = 20;
 
 /** A CertificateRequest as we write and read it. */
 export interface CertificateRequestObject {
@@ -167,23 +165,6 @@ export async function createCaRequest(
 /** One request, or undefined when it does not exist. */
 export function getCaRequest(client: Pick<KubeRestClient, 'get'>, namespace: string, name: string): Promise<CertificateRequestObject | undefined> {
   return getIfExists<CertificateRequestObject>(client, caRequestPath(namespace, name));
-}
-
-/**
- * Our requests of `installation` in `namespace` (label-selected, then by installation), one page
- * of at most {@link CA_REQUEST_LIST_LIMIT}: `more` says the namespace holds others of ours beyond
- * it, which only a leak of undeleted requests explains.
- */
-export async function listCaRequests(
-  client: Pick<KubeRestClient, 'get'>,
-  namespace: string,
-  installation: string,
-): Promise<{ readonly items: readonly CertificateRequestObject[]; readonly more: boolean }> {
-  const page = await client.get<{ items?: CertificateRequestObject[]; metadata?: { continue?: string } }>(caRequestPath(namespace), {
-    labelSelector: CA_REQUEST_SELECTOR,
-    limit: CA_REQUEST_LIST_LIMIT,
-  });
-  return { items: (page.items ?? []).filter((r) => isOurCaRequest(r, installation)), more: Boolean(page.metadata?.continue) };
 }
 
 /**

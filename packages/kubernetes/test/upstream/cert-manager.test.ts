@@ -21,6 +21,7 @@ import type { IssuerReference } from '../../src/installation/ca-source.js';
 import { INSTALLATION_ANNOTATION } from '../../src/installation/ownership.js';
 import { type CaRequestStatus } from '../../src/upstream/certificate-request-status.js';
 import {
+  CA_REQUEST_SELECTOR,
   CaRequestConflictError,
   type CertificateRequestObject,
   caRequestManifest,
@@ -29,7 +30,7 @@ import {
   createCaRequest,
   deleteCaRequest,
   getCaRequest,
-  listCaRequests,
+  isOurCaRequest,
 } from '../../src/upstream/certificate-requests.js';
 import { readIssuerReadiness } from '../../src/upstream/issuer-readiness.js';
 import { MAX_UPSTREAM_PEM_BYTES } from '../../src/upstream/pem-bound.js';
@@ -173,10 +174,13 @@ describe('a CA ClusterIssuer holding the organisation root, with the approver', 
     expect(Date.parse(intermediate.validTo) - Date.parse(intermediate.validFrom)).toBe(days(30));
     expect(opensslVerify(org.cert, issued.certificatePem!)).toMatch(/target\.pem: OK/);
 
-    const listed = await listCaRequests(suite.admin, ns, `${ns}/eso-provider-ca-internal`);
-    expect(listed.items.map((r) => r.metadata.name)).toEqual([manifest.metadata.name]);
-    expect(listed.more).toBe(false);
-    expect((await listCaRequests(suite.admin, ns, `${ns}/another-ca-secret`)).items).toEqual([]);
+    // The adapter's cache selects ours by label, then by installation.
+    const ours = async (installation: string): Promise<string[]> =>
+      (await suite.admin.get<{ items: CertificateRequestObject[] }>(caRequestPath(ns), { labelSelector: CA_REQUEST_SELECTOR })).items
+        .filter((r) => isOurCaRequest(r, installation))
+        .map((r) => r.metadata.name);
+    expect(await ours(`${ns}/eso-provider-ca-internal`)).toEqual([manifest.metadata.name]);
+    expect(await ours(`${ns}/another-ca-secret`)).toEqual([]);
     // A precondition on another incarnation's uid deletes nothing.
     expect(await deleteCaRequest(suite.admin, ns, manifest.metadata.name, 'not-its-uid')).toBe('conflict');
     expect(await deleteCaRequest(suite.admin, ns, manifest.metadata.name, first.request.metadata.uid)).toBe('deleted');
