@@ -21,6 +21,7 @@ import type { IssuerReference } from '../../src/installation/ca-source.js';
 import { INSTALLATION_ANNOTATION } from '../../src/installation/ownership.js';
 import { type CaRequestStatus } from '../../src/upstream/certificate-request-status.js';
 import {
+  CA_REQUEST_SELECTOR,
   CaRequestConflictError,
   type CertificateRequestObject,
   caRequestManifest,
@@ -29,7 +30,6 @@ import {
   createCaRequest,
   deleteCaRequest,
   getCaRequest,
-  CA_REQUEST_SELECTOR,
   isOurCaRequest,
 } from '../../src/upstream/certificate-requests.js';
 import { readIssuerReadiness } from '../../src/upstream/issuer-readiness.js';
@@ -174,10 +174,13 @@ describe('a CA ClusterIssuer holding the organisation root, with the approver', 
     expect(Date.parse(intermediate.validTo) - Date.parse(intermediate.validFrom)).toBe(days(30));
     expect(opensslVerify(org.cert, issued.certificatePem!)).toMatch(/target\.pem: OK/);
 
-    // Found by our label and the installation annotation, as the adapter's cache finds them.
-    const listed = (await suite.admin.get<{ items: CertificateRequestObject[] }>(caRequestPath(ns), { labelSelector: CA_REQUEST_SELECTOR })).items;
-    expect(listed.filter((r) => isOurCaRequest(r, `${ns}/eso-provider-ca-internal`)).map((r) => r.metadata.name)).toEqual([manifest.metadata.name]);
-    expect(listed.filter((r) => isOurCaRequest(r, `${ns}/another-ca-secret`))).toEqual([]);
+    // The adapter's cache selects ours by label, then by installation.
+    const ours = async (installation: string): Promise<string[]> =>
+      (await suite.admin.get<{ items: CertificateRequestObject[] }>(caRequestPath(ns), { labelSelector: CA_REQUEST_SELECTOR })).items
+        .filter((r) => isOurCaRequest(r, installation))
+        .map((r) => r.metadata.name);
+    expect(await ours(`${ns}/eso-provider-ca-internal`)).toEqual([manifest.metadata.name]);
+    expect(await ours(`${ns}/another-ca-secret`)).toEqual([]);
     // A precondition on another incarnation's uid deletes nothing.
     expect(await deleteCaRequest(suite.admin, ns, manifest.metadata.name, 'not-its-uid')).toBe('conflict');
     expect(await deleteCaRequest(suite.admin, ns, manifest.metadata.name, first.request.metadata.uid)).toBe('deleted');
