@@ -14,7 +14,8 @@
 #
 # With the caches warm every step finds its tool and this takes seconds (7 s). On a fresh machine
 # nearly all the time is compiling: 31.5 minutes cold on a quiet 2-core machine, 64 at load average
-# 8 (README.md), of which the go lane below is the whole length, the images beside its first step. The
+# 8 (README.md), before cert-manager's tests build joined the go lane (2026-11-29: 417-524 s of CPU
+# more, measured at load 8-18 only; about 4-5 minutes more on a quiet machine, not measured), of which the go lane below is the whole length, the images beside its first step. The
 # downloads and Debian's installs would add to it if they waited their turn, so the steps run in
 # three lanes side by side, each lane in order:
 #   go        the Go compiles, one after another (two at once on 2 cores gain little, and
