@@ -194,38 +194,12 @@ export class OpensslPki {
     const keyFile = this.key(name);
     const csr = join(this.dir, `${name}.csr`);
     this.run(['req', '-new', '-config', this.config, '-key', keyFile, '-subj', subject, '-out', csr]);
-    this.run([
-      'ca',
-      '-batch',
-      '-notext',
-      '-config',
-      this.config,
-      '-cert',
-      issuer.file,
-      '-keyfile',
-      issuer.keyFile,
-      '-in',
-      csr,
-      '-out',
-      join(this.dir, `${name}.pem`),
-      '-extensions',
-      section,
-      '-startdate',
-      generalizedTime(notBefore),
-      '-enddate',
-      generalizedTime(notAfter),
-    ]);
+    this.sign(csr, join(this.dir, `${name}.pem`), issuer, section, notBefore, notAfter);
     return this.made(name, keyFile);
   }
 
-  /**
-   * Signs a request made elsewhere (our PKCS#10, as an upstream issuer would), with `section`'s
-   * extensions, valid from `notBefore` to `notAfter`; the key stays with whoever made the request.
-   */
-  answer(name: string, csrPem: string, issuer: MadeCertificate, section: ExtensionSection, notBefore: number, notAfter: number): CertificateView {
-    const csr = join(this.dir, `${name}.csr`);
-    writeFileSync(csr, csrPem);
-    const out = join(this.dir, `${name}.pem`);
+  /** `openssl ca`: the request in `csr` signed by `issuer` into `out`, with `section`'s extensions, from `notBefore` to `notAfter`. */
+  private sign(csr: string, out: string, issuer: MadeCertificate, section: ExtensionSection, notBefore: number, notAfter: number): void {
     this.run([
       'ca',
       '-batch',
@@ -247,6 +221,17 @@ export class OpensslPki {
       '-enddate',
       generalizedTime(notAfter),
     ]);
+  }
+
+  /**
+   * Signs a request made elsewhere (our PKCS#10, as an upstream issuer would), with `section`'s
+   * extensions, valid from `notBefore` to `notAfter`; the key stays with whoever made the request.
+   */
+  answer(name: string, csrPem: string, issuer: MadeCertificate, section: ExtensionSection, notBefore: number, notAfter: number): CertificateView {
+    const csr = join(this.dir, `${name}.csr`);
+    writeFileSync(csr, csrPem);
+    const out = join(this.dir, `${name}.pem`);
+    this.sign(csr, out, issuer, section, notBefore, notAfter);
     return parseCertificate(readFileSync(out, 'utf8'));
   }
 

@@ -15,6 +15,7 @@ import { Informer, type InformerEvent, type InformerStats, type ListPage } from 
 import { type KubeRestClient, corePath } from '../client/rest-client.js';
 import { InternedValues } from './interned-values.js';
 import type { Installation } from '../installation/installation.js';
+import { allSynced, startAll, stopAll, summedStats } from './informer-set.js';
 
 /** Tuning shared by the informers. */
 export interface InformerTuning {
@@ -205,19 +206,18 @@ export class ClusterInformers {
   }
 
   /** Starts every informer and resolves once each has listed once. */
-  async start(): Promise<void> {
-    for (const informer of this.all) informer.start();
-    await Promise.all(this.all.map((i) => i.synced));
+  start(): Promise<void> {
+    return startAll(this.all);
   }
 
   /** Stops every watch. */
-  async stop(): Promise<void> {
-    await Promise.all(this.all.map((i) => i.stop()));
+  stop(): Promise<void> {
+    return stopAll(this.all);
   }
 
   /** True once every cache has listed once. */
   get hasSynced(): boolean {
-    return this.all.every((i) => i.hasSynced);
+    return allSynced(this.all);
   }
 
   /** Subscribes to every change of every cache. */
@@ -234,8 +234,6 @@ export class ClusterInformers {
 
   /** The stats of each informer, summed. */
   stats(): InformerStats {
-    const total: InformerStats = { lists: 0, listPages: 0, watches: 0, bookmarks: 0, expired: 0, errors: 0, notHeld: 0 };
-    for (const i of this.all) for (const k of Object.keys(total) as (keyof InformerStats)[]) total[k] += i.stats[k];
-    return total;
+    return summedStats(this.all);
   }
 }

@@ -5,6 +5,7 @@ import { Informer, type InformerEvent, type InformerOptions, type InformerStats,
 import type { CaSource, IssuerReference } from '../installation/ca-source.js';
 import { CA_REQUEST_SELECTOR, type CertificateRequestObject, caRequestPath } from './certificate-requests.js';
 import type { IssuerObject } from './issuer-readiness.js';
+import { allSynced, startAll, stopAll, summedStats } from '../informers/informer-set.js';
 
 /*
  * The caches an upstream CA source is read from, each by name or label in ESO's namespace (or the
@@ -114,19 +115,18 @@ export class UpstreamInformers {
   }
 
   /** Starts every informer and resolves once each has listed once. */
-  async start(): Promise<void> {
-    for (const informer of this.all) informer.start();
-    await Promise.all(this.all.map((i) => i.synced));
+  start(): Promise<void> {
+    return startAll(this.all);
   }
 
   /** Stops every watch. */
-  async stop(): Promise<void> {
-    await Promise.all(this.all.map((i) => i.stop()));
+  stop(): Promise<void> {
+    return stopAll(this.all);
   }
 
   /** True once every cache has listed once. */
   get hasSynced(): boolean {
-    return this.all.every((i) => i.hasSynced);
+    return allSynced(this.all);
   }
 
   /** Subscribes to every change of every cache. */
@@ -137,8 +137,6 @@ export class UpstreamInformers {
 
   /** The stats of each informer, summed. */
   stats(): InformerStats {
-    const total: InformerStats = { lists: 0, listPages: 0, watches: 0, bookmarks: 0, expired: 0, errors: 0, notHeld: 0 };
-    for (const i of this.all) for (const k of Object.keys(total) as (keyof InformerStats)[]) total[k] += i.stats[k];
-    return total;
+    return summedStats(this.all);
   }
 }
