@@ -137,7 +137,7 @@ export interface FailedCall {
   readonly error: string;
 }
 
-/** Every `{"event":"call_failed",...}` line of a caller's log. */
+/** Every call_failed line of a caller's log (`{"at":..,"error":..,"event":"call_failed"}`). */
 export function failedCalls(provider: string, log: string): FailedCall[] {
   return eventLines<{ at: string; error: string }>(log, 'call_failed').map((f) => ({ provider, at: Date.parse(f.at), error: f.error }));
 }
@@ -162,10 +162,23 @@ export function sameSerial(a: string, b: string): boolean {
   return BigInt(`0x${a}`) === BigInt(`0x${b}`);
 }
 
-/** The `{"event":<event>,...}` lines of a caller's log, parsed. */
+/**
+ * The JSON lines of a caller's log whose `event` is `event`, parsed. Each line is parsed, not
+ * matched by its start: the client prints call_failed from a Go map, whose keys encoding/json
+ * sorts (`{"at":..,"error":..,"event":"call_failed"}`), so a match on `{"event":` never saw a
+ * failed call. A line still being written when the log is read is not yet a line: skipped.
+ */
 function eventLines<T>(log: string, event: string): T[] {
-  return log
-    .split('\n')
-    .filter((l) => l.startsWith(`{"event":"${event}"`))
-    .map((l) => JSON.parse(l) as T);
+  const lines: T[] = [];
+  for (const l of log.split('\n')) {
+    if (!l.startsWith('{')) continue;
+    let parsed: { event?: unknown };
+    try {
+      parsed = JSON.parse(l) as { event?: unknown };
+    } catch {
+      continue;
+    }
+    if (parsed.event === event) lines.push(parsed as T);
+  }
+  return lines;
 }
