@@ -44,9 +44,11 @@ export function createPkcs11CaSigner(token: Pkcs11Token, options: Pkcs11SignerOp
       return token.publicKey(keyOf(reference).id);
     },
 
-    async retainKeys(kept: readonly CertificateView[]): Promise<void> {
+    async retainKeys(kept: readonly CertificateView[], pending: readonly string[] = []): Promise<void> {
       if (options.keepRetiredKeys) return;
       const wanted = new Set(kept.map((c) => Buffer.from(c.subjectPublicKeyInfo).toString('base64')));
+      // A pending intermediate's key has no certificate yet: kept by its reference.
+      for (const reference of pending) if (isPkcs11Uri(reference)) wanted.add(Buffer.from(token.publicKey(keyOf(reference).id)).toString('base64'));
       for (const key of token.keys(options.keyLabelPrefix)) {
         let spki: Uint8Array;
         try {

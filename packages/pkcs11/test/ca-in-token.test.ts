@@ -8,6 +8,7 @@ import {
   type CryptoBackend,
   type Instant,
   MemoryStore,
+  type Plan,
   type SecretWrite,
   type CaPhase,
   days,
@@ -181,3 +182,39 @@ describe('CA keys in a PKCS#11 token (SoftHSM2)', () => {
     expect(store.get({ namespace: 'tenant-b' })).toBeUndefined();
   });
 });
+
+describe('a pending intermediate key in the token (an upstream issuer)', () => {
+  let token: TestToken;
+  beforeEach(() => {
+    token = createTestToken();
+  });
+  afterEach(() => token.remove());
+
+  test('survives the CA writes made while its request is pending, and is destroyed once nothing keeps it', async () => {
+    const crypto = token.backend();
+    const cache = new CertificateCache(crypto.verifier);
+    const store = new MemoryStore();
+    store.setServices('a', [{ name: 'p' }]);
+    await run(store, crypto, cache, T0, T0);
+    const pending = await crypto.caSigner!.generateKey(policy.keyAlgorithm);
+    const before = token.privateKeysElsewhere();
+    expect(before).toContain(keyIdOf(pending.privateKeyPem));
+    // A CA write (a rotation request) while the key is pending: the plan keeps it, so the token does.
+    const plan = materializePlan(store, cache, T0 + 1000);
+    await materializeCaChange({ ...plan, trust: { ...plan.trust, pending: pending.privateKeyPem } }, { crypto, cache });
+    expect(token.privateKeysElsewhere()).toContain(keyIdOf(pending.privateKeyPem));
+    // Without it (answered and placed, or replaced), the next CA write lets the token destroy it.
+    await materializeCaChange(materializePlan(store, cache, T0 + 2000), { crypto, cache });
+    expect(token.privateKeysElsewhere()).not.toContain(keyIdOf(pending.privateKeyPem));
+    crypto.close();
+  });
+});
+
+/** A plan with a CA write (a rotation asked for on the CA Secret), at `at`. */
+function materializePlan(store: MemoryStore, cache: CertificateCache, at: Instant): Plan {
+  const ca = store.get('ca')!;
+  store.put('ca', { ...ca, annotations: { ...ca.annotations, 'eso-mtls.io/rotate': `token-${at}` } });
+  const plan = planRotation(store.snapshot(), { now: at, policy, cache });
+  if (!plan.ca) throw new Error('expected a CA write');
+  return plan;
+}

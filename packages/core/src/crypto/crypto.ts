@@ -120,8 +120,9 @@ export interface CaSigner extends Signer {
   publicKeyOf(reference: string): Uint8Array;
   /**
    * Told the CA certificates of the CA Secret after a CA write (active, next and retired): keys it
-   * holds for any other CA have left every bundle, and it may destroy them. Optional: a signer
-   * that keeps every key does nothing.
+   * holds for any other CA have left every bundle, and it may destroy them, but for the keys
+   * `pending` names: the key of an intermediate asked of an upstream issuer, which has no
+   * certificate yet. Optional: a signer that keeps every key does nothing.
    */
-  retainKeys?(kept: readonly CertificateView[]): Promise<void>;
+  retainKeys?(kept: readonly CertificateView[], pending?: readonly string[]): Promise<void>;
 }

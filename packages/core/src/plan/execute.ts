@@ -103,7 +103,10 @@ export async function materializeCaChange(plan: Plan, ctx: ExecutionContext): Pr
   const { pending } = plan.trust;
   if (pending !== undefined) data[caSigner?.holds(pending) ? PENDING_KEY_FIELDS[1] : PENDING_KEY_FIELDS[0]] = pending;
   // Keys of CAs that leave with this write have left every bundle: the caSigner may destroy them.
-  await caSigner?.retainKeys?.([...(active ? [active.certificate] : []), ...(next ? [next.certificate] : []), ...retired]);
+  await caSigner?.retainKeys?.(
+    [...(active ? [active.certificate] : []), ...(next ? [next.certificate] : []), ...retired],
+    pending === undefined ? [] : [pending],
+  );
   const write: SecretWrite = {
     target: 'ca',
     kind: 'ca',
