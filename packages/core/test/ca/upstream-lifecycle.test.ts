@@ -21,6 +21,7 @@ import {
 import { type MadeCertificate, OpensslPki } from '../support/openssl-pki.js';
 import { openssl, tempDir } from '../support/fixtures.js';
 import { Pki, describeWrites, text } from '../support/planner.js';
+import { failures, lintPem } from '../support/zlint.js';
 
 // The upstream CA's whole life through the planner, with the openssl CLI as the organisation's
 // issuer: it answers our PKCS#10 requests as a cert-manager CA issuer would. Every chained leaf is
@@ -143,6 +144,15 @@ describe('an intermediate from an issuer', () => {
     expect(verifyServed(c, 'sslclient', c.store.get('client'))).toMatch(/: OK/);
     // For the right purpose only.
     expect(verifyServed(c, 'sslclient', provider)).not.toMatch(/: OK/);
+    // zlint (the lints testing/zlint/exclusions.json keeps) on the chained leaves and the intermediate we asked for.
+    for (const [name, pem] of [
+      ['server leaf', text(provider, 'tls.crt').split(/(?<=-----END CERTIFICATE-----\n)/)[0]!],
+      ['client leaf', text(c.store.get('client'), 'tls.crt').split(/(?<=-----END CERTIFICATE-----\n)/)[0]!],
+      ['intermediate', intermediate.pem],
+    ] as const) {
+      const verdicts = lintPem(tmp.write(`zlint-${name.replace(' ', '-')}.pem`, pem));
+      expect({ name, ran: Object.keys(verdicts).length > 50, failures: failures(verdicts) }).toEqual({ name, ran: true, failures: {} });
+    }
     // Converged.
     expect((await c.round()).writes).toEqual([]);
   });
