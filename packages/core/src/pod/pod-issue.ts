@@ -1,6 +1,6 @@
 import type { CertificateView, KeyedCertificate } from '../x509/certificate.js';
 import { serialHex } from '../x509/certificate-reader.js';
-import { pathNotAfter, servedIntermediates } from '../x509/ca-path.js';
+import { pathNotAfter, pathNotBefore, servedIntermediates } from '../x509/ca-path.js';
 import { bundlePem } from '../x509/parse.js';
 import { type IssueContext, issuePodLeaf, randomSerialNumber } from '../crypto/issue.js';
 import type { PodRequestDecision } from './pod-request.js';
@@ -38,6 +38,7 @@ export async function issuePodCertificate(
     maxExpirationSeconds: limits.maxExpirationSeconds,
     maxValidity: limits.maxValidity,
     caNotAfter: pathNotAfter(issuer),
+    caNotBefore: pathNotBefore(issuer),
     serialNumber: serialHex(serialNumber),
     policy: ctx.policy,
   });

@@ -37,6 +37,8 @@ export interface PodValidityInput {
   readonly maxValidity: Duration;
   /** notAfter of the CA that signs: the leaf never outlives it. */
   readonly caNotAfter: Instant;
+  /** notBefore of the CA that signs, when later than the backdate reaches (an upstream intermediate issued moments ago): the leaf never begins before it. */
+  readonly caNotBefore?: Instant;
   /** The new leaf's serial (hex), which spreads refreshes of leaves issued together. */
   readonly serialNumber: string;
   /** Lookahead, jitter and backdate. */
@@ -58,7 +60,11 @@ const ceilToSecond = (t: Instant): Instant => Math.ceil(t / 1000) * 1000;
 export function podValidity(input: PodValidityInput): PodValidityResult {
   const { now, policy } = input;
   // Truncating now − 2 min would backdate up to 999 ms more; the later whole second keeps within 2 min.
-  const notBefore = Math.max(truncateToSecond(now - policy.notBeforeBackdate), ceilToSecond(now - MAX_POD_BACKDATE));
+  const notBefore = Math.max(
+    truncateToSecond(now - policy.notBeforeBackdate),
+    ceilToSecond(now - MAX_POD_BACKDATE),
+    ceilToSecond(input.caNotBefore ?? -Infinity),
+  );
   const requested = input.maxExpirationSeconds ?? DEFAULT_MAX_EXPIRATION_SECONDS;
   if (!Number.isInteger(requested) || seconds(requested) < MIN_POD_LIFETIME || seconds(requested) > MAX_POD_LIFETIME) {
     return { ok: false, detail: `maxExpirationSeconds ${requested} is outside [3600, 7862400], the range the apiserver accepts` };

@@ -33,6 +33,11 @@ export function caPath(ca: KeyedCertificate): readonly CertificateView[] {
   return [ca.certificate, ...(ca.chain ?? [])];
 }
 
+/** The latest notBefore along the path: a leaf the CA signs must not begin before it. */
+export function pathNotBefore(ca: KeyedCertificate): number {
+  return Math.max(...caPath(ca).map((c) => c.notBefore));
+}
+
 /** The earliest notAfter along the path: a leaf the CA signs must end by then. */
 export function pathNotAfter(ca: KeyedCertificate): number {
   return Math.min(...caPath(ca).map((c) => c.notAfter));

@@ -13,6 +13,7 @@ import {
   type SelectingService,
   decidePodRequest,
   days,
+  encodeCaCertificationRequest,
   hours,
   issueCa,
   issuePodCertificate,
@@ -25,6 +26,7 @@ import { MAX_SERVER_CERTIFICATE_BYTES } from '../../src/x509/name-budget.js';
 import { nodeBackend, openssl, tempDir } from '../support/fixtures.js';
 import { type KeyPair, POD_KEYS, spkiOf, stubRequest } from '../support/pod-keys.js';
 import { failures, lintPem, zlintPath } from '../support/zlint.js';
+import { OpensslPki } from '../support/openssl-pki.js';
 
 // Pod certificates end to end in the core: a kubelet's key (node:crypto) in a stub request made by
 // OpenSSL, decided by decidePodRequest, issued by issuePodCertificate under a real CA, then read
@@ -211,6 +213,38 @@ describe('issuePodCertificate', () => {
       '-CAfile',
       tmp.write('clamp-ca.pem', ca.certificate.pem),
       tmp.write('clamp.pem', c.certificateChain),
+    ]);
+    expect(r).toEqual({ status: 0, output: expect.stringMatching(/: OK\n$/) });
+  });
+
+  it('under an upstream intermediate: status.certificateChain is the leaf then the intermediate, cut to its end, and verifies under the root alone', async () => {
+    const upstream = new OpensslPki(`${tmp.dir}/upstream`);
+    const root = upstream.root('pod-root', '/O=Acme/CN=Acme Pod Root');
+    const key = await crypto.signer.generateKey('ECDSA-P256');
+    const csr = await encodeCaCertificationRequest({
+      subject: { commonName: 'eso-mtls pod intermediate' },
+      subjectPublicKeyInfo: key.subjectPublicKeyInfo,
+      sign: (d) => crypto.signer.sign(key.privateKeyPem, d),
+    });
+    const now = Math.floor(Date.now() / 1000) * 1000 + minutes(1);
+    const intermediate = upstream.answer('pod-intermediate', csr.pem, root, 'intermediate_pathlen0', now - minutes(1), now + hours(10));
+    const issuer = { certificate: intermediate, privateKeyPem: key.privateKeyPem, chain: [root.view] };
+    const c = certificateOf(await issuePodCertificate({ crypto, policy, now }, issuer, decision('server', stubs.ECDSAP256), LIMITS));
+    expect(c.certificateChain).toBe(c.certificate.pem + intermediate.pem);
+    // Never past the intermediate's end (24 h asked, 10 h left).
+    expect(c.notAfter).toBe(intermediate.notAfter);
+    const r = openssl([
+      'verify',
+      '-x509_strict',
+      '-purpose',
+      'sslserver',
+      '-attime',
+      String(Math.floor(now / 1000) + 60),
+      '-CAfile',
+      root.file,
+      '-untrusted',
+      tmp.write('pod-untrusted.pem', intermediate.pem),
+      tmp.write('pod-chained.pem', c.certificate.pem),
     ]);
     expect(r).toEqual({ status: 0, output: expect.stringMatching(/: OK\n$/) });
   });
