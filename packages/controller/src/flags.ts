@@ -211,7 +211,7 @@ export const CONTROLLER_FLAGS: readonly Flag[] = [
     kind: 'string',
     default: undefined,
     accepts: `Secret/NAME[/KEY] or ConfigMap/NAME[/KEY], in --namespace (KEY default ${DEFAULT_TRUST_ANCHORS_KEY})`,
-    help: "with --ca-issuer or --ca-from-secret: the PEM roots the intermediate must chain to, published in every trust bundle (cert-manager's status.ca is only a cross-check)",
+    help: "with --ca-issuer or --ca-from-secret: the PEM roots the intermediate must chain to; the one it chains to is published in every trust bundle (cert-manager's status.ca is only a cross-check)",
   },
   {
     name: 'leader-elect',
