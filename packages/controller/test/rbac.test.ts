@@ -326,6 +326,13 @@ describe('shipped RBAC and admission policy, as the controller ServiceAccount', 
     const secrets = other.makeApiClient(CoreV1Api);
     const caLabels = { ...LABELS, 'app.kubernetes.io/component': 'ca' };
     const ca = (name: string): V1Secret => ({ metadata: { name, labels: caLabels }, type: 'Opaque' });
+    // Each binding takes effect on its own: the Secret one is waited for too, not only the Lease one.
+    await untilAnswer(
+      "the other controller's Secret of the shipped name",
+      () => secrets.createNamespacedSecret({ namespace: ns, body: ca('eso-provider-ca-internal') }),
+      403,
+      () => admin.deleteNamespacedSecret({ name: 'eso-provider-ca-internal', namespace: ns }),
+    );
     expect((await answer(secrets.createNamespacedSecret({ namespace: ns, body: ca('other-ca') }))).code).toBe(200);
     const shippedName = await answer(secrets.createNamespacedSecret({ namespace: ns, body: ca('eso-provider-ca-internal') }));
     expect(shippedName).toEqual({
