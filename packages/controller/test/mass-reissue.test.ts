@@ -5,10 +5,13 @@ import { join } from 'node:path';
 import { createServer } from 'node:http';
 import { CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '../../../testing/envtest/src/index.js';
-import { ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace } from '@eso-mtls/test-kit/cluster';
+import { ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace, writesBy } from '@eso-mtls/test-kit/cluster';
 import { ControllerProcess } from '@eso-mtls/test-kit/controller-process';
 import { KubeletProbe, type ProbeVerdict, judge } from './support/kubelet-probe.js';
 import { applyAll, find, kustomizeInstall, serviceAccountKubeConfig } from '@eso-mtls/test-kit/manifests';
+
+/** The controller's user, as the apiserver's audit log names it. */
+const CONTROLLER_USER = `system:serviceaccount:${ESO_NS}:eso-mtls-controller`;
 
 // RSA-3072 key generation for many namespaces at once must not starve the event loop: the Lease
 // is renewed within its deadline throughout, and the kubelet, probing /healthz as the shipped
@@ -57,7 +60,7 @@ describe('lease renewals and /healthz during a mass issuance with RSA-3072 keys'
   let controller: ControllerProcess | undefined;
 
   beforeAll(async () => {
-    plane = await startControlPlane();
+    plane = await startControlPlane({ audit: true });
     admin = plane.adminKubeConfig;
     await applyAll(admin, manifests);
   }, 120_000);
@@ -127,14 +130,19 @@ describe('lease renewals and /healthz during a mass issuance with RSA-3072 keys'
       const leaf = new X509Certificate(Buffer.from(s.data!['tls.crt']!, 'base64'));
       expect(leaf.publicKey.asymmetricKeyDetails?.modulusLength).toBe(3072);
     }
-    const gaps = renewals.slice(1).map((t, i) => t - renewals[i]!);
+    // The gaps between the controller's Lease updates as the apiserver received them (its audit
+    // log), not as this test's polling saw them: a starved poll would merge two renewals into one gap.
+    const renewedAt = writesBy(plane, CONTROLLER_USER, ['leases'])
+      .filter((e) => e.verb === 'update' && Date.parse(e.requestReceivedTimestamp) >= started)
+      .map((e) => Date.parse(e.requestReceivedTimestamp));
+    const gaps = renewedAt.slice(1).map((t, i) => t - renewedAt[i]!);
     const maxGap = Math.max(...gaps);
     process.stdout.write(
-      `RSA-3072 x ${NAMESPACES + 2} keys: converged in ${tookMs} ms; ${renewals.length} renewals seen, max gap ${maxGap} ms; ` +
+      `RSA-3072 x ${NAMESPACES + 2} keys: converged in ${tookMs} ms; ${renewedAt.length} renewals received, max gap ${maxGap} ms; ` +
         `${health.probes} /healthz probes (${JSON.stringify(livenessProbe)}), ${health.misses} missed, ` +
         `at most ${health.maxConsecutiveMisses} in a row, worst ${health.worstMs} ms\n`,
     );
-    expect(renewals.length).toBeGreaterThanOrEqual(Math.floor(tookMs / RENEW_DEADLINE_MS));
+    expect(renewedAt.length).toBeGreaterThanOrEqual(Math.floor(tookMs / RENEW_DEADLINE_MS));
     expect(maxGap).toBeLessThan(RENEW_DEADLINE_MS);
     expect(health.probes).toBeGreaterThan(0);
     expect(health.maxConsecutiveMisses).toBeLessThan(health.failureThreshold);
