@@ -26,7 +26,7 @@ import {
   subjectNameOf,
 } from '../x509/tbs.js';
 import { type Instant, truncateToSecond } from '../common/time.js';
-import { pathNotAfter, pathNotBefore, servedIntermediates } from '../x509/ca-path.js';
+import { pathNotAfter, servedIntermediates } from '../x509/ca-path.js';
 
 /** Everything an issuance needs: injected crypto, the policy, and the time to issue at. */
 export interface IssueContext {
@@ -143,8 +143,10 @@ async function issueLeaf(ctx: IssueContext, issuer: KeyedCertificate, profile: P
     throw new IssueError(`issuer ${ca.subject}'s path expired at ${new Date(caEnd).toISOString()}; rotate the CA before issuing leaves`);
   }
   const key = await (ctx.crypto.leafKeys ?? ctx.crypto.signer).generateKey(ctx.policy.keyAlgorithm);
-  // Nor begins before it: an upstream intermediate issued moments ago has no backdate of ours.
-  const validity = { notBefore: Math.max(backdated(ctx), Math.ceil(pathNotBefore(issuer) / 1000) * 1000), notAfter };
+  // Backdated as always, even before a fresh upstream intermediate's notBefore: verifiers check
+  // each certificate's validity at the time of use, not that a leaf's lies inside its issuer's, and
+  // the backdate is what dates a leaf's write (issuedNoLaterThan) for the CA's retirement.
+  const validity = { notBefore: backdated(ctx), notAfter };
   const issued = withKey(await sign(ctx, key.subjectPublicKeyInfo, randomSerialNumber(ctx.crypto.random), profile, validity, issuer), key);
   const chain = servedIntermediates(issuer);
   return chain.length > 0 ? { ...issued, chain } : issued;
