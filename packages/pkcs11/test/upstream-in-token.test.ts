@@ -20,6 +20,7 @@ import {
   resolvePolicy,
   splitPemCertificates,
 } from '@eso-mtls/core';
+import { p256Request, signRequest } from '@eso-mtls/test-kit/openssl';
 import { type TestToken, createTestToken } from './support/softhsm.js';
 
 const policy = resolvePolicy();
@@ -35,27 +36,20 @@ describe('an intermediate from an upstream issuer, its key in the token', () => 
     const file = (name: string): string => join(token.dir, name);
     const openssl = (args: string[]): void => void execFileSync('openssl', args, { stdio: 'pipe' });
     // The organisation's root, made now (the plan runs at the real time: the root is valid from now on).
-    openssl([
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      file('root.key'),
-      '-out',
-      file('root.pem'),
-      '-subj',
-      '/O=Acme/CN=Acme Root',
-      '-days',
-      '30',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-    ]);
+    openssl(
+      p256Request(
+        'self-signed',
+        file('root.key'),
+        file('root.pem'),
+        '/O=Acme/CN=Acme Root',
+        '-days',
+        '30',
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-addext',
+        'keyUsage=critical,keyCertSign,cRLSign',
+      ),
+    );
     const root = readFileSync(file('root.pem'), 'utf8');
     const now: Instant = Math.floor(Date.now() / 1000) * 1000 + 60_000;
 
@@ -90,24 +84,20 @@ describe('an intermediate from an upstream issuer, its key in the token', () => 
       file('ext.cnf'),
       'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n',
     );
-    openssl([
-      'x509',
-      '-req',
-      '-in',
-      file('request.csr'),
-      '-CA',
-      file('root.pem'),
-      '-CAkey',
-      file('root.key'),
-      '-out',
-      file('intermediate.pem'),
-      '-days',
-      '20',
-      '-extfile',
-      file('ext.cnf'),
-      '-set_serial',
-      '0x1001',
-    ]);
+    openssl(
+      signRequest(
+        file('request.csr'),
+        file('root.pem'),
+        file('root.key'),
+        file('intermediate.pem'),
+        '-days',
+        '20',
+        '-extfile',
+        file('ext.cnf'),
+        '-set_serial',
+        '0x1001',
+      ),
+    );
     const intermediate = readFileSync(file('intermediate.pem'), 'utf8');
     request = { ...request, state: 'issued', certificate: intermediate };
 
