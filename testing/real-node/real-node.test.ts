@@ -8,7 +8,10 @@
 // Every assertion comes from outside the controller: the apiserver, pod logs, the metrics scraped
 // from the controller and provider pods through the apiserver (replayed through promtool and the
 // shipped alert rules: each alert fires on a series its real cause moved), and the host's own
-// network state.
+// network state. Then the organisation's PKI: the release upgraded from its self-signed CA to an
+// intermediate from a cert-manager CA ClusterIssuer (the real cert-manager, a host process against
+// the cluster's apiserver) through the overlap, and that intermediate renewed under the same root;
+// every leaf verified by openssl with the organisation root alone trusted.
 // Scale: one node, 2 controller replicas, 4 providers (2 more namespaces with a labelled Service
 // and no pod), 2 ESO client pods (6 callers). The rest of
 // the faults, with production timings, run under `npm run test:real-node` (testing/real-node/long).
@@ -17,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { MAX_ROTATE_REQUEST_BYTES, ROTATE_ANNOTATION } from '@eso-mtls/core';
+import { CA_SOURCE_ANNOTATION, MAX_ROTATE_REQUEST_BYTES, ROTATE_ANNOTATION } from '@eso-mtls/core';
 import { METRIC_NAMES } from '@eso-mtls/metrics';
 import { CA_SECRET, ESO_NS, PROVIDER_SECRET } from '@eso-mtls/test-kit/cluster';
 import { eventually } from '@eso-mtls/test-kit/eventually';
@@ -26,8 +29,9 @@ import type { PromtoolResult } from '@eso-mtls/test-kit/promtool';
 import { type TestCluster, inside, startTestCluster } from './support/cluster.js';
 import { type Burst, type ProbeAnswer, probeFromNode, requestBurst } from './support/burst.js';
 import { hostNetworkState, processesInPidNamespace } from './support/host-state.js';
-import { ALLOWED_NAMESPACE_LABELS } from './support/workloads.js';
-import { POD_PROVIDER, PROVIDERS, World, pemCertificates, sampleValue } from './support/world.js';
+import { ORG_ISSUER, OrganisationPki } from './support/organisation-pki.js';
+import { ALLOWED_NAMESPACE_LABELS, type FailedCall } from './support/workloads.js';
+import { POD_PROVIDER, PROVIDERS, type SecretLeaf, World, pemCertificates, sampleValue } from './support/world.js';
 
 /** Short enough for npm test, above the kubelet's 10 s sync here (the chart's default is 5m; docs/pod-certificates.md). */
 const PROPAGATION_DELAY = '30s';
@@ -41,6 +45,23 @@ const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** Requests of the liveness check's burst: more than the 1,500 from one namespace that made both replicas miss their probe. */
 const BURST = 3000;
 
+/** The span in which one provider's callers may fail: its only pod replaced. */
+interface ListedWindow {
+  readonly provider: string;
+  readonly deletedAt: number;
+  readonly readyAt: number;
+}
+
+/** The failed calls outside every listed window (a window ends 5 s after the replacement was Ready). */
+function unlisted(failures: readonly FailedCall[], windows: readonly ListedWindow[]): FailedCall[] {
+  const listed = (f: FailedCall): boolean => windows.some((w) => f.provider.endsWith(`/${w.provider}`) && f.at >= w.deletedAt && f.at <= w.readyAt + 5000);
+  return failures.filter((f) => !listed(f));
+}
+
+const fingerprints = (pem: string): string[] => pemCertificates(pem).map((c) => c.fingerprint256);
+/** The intermediate a Secret-mode leaf's tls.crt carries after the leaf. */
+const intermediateOf = (leaf: SecretLeaf): string | undefined => fingerprints(leaf.tlsCrt)[1];
+
 /** promtool's answer when the alert fired with exactly the expected labels. */
 function expectFires(r: PromtoolResult): void {
   expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('SUCCESS')]);
@@ -53,6 +74,10 @@ describe('the chart, the images and the example providers on a real node', () =>
   // Scrapes of the leader and of the faulted provider, from before the alert check's causes.
   let counters: ScrapeRecorder;
   let reloads: ScrapeRecorder;
+  // The organisation's PKI, once the release moves to it.
+  let org: OrganisationPki | undefined;
+  // Where a provider's callers were allowed to fail (its only pod replaced).
+  const windows: ListedWindow[] = [];
 
   /** The pods' logs, for reading after the node is gone; nothing once it is. */
   const saveLogs = async (): Promise<void> => {
@@ -67,6 +92,7 @@ describe('the chart, the images and the example providers on a real node', () =>
   }, 15 * 60_000);
   afterAll(async () => {
     await saveLogs(); // after a failure before the last test
+    await org?.stop();
     w?.helm.remove();
     await tc?.cluster.stop();
   }, 120_000);
@@ -278,13 +304,76 @@ describe('the chart, the images and the example providers on a real node', () =>
     expect(await w.failedCalls()).toEqual([]);
   }, 600_000);
 
+  it("moves to the organisation's PKI by a Helm upgrade (a cert-manager CA ClusterIssuer) through the overlap with no failed call: every leaf chains through the intermediate to the organisation root alone", async () => {
+    const before = await w.callers();
+    const selfSigned = await w.caCertificates();
+    org = await OrganisationPki.start(w);
+    const rootFingerprint = fingerprints(org.root.cert)[0];
+    const started = Date.now();
+    await w.upgrade(org.chartValues());
+    // The controller asks cert-manager, publishes the root beside the old one, waits propagationDelay, then moves every leaf.
+    await eventually(() => w.secretLeavesMovedFrom(selfSigned), 300_000, 'every Secret-mode leaf issued under the intermediate');
+    process.stderr.write(
+      `real-node: self-signed to cert-manager: every Secret-mode leaf moved ${((Date.now() - started) / 1000).toFixed(1)} s after helm upgrade\n`,
+    );
+    const leaves = await w.secretLeaves();
+    for (const leaf of leaves) {
+      const other = leaf.purpose === 'sslserver' ? 'sslclient' : 'sslserver';
+      // The leaf, then the intermediate: a peer holding the root alone verifies it, for its purpose only.
+      expect([leaf.namespace, pemCertificates(leaf.tlsCrt).length]).toEqual([leaf.namespace, 2]);
+      expect([leaf.namespace, org.verify(leaf.tlsCrt, leaf.purpose)]).toEqual([leaf.namespace, expect.objectContaining({ ok: true })]);
+      expect([leaf.namespace, org.verify(leaf.tlsCrt, other).ok]).toEqual([leaf.namespace, false]);
+      // ca.crt holds anchors only: the organisation root beside the self-signed roots still retiring.
+      expect(fingerprints(leaf.caCrt)).toContain(rootFingerprint);
+    }
+    expect(new Set(leaves.map(intermediateOf)).size).toBe(1);
+    for (const b of await w.trustBundles()) expect(fingerprints(b.spec.trustBundle)).toContain(rootFingerprint);
+    const ca = await w.core.readNamespacedSecret({ namespace: ESO_NS, name: CA_SECRET });
+    expect(ca.metadata?.annotations?.[CA_SOURCE_ANNOTATION]).toBe(`issuer/ClusterIssuer/${ORG_ISSUER}`);
+
+    // The pod-certificate provider's next certificate (its Deployment restarted) is the leaf, then the intermediate.
+    windows.push({ provider: POD_PROVIDER, ...(await w.restartProvider(POD_PROVIDER)) });
+    const chain = (await w.newestPodCertificateChain(POD_PROVIDER)) ?? '';
+    expect(fingerprints(chain)).toHaveLength(2);
+    expect(fingerprints(chain)[1]).toBe(intermediateOf(leaves[0]!));
+    expect(org.verify(chain, 'sslserver')).toMatchObject({ ok: true });
+    await w.callersProgressed(before, 20, 180_000);
+    expect(unlisted(await w.failedCalls(), windows)).toEqual([]);
+  }, 900_000);
+
+  it('renews the intermediate under the same root: every Secret-mode leaf moves onto the new one with no trust-bundle or ca.crt write and no failed call', async () => {
+    const before = await w.callers();
+    const leaves = await w.secretLeaves();
+    const old = new Set(leaves.map(intermediateOf));
+    expect(old.size).toBe(1);
+    const bundles = (await w.trustBundles()).map((b) => [b.metadata!.name, b.metadata!.resourceVersion]);
+    const started = Date.now();
+    await w.requestRotation({ secret: CA_SECRET }, ESO_NS);
+    await eventually(
+      async () => (await w.secretLeaves()).every((l) => !old.has(intermediateOf(l))),
+      300_000,
+      'every Secret-mode leaf under the renewed intermediate',
+    );
+    const seconds = (Date.now() - started) / 1000;
+    const renewed = await w.secretLeaves();
+    expect(new Set(renewed.map(intermediateOf)).size).toBe(1);
+    for (const leaf of renewed) {
+      expect([leaf.namespace, org!.verify(leaf.tlsCrt, leaf.purpose)]).toEqual([leaf.namespace, expect.objectContaining({ ok: true })]);
+      expect([leaf.namespace, leaf.caCrt]).toEqual([leaf.namespace, leaves.find((l) => l.namespace === leaf.namespace)!.caCrt]);
+    }
+    // Not one ClusterTrustBundle written: the anchor is the same, so no overlap and no propagationDelay wait.
+    expect((await w.trustBundles()).map((b) => [b.metadata!.name, b.metadata!.resourceVersion])).toEqual(bundles);
+    process.stderr.write(`real-node: same-anchor renewal: ${renewed.length} Secret-mode leaves moved in ${seconds.toFixed(1)} s, 0 trust-bundle writes\n`);
+    await w.callersProgressed(before, 20, 180_000);
+    expect(unlisted(await w.failedCalls(), windows)).toEqual([]);
+  }, 600_000);
+
   it('keeps serving when a provider pod is deleted: its replacement mounts the same Secret and the callers recover', async () => {
     const before = await w.callers();
-    const { deletedAt, readyAt } = await w.replaceProviderPod('provider-a');
+    windows.push({ provider: 'provider-a', ...(await w.replaceProviderPod('provider-a')) });
     await w.callersProgressed(before, 20, 120_000);
     // Only the callers of provider-a may fail, and only while its only pod was replaced.
-    const outside = (await w.failedCalls()).filter((f) => !f.provider.endsWith('/provider-a') || f.at < deletedAt || f.at > readyAt + 5000);
-    expect(outside).toEqual([]);
+    expect(unlisted(await w.failedCalls(), windows)).toEqual([]);
   }, 360_000);
 
   it(`answers the leader's /healthz within the liveness probe's timeout while a burst of ${BURST} requests is signed, and restarts no controller`, async () => {

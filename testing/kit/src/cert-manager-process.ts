@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ServerProcess } from '@eso-mtls/devtools/cluster';
 import { KubeRestClient, connectionFromKubeConfig } from '@eso-mtls/kubernetes';
-import type { ControlPlane } from '../../envtest/src/index.js';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { eventually } from './eventually.js';
 import { repoRoot } from './repo.js';
 
@@ -67,6 +67,18 @@ export function locateCertManager(): Promise<CertManagerBuild> {
   return located;
 }
 
+/**
+ * The apiserver cert-manager runs against: testing/envtest's ControlPlane is one, and a real
+ * cluster's control plane is made one with its admin kubeconfig written to a file.
+ */
+export interface CertManagerPlane {
+  /** Where its log is written. */
+  readonly dir: string;
+  readonly adminKubeConfig: KubeConfig;
+  /** The kubeconfig file of an identity of the plane (`admin`, or one declared at its start). */
+  identity(name: string): { readonly kubeconfigPath: string };
+}
+
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
 type Crd = { metadata: { name: string }; status?: { conditions?: { type: string; status: string }[] } };
@@ -76,7 +88,7 @@ type Crd = { metadata: { name: string }; status?: { conditions?: { type: string;
  * until each is Established. Not ACME's Orders and Challenges: the tests build runs nothing that
  * reads them, and the apiserver takes seconds over each large schema on a loaded machine.
  */
-export async function installCertManagerCrds(plane: ControlPlane): Promise<void> {
+export async function installCertManagerCrds(plane: CertManagerPlane): Promise<void> {
   const { crds } = await locateCertManager();
   const client = new KubeRestClient(await connectionFromKubeConfig(plane.adminKubeConfig));
   try {
@@ -132,7 +144,7 @@ let started = 0;
  * installCertManagerCrds}). Resolves once the process runs; its informers sync in the next second
  * or so, and a test waits for what it expects (a ClusterIssuer Ready, a request issued) anyway.
  */
-export async function startCertManager(plane: ControlPlane, options: CertManagerOptions = {}): Promise<RunningCertManager> {
+export async function startCertManager(plane: CertManagerPlane, options: CertManagerOptions = {}): Promise<RunningCertManager> {
   const { binary } = await locateCertManager();
   const controllers = options.controllers ?? ALL_CERT_MANAGER_CONTROLLERS;
   const clusterResourceNamespace = options.clusterResourceNamespace ?? 'kube-system';

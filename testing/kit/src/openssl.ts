@@ -25,3 +25,11 @@ export function p256Request(kind: 'self-signed' | 'csr', keyOut: string, out: st
 export function signRequest(csr: string, caCert: string, caKey: string, out: string, ...extra: string[]): string[] {
   return ['x509', '-req', '-in', csr, '-CA', caCert, '-CAkey', caKey, '-out', out, ...extra];
 }
+
+/**
+ * `openssl verify -x509_strict` of `target` with only `anchors` trusted and `untrusted` the
+ * certificates between (a chain's intermediates), for `purpose` when given (sslserver, sslclient).
+ */
+export function verifyChain(anchors: string, untrusted: string, target: string, purpose?: string): string[] {
+  return ['verify', '-x509_strict', ...(purpose ? ['-purpose', purpose] : []), '-CAfile', anchors, '-untrusted', untrusted, target];
+}

@@ -39,11 +39,11 @@ async function inScratch<T>(work: (file: (name: string) => string) => Promise<T>
   }
 }
 
-/** A scratch self-signed ECDSA P-256 CA, valid for two days. */
-export function opensslP256Ca(commonName: string): Promise<KeyPair> {
+/** A scratch self-signed ECDSA P-256 CA, valid for `days` (two unless told). */
+export function opensslP256Ca(commonName: string, days = 2): Promise<KeyPair> {
   return inScratch(async (file) => {
     const extensions = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
-    await run('openssl', p256Request('self-signed', file('ca.key'), file('ca.crt'), `/CN=${commonName}`, '-days', '2', ...extensions));
+    await run('openssl', p256Request('self-signed', file('ca.key'), file('ca.crt'), `/CN=${commonName}`, '-days', String(days), ...extensions));
     return { cert: readFileSync(file('ca.crt'), 'utf8'), key: readFileSync(file('ca.key'), 'utf8') };
   });
 }

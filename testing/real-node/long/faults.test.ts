@@ -15,6 +15,7 @@ import { type TestCluster, startTestCluster } from '../support/cluster.js';
 import { CALLERS, POD_PROVIDER, RELEASE, SECRET_PROVIDERS, World, pemCertificates } from '../support/world.js';
 import { sameSerial } from '../support/workloads.js';
 import type { AuditEvent } from '../../envtest/src/control-plane.js';
+import { auditedWrites } from '../support/audit.js';
 import { type Spread, spread } from '../../../bench/spread.js';
 
 /** A span in which the named callers may fail, and why. */
@@ -275,17 +276,9 @@ describe('the real node with production timings: every fault, the Helm lifecycle
 
 /** When each successful write of a Secret completed (stageTimestamp), in order, in ms (µs in the log). */
 function secretWrites(events: readonly AuditEvent[], namespace: string, name: string): number[] {
-  return events
-    .filter((e) => e.objectRef?.resource === 'secrets' && e.objectRef.namespace === namespace && e.objectRef.name === name)
-    .filter((e) => e.stage === 'ResponseComplete' && (e.responseStatus?.code ?? 0) < 300)
-    .map((e) => microsToMs(e.stageTimestamp));
-}
-
-/** An RFC 3339 time with microseconds, as the audit log writes it, in fractional ms (Date.parse would drop the µs). */
-function microsToMs(rfc3339: string): number {
-  const m = /\.(\d+)Z$/.exec(rfc3339);
-  const fraction = m === null ? 0 : Number(`0.${m[1]}`) * 1000;
-  return Date.parse(rfc3339.replace(/\.\d+Z$/, 'Z')) + fraction;
+  return auditedWrites(events, 'secrets')
+    .filter((w) => w.namespace === namespace && w.name === name)
+    .map((w) => w.at);
 }
 
 function serialOf(base64Pem: string): string {

@@ -59,6 +59,21 @@ export type PodCertificateRequest = KubernetesObject & {
   status?: { certificateChain?: string; conditions?: { type: string; reason: string }[] };
 };
 
+/** The Secrets holding Secret-mode leaves: each provider's (a server certificate) and ESO's client's. */
+export const SECRET_LEAVES: readonly { readonly namespace: string; readonly name: string; readonly purpose: 'sslserver' | 'sslclient' }[] = [
+  ...SECRET_PROVIDERS.map((namespace) => ({ namespace, name: PROVIDER_SECRET, purpose: 'sslserver' as const })),
+  { namespace: ESO_NS, name: CLIENT_SECRET, purpose: 'sslclient' },
+];
+
+/** A Secret-mode leaf's Secret, read. */
+export interface SecretLeaf {
+  readonly namespace: string;
+  readonly name: string;
+  readonly purpose: 'sslserver' | 'sslclient';
+  readonly tlsCrt: string;
+  readonly caCrt: string;
+}
+
 /**
  * What both real-node suites set up and read: the chart installed from the local image, the four
  * providers, ESO's client pod, and the views of them the assertions take (all from the apiserver:
@@ -70,15 +85,19 @@ export class World {
   readonly apps: AppsV1Api;
   readonly objects: KubernetesObjectApi;
   readonly helm: Helm;
+  /** The admin's kubeconfig file (helm's, and cert-manager's beside the cluster). */
+  readonly kubeconfigPath: string;
+  /** The values of the last install or upgrade, which the next upgrade starts from. */
+  private values: Values = {};
 
   constructor(readonly tc: TestCluster) {
     this.admin = tc.cluster.controlPlane.kubeconfigFor('admin');
     this.core = this.admin.makeApiClient(CoreV1Api);
     this.apps = this.admin.makeApiClient(AppsV1Api);
     this.objects = KubernetesObjectApi.makeApiClient(this.admin);
-    const kubeconfig = join(tc.cluster.controlPlane.dir, 'admin-kubeconfig.json');
-    writeFileSync(kubeconfig, this.admin.exportConfig(), { mode: 0o600 });
-    this.helm = new Helm(kubeconfig);
+    this.kubeconfigPath = join(tc.cluster.controlPlane.dir, 'admin-kubeconfig.json');
+    writeFileSync(this.kubeconfigPath, this.admin.exportConfig(), { mode: 0o600 });
+    this.helm = new Helm(this.kubeconfigPath);
   }
 
   /** The chart's values for the locally built controller image (never pulled), plus `values`. */
@@ -89,7 +108,15 @@ export class World {
 
   /** `helm install` of the chart; resolves once both replicas are Ready and ESO's client Secret exists. */
   async install(values: Values): Promise<void> {
+    this.values = values;
     this.helm.install(chartDir, RELEASE, ESO_NS, this.chartValues(values));
+    await this.controllerReady();
+  }
+
+  /** `helm upgrade` with the last values and `values` over them (top-level keys replaced); resolves once both new replicas are Ready. */
+  async upgrade(values: Values): Promise<void> {
+    this.values = { ...this.values, ...values };
+    this.helm.upgrade(chartDir, RELEASE, ESO_NS, this.chartValues(this.values));
     await this.controllerReady();
   }
 
@@ -102,7 +129,9 @@ export class World {
     await eventually(
       async () => {
         const d = await this.apps.readNamespacedDeployment({ namespace, name });
-        return d.status?.readyReplicas === replicas && d.status.updatedReplicas === replicas && (d.status.replicas ?? 0) === replicas;
+        // The controller manager has seen the latest spec (after an upgrade or a restart, the old status says nothing).
+        const observed = (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0);
+        return observed && d.status?.readyReplicas === replicas && d.status.updatedReplicas === replicas && (d.status.replicas ?? 0) === replicas;
       },
       timeoutMs,
       `${namespace}/${name} to have ${replicas} Ready replica(s)`,
@@ -135,6 +164,20 @@ export class World {
       `${namespace}/${name} gone`,
     );
     await this.deploymentReady(namespace, 'file-provider', 1, 180_000);
+    return { deletedAt, readyAt: Date.now() };
+  }
+
+  /**
+   * Restarts a provider's Deployment as `kubectl rollout restart` does (the new pod Ready before the
+   * old one stops) and resolves once only the new pod is left, with when the restart began and when
+   * it ended (the span in which that provider's callers may fail).
+   */
+  async restartProvider(namespace: string): Promise<{ readonly deletedAt: number; readonly readyAt: number }> {
+    const body = { spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': new Date().toISOString() } } } } };
+    const deletedAt = Date.now();
+    await this.apps.patchNamespacedDeployment({ namespace, name: 'file-provider', body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await this.deploymentReady(namespace, 'file-provider', 1, 180_000);
+    await eventually(async () => (await this.core.listNamespacedPod({ namespace })).items.length === 1, 180_000, `${namespace}'s old provider pod gone`);
     return { deletedAt, readyAt: Date.now() };
   }
 
@@ -223,6 +266,13 @@ export class World {
         'eso-mtls.io/trust-bundle=true',
       )
     ).items;
+  }
+
+  /** The chain the newest Issued PodCertificateRequest in `namespace` carries (leaf first), or undefined. */
+  async newestPodCertificateChain(namespace: string): Promise<string | undefined> {
+    const issued = (await this.podCertificateRequests(namespace)).filter((r) => (r.status?.certificateChain ?? '') !== '');
+    const at = (r: PodCertificateRequest): number => Date.parse(String(r.metadata?.creationTimestamp ?? 0));
+    return issued.sort((a, b) => at(b) - at(a))[0]?.status?.certificateChain;
   }
 
   async leaseHolder(): Promise<string | undefined> {
@@ -349,8 +399,18 @@ export class World {
 
   /** True once no Secret-mode leaf (the providers' and ESO's client's) is signed by any of `oldCas`. */
   async secretLeavesMovedFrom(oldCas: readonly X509Certificate[]): Promise<boolean> {
-    const leaves = [...SECRET_PROVIDERS.map((ns) => [ns, PROVIDER_SECRET] as const), [ESO_NS, CLIENT_SECRET] as const];
-    return (await Promise.all(leaves.map(async ([ns, name]) => !(await this.leafSignedBy(ns, name, oldCas))))).every(Boolean);
+    return (await Promise.all(SECRET_LEAVES.map(async ({ namespace, name }) => !(await this.leafSignedBy(namespace, name, oldCas))))).every(Boolean);
+  }
+
+  /** Every Secret-mode leaf's Secret as it is now: its tls.crt (the leaf, then the intermediates) and ca.crt (the anchors). */
+  async secretLeaves(): Promise<SecretLeaf[]> {
+    return Promise.all(
+      SECRET_LEAVES.map(async (leaf) => {
+        const data = (await this.core.readNamespacedSecret(leaf)).data!;
+        const text = (key: string): string => Buffer.from(data[key] ?? '', 'base64').toString('utf8');
+        return { ...leaf, tlsCrt: text('tls.crt'), caCrt: text('ca.crt') };
+      }),
+    );
   }
 
   /** The leaf in a Secret, and whether one of `cas` signed it. */
