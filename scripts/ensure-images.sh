@@ -49,7 +49,24 @@ locked() { # LOCK-FILE WHAT COMMAND...: COMMAND under an exclusive lock, saying 
   return "$status"
 }
 
-locked "$images_cache/.stand-ins.lock" "the stand-in bases" bash scripts/image-stand-ins.sh
+# The storage itself: builds, pulls and pushes share it; the pruning below has it alone. Removing
+# an image while another worktree's build looks through the storage for its cached steps fails
+# that build ("getting top layer info: layer not known"), as a CI run beside a second worktree saw.
+storage() { # shared|exclusive COMMAND...: COMMAND while holding the storage lock in that mode
+  local mode="$1" fd
+  shift
+  exec {fd}>"$images_cache/.storage.lock"
+  if ! flock -n "--$mode" "$fd"; then
+    images_log "waiting for another run's use of the image storage"
+    flock "--$mode" "$fd"
+  fi
+  "$@"
+  local status=$?
+  exec {fd}>&-
+  return "$status"
+}
+
+locked "$images_cache/.stand-ins.lock" "the stand-in bases" storage shared bash scripts/image-stand-ins.sh
 
 version="$(node -p 'require("./packages/controller/package.json").version')"
 revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
@@ -92,17 +109,17 @@ build_image() {
   local tarball="$images_cache/tarballs/$role-$key.tar"
   if [[ "$(image_label "$name" io.eso-mtls.inputs)" != "sha256:$key" ]]; then
     if [[ -f "$tarball" ]]; then
-      bah pull --quiet "docker-archive:$tarball" >/dev/null # the storage was pruned or reset
+      storage shared bah pull --quiet "docker-archive:$tarball" >/dev/null # the storage was pruned or reset
     else
       images_log "building $name"
       local start=$SECONDS
-      bah bud --isolation chroot --pull-never --quiet --label "io.eso-mtls.inputs=sha256:$key" -t "$name" "$@" >"$work/$role.build.log" 2>&1 \
+      storage shared bah bud --isolation chroot --pull-never --quiet --label "io.eso-mtls.inputs=sha256:$key" -t "$name" "$@" >"$work/$role.build.log" 2>&1 \
         || { tail -n 40 "$work/$role.build.log" >&2; images_die "building $name failed (the last lines above)"; }
       images_log "built $name in $((SECONDS - start)) s"
     fi
   fi
   if [[ ! -f "$tarball" ]]; then
-    bah push --quiet "$name" "docker-archive:$work/$role.tar:$name" >&2
+    storage shared bah push --quiet "$name" "docker-archive:$work/$role.tar:$name" >&2
     mv "$work/$role.tar" "$tarball"
   fi
 }
@@ -197,7 +214,7 @@ make_set() {
     mv "$tmp_set" "$set_dir"
   fi
   touch "$set_dir"
-  prune
+  storage exclusive prune
   echo "$set_dir"
 }
 
