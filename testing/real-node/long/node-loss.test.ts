@@ -1,0 +1,234 @@
+// `npm run test:real-node`: a node lost during traffic, on two real nodes (issue 36). The node
+// holding the controller's leader is powered off at once (its kubelet, containerd, kube-proxy and
+// every pod killed together, as a power cut would), with the node lifecycle controller's default
+// timings (NotReady after the node monitor grace period, eviction 300 s after that). ESO's client
+// pod on the surviving node calls three providers through Service DNS the whole time: one with a
+// replica on each node (and a PodDisruptionBudget), one whose only replica was on the lost node,
+// one whose only replica is on the survivor. Measured and bounded: the other controller replica
+// takes the Lease within leaseDuration + retryPeriod; every failed call falls in a listed window
+// with its cause; then the node comes back, rejoins, and no leaf is re-issued.
+// Scale: 2 nodes, 2 controller replicas, 3 providers (4 pods), 2 ESO client pods; about 15 minutes.
+import { X509Certificate } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET } from '@eso-mtls/test-kit/cluster';
+import { eventually } from '@eso-mtls/test-kit/eventually';
+import { applyAll, kustomizeBuild, type Manifest } from '@eso-mtls/test-kit/manifests';
+import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { type TestCluster, startTestCluster } from '../support/cluster.js';
+import { type FailedCall, clientPod, failedCalls, lastProgress, providerManifests } from '../support/workloads.js';
+import { World } from '../support/world.js';
+
+/** The chart's leader election (values.yaml leaderElection), which this run keeps. */
+const LEASE_DURATION_MS = 15_000;
+const RETRY_PERIOD_MS = 2000;
+/** Reading the Lease every 250 ms, and the read itself on a loaded machine. */
+const OBSERVATION_SLACK_MS = 2000;
+/** Time after a window's end that its failures may still show: a caller's next handshake and a kube-proxy sync. */
+const SETTLE_MS = 5000;
+
+/** A provider with a replica on each node; one whose only replica is on the node that will be lost; one on the survivor. */
+const SPREAD = 'provider-spread';
+const ON_LOST = 'provider-on-lost';
+const ON_SURVIVOR = 'provider-on-survivor';
+const PROVIDERS = [SPREAD, ON_LOST, ON_SURVIVOR];
+const PROVIDER_LABELS = { 'app.kubernetes.io/name': 'file-provider' };
+
+/** A span in which the named provider's callers may fail, and why. */
+interface Window {
+  readonly cause: string;
+  readonly provider: string;
+  readonly start: number;
+  end: number;
+}
+
+describe('two real nodes: the node holding the leader lost at once during traffic, then back', () => {
+  let tc: TestCluster;
+  let w: World;
+  let lost: string;
+  let survivor: string;
+  let lostAt: number;
+  const windows: Window[] = [];
+  const measured: Record<string, number> = {};
+  let serialsBefore: Record<string, string>;
+
+  beforeAll(async () => {
+    tc = await startTestCluster({ nodes: 2 });
+    w = new World(tc);
+    await w.install({ modes: ['secret'] });
+    // The leader's node is the one to lose; the providers are placed around it.
+    const leader = await w.core.readNamespacedPod({ namespace: ESO_NS, name: (await w.leaseHolder())! });
+    lost = leader.spec!.nodeName!;
+    survivor = tc.cluster.nodes.map((n) => n.name).find((n) => n !== lost)!;
+    const example = kustomizeBuild(join(repoRoot, 'deploy/examples/file-provider'));
+    const image = tc.images.byRole['file-provider'].name;
+    await applyAll(w.admin, [
+      ...placed(providerManifests(example, [SPREAD], image), { replicas: 2 }),
+      pdb(SPREAD),
+      ...placed(providerManifests(example, [ON_LOST], image), { prefer: lost }),
+      ...placed(providerManifests(example, [ON_SURVIVOR], image), { prefer: survivor }),
+    ]);
+    for (const ns of PROVIDERS) await eventually(() => w.secretExists(ns, PROVIDER_SECRET), 180_000, `${ns}'s provider Secret`);
+    await w.deploymentReady(SPREAD, 'file-provider', 2, 240_000);
+    for (const ns of [ON_LOST, ON_SURVIVOR]) await w.deploymentReady(ns, 'file-provider', 1, 240_000);
+    expect((await pods(w, SPREAD)).map((p) => p.spec!.nodeName).sort()).toEqual([lost, survivor].sort());
+    expect((await pods(w, ON_LOST)).map((p) => p.spec!.nodeName)).toEqual([lost]);
+    expect((await pods(w, ON_SURVIVOR)).map((p) => p.spec!.nodeName)).toEqual([survivor]);
+    // ESO's client on each node; the one on the lost node dies with it (its log with it).
+    const clientImage = tc.images.byRole['eso-client'].name;
+    for (const node of [lost, survivor]) {
+      const pod = clientPod(clientName(node), clientImage, PROVIDERS, 'secret');
+      pod.spec!.nodeSelector = { 'kubernetes.io/hostname': node };
+      await w.core.createNamespacedPod({ namespace: ESO_NS, body: pod });
+    }
+    await eventually(async () => (await callerProgress(w, clientName(survivor))).every((c) => c.calls >= 20), 240_000, 'every caller to make 20 calls');
+    expect(await survivorFailures(w, survivor)).toEqual([]);
+    serialsBefore = await leafSerials(w);
+  }, 25 * 60_000);
+  afterAll(async () => {
+    process.stdout.write(`real-node node loss: ${JSON.stringify({ measured, windows: windows.map((x) => ({ ...x, ms: x.end - x.start })) })}\n`);
+    w?.helm.remove();
+    await tc?.cluster.stop();
+  }, 180_000);
+
+  it('the other replica takes the Lease within leaseDuration + retryPeriod of the loss', async () => {
+    const leader = await w.leaseHolder();
+    lostAt = Date.now();
+    for (const provider of [SPREAD, ON_LOST]) windows.push({ cause: `node ${lost} lost`, provider, start: lostAt, end: Infinity });
+    await tc.cluster.powerOff(lost);
+    measured.powerOffMs = Date.now() - lostAt;
+    await eventually(async () => ![undefined, leader].includes(await w.leaseHolder()), 120_000, 'another replica to lead');
+    measured.takeoverMs = Date.now() - lostAt;
+    expect(measured.takeoverMs).toBeLessThanOrEqual(LEASE_DURATION_MS + RETRY_PERIOD_MS + OBSERVATION_SLACK_MS);
+  }, 180_000);
+
+  it(
+    'fails calls to the spread provider only until kube-proxy drops the lost endpoint, and to the lost one only until its replacement is Ready',
+    async () => {
+      // The node lifecycle controller marks the node's pods not Ready once the node is (default grace);
+      // the EndpointSlice controller then drops their endpoints, and kube-proxy on the survivor their rules.
+      await eventually(
+        async () => (await w.core.readNode({ name: lost })).status!.conditions!.find((c) => c.type === 'Ready')!.status !== 'True',
+        180_000,
+        `node ${lost} NotReady`,
+      );
+      measured.notReadyMs = Date.now() - lostAt;
+      await eventually(async () => !(await readyEndpointOn(w, SPREAD, lost)), 180_000, `${SPREAD}'s endpoint on ${lost} dropped`);
+      measured.spreadEndpointDroppedMs = Date.now() - lostAt;
+      windows.find((x) => x.provider === SPREAD)!.end = Date.now() + SETTLE_MS;
+      // Eviction of the lost node's pods (tolerationSeconds 300 for node.kubernetes.io/unreachable), then a replacement on the survivor.
+      await eventually(
+        async () =>
+          (await pods(w, ON_LOST)).some((p) => p.spec!.nodeName === survivor && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')),
+        15 * 60_000,
+        `${ON_LOST}'s replacement Ready on ${survivor}`,
+      );
+      measured.lostProviderBackMs = Date.now() - lostAt;
+      windows.find((x) => x.provider === ON_LOST)!.end = Date.now() + SETTLE_MS;
+      const before = await callerProgress(w, clientName(survivor));
+      await eventually(
+        async () => (await callerProgress(w, clientName(survivor))).every((c, i) => c.calls >= before[i]!.calls + 40),
+        180_000,
+        'every caller on the survivor to make 40 more calls',
+      );
+      const failures = await survivorFailures(w, survivor);
+      for (const win of windows) measured[`failed_${win.provider}`] = failures.filter((f) => f.provider.endsWith(`/${win.provider}`)).length;
+      const outside = failures.filter((f) => !windows.some((win) => f.provider.endsWith(`/${win.provider}`) && f.at >= win.start && f.at <= win.end));
+      expect(outside).toEqual([]);
+    },
+    20 * 60_000,
+  );
+
+  it(
+    'rejoins when the node comes back, and nothing is re-issued',
+    async () => {
+      const on = Date.now();
+      await tc.cluster.powerOn(lost);
+      await eventually(
+        async () => (await w.core.readNode({ name: lost })).status!.conditions!.find((c) => c.type === 'Ready')!.status === 'True',
+        300_000,
+        `node ${lost} Ready again`,
+      );
+      measured.rejoinMs = Date.now() - on;
+      await w.controllerReady();
+      expect(await leafSerials(w)).toEqual(serialsBefore);
+    },
+    10 * 60_000,
+  );
+});
+
+function clientName(node: string): string {
+  return `eso-client-${node}`;
+}
+
+/** The example's Deployment with `replicas` one per node (required anti-affinity), or one replica preferring `prefer` (so it may move). */
+function placed(manifests: Manifest[], how: { readonly replicas: number } | { readonly prefer: string }): Manifest[] {
+  for (const m of manifests.filter((x) => x.kind === 'Deployment')) {
+    const spec = (m as unknown as { spec: { replicas?: number; template: { spec: Record<string, unknown> } } }).spec;
+    if ('replicas' in how) {
+      spec.replicas = how.replicas;
+      spec.template.spec.affinity = {
+        podAntiAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: PROVIDER_LABELS } }],
+        },
+      };
+    } else {
+      spec.template.spec.affinity = {
+        nodeAffinity: {
+          preferredDuringSchedulingIgnoredDuringExecution: [
+            { weight: 100, preference: { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [how.prefer] }] } },
+          ],
+        },
+      };
+    }
+  }
+  return manifests;
+}
+
+/** A provider that must survive a node keeps one replica through voluntary disruptions. */
+function pdb(namespace: string): Manifest {
+  return {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: { name: 'file-provider', namespace },
+    spec: { minAvailable: 1, selector: { matchLabels: PROVIDER_LABELS } },
+  } as Manifest;
+}
+
+async function pods(w: World, namespace: string): Promise<V1Pod[]> {
+  return (await w.core.listNamespacedPod({ namespace })).items.filter((p) => p.metadata?.deletionTimestamp === undefined);
+}
+
+async function readyEndpointOn(w: World, namespace: string, node: string): Promise<boolean> {
+  const slices = await w.objects.list<{ endpoints?: { nodeName?: string; conditions?: { ready?: boolean } }[] } & Manifest>(
+    'discovery.k8s.io/v1',
+    'EndpointSlice',
+    namespace,
+  );
+  return slices.items.some((s) => (s.endpoints ?? []).some((e) => e.nodeName === node && e.conditions?.ready === true));
+}
+
+async function callerProgress(w: World, pod: string): Promise<{ calls: number }[]> {
+  return Promise.all(
+    PROVIDERS.map(async (p) => lastProgress(await w.core.readNamespacedPodLog({ namespace: ESO_NS, name: pod, container: p }).catch(() => ''))),
+  );
+}
+
+async function survivorFailures(w: World, survivor: string): Promise<FailedCall[]> {
+  const pod = clientName(survivor);
+  return (
+    await Promise.all(PROVIDERS.map(async (p) => failedCalls(`${pod}/${p}`, await w.core.readNamespacedPodLog({ namespace: ESO_NS, name: pod, container: p }))))
+  ).flat();
+}
+
+/** Each provider's and ESO's client's leaf serial. */
+async function leafSerials(w: World): Promise<Record<string, string>> {
+  const serial = async (namespace: string, name: string): Promise<string> =>
+    new X509Certificate(Buffer.from((await w.core.readNamespacedSecret({ namespace, name })).data!['tls.crt']!, 'base64')).serialNumber;
+  const entries = await Promise.all([
+    ...PROVIDERS.map(async (ns) => [ns, await serial(ns, PROVIDER_SECRET)] as const),
+    (async () => [ESO_NS, await serial(ESO_NS, CLIENT_SECRET)] as const)(),
+  ]);
+  return Object.fromEntries(entries);
+}
