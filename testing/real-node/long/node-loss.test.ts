@@ -15,7 +15,7 @@ import { eventually } from '@eso-mtls/test-kit/eventually';
 import { applyAll, kustomizeBuild, type Manifest } from '@eso-mtls/test-kit/manifests';
 import { repoRoot } from '@eso-mtls/test-kit/repo';
 import { join } from 'node:path';
-import type { V1Pod } from '@kubernetes/client-node';
+import { CoordinationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { type TestCluster, startTestCluster } from '../support/cluster.js';
 import { type FailedCall, clientPod, failedCalls, lastProgress, providerManifests } from '../support/workloads.js';
 import { World } from '../support/world.js';
@@ -23,8 +23,8 @@ import { World } from '../support/world.js';
 /** The chart's leader election (values.yaml leaderElection), which this run keeps. */
 const LEASE_DURATION_MS = 15_000;
 const RETRY_PERIOD_MS = 2000;
-/** Reading the Lease every 250 ms, and the read itself on a loaded machine. */
-const OBSERVATION_SLACK_MS = 2000;
+/** The Lease's acquireTime has microseconds; the kill itself and the clock read around it. */
+const OBSERVATION_SLACK_MS = 1000;
 /** Time after a window's end that its failures may still show: a caller's next handshake and a kube-proxy sync. */
 const SETTLE_MS = 5000;
 
@@ -99,7 +99,10 @@ describe('two real nodes: the node holding the leader lost at once during traffi
     await tc.cluster.powerOff(lost);
     measured.powerOffMs = Date.now() - lostAt;
     await eventually(async () => ![undefined, leader].includes(await w.leaseHolder()), 120_000, 'another replica to lead');
-    measured.takeoverMs = Date.now() - lostAt;
+    // From the loss to the new holder's acquireTime (written by it, on this host's clock): no polling in the figure.
+    const lease = await w.admin.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: ESO_NS, name: 'eso-mtls-controller' });
+    measured.takeoverMs = new Date(lease.spec!.acquireTime!).getTime() - lostAt;
+    measured.takeoverSeenMs = Date.now() - lostAt;
     expect(measured.takeoverMs).toBeLessThanOrEqual(LEASE_DURATION_MS + RETRY_PERIOD_MS + OBSERVATION_SLACK_MS);
   }, 180_000);
 
