@@ -9,6 +9,8 @@
 // with its cause; then the node comes back, rejoins, and no leaf is re-issued.
 // Scale: 2 nodes, 2 controller replicas, 3 providers (4 pods), 2 ESO client pods; about 15 minutes.
 import { X509Certificate } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET } from '@eso-mtls/test-kit/cluster';
 import { eventually } from '@eso-mtls/test-kit/eventually';
@@ -88,6 +90,13 @@ describe('two real nodes: the node holding the leader lost at once during traffi
   }, 25 * 60_000);
   afterAll(async () => {
     process.stdout.write(`real-node node loss: ${JSON.stringify({ measured, windows: windows.map((x) => ({ ...x, ms: x.end - x.start })) })}\n`);
+    // The surviving caller's log, for reading after the nodes are gone.
+    const dir = join(tmpdir(), 'eso-mtls-node-loss-logs');
+    mkdirSync(dir, { recursive: true });
+    for (const p of survivor === undefined ? [] : PROVIDERS) {
+      const log = await w.core.readNamespacedPodLog({ namespace: ESO_NS, name: clientName(survivor), container: p }).catch(() => '');
+      writeFileSync(join(dir, `${clientName(survivor)}_${p}.log`), log);
+    }
     w?.helm.remove();
     await tc?.cluster.stop();
   }, 180_000);

@@ -34,6 +34,7 @@ export interface NodeAddresses {
   readonly ip: string;
   /** Its pods, on its bridge `cni0` (host-local IPAM). */
   readonly podCidr: string;
+  /** The first address of its pod range, on `cni0`: its pods' default gateway. */
   readonly podGateway: string;
   /** The name of its veth's peer on the control plane's bridge (at most 15 bytes). */
   readonly peerLink: string;

@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ControlPlaneBinaries } from '../binaries.js';
 import { type LaunchedControlPlane, launchControlPlane } from '../control-plane.js';
@@ -15,6 +17,8 @@ import { forwarderArgs } from './forwarder.js';
 import { type Sandbox, createSandbox } from './namespaces.js';
 import { StopWaiting, applyObjects, namespaceReady, nodeReady, waitFor } from './readiness.js';
 import { type RealNode, type StartedNode, startNode } from './real-node.js';
+
+const run = promisify(execFile);
 
 /** What a real cluster is started from. */
 export interface RealClusterOptions {
@@ -93,7 +97,7 @@ const CONTROL_PLANE_USERS: readonly IdentitySpec[] = [KUBE_CONTROLLER_MANAGER, K
  * Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and CoreDNS inside fresh
  * mount, network and PID namespaces, then each node (containerd with the images imported, the
  * kubelet, kube-proxy) in namespaces of its own nested in those, linked through a bridge in the
- * control plane's network namespace. Resolves once every node is Ready, the default
+ * control plane's network namespace. Resolves once every node is Ready with kube-proxy's rules written, the default
  * ServiceAccount and `kube-root-ca.crt` exist and cluster DNS answers. On any failure everything
  * started so far is stopped before it rejects.
  */
@@ -295,8 +299,21 @@ async function waitForClusterReady(admin: KubeConfig, nodes: readonly RealNode[]
     const dead = processes().find((p) => !p.running);
     return dead === undefined ? undefined : `${dead.name} exited; the end of its log (${dead.logPath}):\n${dead.logTail()}`;
   };
-  for (const node of nodes) await waitFor(async () => (await nodeReady(admin, node.name)) || throwIf(died()), 120_000, `node ${node.name} to be Ready`);
+  for (const node of nodes) {
+    await waitFor(async () => (await nodeReady(admin, node.name)) || throwIf(died()), 120_000, `node ${node.name} to be Ready`);
+    // Ready says nothing of kube-proxy: a pod's first ClusterIP call fails until its first sync has written the rules.
+    await waitFor(async () => (await proxyRulesWritten(node)) || throwIf(died()), 120_000, `kube-proxy of ${node.name} to write its rules`);
+  }
   await waitFor(async () => (await namespaceReady(admin, 'default')) || throwIf(died()), 60_000, 'the default ServiceAccount and kube-root-ca.crt');
+}
+
+/** True once kube-proxy's first sync has made the KUBE-SERVICES chain in the node's nat table. */
+async function proxyRulesWritten(node: RealNode): Promise<boolean> {
+  const [command, ...args] = node.enter(['iptables', '-t', 'nat', '-S', 'KUBE-SERVICES']);
+  return run(command!, args).then(
+    () => true,
+    () => false,
+  );
 }
 
 function throwIf(message: string | undefined): false {

@@ -17,6 +17,7 @@ const run = promisify(execFile);
 export interface RealNode {
   /** As the kubelet registers it (`system:node:<name>` to the Node authorizer). */
   readonly name: string;
+  /** Its name, address, pod range and the name of its link on the control plane's bridge. */
   readonly addresses: NodeAddresses;
   /** Host PID of the node's namespaces' first process (nested in the control plane's PID namespace). */
   readonly sandboxPid: number;
