@@ -29,6 +29,11 @@ const RETRY_PERIOD_MS = 2000;
 const OBSERVATION_SLACK_MS = 1000;
 /** Time after a window's end that its failures may still show: a caller's next handshake and a kube-proxy sync. */
 const SETTLE_MS = 5000;
+/**
+ * The caller's longest wait before its next connection attempt (cmd/reloading-client: reconnect
+ * backoff capped at 5 s, plus grpc-go's 20 % jitter): a provider back is reached within it.
+ */
+const RECONNECT_MS = 6000;
 
 /** A provider with a replica on each node; one whose only replica is on the node that will be lost; one on the survivor. */
 const SPREAD = 'provider-spread';
@@ -53,6 +58,7 @@ describe('two real nodes: the node holding the leader lost at once during traffi
   let lostAt: number;
   const windows: Window[] = [];
   const measured: Record<string, number> = {};
+  const errors: Record<string, Record<string, number>> = {};
   let serialsBefore: Record<string, string>;
 
   beforeAll(async () => {
@@ -89,7 +95,7 @@ describe('two real nodes: the node holding the leader lost at once during traffi
     serialsBefore = await leafSerials(w);
   }, 25 * 60_000);
   afterAll(async () => {
-    process.stdout.write(`real-node node loss: ${JSON.stringify({ measured, windows: windows.map((x) => ({ ...x, ms: x.end - x.start })) })}\n`);
+    process.stdout.write(`real-node node loss: ${JSON.stringify({ measured, windows: windows.map((x) => ({ ...x, ms: x.end - x.start })), errors })}\n`);
     // The surviving caller's log, for reading after the nodes are gone.
     const dir = join(tmpdir(), 'eso-mtls-node-loss-logs');
     mkdirSync(dir, { recursive: true });
@@ -128,7 +134,7 @@ describe('two real nodes: the node holding the leader lost at once during traffi
       measured.notReadyMs = Date.now() - lostAt;
       await eventually(async () => !(await readyEndpointOn(w, SPREAD, lost)), 180_000, `${SPREAD}'s endpoint on ${lost} dropped`);
       measured.spreadEndpointDroppedMs = Date.now() - lostAt;
-      windows.find((x) => x.provider === SPREAD)!.end = Date.now() + SETTLE_MS;
+      windows.find((x) => x.provider === SPREAD)!.end = Date.now() + RECONNECT_MS + SETTLE_MS;
       // Eviction of the lost node's pods (tolerationSeconds 300 for node.kubernetes.io/unreachable), then a replacement on the survivor.
       await eventually(
         async () =>
@@ -137,7 +143,7 @@ describe('two real nodes: the node holding the leader lost at once during traffi
         `${ON_LOST}'s replacement Ready on ${survivor}`,
       );
       measured.lostProviderBackMs = Date.now() - lostAt;
-      windows.find((x) => x.provider === ON_LOST)!.end = Date.now() + SETTLE_MS;
+      windows.find((x) => x.provider === ON_LOST)!.end = Date.now() + RECONNECT_MS + SETTLE_MS;
       const before = await callerProgress(w, clientName(survivor));
       await eventually(
         async () => (await callerProgress(w, clientName(survivor))).every((c, i) => c.calls >= before[i]!.calls + 40),
@@ -145,7 +151,13 @@ describe('two real nodes: the node holding the leader lost at once during traffi
         'every caller on the survivor to make 40 more calls',
       );
       const failures = await survivorFailures(w, survivor);
-      for (const win of windows) measured[`failed_${win.provider}`] = failures.filter((f) => f.provider.endsWith(`/${win.provider}`)).length;
+      for (const provider of PROVIDERS) {
+        const mine = failures.filter((f) => f.provider.endsWith(`/${provider}`));
+        measured[`failed_${provider}`] = mine.length;
+        if (mine.length > 0) measured[`lastFailure_${provider}_ms`] = Math.max(...mine.map((f) => f.at)) - lostAt;
+        // What the calls failed with, for reading the windows' causes: deadlines, unanswered pings, refused connects.
+        errors[provider] = tally(mine.map((f) => f.error));
+      }
       const outside = failures.filter((f) => !windows.some((win) => f.provider.endsWith(`/${win.provider}`) && f.at >= win.start && f.at <= win.end));
       expect(outside).toEqual([]);
     },
@@ -264,4 +276,14 @@ async function leafSerials(w: World): Promise<Record<string, string>> {
     (async () => [ESO_NS, await serial(ESO_NS, CLIENT_SECRET)] as const)(),
   ]);
   return Object.fromEntries(entries);
+}
+
+/** How many times each error was seen, its addresses and ports masked so that one cause is one key. */
+function tally(messages: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const m of messages) {
+    const key = m.replace(/\d+\.\d+\.\d+\.\d+(:\d+)?/g, '<addr>').slice(0, 200);
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
 }
