@@ -6,18 +6,21 @@
 // replica on each node (and a PodDisruptionBudget), one whose only replica was on the lost node,
 // one whose only replica is on the survivor. Measured and bounded: the other controller replica
 // takes the Lease within leaseDuration + retryPeriod; every failed call falls in a listed window
-// with its cause; then the node comes back, rejoins, and no leaf is re-issued.
-// Scale: 2 nodes, 2 controller replicas, 3 providers (4 pods), 2 ESO client pods; about 15 minutes.
+// with its cause; then the node comes back, rejoins, and no leaf is re-issued. Then that node is
+// drained (cordoned, its pods evicted through the Eviction API, which honours the
+// PodDisruptionBudgets) during an overlap CA rotation: a provider's replica moves to the other
+// node and mounts its Secret, the rotation completes, and no call fails.
+// Scale: 2 nodes, 2 controller replicas, 4 providers (6 pods), 3 ESO client pods; about 20 minutes.
 import { X509Certificate } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CLIENT_SECRET, ESO_NS, PROVIDER_SECRET } from '@eso-mtls/test-kit/cluster';
+import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET } from '@eso-mtls/test-kit/cluster';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { applyAll, kustomizeBuild, type Manifest } from '@eso-mtls/test-kit/manifests';
 import { repoRoot } from '@eso-mtls/test-kit/repo';
 import { join } from 'node:path';
-import { CoordinationV1Api, type V1Pod } from '@kubernetes/client-node';
+import { CoordinationV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { type TestCluster, startTestCluster } from '../support/cluster.js';
 import { type FailedCall, clientPod, failedCalls, lastProgress, providerManifests } from '../support/workloads.js';
 import { World } from '../support/world.js';
@@ -35,11 +38,16 @@ const SETTLE_MS = 5000;
  */
 const RECONNECT_MS = 6000;
 
+/** The overlap CA rotation's wait between publishing a CA and signing with it (with the kubelet's syncFrequency at 10 s, as the one-node suite). */
+const PROPAGATION_DELAY = '30s';
+
 /** A provider with a replica on each node; one whose only replica is on the node that will be lost; one on the survivor. */
 const SPREAD = 'provider-spread';
 const ON_LOST = 'provider-on-lost';
 const ON_SURVIVOR = 'provider-on-survivor';
 const PROVIDERS = [SPREAD, ON_LOST, ON_SURVIVOR];
+/** Deployed after the rejoin: 2 replicas spread by a preferred anti-affinity (so one may move), and a PodDisruptionBudget. */
+const DRAINED = 'provider-drained';
 const PROVIDER_LABELS = { 'app.kubernetes.io/name': 'file-provider' };
 
 /** A span in which the named provider's callers may fail, and why. */
@@ -62,9 +70,9 @@ describe('two real nodes: the node holding the leader lost at once during traffi
   let serialsBefore: Record<string, string>;
 
   beforeAll(async () => {
-    tc = await startTestCluster({ nodes: 2 });
+    tc = await startTestCluster({ nodes: 2, syncFrequency: '10s' });
     w = new World(tc);
-    await w.install({ modes: ['secret'] });
+    await w.install({ modes: ['secret'], propagationDelay: PROPAGATION_DELAY });
     // The leader's node is the one to lose; the providers are placed around it.
     const leader = await w.core.readNamespacedPod({ namespace: ESO_NS, name: (await w.leaseHolder())! });
     lost = leader.spec!.nodeName!;
@@ -180,6 +188,68 @@ describe('two real nodes: the node holding the leader lost at once during traffi
     },
     10 * 60_000,
   );
+
+  it(
+    'drains the node during an overlap CA rotation, evicting through the PodDisruptionBudgets: the replicas move, the rotation completes, no call fails',
+    async () => {
+      // Back on the rejoined node: the spread provider's second replica (Pending while the node was away).
+      await w.deploymentReady(SPREAD, 'file-provider', 2, 300_000);
+      const example = kustomizeBuild(join(repoRoot, 'deploy/examples/file-provider'));
+      await applyAll(w.admin, [...placed(providerManifests(example, [DRAINED], tc.images.byRole['file-provider'].name), { spread: 2 }), pdb(DRAINED)]);
+      await eventually(() => w.secretExists(DRAINED, PROVIDER_SECRET), 180_000, `${DRAINED}'s provider Secret`);
+      await w.deploymentReady(DRAINED, 'file-provider', 2, 240_000);
+      expect((await pods(w, DRAINED)).map((p) => p.spec!.nodeName).sort()).toEqual([lost, survivor].sort());
+      const drainedClient = clientPod(`eso-client-${DRAINED}`, tc.images.byRole['eso-client'].name, [DRAINED], 'secret');
+      drainedClient.spec!.nodeSelector = { 'kubernetes.io/hostname': survivor };
+      await w.core.createNamespacedPod({ namespace: ESO_NS, body: drainedClient });
+      await eventually(async () => (await drainedProgress(w)).calls >= 20, 240_000, `the caller of ${DRAINED} to make 20 calls`);
+      const before = await callerProgress(w, clientName(survivor));
+      const drainedBefore = await drainedProgress(w);
+
+      const rotationAt = Date.now();
+      const oldCas = await w.caCertificates();
+      await w.requestRotation({ secret: CA_SECRET }, ESO_NS);
+      // The overlap: the next CA is published beside the old one, nothing signed by it yet. Drain now.
+      await eventually(
+        async () => (await w.core.readNamespacedSecret({ namespace: ESO_NS, name: CA_SECRET })).data?.['next.crt'] !== undefined,
+        120_000,
+        'the next CA prepared (next.crt), published beside the active one',
+      );
+      measured.drainStartMs = Date.now() - rotationAt;
+      const evicted = await drain(w, lost);
+      measured.drainMs = Date.now() - rotationAt - measured.drainStartMs;
+      measured.evictedPods = evicted.length;
+      expect(evicted.some((p) => p.namespace === DRAINED)).toBe(true);
+      // The evicted replica's replacement is scheduled on the survivor (the preferred anti-affinity yields) and mounts its Secret.
+      await eventually(
+        async () => (await pods(w, DRAINED)).filter((p) => p.spec!.nodeName === survivor && ready(p)).length === 2,
+        240_000,
+        `${DRAINED}'s two replicas Ready on ${survivor}`,
+      );
+      measured.drainedReplicaBackMs = Date.now() - rotationAt;
+      // The rotation goes on: every leaf moves to the next CA.
+      const leaves = [...PROVIDERS, DRAINED].map((namespace) => ({ namespace, name: PROVIDER_SECRET })).concat([{ namespace: ESO_NS, name: CLIENT_SECRET }]);
+      await eventually(
+        async () => (await Promise.all(leaves.map(async (l) => !(await w.leafSignedBy(l.namespace, l.name, oldCas))))).every(Boolean),
+        300_000,
+        'every leaf issued by the next CA',
+      );
+      measured.rotationActivatedMs = Date.now() - rotationAt;
+      await eventually(
+        async () =>
+          (await callerProgress(w, clientName(survivor))).every((c, i) => c.calls >= before[i]!.calls + 40) &&
+          (await drainedProgress(w)).calls >= drainedBefore.calls + 40,
+        180_000,
+        'every caller to make 40 more calls',
+      );
+      const since = (fs: readonly FailedCall[]) => fs.filter((f) => f.at >= rotationAt);
+      const failures = [...since(await survivorFailures(w, survivor)), ...since(failedCalls(`eso-client-${DRAINED}/${DRAINED}`, await drainedLog(w)))];
+      measured.failedDuringDrain = failures.length;
+      expect(failures).toEqual([]);
+      await w.core.patchNode({ name: lost, body: { spec: { unschedulable: false } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    },
+    20 * 60_000,
+  );
 });
 
 /**
@@ -207,11 +277,24 @@ function clientName(node: string): string {
   return `eso-client-${node}`;
 }
 
-/** The example's Deployment with `replicas` one per node (required anti-affinity), or one replica preferring `prefer` (so it may move). */
-function placed(manifests: Manifest[], how: { readonly replicas: number } | { readonly prefer: string }): Manifest[] {
+/**
+ * The example's Deployment with `replicas` one per node (required anti-affinity), `spread`
+ * replicas one per node while there is room (preferred anti-affinity, as the chart's), or one
+ * replica preferring `prefer` (so it may move).
+ */
+function placed(manifests: Manifest[], how: { readonly replicas: number } | { readonly spread: number } | { readonly prefer: string }): Manifest[] {
   for (const m of manifests.filter((x) => x.kind === 'Deployment')) {
     const spec = (m as unknown as { spec: { replicas?: number; template: { spec: Record<string, unknown> } } }).spec;
-    if ('replicas' in how) {
+    if ('spread' in how) {
+      spec.replicas = how.spread;
+      spec.template.spec.affinity = {
+        podAntiAffinity: {
+          preferredDuringSchedulingIgnoredDuringExecution: [
+            { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: PROVIDER_LABELS } } },
+          ],
+        },
+      };
+    } else if ('replicas' in how) {
       spec.replicas = how.replicas;
       spec.template.spec.affinity = {
         podAntiAffinity: {
@@ -286,4 +369,52 @@ function tally(messages: readonly string[]): Record<string, number> {
     counts[key] = (counts[key] ?? 0) + 1;
   }
   return counts;
+}
+
+function ready(p: V1Pod): boolean {
+  return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+async function drainedLog(w: World): Promise<string> {
+  return w.core.readNamespacedPodLog({ namespace: ESO_NS, name: `eso-client-${DRAINED}`, container: DRAINED }).catch(() => '');
+}
+
+async function drainedProgress(w: World): Promise<{ calls: number }> {
+  return lastProgress(await drainedLog(w));
+}
+
+/**
+ * What `kubectl drain` does: cordons `node`, then evicts each of its pods through the Eviction API,
+ * which refuses (429) while a PodDisruptionBudget allows no disruption: such a pod is asked again
+ * until it is allowed. Resolves with the pods evicted, once each is gone.
+ */
+async function drain(w: World, node: string): Promise<{ namespace: string; name: string }[]> {
+  await w.core.patchNode({ name: node, body: { spec: { unschedulable: true } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  const onNode = (await w.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` })).items.filter(
+    (p) => p.metadata?.deletionTimestamp === undefined && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed',
+  );
+  const evicted = onNode.map((p) => ({ namespace: p.metadata!.namespace!, name: p.metadata!.name! }));
+  for (const pod of evicted) {
+    await eventually(
+      async () => {
+        try {
+          await w.core.createNamespacedPodEviction({ ...pod, body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: pod } });
+          return true;
+        } catch (e) {
+          if ((e as { code?: number }).code === 429) return false;
+          throw e;
+        }
+      },
+      300_000,
+      `the eviction of ${pod.namespace}/${pod.name} allowed`,
+    );
+  }
+  for (const pod of evicted) {
+    await eventually(
+      async () => (await w.core.readNamespacedPod(pod).catch(() => undefined))?.metadata?.uid === undefined,
+      180_000,
+      `${pod.namespace}/${pod.name} gone`,
+    );
+  }
+  return evicted;
 }
