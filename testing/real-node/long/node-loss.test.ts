@@ -12,7 +12,6 @@
 // node and mounts its Secret, the rotation completes, and no call fails.
 // Scale: 2 nodes, 2 controller replicas, 4 providers (6 pods), 3 ESO client pods; about 20 minutes.
 import { X509Certificate } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET } from '@eso-mtls/test-kit/cluster';
@@ -104,13 +103,10 @@ describe('two real nodes: the node holding the leader lost at once during traffi
   }, 25 * 60_000);
   afterAll(async () => {
     process.stdout.write(`real-node node loss: ${JSON.stringify({ measured, windows: windows.map((x) => ({ ...x, ms: x.end - x.start })), errors })}\n`);
-    // The surviving caller's log, for reading after the nodes are gone.
+    // The pods' logs (the controller replicas', the callers'), for reading after the nodes are gone.
     const dir = join(tmpdir(), 'eso-mtls-node-loss-logs');
-    mkdirSync(dir, { recursive: true });
-    for (const p of survivor === undefined ? [] : PROVIDERS) {
-      const log = await w.core.readNamespacedPodLog({ namespace: ESO_NS, name: clientName(survivor), container: p }).catch(() => '');
-      writeFileSync(join(dir, `${clientName(survivor)}_${p}.log`), log);
-    }
+    const saved = await w?.saveLogs(dir).catch(() => 0);
+    if (saved) process.stderr.write(`real-node: ${saved} container logs of the pods are in ${dir}\n`);
     w?.helm.remove();
     await tc?.cluster.stop();
   }, 180_000);
@@ -121,9 +117,21 @@ describe('two real nodes: the node holding the leader lost at once during traffi
     for (const provider of [SPREAD, ON_LOST]) windows.push({ cause: `node ${lost} lost`, provider, start: lostAt, end: Infinity });
     await tc.cluster.powerOff(lost);
     measured.powerOffMs = Date.now() - lostAt;
-    await eventually(async () => ![undefined, leader].includes(await w.leaseHolder()), 120_000, 'another replica to lead');
+    const leases = w.admin.makeApiClient(CoordinationV1Api);
+    // The lost leader's last renewal as the apiserver kept it: a power cut stops its renewals at once.
+    let lastRenewal = 0;
+    await eventually(
+      async () => {
+        const spec = (await leases.readNamespacedLease({ namespace: ESO_NS, name: 'eso-mtls-controller' })).spec!;
+        if (spec.holderIdentity === leader) lastRenewal = Math.max(lastRenewal, new Date(spec.renewTime!).getTime());
+        return spec.holderIdentity !== undefined && spec.holderIdentity !== leader;
+      },
+      120_000,
+      'another replica to lead',
+    );
+    measured.lostLeaderLastRenewalMs = lastRenewal - lostAt;
     // From the loss to the new holder's acquireTime (written by it, on this host's clock): no polling in the figure.
-    const lease = await w.admin.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: ESO_NS, name: 'eso-mtls-controller' });
+    const lease = await leases.readNamespacedLease({ namespace: ESO_NS, name: 'eso-mtls-controller' });
     measured.takeoverMs = new Date(lease.spec!.acquireTime!).getTime() - lostAt;
     measured.takeoverSeenMs = Date.now() - lostAt;
     expect(measured.takeoverMs).toBeLessThanOrEqual(LEASE_DURATION_MS + RETRY_PERIOD_MS + OBSERVATION_SLACK_MS);
