@@ -8,6 +8,7 @@
 // replicas on both nodes through Service DNS, CoreDNS answering from the control plane. The node
 // loss, the drain and the rejoin belong to `npm run test:real-node` (docs/real-node.md).
 // Scale: 2 nodes, 2 controller replicas, 1 provider with 2 replicas, 1 ESO client pod.
+import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,10 +65,16 @@ describe('two real nodes: the chart spread one replica per node, and pod certifi
       expect(inside(node, ['ip', '-4', '-br', 'addr', 'show', 'eth0'])).toContain(`${node.addresses.ip}/24`);
       expect(inside(node, ['ip', 'route'])).toContain(`${other.addresses.podCidr} via ${other.addresses.ip} dev eth0`);
       expect(inside(node, ['iptables-save', '-t', 'nat'])).toContain('KUBE-SERVICES');
+      // Fixed MACs: a node powered off or on changes no neighbour the others have cached.
+      expect(inside(node, ['ip', '-o', 'link', 'show', 'eth0'])).toContain(`link/ether ${node.addresses.mac} `);
       // Nested: the node's PID 1 is PID 1 of its own namespace, inside the control plane's, inside the host's.
       expect(nsPids(node.sandboxPid)).toEqual([node.sandboxPid, expect.any(Number), 1]);
     }
     expect(nsPids(tc.cluster.sandboxPid)).toEqual([tc.cluster.sandboxPid, 1]);
+    // The bridge keeps the MAC it was made with (not its lowest port's, which leaves with a node).
+    expect(
+      execFileSync('nsenter', [`--target=${tc.cluster.sandboxPid}`, '--net', '--', 'ip', '-o', 'link', 'show', 'br-nodes'], { encoding: 'utf8' }),
+    ).toContain('link/ether 02:00:0a:c8:00:01 ');
     const nodes = (await w.core.listNode()).items.map((n) => ({
       name: n.metadata!.name,
       ip: n.status!.addresses!.find((x) => x.type === 'InternalIP')!.address,

@@ -104,8 +104,24 @@ describe("the node components' files", () => {
 describe('several nodes', () => {
   it('name and address each node apart: the first as a one-node cluster has it, the others after it, and refuse a count out of 1..8', () => {
     expect(clusterNodes(2)).toEqual([
-      { index: 0, name: 'eso-mtls-node', ip: '10.200.0.2', podCidr: '10.244.0.0/24', podGateway: '10.244.0.1', peerLink: 'veth-node0' },
-      { index: 1, name: 'eso-mtls-node-2', ip: '10.200.0.3', podCidr: '10.244.1.0/24', podGateway: '10.244.1.1', peerLink: 'veth-node1' },
+      {
+        index: 0,
+        name: 'eso-mtls-node',
+        ip: '10.200.0.2',
+        podCidr: '10.244.0.0/24',
+        podGateway: '10.244.0.1',
+        peerLink: 'veth-node0',
+        mac: '02:00:0a:c8:00:02',
+      },
+      {
+        index: 1,
+        name: 'eso-mtls-node-2',
+        ip: '10.200.0.3',
+        podCidr: '10.244.1.0/24',
+        podGateway: '10.244.1.1',
+        peerLink: 'veth-node1',
+        mac: '02:00:0a:c8:00:03',
+      },
     ]);
     for (const n of clusterNodes(MAX_NODES)) expect(n.peerLink.length).toBeLessThanOrEqual(15);
     for (const bad of [0, MAX_NODES + 1, 1.5, Number.NaN]) expect(() => clusterNodes(bad)).toThrow(`is not a whole number from 1 to ${MAX_NODES}`);
@@ -128,7 +144,7 @@ describe('several nodes', () => {
     const [a, b] = clusterNodes(2) as [ReturnType<typeof nodeAddresses>, ReturnType<typeof nodeAddresses>];
     const commands = linkCommands(b, [a, b], 4242).map((c) => `${c.in}: ip ${c.ip.join(' ')}`);
     expect(commands).toEqual([
-      'node: ip link add eth0 type veth peer name veth-node1 netns 4242',
+      'node: ip link add eth0 address 02:00:0a:c8:00:03 type veth peer name veth-node1 netns 4242',
       `control-plane: ip link set veth-node1 master ${CLUSTER_NETWORK.bridge}`,
       'control-plane: ip link set veth-node1 up',
       'control-plane: ip route replace 10.244.1.0/24 via 10.200.0.3',

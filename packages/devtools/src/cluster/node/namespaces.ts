@@ -40,8 +40,8 @@ export type SandboxRole = 'control-plane' | 'node';
 /**
  * The set-up run as PID 1 before it starts reaping: /var and /run overlaid with upper layers
  * under `root`, private copies of the host-wide sysctls, an empty /etc/resolv.conf, then the
- * role's network. The control plane's: the bridge the nodes' veths join, with its address, and no
- * forwarding (it routes nothing). A node's: loopback, forwarding and bridge netfilter on (both per
+ * role's network. The control plane's: the bridge the nodes' veths join, with its address and a
+ * MAC of its own (see CLUSTER_NETWORK.bridgeMac), and no forwarding (it routes nothing). A node's: loopback, forwarding and bridge netfilter on (both per
  * network namespace); its veth is linked from outside once both ends exist (links.ts).
  */
 export function sandboxSetupScript(root: string, role: SandboxRole = 'node'): string {
@@ -49,7 +49,7 @@ export function sandboxSetupScript(root: string, role: SandboxRole = 'node'): st
     role === 'control-plane'
       ? [
           'ip link set lo up',
-          `ip link add ${CLUSTER_NETWORK.bridge} type bridge`,
+          `ip link add ${CLUSTER_NETWORK.bridge} address ${CLUSTER_NETWORK.bridgeMac} type bridge`,
           `ip addr add ${CLUSTER_NETWORK.controlPlaneIp}/${CLUSTER_NETWORK.linkPrefixLength} dev ${CLUSTER_NETWORK.bridge}`,
           `ip link set ${CLUSTER_NETWORK.bridge} up`,
         ]
