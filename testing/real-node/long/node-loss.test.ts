@@ -10,7 +10,7 @@
 // drained (cordoned, its pods evicted through the Eviction API, which honours the
 // PodDisruptionBudgets) during an overlap CA rotation: a provider's replica moves to the other
 // node and mounts its Secret, the rotation completes, and no call fails.
-// Scale: 2 nodes, 2 controller replicas, 4 providers (6 pods), 3 ESO client pods; about 20 minutes.
+// Scale: 2 nodes, 2 controller replicas, 4 providers (6 pods), 3 ESO client pods; about 12 minutes.
 import { X509Certificate } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -59,7 +59,7 @@ interface Window {
   end: number;
 }
 
-describe('two real nodes: the node holding the leader lost at once during traffic, then back', () => {
+describe('two real nodes: the node holding the leader lost at once during traffic, then back, then drained during a CA rotation', () => {
   let tc: TestCluster;
   let w: World;
   let lost: string;
