@@ -61,9 +61,9 @@ export interface RealCluster {
   /** Stops a control plane component or the first node's and starts it again (the kubelet then forgets its pod-certificate state). */
   restartComponent(name: string): Promise<void>;
   /**
-   * Kills every process of one node at once, its kubelet, containerd, kube-proxy and every pod, as
-   * a power cut would, and removes its cgroup subtree; the control plane and the other nodes run
-   * on. The node stays in {@link RealCluster.nodes}, with `running` false.
+   * Cuts one node's link, then kills every process of it at once, its kubelet, containerd,
+   * kube-proxy and every pod, as a power cut would (no reset or FIN reaches a peer), and removes its
+   * cgroup subtree; the control plane and the other nodes run on. The node stays in {@link RealCluster.nodes}, with `running` false.
    */
   powerOff(name: string): Promise<void>;
   /**

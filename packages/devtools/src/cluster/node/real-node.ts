@@ -86,6 +86,10 @@ export async function startNode(start: NodeStart): Promise<StartedNode> {
     if (destroyed) return;
     destroyed = true;
     try {
+      // The link first, as a power cut takes it: a process killed inside closes its sockets, and
+      // with the link still up their resets reached the peers, which a lost node never sends.
+      if (sandbox !== undefined)
+        await run('nsenter', [`--target=${start.controlPlanePid}`, '--net', '--', 'ip', 'link', 'del', node.peerLink]).catch(() => undefined);
       await sandbox?.destroy();
     } finally {
       for (const p of processes) await p.stop(1000);
