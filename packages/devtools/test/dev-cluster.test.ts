@@ -22,9 +22,9 @@ afterAll(() => rmSync(temp, { recursive: true, force: true }));
 
 describe('eso-mtls dev-cluster', () => {
   it('reads --dir (resolved against the working folder, default .eso-mtls-dev) and --keep, and words flag errors plainly', () => {
-    expect(parseDevClusterArgs([], '/home/me/clone')).toEqual({ dir: '/home/me/clone/.eso-mtls-dev', keep: false, node: false });
-    expect(parseDevClusterArgs(['--dir', 'x/y', '--keep'], '/w')).toEqual({ dir: '/w/x/y', keep: true, node: false });
-    expect(parseDevClusterArgs(['--dir=/abs', '--keep=false'], '/w')).toEqual({ dir: '/abs', keep: false, node: false });
+    expect(parseDevClusterArgs([], '/home/me/clone')).toEqual({ dir: '/home/me/clone/.eso-mtls-dev', keep: false, node: false, nodes: 1 });
+    expect(parseDevClusterArgs(['--dir', 'x/y', '--keep'], '/w')).toEqual({ dir: '/w/x/y', keep: true, node: false, nodes: 1 });
+    expect(parseDevClusterArgs(['--dir=/abs', '--keep=false'], '/w')).toEqual({ dir: '/abs', keep: false, node: false, nodes: 1 });
     expect(parseDevClusterArgs(['-h'])).toBe('help');
     expect(parseDevClusterArgs(['--kep'])).toEqual({ error: 'unknown flag --kep (did you mean --keep?); see eso-mtls dev-cluster --help' });
     expect(parseDevClusterArgs(['--dir'])).toEqual({ error: 'flag --dir needs a value: a folder path' });
@@ -33,12 +33,22 @@ describe('eso-mtls dev-cluster', () => {
   });
 
   it('reads --node, and refuses it with --keep, saying why', () => {
-    expect(parseDevClusterArgs(['--node'], '/w')).toEqual({ dir: '/w/.eso-mtls-dev', keep: false, node: true });
-    expect(parseDevClusterArgs(['--node=false', '--keep', '--dir=d'], '/w')).toEqual({ dir: '/w/d', keep: true, node: false });
+    expect(parseDevClusterArgs(['--node'], '/w')).toEqual({ dir: '/w/.eso-mtls-dev', keep: false, node: true, nodes: 1 });
+    expect(parseDevClusterArgs(['--node=false', '--keep', '--dir=d'], '/w')).toEqual({ dir: '/w/d', keep: true, node: false, nodes: 1 });
     expect(parseDevClusterArgs(['--node', '--keep'])).toEqual({ error: KEEP_WITH_NODE });
     expect(KEEP_WITH_NODE).toMatch(/^--keep cannot be combined with --node: a node lives in namespaces that die with this process.*Drop --keep/);
     expect(parseDevClusterArgs(['--node=sometimes'])).toEqual({ error: '--node: "sometimes" is not true or false' });
-    expect(parseDevClusterArgs(['--nodes'])).toEqual({ error: 'unknown flag --nodes (did you mean --node?); see eso-mtls dev-cluster --help' });
+    expect(parseDevClusterArgs(['--nodex'])).toEqual({ error: 'unknown flag --nodex (did you mean --node?); see eso-mtls dev-cluster --help' });
+  });
+
+  it('reads --nodes beside --node, and refuses it alone or out of 1..8, saying why', () => {
+    expect(parseDevClusterArgs(['--node', '--nodes', '2'], '/w')).toEqual({ dir: '/w/.eso-mtls-dev', keep: false, node: true, nodes: 2 });
+    expect(parseDevClusterArgs(['--node', '--nodes=1'], '/w')).toMatchObject({ nodes: 1 });
+    expect(parseDevClusterArgs(['--nodes', '2'])).toEqual({ error: '--nodes 2 asks for real nodes: add --node (without it no kubelet runs)' });
+    for (const bad of ['0', '9', '1.5', 'two', '-1', ''])
+      expect(parseDevClusterArgs(['--node', `--nodes=${bad}`])).toEqual({
+        error: expect.stringMatching(/^--nodes: .* is not a whole number from 1 to 8$|needs/),
+      });
   });
 
   it('with --node, prints the helm install of the imported controller image, the example provider with the imported image, and pod certificates', () => {
@@ -69,7 +79,10 @@ describe('eso-mtls dev-cluster', () => {
     expect(text).toContain(`  kubectl kustomize deploy/examples/file-provider | ${sed} | kubectl apply -f -\n`);
     expect(text).toContain(`  kubectl kustomize deploy/examples/file-provider-pod-certificates | ${sed} | kubectl apply -f -\n`);
     expect(text).toContain('  npx eso-mtls status --modes=secret,pod-certificate\n');
-    expect(text).toContain('Press Ctrl-C to stop the node and its control plane.');
+    expect(text).toContain('Press Ctrl-C to stop the node and the control plane.');
+    const two = nodeReadyText({ url: 'https://127.0.0.1:40000' }, images, { ...files, nodes: ['eso-mtls-node', 'eso-mtls-node-2'] });
+    expect(two).toContain('2 real nodes (eso-mtls-node, eso-mtls-node-2), each with its own containerd');
+    expect(two).toContain('imported into every node');
     expect(text).not.toMatch(/^ {2}cd /m);
     const elsewhere = nodeReadyText({ url: 'https://127.0.0.1:1' }, images, { ...files, dir: '/t/d', adminKubeconfig: '/t/d/admin.kubeconfig', cwd: '/t' });
     expect(elsewhere).toContain('  cd /c\n  export KUBECONFIG=/t/d/admin.kubeconfig\n');

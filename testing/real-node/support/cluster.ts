@@ -25,6 +25,8 @@ export async function startTestCluster(
   options: {
     readonly syncFrequency?: string;
     readonly apiServerFlags?: readonly string[];
+    /** How many nodes (default 1), each in namespaces of its own. */
+    readonly nodes?: number;
     /** An audit log in the run's folder, as testing/envtest writes one: `true` logs every request at Metadata level. */
     readonly audit?: boolean | { readonly policyYaml: string };
   } = {},
@@ -44,13 +46,15 @@ export async function startTestCluster(
     nodeBinaries,
     images: Object.values(images.byRole).map((i) => i.tarball),
     syncFrequency: options.syncFrequency,
+    nodes: options.nodes,
+    progress,
     apiServerFlags: [...auditFlags(dir, audit), ...(options.apiServerFlags ?? [])],
   });
   return { cluster, images, auditEvents: () => readAuditLog(audit === false ? undefined : auditLogIn(dir)) };
 }
 
-/** Runs `argv` inside the node's namespaces (where pod and Service addresses are) and returns its stdout. */
-export function inside(cluster: RealCluster, argv: readonly string[], timeoutMs = 30_000): string {
+/** Runs `argv` inside a node's namespaces (the first's by default; where pod and Service addresses are) and returns its stdout. */
+export function inside(cluster: Pick<RealCluster, 'enter'>, argv: readonly string[], timeoutMs = 30_000): string {
   const [command, ...args] = cluster.enter(argv);
   return execFileSync(command!, args, { encoding: 'utf8', timeout: timeoutMs, maxBuffer: 16 << 20 });
 }

@@ -24,6 +24,8 @@ export interface NodeClusterFiles {
   readonly imagesEnv: string;
   readonly repositoryRoot: string;
   readonly cwd: string;
+  /** The nodes' names (one unless --nodes); absent: the one node. */
+  readonly nodes?: readonly string[];
 }
 
 /**
@@ -50,19 +52,32 @@ function applyExample(example: string, image: string): string {
   return `kubectl kustomize deploy/examples/${example} | sed 's|^\\( *\\)image: eso-mtls/file-provider:.*|\\1image: ${image}\\n\\1imagePullPolicy: Never|' | kubectl apply -f -`;
 }
 
+/** The first lines of {@link nodeReadyText}: what runs, and where. */
+function readyHeadline(nodes: readonly string[]): string[] {
+  if (nodes.length <= 1)
+    return [
+      `${COMMAND}: ready. A real node (containerd, runc, the kubelet, kube-proxy) with etcd, kube-apiserver, kube-controller-manager,`,
+      'kube-scheduler and CoreDNS, the node and the control plane each in network, mount and PID namespaces of their own;',
+    ];
+  return [
+    `${COMMAND}: ready. ${nodes.length} real nodes (${nodes.join(', ')}), each with its own containerd, runc, kubelet and`,
+    'kube-proxy, and etcd, kube-apiserver, kube-controller-manager, kube-scheduler and CoreDNS, each node and the control plane',
+    'in network, mount and PID namespaces of their own; `kubectl get nodes -o wide` lists them;',
+  ];
+}
+
 /** What `dev-cluster --node` prints once the node is Ready: where things are, and the next commands. */
 export function nodeReadyText(plane: { readonly url: string }, images: NodeImages, files: NodeClusterFiles): string {
   const { here: p, cd, fromRoot: q } = nextStepPaths(files.cwd, files.repositoryRoot);
   const { repository, tag } = splitImageName(images.controller.name);
   return [
-    `${COMMAND}: ready. A real node (containerd, runc, the kubelet, kube-proxy, CoreDNS) with etcd, kube-apiserver,`,
-    'kube-controller-manager and kube-scheduler, all in network, mount and PID namespaces of their own;',
+    ...readyHeadline(files.nodes ?? []),
     `kube-apiserver is reached at ${plane.url}.`,
     `  folder:  ${p(files.dir)} (removed on Ctrl-C)`,
     `  admin:   ${p(files.adminKubeconfig)}`,
     `  images:  ${p(files.imagesEnv)} names them for scripts (\`source\` it)`,
     `           ${images.all.map((i) => i.name).join(', ')}`,
-    '           imported into the node: nothing is pulled, so pods name them with imagePullPolicy Never.',
+    `           imported into ${(files.nodes?.length ?? 1) > 1 ? 'every node' : 'the node'}: nothing is pulled, so pods name them with imagePullPolicy Never.`,
     '',
     'Next, in another terminal: install the chart with the local image, in both modes (Secrets and pod certificates),',
     'and watch its two pods become Ready:',
@@ -82,7 +97,7 @@ export function nodeReadyText(plane: { readonly url: string }, images: NodeImage
     '  npx eso-mtls status --modes=secret,pod-certificate',
     '(No helm or kubectl? `bash scripts/ensure-helm.sh` and `bash scripts/ensure-kubectl.sh` build them and print their paths.)',
     '',
-    'Press Ctrl-C to stop the node and its control plane.',
+    `Press Ctrl-C to stop ${(files.nodes?.length ?? 1) > 1 ? 'the nodes' : 'the node'} and the control plane.`,
     '',
   ].join('\n');
 }
@@ -93,7 +108,7 @@ export function nodeReadyText(plane: { readonly url: string }, images: NodeImage
  * with the exit code: 0 after a clean stop, 1 if this machine cannot run a node, it could not
  * start, or a component died.
  */
-export async function runNodeCluster(args: { readonly dir: string }, clone: Clone, streams: CliStreams): Promise<number> {
+export async function runNodeCluster(args: { readonly dir: string; readonly nodes: number }, clone: Clone, streams: CliStreams): Promise<number> {
   const say = (line: string): unknown => streams.stdout.write(`${line}\n`);
   const complain = (line: string): unknown => streams.stderr.write(`${COMMAND}: ${line}\n`);
   const unavailable = realNodeUnavailable();
@@ -131,8 +146,16 @@ export async function runNodeCluster(args: { readonly dir: string }, clone: Clon
       return 1;
     }
     created = true;
-    say(`${COMMAND}: starting the node in ${dir}`);
-    cluster = await startRealCluster({ dir: args.dir, runId, controlPlaneBinaries, nodeBinaries, images: images.all.map((i) => i.tarball), progress });
+    say(`${COMMAND}: starting ${args.nodes === 1 ? 'the node' : `${args.nodes} nodes`} in ${dir}`);
+    cluster = await startRealCluster({
+      dir: args.dir,
+      runId,
+      controlPlaneBinaries,
+      nodeBinaries,
+      images: images.all.map((i) => i.tarball),
+      nodes: args.nodes,
+      progress,
+    });
     const adminKubeconfig = join(args.dir, 'admin.kubeconfig');
     writeKubeconfig(adminKubeconfig, cluster.controlPlane.kubeconfigFor('admin'));
     const imagesEnvFile = join(args.dir, 'images.env');
@@ -143,7 +166,14 @@ export async function runNodeCluster(args: { readonly dir: string }, clone: Clon
     }
     say(`${COMMAND}: up in ${Math.round((Date.now() - started) / 1000)} s`);
     streams.stdout.write(
-      nodeReadyText(cluster.controlPlane, images, { dir: args.dir, adminKubeconfig, imagesEnv: imagesEnvFile, repositoryRoot: clone.root, cwd: process.cwd() }),
+      nodeReadyText(cluster.controlPlane, images, {
+        dir: args.dir,
+        adminKubeconfig,
+        imagesEnv: imagesEnvFile,
+        repositoryRoot: clone.root,
+        cwd: process.cwd(),
+        nodes: cluster.nodes.map((n) => n.name),
+      }),
     );
   } catch (e) {
     complain(`could not start: ${(e as Error).message}`);
@@ -152,7 +182,7 @@ export async function runNodeCluster(args: { readonly dir: string }, clone: Clon
     return 1;
   }
 
-  const processes = [...cluster.controlPlane.processes(), ...cluster.components.values()];
+  const processes = cluster.processes();
   const died = await Promise.race([signals.stopped.then(() => undefined), ...processes.map((p) => p.whenExited().then((): ServerProcess => p))]);
   if (died !== undefined) {
     complain(`${died.name} exited by itself; the end of its log (${died.logPath}, kept with its folder):\n${died.logTail()}`);

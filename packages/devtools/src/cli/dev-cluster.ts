@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { locateBinaries } from '../cluster/binaries.js';
+import { MAX_NODES } from '../cluster/node/addresses.js';
 import { type LaunchedControlPlane, launchControlPlane } from '../cluster/control-plane.js';
 import { tokenKubeConfig, writeKubeconfig } from '../cluster/identities.js';
 import type { ServerProcess } from '../cluster/process-group.js';
@@ -18,6 +19,7 @@ const FLAGS: readonly Flag[] = [
   { name: 'dir', kind: 'string', accepts: 'a folder path' },
   { name: 'keep', kind: 'bool' },
   { name: 'node', kind: 'bool' },
+  { name: 'nodes', kind: 'string', accepts: `a whole number from 1 to ${MAX_NODES}` },
 ];
 
 const USAGE = `Usage: ${COMMAND} [flags]
@@ -29,16 +31,18 @@ once deploy/ is applied. It prints the commands to try the controller against it
 Ctrl-C, which stops both servers and removes the folder.
 
 No kubelet runs: Pods are accepted but never start, so the controller runs out of the cluster.
-With --node a real node runs too (containerd, runc, the kubelet, kube-controller-manager,
-kube-scheduler, kube-proxy and CoreDNS, all in network, mount and PID namespaces of their own), with
-the images of scripts/ensure-images.sh imported, so the chart installs and its pods run. It needs
-Linux, root and a cgroup tree without systemd, and says so where it cannot run.
+With --node a real node runs too (containerd, runc, the kubelet and kube-proxy, in network, mount
+and PID namespaces of their own, beside kube-controller-manager, kube-scheduler and CoreDNS in the
+control plane's), with the images of scripts/ensure-images.sh imported, so the chart installs and
+its pods run; --nodes 2 runs two such nodes, each with its own kubelet. It needs Linux, root and a
+cgroup tree without systemd, and says so where it cannot run.
 
 Flags:
 ${helpTable([
   ['--dir <path>', `folder for the data, logs and kubeconfigs (default ${DEFAULT_DIR}; a kept one is reused)`],
   ['--keep', 'keep the folder on Ctrl-C, so the next start finds the same cluster (not with --node)'],
   ['--node', 'run a real node as well, with the locally built images imported (the first build takes 15-40 minutes)'],
+  ['--nodes <n>', `with --node: how many nodes, each in namespaces of its own with its own kubelet (default 1, at most ${MAX_NODES})`],
   ['--help', 'print this text'],
 ])}
 `;
@@ -50,6 +54,8 @@ export interface DevClusterArgs {
   readonly keep: boolean;
   /** Run a real node too (`--node`). */
   readonly node: boolean;
+  /** How many real nodes with --node (`--nodes`, default 1). */
+  readonly nodes: number;
 }
 
 /** Reads `eso-mtls dev-cluster` flags; a string is the error to print. Pure but for resolving --dir against `cwd`. */
@@ -64,13 +70,24 @@ export function parseDevClusterArgs(argv: readonly string[], cwd = process.cwd()
   const node = boolFlag(read.values, 'node');
   if (typeof node !== 'boolean') return node;
   if (node && keep) return { error: KEEP_WITH_NODE };
-  return { dir: resolve(cwd, dir), keep, node };
+  const nodes = nodeCount(read.values.get('nodes'), node);
+  if (typeof nodes !== 'number') return nodes;
+  return { dir: resolve(cwd, dir), keep, node, nodes };
 }
 
 /** Why --keep and --node do not go together. */
 export const KEEP_WITH_NODE =
   '--keep cannot be combined with --node: a node lives in namespaces that die with this process, and its ' +
   'containers, mounts and cgroups cannot be reused by a later start. Drop --keep (the node starts afresh in about a minute)';
+
+/** `--nodes`: a whole number from 1 to MAX_NODES, only beside --node. */
+function nodeCount(value: string | undefined, node: boolean): number | { readonly error: string } {
+  if (value === undefined) return 1;
+  if (!node) return { error: `--nodes ${value} asks for real nodes: add --node (without it no kubelet runs)` };
+  if (!/^[0-9]+$/.test(value) || Number(value) < 1 || Number(value) > MAX_NODES)
+    return { error: `--nodes: ${JSON.stringify(value)} is not a whole number from 1 to ${MAX_NODES}` };
+  return Number(value);
+}
 
 function boolFlag(values: ReadonlyMap<string, string>, name: string): boolean | { readonly error: string } {
   const value = values.get(name) ?? 'false';

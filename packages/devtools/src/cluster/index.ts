@@ -2,7 +2,8 @@
  * `@eso-mtls/devtools/cluster`: the launcher `eso-mtls dev-cluster` runs, and the test harness
  * (testing/envtest, testing/real-node) starts its clusters with: etcd and kube-apiserver in
  * process groups of their own, the static-token identities they know, and, with `startRealCluster`,
- * a real node (containerd, runc, the kubelet, kube-proxy, CoreDNS) in namespaces of its own.
+ * real nodes (containerd, runc, the kubelet, kube-proxy), each in namespaces of its own, beside a
+ * control plane (with kube-controller-manager, kube-scheduler and CoreDNS) in namespaces of its own.
  *
  * @packageDocumentation
  * @module @eso-mtls/devtools/cluster
@@ -21,9 +22,10 @@ export {
   tokenKubeConfig,
   writeKubeconfig,
 } from './identities.js';
-export { NODE_NAME } from './node/addresses.js';
+export { MAX_NODES, NODE_NAME, type NodeAddresses, nodeAddresses } from './node/addresses.js';
 export { type RealCluster, type RealClusterOptions, realNodeUnavailable, startRealCluster } from './node/cluster.js';
 export { type NodeBinaries, locateNodeBinaries } from './node/components.js';
+export type { RealNode } from './node/real-node.js';
 export { splitImageName } from './node/image-name.js';
 export { freePort, freePorts } from './ports.js';
 export { ServerProcess, type SpawnWrap, signalGroup } from './process-group.js';

@@ -29,7 +29,9 @@ import (
 	gointerop "eso-mtls/testing/go-interop"
 	pb "eso-mtls/testing/go-interop/gen/providerv1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
 )
 
@@ -106,7 +108,21 @@ func run(addr, connectTo, certDir string, layout gointerop.Layout, key string, p
 	}
 	// One ClientConn for the provider's lifetime: rotations need no new one. Each new connection
 	// (after the provider's GOAWAY at its maximum age, say) handshakes with the newest material.
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(credentials.NewTLS(gointerop.ClientTLSConfig(watcher, serverName))))
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(credentials.NewTLS(gointerop.ClientTLSConfig(watcher, serverName))),
+		// A provider pod on a lost node never answers nor resets its connections. Without pings,
+		// calls on a connection to it time out one after another until TCP gives up (about 15
+		// minutes), long after the Service has a live endpoint. A ping unanswered for 10 s after
+		// 10 s without a read closes it; the next connection goes through the Service again.
+		// Providers on @eso-mtls/grpc accept these pings, calls or none.
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+		// grpc-go's default waits up to 120 s between reconnects: a provider back after minutes
+		// away would keep failing calls that long. 20 s per attempt is grpc-go's default.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second},
+			MinConnectTimeout: 20 * time.Second,
+		}),
+	)
 	if err != nil {
 		return err
 	}
@@ -126,6 +142,8 @@ func run(addr, connectTo, certDir string, layout gointerop.Layout, key string, p
 		defer ticker.Stop()
 		report = ticker.C
 	}
+	// The first call goes at once, each next one -interval after the last ended; stopping cuts a pause short.
+	pause := time.Duration(0)
 	for {
 		select {
 		case <-stopped:
@@ -138,9 +156,14 @@ func run(addr, connectTo, certDir string, layout gointerop.Layout, key string, p
 			emit(progress)
 		default:
 		}
-		if interval > 0 {
-			time.Sleep(interval)
+		if pause > 0 {
+			select {
+			case <-stopped:
+				continue // the summary, above
+			case <-time.After(pause):
+			}
 		}
+		pause = interval
 		callCtx, done := context.WithTimeout(ctx, 10*time.Second)
 		var from peer.Peer
 		_, err := provider.GetSecret(callCtx, &pb.GetSecretRequest{RemoteRef: &pb.ExternalSecretDataRemoteRef{Key: key}}, grpc.Peer(&from))

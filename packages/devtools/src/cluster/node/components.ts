@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { type BuildScriptProduct, executable, runBuildScript } from '../binaries.js';
-import { NODE_NETWORK } from './addresses.js';
+import { CLUSTER_NETWORK, type NodeAddresses } from './addresses.js';
 import { type NodePaths, kubeletArgs } from './configs.js';
 
 /** The node's executables: the cached build of testing/node/build-node-bins.sh, plus Debian's runc and CNI plugins. */
@@ -73,18 +73,13 @@ export interface ComponentCommand {
   readonly argv: readonly string[];
 }
 
-/** The files each component reads, written by the caller before it starts them. */
-export interface ComponentFiles {
-  readonly containerdConfig: string;
-  readonly kubeletConfig: string;
-  readonly kubeProxyConfig: string;
+/** The files the control plane's components read, written by the caller before it starts them. */
+export interface ControlPlaneFiles {
   readonly corefile: string;
-  /** Kubeconfig per component user, all against the apiserver's address inside the namespace. */
+  /** Kubeconfigs against the apiserver's address inside the control plane's namespace. */
   readonly kubeconfigs: {
-    readonly kubelet: string;
     readonly controllerManager: string;
     readonly scheduler: string;
-    readonly proxy: string;
     readonly coredns: string;
   };
   /** The apiserver's serving CA, which kube-controller-manager publishes as `kube-root-ca.crt`. */
@@ -93,12 +88,14 @@ export interface ComponentFiles {
   readonly serviceAccountKey: string;
 }
 
-/** The command lines, in start order: the runtime, the kubelet, the controllers, the network. */
-export function componentCommands(bins: NodeBinaries, paths: NodePaths, files: ComponentFiles): ComponentCommand[] {
+/**
+ * The control plane's processes beside etcd and kube-apiserver, in its own namespaces:
+ * kube-controller-manager with its default controllers (the node lifecycle controller among
+ * them, with its default timings), kube-scheduler, and CoreDNS.
+ */
+export function controlPlaneCommands(bins: NodeBinaries, files: ControlPlaneFiles): ComponentCommand[] {
   const k = files.kubeconfigs;
   return [
-    { name: 'containerd', argv: [bins.containerd, `--config=${files.containerdConfig}`] },
-    { name: 'kubelet', argv: [bins.kubelet, ...kubeletArgs(paths, files.kubeletConfig, k.kubelet)] },
     {
       name: 'kube-controller-manager',
       argv: [
@@ -108,7 +105,7 @@ export function componentCommands(bins: NodeBinaries, paths: NodePaths, files: C
         '--use-service-account-credentials=true',
         `--service-account-private-key-file=${files.serviceAccountKey}`,
         `--root-ca-file=${files.apiServerCa}`,
-        `--service-cluster-ip-range=${NODE_NETWORK.serviceCidr}`,
+        `--service-cluster-ip-range=${CLUSTER_NETWORK.serviceCidr}`,
         '--bind-address=127.0.0.1',
         '--secure-port=10257',
       ],
@@ -117,7 +114,24 @@ export function componentCommands(bins: NodeBinaries, paths: NodePaths, files: C
       name: 'kube-scheduler',
       argv: [bins.kubeScheduler, `--kubeconfig=${k.scheduler}`, '--leader-elect=false', '--bind-address=127.0.0.1', '--secure-port=10259'],
     },
-    { name: 'kube-proxy', argv: [bins.kubeProxy, `--config=${files.kubeProxyConfig}`] },
     { name: 'coredns', argv: [bins.coredns, '-conf', files.corefile] },
+  ];
+}
+
+/** The files one node's components read, written by the caller before it starts them. */
+export interface NodeFiles {
+  readonly containerdConfig: string;
+  readonly kubeletConfig: string;
+  readonly kubeProxyConfig: string;
+  /** The node's kubeconfig (user `system:node:<name>`), against the control plane's address. */
+  readonly kubeletKubeconfig: string;
+}
+
+/** One node's processes, in start order: the runtime, the kubelet, the network. */
+export function nodeCommands(bins: NodeBinaries, paths: NodePaths, node: NodeAddresses, files: NodeFiles): ComponentCommand[] {
+  return [
+    { name: 'containerd', argv: [bins.containerd, `--config=${files.containerdConfig}`] },
+    { name: 'kubelet', argv: [bins.kubelet, ...kubeletArgs(paths, node, files.kubeletConfig, files.kubeletKubeconfig)] },
+    { name: 'kube-proxy', argv: [bins.kubeProxy, `--config=${files.kubeProxyConfig}`] },
   ];
 }

@@ -1,4 +1,4 @@
-import { NODE_NAME, NODE_NETWORK } from './addresses.js';
+import { CLUSTER_NETWORK, type NodeAddresses } from './addresses.js';
 
 /** Where a node keeps its state: every path lies under the run's own folder. */
 export interface NodePaths {
@@ -75,8 +75,11 @@ state = ${toml(paths.containerdState)}
 `;
 }
 
-/** The pod network: one bridge, host-local addresses, masquerade out of the pod range (inside the namespace). */
-export function cniConfig(paths: NodePaths): string {
+/**
+ * A node's pod network: one bridge, host-local addresses from the node's own range, masquerade out
+ * of that range (inside the node's namespace; a pod on another node sees this node's address).
+ */
+export function cniConfig(paths: NodePaths, node: NodeAddresses): string {
   return JSON.stringify(
     {
       cniVersion: '1.0.0',
@@ -91,7 +94,7 @@ export function cniConfig(paths: NodePaths): string {
           ipam: {
             type: 'host-local',
             dataDir: paths.cniDataDir,
-            ranges: [[{ subnet: NODE_NETWORK.podCidr, gateway: NODE_NETWORK.podGateway }]],
+            ranges: [[{ subnet: node.podCidr, gateway: node.podGateway }]],
             routes: [{ dst: '0.0.0.0/0' }],
           },
         },
@@ -105,15 +108,17 @@ export function cniConfig(paths: NodePaths): string {
 
 /** What the kubelet's configuration depends on besides the paths. */
 export interface KubeletSettings {
-  /** A cgroup subtree of this run's own (e.g. `/eso-mtls-<id>`); never `kubepods` at the top. */
+  /** The node it runs: its address is where the kubelet API listens. */
+  readonly node: NodeAddresses;
+  /** A cgroup subtree of this run's own (e.g. `/eso-mtls-<id>/<node>`); never `kubepods` at the top. */
   readonly cgroupRoot: string;
   /** How often the kubelet resyncs pods and their volumes (production default 1m; tests go lower). */
   readonly syncFrequency: string;
 }
 
 /**
- * The kubelet's KubeletConfiguration. The kubelet API listens only on the node address inside the
- * namespace; it serves the apiserver (logs, exec, the pod proxy) without authentication, which is
+ * The kubelet's KubeletConfiguration. The kubelet API listens only on the node's address inside
+ * the harness's namespaces; it serves the apiserver (logs, exec, the pod proxy) without authentication, which is
  * acceptable only because nothing outside the harness's namespace can reach it. Eviction by disk
  * is off: the node shares the host's disk, and evicting test pods for the host's usage would make
  * the suite depend on it.
@@ -128,15 +133,15 @@ export function kubeletConfig(paths: NodePaths, settings: KubeletSettings): stri
       failCgroupV1: false,
       failSwapOn: false,
       containerRuntimeEndpoint: `unix://${paths.containerdSocket}`,
-      address: NODE_NETWORK.nodeIp,
+      address: settings.node.ip,
       port: 10250,
       readOnlyPort: 0,
       healthzBindAddress: '127.0.0.1',
       healthzPort: 10248,
       authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
       authorization: { mode: 'AlwaysAllow' },
-      clusterDNS: [NODE_NETWORK.dnsServiceIp],
-      clusterDomain: NODE_NETWORK.clusterDomain,
+      clusterDNS: [CLUSTER_NETWORK.dnsServiceIp],
+      clusterDomain: CLUSTER_NETWORK.clusterDomain,
       resolvConf: paths.resolvConf,
       podLogsDir: paths.podLogs,
       syncFrequency: settings.syncFrequency,
@@ -154,32 +159,33 @@ export function kubeletConfig(paths: NodePaths, settings: KubeletSettings): stri
 }
 
 /** The kubelet's flags beside its configuration file. */
-export function kubeletArgs(paths: NodePaths, configFile: string, kubeconfig: string): string[] {
+export function kubeletArgs(paths: NodePaths, node: NodeAddresses, configFile: string, kubeconfig: string): string[] {
   return [
     `--config=${configFile}`,
     `--kubeconfig=${kubeconfig}`,
     `--root-dir=${paths.kubeletRoot}`,
     `--cert-dir=${paths.kubeletRoot}/pki`,
-    `--hostname-override=${NODE_NAME}`,
-    `--node-ip=${NODE_NETWORK.nodeIp}`,
+    `--hostname-override=${node.name}`,
+    `--node-ip=${node.ip}`,
     '--v=1',
   ];
 }
 
 /**
- * kube-proxy in iptables mode, inside the namespace. `conntrack.maxPerCore: 0` leaves the
- * host-wide conntrack table size alone (kube-proxy would otherwise raise nf_conntrack_max).
+ * kube-proxy in iptables mode, inside a node's namespace. `conntrack.maxPerCore: 0` leaves the
+ * host-wide conntrack table size alone (kube-proxy would otherwise raise nf_conntrack_max). Its
+ * clusterCIDR is every node's pods, so traffic from a pod on another node is told from outside traffic.
  */
-export function kubeProxyConfig(kubeconfig: string): string {
+export function kubeProxyConfig(kubeconfig: string, node: NodeAddresses): string {
   return JSON.stringify(
     {
       apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
       kind: 'KubeProxyConfiguration',
       mode: 'iptables',
       clientConnection: { kubeconfig },
-      hostnameOverride: NODE_NAME,
-      bindAddress: NODE_NETWORK.nodeIp,
-      clusterCIDR: NODE_NETWORK.podCidr,
+      hostnameOverride: node.name,
+      bindAddress: node.ip,
+      clusterCIDR: CLUSTER_NETWORK.clusterPodCidr,
       healthzBindAddress: '127.0.0.1:10256',
       metricsBindAddress: '127.0.0.1:10249',
       conntrack: { maxPerCore: 0, min: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
@@ -190,16 +196,17 @@ export function kubeProxyConfig(kubeconfig: string): string {
 }
 
 /**
- * CoreDNS: the cluster's names from the apiserver, and nothing else. There is no `forward`: a name
- * outside the cluster gets SERVFAIL/NXDOMAIN at once instead of a query leaving the namespace.
+ * CoreDNS, in the control plane's namespace on the address every node routes to: the cluster's
+ * names from the apiserver, and nothing else. There is no `forward`: a name outside the cluster
+ * gets SERVFAIL/NXDOMAIN at once instead of a query leaving the namespace.
  */
 export function corefile(kubeconfig: string): string {
   return `.:53 {
-    bind ${NODE_NETWORK.nodeIp}
+    bind ${CLUSTER_NETWORK.controlPlaneIp}
     errors
     health 127.0.0.1:8081
     ready 127.0.0.1:8181
-    kubernetes ${NODE_NETWORK.clusterDomain} in-addr.arpa ip6.arpa {
+    kubernetes ${CLUSTER_NETWORK.clusterDomain} in-addr.arpa ip6.arpa {
         kubeconfig ${kubeconfig}
         pods insecure
         fallthrough in-addr.arpa ip6.arpa

@@ -1,6 +1,6 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { NODE_NETWORK } from './addresses.js';
+import { CLUSTER_NETWORK } from './addresses.js';
 import { waitFor } from './readiness.js';
 
 /**
@@ -16,10 +16,12 @@ export const PRIVATE_SYSCTLS = [
 ] as const;
 
 /**
- * Mount, network and PID namespaces that hold the whole cluster. Their first process (PID 1
- * inside) is a child of `unshare --kill-child`, itself started with a parent-death signal: when
- * the Node process that made them dies for any reason, PID 1 dies, and the kernel kills every
- * process of the PID namespace with it. Nothing of the cluster can outlive its harness.
+ * Mount, network and PID namespaces that hold one part of the cluster: the control plane, or one
+ * node. Their first process (PID 1 inside) is a child of `unshare --kill-child`, itself started
+ * with a parent-death signal: when the process that made them dies for any reason, PID 1 dies,
+ * and the kernel kills every process of the PID namespace with it. A node's PID namespace is
+ * nested in the control plane's, so the control plane's PID 1 dying kills every node too; a
+ * node's dying kills only that node (its kubelet, runtime and pods: a power cut).
  */
 export interface Sandbox {
   /** Host PID of the namespaces' first process (what `nsenter --target` joins). */
@@ -32,14 +34,26 @@ export interface Sandbox {
   destroy(): Promise<void>;
 }
 
+/** Which part of the cluster a sandbox holds: its network is set up accordingly. */
+export type SandboxRole = 'control-plane' | 'node';
+
 /**
  * The set-up run as PID 1 before it starts reaping: /var and /run overlaid with upper layers
- * under `root`, private copies of the host-wide sysctls, an empty /etc/resolv.conf, the node's veth with its address and a
- * default route (inside; nothing routes out: the veth's peer is also inside), forwarding and
- * bridge netfilter on, both per network namespace.
+ * under `root`, private copies of the host-wide sysctls, an empty /etc/resolv.conf, then the
+ * role's network. The control plane's: the bridge the nodes' veths join, with its address and a
+ * MAC of its own (see CLUSTER_NETWORK.bridgeMac), and no forwarding (it routes nothing). A node's: loopback, forwarding and bridge netfilter on (both per
+ * network namespace); its veth is linked from outside once both ends exist (links.ts).
  */
-export function sandboxSetupScript(root: string): string {
-  const { nodeIp, nodePrefixLength } = NODE_NETWORK;
+export function sandboxSetupScript(root: string, role: SandboxRole = 'node'): string {
+  const network =
+    role === 'control-plane'
+      ? [
+          'ip link set lo up',
+          `ip link add ${CLUSTER_NETWORK.bridge} address ${CLUSTER_NETWORK.bridgeMac} type bridge`,
+          `ip addr add ${CLUSTER_NETWORK.controlPlaneIp}/${CLUSTER_NETWORK.linkPrefixLength} dev ${CLUSTER_NETWORK.bridge}`,
+          `ip link set ${CLUSTER_NETWORK.bridge} up`,
+        ]
+      : ['ip link set lo up', 'echo 1 > /proc/sys/net/ipv4/ip_forward', 'echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || true'];
   const lines = [
     'set -eu',
     `root=${shellQuote(root)}`,
@@ -55,14 +69,7 @@ export function sandboxSetupScript(root: string): string {
     // No name of the host's resolver is asked from inside: components that look a name up find nothing.
     ': > "$root/resolv.conf.host"',
     'mount --bind "$root/resolv.conf.host" /etc/resolv.conf',
-    'ip link set lo up',
-    'ip link add eth0 type veth peer name eth0-peer',
-    `ip addr add ${nodeIp}/${nodePrefixLength} dev eth0`,
-    'ip link set eth0 up',
-    'ip link set eth0-peer up',
-    'ip route add default dev eth0',
-    'echo 1 > /proc/sys/net/ipv4/ip_forward',
-    'echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || true',
+    ...network,
     'echo ready',
     // PID 1 reaps whatever is orphaned inside (a shim whose containerd restarted, say) until killed.
     'trap "exit 0" TERM',
@@ -71,39 +78,51 @@ export function sandboxSetupScript(root: string): string {
   return lines.join('\n');
 }
 
+/** Where a sandbox is made, and what it holds. */
+export interface SandboxSpec {
+  /** The folder for its overlays' upper layers and private sysctl copies. */
+  readonly root: string;
+  readonly role: SandboxRole;
+  /** For messages: "the control plane's", "node eso-mtls-node-2's". */
+  readonly label: string;
+  /** Host PID of a sandbox whose PID namespace this one's is nested in (a node's, in the control plane's). */
+  readonly parentPid?: number;
+  readonly timeoutMs?: number;
+}
+
 /** Creates the namespaces, runs the set-up, and resolves once PID 1 is ready. Rejects with its output on failure. */
-export async function createSandbox(root: string, timeoutMs = 30_000): Promise<Sandbox> {
-  const child = spawn(
+export async function createSandbox(spec: SandboxSpec): Promise<Sandbox> {
+  const { label, timeoutMs = 30_000 } = spec;
+  const unshare = [
     'setpriv',
-    [
-      '--pdeathsig',
-      'KILL',
-      '--',
-      'unshare',
-      '--net',
-      '--mount',
-      '--pid',
-      '--fork',
-      '--kill-child',
-      '--mount-proc',
-      '--propagation',
-      'private',
-      '--',
-      'bash',
-      '-c',
-      sandboxSetupScript(root),
-    ],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+    '--pdeathsig',
+    'KILL',
+    '--',
+    'unshare',
+    '--net',
+    '--mount',
+    '--pid',
+    '--fork',
+    '--kill-child',
+    '--mount-proc',
+    '--propagation',
+    'private',
+    '--',
+    'bash',
+    '-c',
+    sandboxSetupScript(spec.root, spec.role),
+  ];
+  // Nested: nsenter forks into the parent's PID namespace, where setpriv and unshare run (unshare dies with nsenter).
+  const argv =
+    spec.parentPid === undefined ? unshare : ['setpriv', '--pdeathsig', 'KILL', '--', 'nsenter', `--target=${spec.parentPid}`, '--pid', '--', ...unshare];
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';
   child.stdout!.setEncoding('utf8');
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (d: string) => (output += d));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the node's namespaces were not ready within ${timeoutMs} ms: ${output.trim()}`)), timeoutMs);
+    const timer = setTimeout(() => reject(new Error(`${label} namespaces were not ready within ${timeoutMs} ms: ${output.trim()}`)), timeoutMs);
     child.stdout!.on('data', (d: string) => {
       output += d;
       if (output.includes('ready\n')) {
@@ -113,10 +132,11 @@ export async function createSandbox(root: string, timeoutMs = 30_000): Promise<S
     });
     void exited.then(() => {
       clearTimeout(timer);
-      reject(new Error(`the node's namespaces could not be set up (unshare, mount, ip; needs root): ${output.trim() || `exit ${child.exitCode}`}`));
+      reject(new Error(`${label} namespaces could not be set up (unshare, mount, ip; needs root): ${output.trim() || `exit ${child.exitCode}`}`));
     });
   });
-  const pid = firstChild(child);
+  // unshare forks PID 1 of the new namespace; with nsenter, unshare is itself nsenter's only child.
+  const pid = onlyChild(spec.parentPid === undefined ? child.pid! : onlyChild(child.pid!, label), label);
   return {
     pid,
     enter: (argv) => ['nsenter', `--target=${pid}`, '--net', '--mount', '--pid', '--', ...argv],
@@ -131,7 +151,7 @@ export async function createSandbox(root: string, timeoutMs = 30_000): Promise<S
       await exited;
       // The kernel kills everything inside before PID 1 finishes exiting, and its new parent reaps it
       // later: a busy host can take seconds. Stopped means nothing of the namespaces runs any more.
-      await waitFor(() => !running(pid), 60_000, `the node namespaces' PID 1 (host PID ${pid}) and every process inside to exit`);
+      await waitFor(() => !running(pid), 60_000, `${label} namespaces' PID 1 (host PID ${pid}) and every process inside to exit`);
     },
   };
 }
@@ -147,12 +167,12 @@ function running(pid: number): boolean {
   }
 }
 
-// unshare forks PID 1 of the new namespace; its host PID is unshare's only child.
-function firstChild(unshare: ChildProcess): number {
-  const children = readFileSync(`/proc/${unshare.pid}/task/${unshare.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+/** The host PID of `parent`'s only child (unshare's PID 1, nsenter's unshare). */
+function onlyChild(parent: number, label: string): number {
+  const children = readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/).map(Number);
   const [pid] = children;
-  if (pid === undefined || !Number.isInteger(pid) || children.length !== 1)
-    throw new Error(`cannot find the node namespaces' first process under unshare (pid ${unshare.pid}): children '${children.join(' ')}'`);
+  if (pid === undefined || !Number.isInteger(pid) || pid <= 0 || children.length !== 1)
+    throw new Error(`cannot find ${label} namespaces' first process under host PID ${parent}: children '${children.join(' ')}'`);
   return pid;
 }
 
