@@ -11,9 +11,9 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { buildGoCommands, spawnGoProgram, type GoProgram } from './support/go-interop.js';
-import { ADDRESS, BUILD_TIMEOUT, NAMESPACE, SERVICE } from './support/go-reloading.js';
+import { join } from 'node:path';
+import { spawnGoProgram, type GoProgram } from './support/go-interop.js';
+import { ADDRESS, NAMESPACE, SERVICE, useReloadingClient } from './support/go-reloading.js';
 import { startVanishingProxy, type VanishingProxy } from './support/vanishing-proxy.js';
 import { PlannedCluster } from '@eso-mtls/test-kit/planned-cluster';
 import { startProviderOn, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
@@ -25,13 +25,7 @@ const KEEPALIVE_TIMEOUT_MS = 10_000;
 /** A hang guard for a loaded machine: the pings' own timing is grpc-go's. */
 const SLACK_MS = 15_000;
 
-let bin: string;
-beforeAll(async () => {
-  bin = (await buildGoCommands(['reloading-client']))['reloading-client'];
-}, BUILD_TIMEOUT);
-afterAll(() => {
-  if (bin) rmSync(dirname(bin), { recursive: true, force: true });
-});
+const reloadingClient = useReloadingClient();
 
 describe('ESO core in Go with keepalive, calling our provider through a proxy', () => {
   let root: string;
@@ -43,7 +37,16 @@ describe('ESO core in Go with keepalive, calling our provider through a proxy', 
 
   /** The Go client calling through the proxy, a pause of `interval` after each call. */
   async function goClient(interval: string): Promise<GoProgram> {
-    const client = spawnGoProgram(bin, ['-addr', ADDRESS, '-connect-to', `127.0.0.1:${proxy.port}`, '-cert-dir', dirs.client, '-interval', interval]);
+    const client = spawnGoProgram(reloadingClient(), [
+      '-addr',
+      ADDRESS,
+      '-connect-to',
+      `127.0.0.1:${proxy.port}`,
+      '-cert-dir',
+      dirs.client,
+      '-interval',
+      interval,
+    ]);
     clients.push(client);
     await client.nextLine((l) => l === 'READY', 0);
     return client;

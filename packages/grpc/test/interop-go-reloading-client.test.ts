@@ -8,20 +8,14 @@ import type { SecretWrite } from '@eso-mtls/core';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { createServer } from 'node:tls';
-import { buildGoCommands, spawnGoProgram, type GoProgram } from './support/go-interop.js';
-import { ADDRESS, BUILD_TIMEOUT, countCas, GoEvents, leafSerial, NAMESPACE, serial, SERVER_NAME, SERVICE, TEST_TIMEOUT } from './support/go-reloading.js';
+import { spawnGoProgram, type GoProgram } from './support/go-interop.js';
+import { ADDRESS, countCas, GoEvents, leafSerial, NAMESPACE, serial, SERVER_NAME, SERVICE, TEST_TIMEOUT, useReloadingClient } from './support/go-reloading.js';
 import { loaded, PlannedCluster } from '@eso-mtls/test-kit/planned-cluster';
 import { startProviderOn, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
 
-let bin: string;
-beforeAll(async () => {
-  bin = (await buildGoCommands(['reloading-client']))['reloading-client'];
-}, BUILD_TIMEOUT);
-afterAll(() => {
-  if (bin) rmSync(dirname(bin), { recursive: true, force: true });
-});
+const reloadingClient = useReloadingClient();
 
 describe('ESO core in Go (cmd/reloading-client) reloading its client Secret, calling our provider', () => {
   let root: string;
@@ -101,7 +95,7 @@ describe('ESO core in Go (cmd/reloading-client) reloading its client Secret, cal
       maxConnectionAgeGraceMs: 5000,
       longestCallDeadlineMs: 5000,
     });
-    goClient = spawnGoProgram(bin, ['-addr', ADDRESS, '-connect-to', `127.0.0.1:${provider.port}`, '-cert-dir', dirs.client, '-poll', '200ms']);
+    goClient = spawnGoProgram(reloadingClient(), ['-addr', ADDRESS, '-connect-to', `127.0.0.1:${provider.port}`, '-cert-dir', dirs.client, '-poll', '200ms']);
     events = new GoEvents(goClient);
     await goClient.nextLine((l) => l === 'READY', 0);
     expect(await events.take()).toMatchObject({ event: 'loaded', cas: 1 });
@@ -148,7 +142,7 @@ describe('ESO core in Go (cmd/reloading-client) reloading its client Secret, cal
 
   it('refuses a provider whose certificate lacks the name of -addr, and an -addr naming an IP', async () => {
     const args = (addr: string) => ['-addr', addr, '-connect-to', `127.0.0.1:${provider.port}`, '-cert-dir', dirs.client];
-    const other = spawnGoProgram(bin, args(`other-provider.${NAMESPACE}.svc:8080`));
+    const other = spawnGoProgram(reloadingClient(), args(`other-provider.${NAMESPACE}.svc:8080`));
     try {
       await other.nextLine((l) => l === 'READY', 0);
       await other.nextLine((l) => l.includes('"call_failed"'), 0);
@@ -160,7 +154,7 @@ describe('ESO core in Go (cmd/reloading-client) reloading its client Secret, cal
     expect(summary.failures[0]).toContain(`x509: certificate is valid for ${SERVICE}, ${SERVICE}.${NAMESPACE}, ${SERVER_NAME}`);
     expect(summary.failures[0]).toContain(`not other-provider.${NAMESPACE}.svc`);
 
-    const ip = spawnGoProgram(bin, args(`127.0.0.1:${provider.port}`));
+    const ip = spawnGoProgram(reloadingClient(), args(`127.0.0.1:${provider.port}`));
     try {
       await expect(ip.nextLine((l) => l === 'READY', 0)).rejects.toThrow(`provider address "127.0.0.1:${provider.port}" names an IP`);
     } finally {
@@ -173,7 +167,7 @@ describe('ESO core in Go (cmd/reloading-client) reloading its client Secret, cal
     const tls12Only = createServer({ cert: m.certificate, key: m.privateKey, maxVersion: 'TLSv1.2', ALPNProtocols: ['h2'] });
     await new Promise<void>((resolve) => tls12Only.listen(0, '127.0.0.1', resolve));
     const port = (tls12Only.address() as AddressInfo).port;
-    const client = spawnGoProgram(bin, ['-addr', ADDRESS, '-connect-to', `127.0.0.1:${port}`, '-cert-dir', dirs.client]);
+    const client = spawnGoProgram(reloadingClient(), ['-addr', ADDRESS, '-connect-to', `127.0.0.1:${port}`, '-cert-dir', dirs.client]);
     try {
       await client.nextLine((l) => l === 'READY', 0);
       await client.nextLine((l) => l.includes('"call_failed"'), 0);

@@ -2,9 +2,12 @@
 // cmd/reloading-client) share: the Service they are named after, their event lines, serials as
 // numbers, and a call load that counts per client.
 import { X509Certificate } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { afterAll, beforeAll } from '@jest/globals';
 import type { SecretWrite } from '@eso-mtls/core';
 import type { SecretStoreProviderClient } from '@eso-mtls/grpc';
-import type { GoProgram } from './go-interop.js';
+import { type GoProgram, buildGoCommands } from './go-interop.js';
 
 export const NAMESPACE = 'provider-system';
 export const SERVICE = 'file-provider';
@@ -101,4 +104,22 @@ export class Load {
     this.running = false;
     await Promise.all(this.loops);
   }
+}
+
+/**
+ * Builds cmd/reloading-client once for the test file (removed after it) and returns a getter of
+ * its path, to read inside tests.
+ */
+export function useReloadingClient(): () => string {
+  let bin: string | undefined;
+  beforeAll(async () => {
+    bin = (await buildGoCommands(['reloading-client']))['reloading-client'];
+  }, BUILD_TIMEOUT);
+  afterAll(() => {
+    if (bin) rmSync(dirname(bin), { recursive: true, force: true });
+  });
+  return () => {
+    if (bin === undefined) throw new Error('cmd/reloading-client is not built: read its path inside tests only');
+    return bin;
+  };
 }
