@@ -3,7 +3,8 @@
 // on real sockets:
 // - our server answers the client's pings (every 10 s after 10 s without a read, calls or none)
 //   and keeps the connection: a grpc-go server with its default policy would close it with
-//   GOAWAY too_many_pings after the third;
+//   GOAWAY too_many_pings at the third, and the Go provider of docs/provider-developers.md, which
+//   permits them, keeps it too (without its policy this test sees the second connection);
 // - a provider that falls silent, as a pod on a powered-off node does (nothing answered, nothing
 //   closed), is left by the client once a ping goes unanswered, and its next connection reaches a
 //   live provider. Without the pings every call on that connection timed out, one after another,
@@ -13,7 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnGoProgram, type GoProgram } from './support/go-interop.js';
-import { ADDRESS, NAMESPACE, SERVICE, useReloadingClient } from './support/go-reloading.js';
+import { ADDRESS, NAMESPACE, SERVICE, useGoCommand } from './support/go-reloading.js';
 import { startVanishingProxy, type VanishingProxy } from './support/vanishing-proxy.js';
 import { PlannedCluster } from '@eso-mtls/test-kit/planned-cluster';
 import { startProviderOn, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
@@ -25,7 +26,8 @@ const KEEPALIVE_TIMEOUT_MS = 10_000;
 /** A hang guard for a loaded machine: the pings' own timing is grpc-go's. */
 const SLACK_MS = 15_000;
 
-const reloadingClient = useReloadingClient();
+const reloadingClient = useGoCommand('reloading-client');
+const reloadingProvider = useGoCommand('reloading-provider');
 
 describe('ESO core in Go with keepalive, calling our provider through a proxy', () => {
   let root: string;
@@ -35,13 +37,13 @@ describe('ESO core in Go with keepalive, calling our provider through a proxy', 
   let calls = 0;
   const clients: GoProgram[] = [];
 
-  /** The Go client calling through the proxy, a pause of `interval` after each call. */
-  async function goClient(interval: string): Promise<GoProgram> {
+  /** The Go client calling through a proxy (this test's, unless told), a pause of `interval` after each call. */
+  async function goClient(interval: string, via: VanishingProxy = proxy): Promise<GoProgram> {
     const client = spawnGoProgram(reloadingClient(), [
       '-addr',
       ADDRESS,
       '-connect-to',
-      `127.0.0.1:${proxy.port}`,
+      `127.0.0.1:${via.port}`,
       '-cert-dir',
       dirs.client,
       '-interval',
@@ -137,5 +139,38 @@ describe('ESO core in Go with keepalive, calling our provider through a proxy', 
       for (const f of failures) expect(f).toMatch(/DeadlineExceeded|keepalive ping failed to receive ACK within timeout/);
     },
     KEEPALIVE_TIME_MS + KEEPALIVE_TIMEOUT_MS + 3 * SLACK_MS,
+  );
+  it(
+    'a Go provider serving as provider-developers.md shows answers the same pings and keeps the idle connection (no GOAWAY too_many_pings)',
+    async () => {
+      const goProvider = spawnGoProgram(reloadingProvider(), [
+        '-addr',
+        '127.0.0.1:0',
+        '-health-addr',
+        '127.0.0.1:0',
+        '-cert-dir',
+        dirs.server,
+        '-poll',
+        '200ms',
+      ]);
+      let toGo: VanishingProxy | undefined;
+      try {
+        const { line } = await goProvider.nextLine((l) => l.startsWith('LISTENING '), 0, SLACK_MS);
+        toGo = await startVanishingProxy(Number(line.split(':').pop()));
+        // Idle long enough for three pings between two calls: grpc-go's default policy closes at the third.
+        const client = await goClient(`${3 * KEEPALIVE_TIME_MS + 2000}ms`, toGo);
+        await client.nextLine((l) => l.includes('"server_certificate"'), 0, SLACK_MS);
+        await new Promise((r) => setTimeout(r, 3 * KEEPALIVE_TIME_MS + 2000 + SLACK_MS));
+        expect(await client.stop()).toBe(0);
+        expect(summaryOf(client)).toMatchObject({ failed: 0, calls: expect.any(Number) });
+        expect(summaryOf(client).calls).toBeGreaterThanOrEqual(2);
+        // One connection the whole time: the provider never sent GOAWAY, and the client never had to reconnect.
+        expect(toGo.connections).toHaveLength(1);
+      } finally {
+        await toGo?.close();
+        await goProvider.terminate(); // SIGTERM, as the kubelet stops it: it reads no stdin
+      }
+    },
+    3 * KEEPALIVE_TIME_MS + 4 * SLACK_MS + 10_000,
   );
 });

@@ -11,11 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:tls';
 import { spawnGoProgram, type GoProgram } from './support/go-interop.js';
-import { ADDRESS, countCas, GoEvents, leafSerial, NAMESPACE, serial, SERVER_NAME, SERVICE, TEST_TIMEOUT, useReloadingClient } from './support/go-reloading.js';
+import { ADDRESS, countCas, GoEvents, leafSerial, NAMESPACE, serial, SERVER_NAME, SERVICE, TEST_TIMEOUT, useGoCommand } from './support/go-reloading.js';
 import { loaded, PlannedCluster } from '@eso-mtls/test-kit/planned-cluster';
 import { startProviderOn, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
 
-const reloadingClient = useReloadingClient();
+const reloadingClient = useGoCommand('reloading-client');
 
 describe('ESO core in Go (cmd/reloading-client) reloading its client Secret, calling our provider', () => {
   let root: string;

@@ -6,26 +6,20 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { issueCa, issueServerLeaf, type SecretWrite } from '@eso-mtls/core';
 import { createNodeCryptoBackend } from '@eso-mtls/core/node';
 import * as grpc from '@grpc/grpc-js';
 import { CertificateWatcher, createSecretStoreProviderClient, healthServiceDefinition, ProviderChannel } from '@eso-mtls/grpc';
 import { writeAtomically } from '@eso-mtls/test-kit/demo';
-import { buildGoCommands, spawnGoProgram, type GoProgram } from './support/go-interop.js';
-import { ADDRESS, BUILD_TIMEOUT, countCas, GoEvents, leafSerial, Load, NAMESPACE, serial, SERVER_NAME, SERVICE, TEST_TIMEOUT } from './support/go-reloading.js';
+import { spawnGoProgram, type GoProgram } from './support/go-interop.js';
+import { ADDRESS, countCas, GoEvents, leafSerial, Load, NAMESPACE, serial, SERVER_NAME, SERVICE, TEST_TIMEOUT, useGoCommand } from './support/go-reloading.js';
 import { issueTestCa, issueTestServer, TEST_POLICY } from '@eso-mtls/test-kit/pki';
 import { loaded, PlannedCluster } from '@eso-mtls/test-kit/planned-cluster';
 import { clientChannel, createTestPkiSet } from '@eso-mtls/test-kit/provider-fixture';
 import { probe } from '@eso-mtls/test-kit/tls-probe';
 
-let bin: string;
-beforeAll(async () => {
-  bin = (await buildGoCommands(['reloading-provider']))['reloading-provider'];
-}, BUILD_TIMEOUT);
-afterAll(() => {
-  if (bin) rmSync(dirname(bin), { recursive: true, force: true });
-});
+const reloadingProvider = useGoCommand('reloading-provider');
 
 describe('a Go provider (cmd/reloading-provider) reloading its mounted Secret, called by our ESO-side client', () => {
   let root: string;
@@ -68,7 +62,7 @@ describe('a Go provider (cmd/reloading-provider) reloading its mounted Secret, c
     Object.values(dirs).forEach((d) => mkdirSync(d));
     cluster = new PlannedCluster(NAMESPACE, SERVICE, dirs);
     await cluster.reconcile();
-    goProvider = spawnGoProgram(bin, ['-addr', '127.0.0.1:0', '-health-addr', '127.0.0.1:0', '-cert-dir', dirs.server, '-poll', '200ms']);
+    goProvider = spawnGoProgram(reloadingProvider(), ['-addr', '127.0.0.1:0', '-health-addr', '127.0.0.1:0', '-cert-dir', dirs.server, '-poll', '200ms']);
     events = new GoEvents(goProvider);
     const { line } = await goProvider.nextLine((l) => l.startsWith('LISTENING '), 0);
     port = Number(line.split(':').pop());
@@ -193,7 +187,9 @@ describe('a Go provider started before its Secret is issued, as in a pod', () =>
   it('answers /readyz 503 naming the folder, then serves provider.v1 and grpc.health.v1 once a good pair is mounted, until SIGTERM', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'go-provider-unissued-'));
     // A container's stdin is closed from the start: the program serves on, until SIGTERM.
-    const program = spawnGoProgram(bin, ['-addr', '127.0.0.1:0', '-health-addr', '127.0.0.1:0', '-cert-dir', dir, '-poll', '100ms'], { stdin: 'closed' });
+    const program = spawnGoProgram(reloadingProvider(), ['-addr', '127.0.0.1:0', '-health-addr', '127.0.0.1:0', '-cert-dir', dir, '-poll', '100ms'], {
+      stdin: 'closed',
+    });
     let stopped: number | null | undefined;
     let channel: grpc.Channel | undefined;
     try {

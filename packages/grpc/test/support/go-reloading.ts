@@ -107,19 +107,19 @@ export class Load {
 }
 
 /**
- * Builds cmd/reloading-client once for the test file (removed after it) and returns a getter of
- * its path, to read inside tests.
+ * Builds cmd/`name` once for the test file (removed after it) and returns a getter of its path, to
+ * read inside tests.
  */
-export function useReloadingClient(): () => string {
+export function useGoCommand(name: 'reloading-client' | 'reloading-provider'): () => string {
   let bin: string | undefined;
   beforeAll(async () => {
-    bin = (await buildGoCommands(['reloading-client']))['reloading-client'];
+    bin = (await buildGoCommands([name]))[name];
   }, BUILD_TIMEOUT);
   afterAll(() => {
     if (bin) rmSync(dirname(bin), { recursive: true, force: true });
   });
   return () => {
-    if (bin === undefined) throw new Error('cmd/reloading-client is not built: read its path inside tests only');
+    if (bin === undefined) throw new Error(`cmd/${name} is not built: read its path inside tests only`);
     return bin;
   };
 }

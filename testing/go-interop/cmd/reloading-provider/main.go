@@ -110,6 +110,10 @@ func run(addr, healthAddr, certDir string, layout gointerop.Layout, poll, maxAge
 		// Every connection ends within age + grace, so none outlives the material it was made with
 		// by more than that: the policy's maxConnectionAge (30 min), which CA retirement waits for.
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: maxAge, MaxConnectionAgeGrace: grace}),
+		// ESO core pings every 10 s without a read, calls or none, to leave a provider that fell
+		// silent (docs/connections-and-rotation.md); grpc-go's default policy would close an idle
+		// connection with GOAWAY too_many_pings at the third ping.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
 	pb.RegisterSecretStoreProviderServer(srv, &secrets{values: map[string][]byte{"db/password": []byte("hunter2")}})
 	hs := health.NewServer() // grpc.health.v1, which ESO core asks over mTLS
