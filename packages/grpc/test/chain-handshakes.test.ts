@@ -26,6 +26,7 @@ import { issueTestCa, issueTestClient, issueTestServer, TEST_CLIENT_SPIFFE_ID, T
 import { secretFiles, startReloadingProvider, type ReloadingProvider } from '@eso-mtls/test-kit/reloading-provider';
 import { probe } from '@eso-mtls/test-kit/tls-probe';
 import { buildGoInterop, runProgram, startGoServer } from './support/go-interop.js';
+import { Load } from './support/go-reloading.js';
 import { memoryProvider } from './support/memory-provider.js';
 import { chainPem, opensslIntermediate, opensslLeaf, opensslRoot, type OpensslCa } from './support/openssl-chain.js';
 import { sClient } from './support/openssl-tls.js';
@@ -187,7 +188,6 @@ describe('a provider serving a chain, and a client presenting one, each trusting
 
 describe('hot reload with calls running', () => {
   const CLIENTS = 4;
-  const MAX_CALLS = 200_000;
   const root2 = mkdtempSync(join(tmpdir(), 'chain-reload-'));
   const clientDir = join(root2, 'client');
   const presented = new Set<string>();
@@ -198,38 +198,11 @@ describe('hot reload with calls running', () => {
     },
     getSecretMap: () => ({ secrets: {} }),
   };
-  const load = { running: false, ok: 0, perClient: new Array<number>(CLIENTS).fill(0), failures: [] as string[], loops: [] as Promise<void>[] };
+  let load: Load | undefined;
   let provider: ReloadingProvider;
   let clientWatcher: CertificateWatcher;
   let channels: ProviderChannel[];
   let clients: SecretStoreProviderClient[];
-
-  /** Every client calls back to back until stopped. */
-  function startLoad(): void {
-    load.running = true;
-    load.loops = clients.map(async (c, i) => {
-      while (load.running && load.ok + load.failures.length < MAX_CALLS) {
-        try {
-          await c.getSecret({ remoteRef: { key: 'k' } });
-          load.ok++;
-          load.perClient[i]!++;
-        } catch (e) {
-          load.failures.push(`client ${i}: ${(e as Error).message}`);
-        }
-      }
-    });
-  }
-
-  /** Waits until every client has completed `n` more calls (a stall check, not a timing bound). */
-  async function callsAfterStep(n = 5): Promise<void> {
-    const target = load.perClient.map((c) => c + n);
-    const deadline = Date.now() + 30_000;
-    while (load.perClient.some((c, i) => c < target[i]!)) {
-      if (Date.now() > deadline)
-        throw new Error(`calls stalled: ${load.perClient.join(', ')} of ${target.join(', ')}; failures: ${load.failures.slice(0, 3).join(' | ')}`);
-      await new Promise((r) => setTimeout(r, 2));
-    }
-  }
 
   /** Resolves once `watcher` serves exactly `data`; rejects on a refusal. */
   function served(watcher: CertificateWatcher, data: { 'tls.crt': string; 'ca.crt': string }): Promise<void> {
@@ -251,12 +224,11 @@ describe('hot reload with calls running', () => {
     const clientServed = served(clientWatcher, clientFiles);
     await writeAtomically(clientDir, clientFiles);
     await clientServed;
-    await callsAfterStep();
+    await load!.callsAfterStep();
   }
 
   afterAll(async () => {
-    load.running = false;
-    await Promise.all(load.loops);
+    await load?.stop();
     await Promise.all(channels?.map((c) => c.close()) ?? []);
     clientWatcher?.close();
     await provider?.stop();
@@ -287,8 +259,8 @@ describe('hot reload with calls running', () => {
           }),
       );
       clients = channels.map((c) => createSecretStoreProviderClient(c, { retry: false, waitForReady: false }));
-      startLoad();
-      await callsAfterStep();
+      const running = (load = new Load(clients, 'k'));
+      await running.callsAfterStep();
 
       const both = `${selfSigned.cert}${root.cert}`;
       await step(both, selfServer, selfClient); // the root joins every bundle
@@ -297,10 +269,9 @@ describe('hot reload with calls running', () => {
       await step(root.cert, renewedServer, renewedClient); // a renewed intermediate, same root: no bundle change
       await step(root.cert, server2, client2); // two intermediates
 
-      load.running = false;
-      await Promise.all(load.loops);
-      expect(load.failures).toEqual([]);
-      expect(load.ok).toBeGreaterThan(5 * 6 * CLIENTS);
+      await running.stop();
+      expect(running.failures).toEqual([]);
+      expect(running.ok).toBeGreaterThan(5 * 6 * CLIENTS);
       // Every client certificate was presented on some call: the chained ones included.
       for (const leafPem of [selfClient.cert, client.leafCert, renewedClient.leafCert, client2.leafCert]) expect(presented).toContain(serial(leafPem));
       expect(provider.watcher.stats).toMatchObject({ reloads: 5, failures: 0 });

@@ -1,6 +1,6 @@
 // What the tests of the Go reloading programs (testing/go-interop/cmd/reloading-provider and
 // cmd/reloading-client) share: the Service they are named after, their event lines, serials as
-// numbers, and a call load that counts per client.
+// numbers, their builds, and a call load that counts per client (chain-handshakes.test.ts's too).
 import { X509Certificate } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
