@@ -8,7 +8,17 @@ import { join } from 'node:path';
 import { CLUSTER_NETWORK, MAX_NODES, clusterNodes, nodeAddresses } from '../src/cluster/node/addresses.js';
 import { bootstrapObjects } from '../src/cluster/node/bootstrap.js';
 import { cgroupSupport, cgroupVersion, removeCgroupTree, runCgroupRoot } from '../src/cluster/node/cgroups.js';
-import { cniConfig, containerdConfig, corefile, kubeProxyConfig, kubeletArgs, kubeletConfig, nodePaths } from '../src/cluster/node/configs.js';
+import {
+  MAX_SOCKET_PATH,
+  cniConfig,
+  containerdConfig,
+  corefile,
+  kubeProxyConfig,
+  kubeletArgs,
+  kubeletConfig,
+  nodePaths,
+  socketPathTooLong,
+} from '../src/cluster/node/configs.js';
 import { linkCommands } from '../src/cluster/node/links.js';
 import { PRIVATE_SYSCTLS, sandboxSetupScript } from '../src/cluster/node/namespaces.js';
 
@@ -129,7 +139,7 @@ describe('several nodes', () => {
 
   it("give each node's kubelet, kube-proxy and pod network its own name, address and pod range, and kube-proxy every node's pods", () => {
     const second = nodeAddresses(1);
-    const paths2 = nodePaths('/tmp/run-1/nodes/eso-mtls-node-2/state');
+    const paths2 = nodePaths('/tmp/run-1/eso-mtls-node-2');
     expect(kubeletArgs(paths2, second, '/c', '/k')).toEqual(expect.arrayContaining(['--hostname-override=eso-mtls-node-2', '--node-ip=10.200.0.3']));
     expect(JSON.parse(kubeProxyConfig('/k', second))).toMatchObject({
       hostnameOverride: 'eso-mtls-node-2',
@@ -138,6 +148,14 @@ describe('several nodes', () => {
     });
     const cni = JSON.parse(cniConfig(paths2, second)) as { plugins: { ipam?: { ranges: { subnet: string; gateway: string }[][] } }[] };
     expect(cni.plugins[0]!.ipam!.ranges).toEqual([[{ subnet: '10.244.1.0/24', gateway: '10.244.1.1' }]]);
+  });
+
+  it("refuses a node folder too deep for its unix sockets, naming the socket, and keeps containerd's socket short", () => {
+    expect(socketPathTooLong(nodePaths('/tmp/eso-mtls-getting-started-AbCdEf/.eso-mtls-dev/eso-mtls-node'))).toBeUndefined();
+    expect(nodePaths('/r').containerdSocket).toBe('/r/containerd.sock');
+    const deep = `/home/someone/${'x'.repeat(60)}/.eso-mtls-dev/eso-mtls-node`;
+    expect(socketPathTooLong(nodePaths(deep))).toEqual({ path: `${deep}/containerd.sock.ttrpc`, bytes: deep.length + '/containerd.sock.ttrpc'.length });
+    expect(deep.length + '/containerd.sock.ttrpc'.length).toBeGreaterThan(MAX_SOCKET_PATH);
   });
 
   it("link a node only inside the harness's namespaces: a veth into the control plane's bridge, a route to each other node's pods, and the control plane's route to this one's", () => {

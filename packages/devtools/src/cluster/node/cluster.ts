@@ -214,7 +214,8 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     const proxyKubeconfig = kubeconfigFile(KUBE_PROXY.name);
     const nodeStart = (node: NodeAddresses, rebooted: boolean): Promise<StartedNode> =>
       startNode({
-        dir: join(dir, 'nodes', node.name),
+        // Short: the node's unix sockets live under it (configs.ts, socketPathTooLong).
+        dir: join(dir, node.name),
         node,
         all: nodeAddresses,
         controlPlanePid: sb.pid,

@@ -21,13 +21,29 @@ export function nodePaths(root: string): NodePaths {
     root,
     containerdRoot: `${root}/containerd/root`,
     containerdState: `${root}/containerd/state`,
-    containerdSocket: `${root}/containerd/state/containerd.sock`,
+    // Beside the state, not in it: a unix socket's path is bounded (MAX_SOCKET_PATH), and the run's
+    // folder may already be deep.
+    containerdSocket: `${root}/containerd.sock`,
     kubeletRoot: `${root}/kubelet`,
     podLogs: `${root}/pod-logs`,
     cniConfDir: `${root}/cni/net.d`,
     cniDataDir: `${root}/cni/data`,
     resolvConf: `${root}/resolv.conf`,
   };
+}
+
+/** The longest path a unix socket may have: 108 bytes with the terminating NUL (Linux's sun_path). */
+export const MAX_SOCKET_PATH = 107;
+
+/**
+ * The unix sockets made under a node's folder (containerd's and its ttrpc one; the kubelet's device
+ * plugin and pod resources sockets), and the first whose path is over {@link MAX_SOCKET_PATH}
+ * bytes: a folder that deep makes containerd or the kubelet fail to listen, so it is refused first.
+ */
+export function socketPathTooLong(paths: NodePaths): { readonly path: string; readonly bytes: number } | undefined {
+  const sockets = [`${paths.containerdSocket}.ttrpc`, `${paths.kubeletRoot}/device-plugins/kubelet.sock`, `${paths.kubeletRoot}/pod-resources/kubelet.sock`];
+  const path = sockets.find((p) => Buffer.byteLength(p) > MAX_SOCKET_PATH);
+  return path === undefined ? undefined : { path, bytes: Buffer.byteLength(path) };
 }
 
 /** The image the CRI runs as each pod's sandbox; it is imported, never pulled. */

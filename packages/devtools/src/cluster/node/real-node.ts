@@ -6,7 +6,7 @@ import { ServerProcess } from '../process-group.js';
 import type { NodeAddresses } from './addresses.js';
 import { removeCgroupTree } from './cgroups.js';
 import { type NodeBinaries, nodeCommands } from './components.js';
-import { cniConfig, containerdConfig, kubeProxyConfig, kubeletConfig, nodePaths } from './configs.js';
+import { MAX_SOCKET_PATH, cniConfig, containerdConfig, kubeProxyConfig, kubeletConfig, nodePaths, socketPathTooLong } from './configs.js';
 import { linkCommands } from './links.js';
 import { type Sandbox, createSandbox } from './namespaces.js';
 import { waitFor } from './readiness.js';
@@ -73,7 +73,12 @@ export interface NodeStart {
 export async function startNode(start: NodeStart): Promise<StartedNode> {
   const { node, dir } = start;
   const say = (line: string): void => start.progress(`${node.name}: ${line}`);
-  const paths = nodePaths(join(dir, 'state'));
+  const paths = nodePaths(dir);
+  const tooLong = socketPathTooLong(paths);
+  if (tooLong !== undefined)
+    throw new Error(
+      `${node.name}'s folder ${dir} is too deep for the unix sockets made under it: ${tooLong.path} would be ${tooLong.bytes} bytes, and a socket's path may have at most ${MAX_SOCKET_PATH}; start the cluster in a shorter folder`,
+    );
   const logs = join(dir, 'logs');
   if (start.rebooted) for (const d of [join(dir, 'sandbox', 'overlay', 'run'), paths.containerdState]) rmSync(d, { recursive: true, force: true });
   for (const d of [paths.containerdRoot, paths.containerdState, paths.kubeletRoot, paths.podLogs, paths.cniConfDir, paths.cniDataDir, logs])
