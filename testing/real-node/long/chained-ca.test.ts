@@ -94,12 +94,17 @@ describe("the provider CA chained to the organisation's PKI on the real node: re
     return leaves;
   };
 
-  /** Waits until no Secret-mode leaf carries one of `old` intermediates, and what that cost since `from`. */
-  const leavesMoved = async (old: ReadonlySet<string | undefined>, from: number, what: string): Promise<ChangeCost> => {
-    await eventually(async () => (await w.secretLeaves()).every((l) => !old.has(intermediateOf(l))), 300_000, what);
+  /** What a change begun at `from` has cost until now. */
+  const costSince = async (from: number): Promise<ChangeCost> => {
     const seconds = (Date.now() - from) / 1000;
     const writes = writesSince(from);
     return { seconds, secretWrites: writes.secrets, bundleWrites: writes.bundles, failedCalls: (await w.failedCalls()).length };
+  };
+
+  /** Waits until no Secret-mode leaf carries one of `old` intermediates, and what that cost since `from`. */
+  const leavesMoved = async (old: ReadonlySet<string | undefined>, from: number, what: string): Promise<ChangeCost> => {
+    await eventually(async () => (await w.secretLeaves()).every((l) => !old.has(intermediateOf(l))), 300_000, what);
+    return costSince(from);
   };
 
   it('installs with the ClusterIssuer as the CA source: every leaf, pod certificates too, chains through the intermediate to the organisation root alone', async () => {
@@ -201,13 +206,7 @@ describe("the provider CA chained to the organisation's PKI on the real node: re
     const started = Date.now();
     await w.upgrade({ ca: { source: 'selfSigned' } });
     await eventually(() => w.secretLeavesMovedFrom(chained), 300_000, 'every leaf issued by the self-signed root');
-    const writes = writesSince(started);
-    measured.backToSelfSigned = {
-      seconds: (Date.now() - started) / 1000,
-      secretWrites: writes.secrets,
-      bundleWrites: writes.bundles,
-      failedCalls: (await w.failedCalls()).length,
-    };
+    measured.backToSelfSigned = await costSince(started);
     const ca = await w.core.readNamespacedSecret({ namespace: ESO_NS, name: CA_SECRET });
     expect(ca.metadata?.annotations?.[CA_SOURCE_ANNOTATION]).toBe(SELF_SIGNED_SOURCE);
     const [root] = await w.caCertificates();
