@@ -77,7 +77,7 @@ describe('issuing on the real apiserver', () => {
     );
     expect(reply).toBe('ok');
 
-    expect(run.rotations).toContainEqual({ namespace: ns, services: ['vault'], reason: 'initial' });
+    await eventually(() => expect(run.rotations).toContainEqual({ namespace: ns, services: ['vault'], reason: 'initial' }));
     await run.adapter.flushEvents();
     const events = await cluster.events(ns, 'vault');
     expect(events).toContainEqual(expect.objectContaining({ reason: 'Issued', type: 'Normal', message: expect.stringContaining('reason: initial') }));
@@ -101,7 +101,8 @@ describe('issuing on the real apiserver', () => {
       const leaf = new X509Certificate(text(await cluster.secret(ns), 'tls.crt'));
       expect(leaf.subjectAltName).toBe(`DNS:alpha, DNS:alpha.${ns}, DNS:alpha.${ns}.svc, DNS:alpha.${ns}.svc.cluster.local`);
     });
-    expect(run.reasonsFor(`namespace/${ns}`).at(-1)).toBe('dns_changed');
+    // The Secret can be read back before the adapter's write hook has run: wait for the hook too.
+    await eventually(() => expect(run.reasonsFor(`namespace/${ns}`).at(-1)).toBe('dns_changed'));
     await run.adapter.flushEvents();
     expect(await cluster.events(ns, 'alpha')).toContainEqual(
       expect.objectContaining({ reason: 'Rotated', message: expect.stringContaining('reason: dns_changed') }),
@@ -117,7 +118,7 @@ describe('issuing on the real apiserver', () => {
 
     await cluster.deleteService(ns, 'two');
     await eventually(async () => expect(new X509Certificate(text(await cluster.secret(ns), 'tls.crt')).subjectAltName).not.toContain('DNS:two'));
-    expect(run.reasonsFor(`namespace/${ns}`).at(-1)).toBe('dns_changed');
+    await eventually(() => expect(run.reasonsFor(`namespace/${ns}`).at(-1)).toBe('dns_changed'));
     await converge(run.adapter);
 
     const before = await cluster.secret(ns);
