@@ -81,7 +81,7 @@ describe('main, as a process, with a JSON data file', () => {
       const health = `http://127.0.0.1:${serving.healthPort}`;
       expect((await fetch(`${health}/readyz`)).status).toBe(200);
       expect(await (await fetch(`${health}/metrics`)).text()).toMatch(
-        /eso_provider_served_certificate_expiry_seconds\{namespace="provider-system",service="file-provider"\} \d+/,
+        /eso_provider_served_certificate_expiry_seconds\{namespace="provider-system",service="file-provider",source="secret"\} \d+/,
       );
     } finally {
       channel.close();

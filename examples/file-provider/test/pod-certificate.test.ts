@@ -54,7 +54,7 @@ describe('main, as a process, over a pod-certificate folder', () => {
     const { child, exited } = provider;
     const serving = await until('the serving line', () => {
       if (child.exitCode !== null) throw new Error(`main exited with ${child.exitCode}: ${provider.stderr()}`);
-      return provider.lines().find((l) => l.message === 'serving') as { port: number } | undefined;
+      return provider.lines().find((l) => l.message === 'serving') as { port: number; healthPort: number } | undefined;
     });
     // ESO's side: its own pod certificate, read the same way.
     const clientDir = await podCertificateDir(client, trustAnchors([ca.cert, otherCa.cert]));
@@ -74,6 +74,10 @@ describe('main, as a process, over a pod-certificate folder', () => {
       const reloaded = await until('the reload line', () => provider.lines().find((l) => l.reason === 'reloaded'));
       expect(reloaded.serialNumber).toBe(serial(servers[1]!.cert));
       expect((await probeServer()).serverSerial).toBe(serial(servers[1]!.cert));
+      // The served expiry says it is a pod certificate, which no Secret of the controller's is compared with.
+      expect(await (await fetch(`http://127.0.0.1:${serving.healthPort}/metrics`)).text()).toMatch(
+        /eso_provider_served_certificate_expiry_seconds\{namespace="provider-system",service="file-provider",source="pod_certificate"\} \d+/,
+      );
     } finally {
       watcher.close();
       await channel.close();

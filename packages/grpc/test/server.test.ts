@@ -188,7 +188,8 @@ describe('a running provider server', () => {
     const labels = '{namespace="provider-system",service="file-provider"}';
     expect(metrics).toContain(`eso_provider_certificate_hot_reload_total${labels} 0`);
     expect(metrics).toContain(`eso_provider_certificate_hot_reload_failures_total${labels} 0`);
-    const expiry = Number(new RegExp(`eso_provider_served_certificate_expiry_seconds${labels} (\\S+)`).exec(metrics)?.[1]);
+    const servedLabels = '{namespace="provider-system",service="file-provider",source="secret"}';
+    const expiry = Number(new RegExp(`eso_provider_served_certificate_expiry_seconds${servedLabels} (\\S+)`).exec(metrics)?.[1]);
     const notAfter = Date.parse(new X509Certificate(pki.server.cert).validTo);
     expect(Math.abs(expiry - (notAfter - Date.now()) / 1000)).toBeLessThan(60);
   });

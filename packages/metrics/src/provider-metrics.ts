@@ -4,6 +4,17 @@ import { isInstant, secondsUntil } from './expiry.js';
 import { serviceLabels } from './labels.js';
 import { METRIC_NAMES } from './metric-names.js';
 
+/**
+ * Where the certificate a provider serves comes from, the `source` label of
+ * `eso_provider_served_certificate_expiry_seconds`: `secret`, a Secret the controller writes (and
+ * exports the expiry of, so the two can be compared); `pod_certificate`, a certificate the kubelet
+ * obtained for the pod, which no Secret holds.
+ */
+export type ServedCertificateOrigin = 'secret' | 'pod_certificate';
+
+/** Every {@link ServedCertificateOrigin}. */
+export const SERVED_CERTIFICATE_ORIGINS: readonly ServedCertificateOrigin[] = ['secret', 'pod_certificate'];
+
 /** Options of {@link ProviderMetrics}. */
 export interface ProviderMetricsOptions {
   /** Registry to register in; a fresh one by default. Never the global registry. */
@@ -14,6 +25,11 @@ export interface ProviderMetricsOptions {
   readonly service: string;
   /** The current time, epoch milliseconds. */
   readonly now: () => Instant;
+  /**
+   * Where the served certificate comes from. A pod certificate is never compared with the
+   * controller's Secret for the same Service, which the pod does not mount.
+   */
+  readonly source: ServedCertificateOrigin;
   /** The certificate being served right now; undefined before the first good load. */
   readonly servedCertificate: () => { readonly notAfter: Instant } | undefined;
 }
@@ -32,7 +48,10 @@ export class ProviderMetrics {
 
   /** Throws {@link MetricLabelError} when `namespace` or `service` is not a Kubernetes name. */
   constructor(options: ProviderMetricsOptions) {
-    const { now, servedCertificate } = options;
+    const { now, servedCertificate, source } = options;
+    if (!SERVED_CERTIFICATE_ORIGINS.includes(source)) {
+      throw new RangeError(`source ${JSON.stringify(source)} is not one of ${SERVED_CERTIFICATE_ORIGINS.join(', ')}`);
+    }
     const labels = { ...serviceLabels(options.namespace, options.service) };
     this.labels = labels;
     this.registry = options.registry ?? new Registry();
@@ -55,15 +74,16 @@ export class ProviderMetrics {
     this.reloads.inc(labels, 0);
     this.reloadFailures.inc(labels, 0);
 
+    const servedLabels = { ...labels, source };
     new Gauge({
       name: METRIC_NAMES.providerServedCertificateExpiry,
-      help: 'Seconds until the certificate this provider serves right now expires. Absent before the first good load.',
-      labelNames,
+      help: 'Seconds until the certificate this provider serves right now expires; source is secret or pod_certificate. Absent before the first good load.',
+      labelNames: [...labelNames, 'source'],
       registers,
       collect() {
         this.reset();
         const served = servedCertificate();
-        if (served !== undefined && isInstant(served.notAfter)) this.set(labels, secondsUntil(served.notAfter, now()));
+        if (served !== undefined && isInstant(served.notAfter)) this.set(servedLabels, secondsUntil(served.notAfter, now()));
       },
     });
   }

@@ -54,6 +54,7 @@ async function system(options: { leader: boolean }) {
   const provider = new ProviderMetrics({
     namespace: 'provider-vault',
     service: 'vault',
+    source: 'secret',
     now: clock.now,
     servedCertificate: () => ({ notAfter: T0 + 55 * DAY }),
   });

@@ -13,7 +13,7 @@ afterEach(() => served.stop());
 async function setUp(namespace = 'provider-aws', service = 'aws') {
   const clock = new TestClock(T0);
   let current: { notAfter: number } | undefined;
-  const metrics = new ProviderMetrics({ namespace, service, now: clock.now, servedCertificate: () => current });
+  const metrics = new ProviderMetrics({ namespace, service, source: 'secret', now: clock.now, servedCertificate: () => current });
   const scrape = await served.start(metrics.registry);
   return {
     clock,
@@ -53,7 +53,7 @@ describe('ProviderMetrics', () => {
     const { clock, serve, samples } = await setUp();
     expect(series(await samples(), N.providerServedCertificateExpiry)).toEqual([]);
     serve({ notAfter: T0 + 30 * DAY });
-    expect(valueOf(await samples(), N.providerServedCertificateExpiry, { namespace: 'provider-aws', service: 'aws' })).toBe(30 * 86_400);
+    expect(valueOf(await samples(), N.providerServedCertificateExpiry, { namespace: 'provider-aws', service: 'aws', source: 'secret' })).toBe(30 * 86_400);
     clock.advance(DAY);
     expect(valueOf(await samples(), N.providerServedCertificateExpiry)).toBe(29 * 86_400);
     serve({ notAfter: T0 + 91 * DAY }); // a reload swapped in the new pair
@@ -61,10 +61,29 @@ describe('ProviderMetrics', () => {
   });
 
   it('refuses a namespace or service that is not a Kubernetes name', () => {
-    const base = { now: () => T0, servedCertificate: () => undefined };
+    const base = { source: 'secret' as const, now: () => T0, servedCertificate: () => undefined };
     expect(() => new ProviderMetrics({ ...base, namespace: '', service: 'aws' })).toThrow(MetricLabelError);
     expect(() => new ProviderMetrics({ ...base, namespace: '', service: 'aws' })).toThrow(/namespace label ""/);
     expect(() => new ProviderMetrics({ ...base, namespace: 'ns', service: 'AWS' })).toThrow(/service label "AWS" in namespace ns/);
+  });
+
+  it('labels the served expiry with where the certificate comes from, and refuses an unknown source', async () => {
+    const clock = new TestClock(T0);
+    const metrics = new ProviderMetrics({
+      namespace: 'provider-aws',
+      service: 'aws',
+      source: 'pod_certificate',
+      now: clock.now,
+      servedCertificate: () => ({ notAfter: T0 + DAY }),
+    });
+    const scrape = await served.start(metrics.registry);
+    expect(series((await scrape()).samples, N.providerServedCertificateExpiry)).toEqual([
+      { name: N.providerServedCertificateExpiry, labels: { namespace: 'provider-aws', service: 'aws', source: 'pod_certificate' }, value: 86_400 },
+    ]);
+    // The reload counters keep their two labels: only the expiry is compared with the controller's.
+    expect(series((await scrape()).samples, N.providerHotReloads)[0]!.labels).toEqual({ namespace: 'provider-aws', service: 'aws' });
+    const unknown = { namespace: 'ns', service: 'svc', source: 'pod-certificate' as 'secret', now: clock.now, servedCertificate: () => undefined };
+    expect(() => new ProviderMetrics(unknown)).toThrow('source "pod-certificate" is not one of secret, pod_certificate');
   });
 
   it('never collides with another instance in the same process', async () => {

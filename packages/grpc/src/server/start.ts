@@ -52,6 +52,7 @@ export async function startProviderServer(
       : new ProviderMetrics({
           namespace: o.metrics.namespace,
           service: o.metrics.service,
+          source: o.certLayout === 'pod-certificate' ? 'pod_certificate' : 'secret',
           now: () => Date.now(),
           servedCertificate: () => source.servedCertificate(),
         });
