@@ -13,8 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { KubernetesObjectApi, type V1Pod } from '@kubernetes/client-node';
+import { promtoolAlertTest } from '@eso-mtls/test-kit/alert-test';
 import { ESO_NS } from '@eso-mtls/test-kit/cluster';
 import { eventually } from '@eso-mtls/test-kit/eventually';
+import { parseExposition } from '@eso-mtls/test-kit/exposition';
 import { applyAll, kustomizeBuild, type Manifest } from '@eso-mtls/test-kit/manifests';
 import { repoRoot } from '@eso-mtls/test-kit/repo';
 import { type TestCluster, inside, startTestCluster } from './support/cluster.js';
@@ -25,6 +27,8 @@ import { POD_PROVIDER, type PodCertificateRequest, World } from './support/world
 /** The pod-certificate provider's pods: one per node. */
 const PROVIDER_LABELS = { 'app.kubernetes.io/name': 'file-provider' };
 const CLIENT = 'eso-client-two-nodes';
+/** Past the longest `for:` of deploy/prometheus/alerts.yaml (15 m), so any alert the series hold would fire. */
+const REPLAYED_MINUTES = 17;
 
 /** A PodCertificateRequest as sent, with the spec fields a node fills in. */
 type RequestBody = PodCertificateRequest & { spec: Record<string, unknown> & { nodeName: string; podUID: string } };
@@ -130,6 +134,30 @@ describe('two real nodes: the chart spread one replica per node, and pod certifi
     expect((await calls()).failed).toBe(0);
   }, 600_000);
 
+  it('fires no alert on the healthy cluster: both controller replicas and both provider replicas scraped, replayed through the shipped rules past their longest `for:`', async () => {
+    const controllers = (await w.core.listNamespacedPod({ namespace: ESO_NS, labelSelector: 'app.kubernetes.io/name=eso-mtls-controller' })).items;
+    const targets = [
+      ...controllers.map((p) => ({ namespace: ESO_NS, instance: `${p.metadata!.name!}:8080`, job: 'eso-mtls-controller' })),
+      ...(await providerPods(w)).map((p) => ({ namespace: POD_PROVIDER, instance: `${p.metadata!.name!}:8081`, job: 'file-provider' })),
+    ];
+    expect(targets).toHaveLength(4);
+    // One scrape of every target per replayed minute: the series as they are now, held for REPLAYED_MINUTES.
+    const minutes: Map<string, number>[] = [];
+    for (let i = 0; i < REPLAYED_MINUTES; i++) {
+      const minute = new Map<string, number>();
+      for (const t of targets) {
+        for (const sample of parseExposition(await w.scrapePod(t.namespace, t.instance))) {
+          minute.set(seriesName(sample.name, { ...sample.labels, job: t.job, instance: t.instance }), sample.value);
+        }
+      }
+      minutes.push(minute);
+    }
+    const names = new Set(minutes.flatMap((m) => [...m.keys()]));
+    const input = [...names].map((series) => ({ series, values: minutes.map((m) => (m.has(series) ? String(m.get(series)) : '_')).join(' ') }));
+    const r = promtoolAlertTest(input, 'ALERTS{alertstate="firing"}', minutes.length - 1, []);
+    expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('SUCCESS')]);
+  }, 300_000);
+
   it("has the apiserver refuse a PodCertificateRequest made with one node's credentials for a pod on the other, and the other node's own request issued", async () => {
     const [a, b] = tc.cluster.nodes as [(typeof tc.cluster.nodes)[0], (typeof tc.cluster.nodes)[0]];
     const onB = (await providerPods(w)).find((p) => p.spec!.nodeName === b.name)!;
@@ -207,4 +235,12 @@ function onePerNode(manifests: Manifest[]): Manifest[] {
 
 async function providerPods(w: World): Promise<V1Pod[]> {
   return (await w.core.listNamespacedPod({ namespace: POD_PROVIDER })).items.filter((p) => p.metadata?.deletionTimestamp === undefined);
+}
+
+/** A series as promtool's input names it: `name{label="value",..}`, labels sorted. */
+function seriesName(name: string, labels: Readonly<Record<string, string>>): string {
+  return `${name}{${Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${JSON.stringify(labels[k])}`)
+    .join(',')}}`;
 }
