@@ -18,19 +18,34 @@ export interface ScrapeTarget {
 
 const CONTROLLER: ScrapeTarget = { job: 'eso-mtls-controller', instance: 'controller-0:8080' };
 
-/** The scrapes of one target, one per minute. */
+/** One target to scrape: where its metrics come from and the labels discovery gives them. */
+export interface ScrapedTarget {
+  readonly source: MetricsSource;
+  readonly target: ScrapeTarget;
+}
+
+/** The scrapes of one or more targets, one round of every target per minute. */
 export class ScrapeRecorder {
   private readonly scrapes: Map<string, number>[] = [];
+  private readonly targets: readonly ScrapedTarget[];
 
-  constructor(
-    private readonly source: MetricsSource,
-    readonly target: ScrapeTarget = CONTROLLER,
-  ) {}
+  /** One target (the controller by default), or several with their own labels. */
+  constructor(source: MetricsSource | readonly ScrapedTarget[], target: ScrapeTarget = CONTROLLER) {
+    this.targets = Array.isArray(source) ? source : [{ source: source as MetricsSource, target }];
+  }
 
-  /** Scrapes the source now; the scrape stands for the next minute of the replay. */
+  /** Scrapes every target now; the round stands for the next minute of the replay. */
   async scrape(): Promise<void> {
-    const samples = parseExposition(await this.source.metrics());
-    this.scrapes.push(new Map(samples.map((s) => [seriesName(s.name, { ...s.labels, ...this.target }), s.value])));
+    const minute = new Map<string, number>();
+    for (const { source, target } of this.targets) {
+      for (const s of parseExposition(await source.metrics())) minute.set(seriesName(s.name, { ...s.labels, ...target }), s.value);
+    }
+    this.scrapes.push(minute);
+  }
+
+  /** The labels of the first (or only) target. */
+  get target(): ScrapeTarget {
+    return this.targets[0]!.target;
   }
 
   get minutes(): number {
@@ -39,18 +54,24 @@ export class ScrapeRecorder {
 
   /** Runs promtool on the scrapes; expects exactly `expected` (label sets) of `alertname` firing at the last minute. */
   expectFiring(alertname: string, expected: Record<string, string>[]): PromtoolResult {
+    return this.replay(
+      `ALERTS{alertname="${alertname}",alertstate="firing"}`,
+      expected.map((labels) => ({ labels: seriesName('ALERTS', { alertname, alertstate: 'firing', severity: 'warning', ...labels }), value: 1 })),
+    );
+  }
+
+  /** Runs promtool on the scrapes; expects no alert of the shipped rules firing at the last minute. */
+  expectNoneFiring(): PromtoolResult {
+    return this.replay('ALERTS{alertstate="firing"}', []);
+  }
+
+  private replay(expr: string, expected: Parameters<typeof promtoolAlertTest>[3]): PromtoolResult {
     const names = new Set(this.scrapes.flatMap((s) => [...s.keys()]));
     const inputSeries = [...names].map((series) => ({
       series,
       values: this.scrapes.map((s) => (s.has(series) ? String(s.get(series)) : '_')).join(' '),
     }));
-    const expr = `ALERTS{alertname="${alertname}",alertstate="firing"}`;
-    return promtoolAlertTest(
-      inputSeries,
-      expr,
-      this.scrapes.length - 1,
-      expected.map((labels) => ({ labels: seriesName('ALERTS', { alertname, alertstate: 'firing', severity: 'warning', ...labels }), value: 1 })),
-    );
+    return promtoolAlertTest(inputSeries, expr, this.scrapes.length - 1, expected);
   }
 }
 
