@@ -38,6 +38,7 @@ export {
   parseProviderAddress,
   type ProviderAddress,
   ProviderChannel,
+  PROVIDER_CHANNEL_DEFAULTS,
   type ProviderChannelOptions,
   type ProviderChannelStats,
 } from './tls/client-channel.js';

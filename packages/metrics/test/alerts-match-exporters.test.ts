@@ -203,7 +203,7 @@ describe('the alert rules and the real exporters', () => {
       firing('EsoProviderNamespacesNotAllowed', {}),
       firing('EsoProviderNamespacesNotServed', {}),
       firing('EsoProviderServiceRefused', { namespace: 'provider-aws', service: 'aws', reason: 'certificate_too_large' }),
-      firing('EsoProviderServingStaleCertificate', vaultPod),
+      firing('EsoProviderServingStaleCertificate', { ...vaultPod, source: 'secret' }),
       firing('EsoSecretWriteConflict', { component: 'provider-tls' }),
     ]);
     expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('SUCCESS')]);

@@ -31,6 +31,24 @@ export function parseProviderAddress(address: string): ProviderAddress {
   return { host: (m[1] ?? m[2])!.toLowerCase(), port };
 }
 
+/**
+ * The channel options every {@link ProviderChannel} starts from; `channelOptions` may override
+ * them. A provider pod on a lost node neither answers nor resets its connections, and without
+ * pings every call would time out on such a connection until TCP gave up (about 15 minutes):
+ * - a keepalive ping after 10 s without a read, calls or none, and the connection dropped when it
+ *   goes unanswered for 10 s, so the next call dials again and reaches a live endpoint;
+ * - reconnect backoff capped at 5 s (grpc-js's default is 120 s), so a provider back after an
+ *   outage is called again within seconds.
+ * The provider must permit pings every 10 s without calls: `startProviderServer` does; a grpc-go
+ * server needs a `KeepaliveEnforcementPolicy` (docs/provider-developers.md).
+ */
+export const PROVIDER_CHANNEL_DEFAULTS: Readonly<grpc.ChannelOptions> = Object.freeze({
+  'grpc.keepalive_time_ms': 10_000,
+  'grpc.keepalive_timeout_ms': 10_000,
+  'grpc.keepalive_permit_without_calls': 1,
+  'grpc.max_reconnect_backoff_ms': 5_000,
+});
+
 /** Options of {@link ProviderChannel}. */
 export interface ProviderChannelOptions {
   /** `<service>.<namespace>.svc:<port>`: where to call, and the name the server certificate must carry. */
@@ -42,7 +60,10 @@ export interface ProviderChannelOptions {
    * certificate is still verified against the host of `address`; there is no way to skip that.
    */
   readonly connectTo?: string;
-  /** Extra grpc-js channel options; the server-name options are always ours. */
+  /**
+   * Extra grpc-js channel options, over {@link PROVIDER_CHANNEL_DEFAULTS}; the server-name options
+   * are always ours.
+   */
   readonly channelOptions?: grpc.ChannelOptions;
   /**
    * A replaced channel is closed when its last call finishes, or after this long regardless (a
@@ -219,6 +240,7 @@ export class ProviderChannel {
       byIp ? { checkServerIdentity: (_host, cert) => checkServerIdentity(name, cert) } : {},
     );
     const channel = new grpc.Channel(this.target, credentials, {
+      ...PROVIDER_CHANNEL_DEFAULTS,
       ...this.options.channelOptions,
       ...(byIp ? {} : { 'grpc.ssl_target_name_override': name }),
       'grpc.default_authority': this.address,
