@@ -32,7 +32,6 @@ describe("ProviderChannel's default keepalive, calling our provider through a pr
   let provider: ReloadingProvider;
   let watcher: CertificateWatcher;
   let proxy: VanishingProxy;
-  let served = 0;
   const channels: ProviderChannel[] = [];
 
   beforeAll(async () => {
@@ -42,10 +41,7 @@ describe("ProviderChannel's default keepalive, calling our provider through a pr
     await new PlannedCluster(NAMESPACE, SERVICE, dirs).reconcile();
     provider = await startProviderOn(dirs.server, {
       implementation: {
-        getSecret() {
-          served++;
-          return { value: Buffer.from('v') };
-        },
+        getSecret: () => ({ value: Buffer.from('v') }),
         getSecretMap: () => ({ secrets: {} }),
       },
     });
