@@ -193,10 +193,10 @@ describe('pod-certificate modes of the Helm chart, rendered by helm', () => {
     expect(pod.volumes!.filter((v: V1Volume) => v.secret !== undefined)).toEqual([]);
   });
 
-  it('renders the example provider of deploy/examples/file-provider-pod-certificates when the modes include pod-certificate, the Secret one otherwise, with the same probes', () => {
+  it('renders the example provider of deploy/examples/file-provider-pod-certificates when the modes include pod-certificate, the Secret one otherwise, with the same probes and preStop wait', () => {
     const volumesAndMounts = (pod: V1PodSpec) => {
-      const { volumeMounts: mounts, args, startupProbe, livenessProbe, readinessProbe } = pod.containers[0]!;
-      return { volumes: pod.volumes, mounts, args, probes: { startupProbe, livenessProbe, readinessProbe } };
+      const { volumeMounts: mounts, args, startupProbe, livenessProbe, readinessProbe, lifecycle } = pod.containers[0]!;
+      return { volumes: pod.volumes, mounts, args, probes: { startupProbe, livenessProbe, readinessProbe }, lifecycle };
     };
     for (const modes of [['pod-certificate'], ['secret', 'pod-certificate']]) {
       const chart = render({ modes, exampleProvider: { enabled: true } });
@@ -204,6 +204,8 @@ describe('pod-certificate modes of the Helm chart, rendered by helm', () => {
     }
     const secretMode = render({ exampleProvider: { enabled: true } });
     expect(volumesAndMounts(podOf(secretMode, 'file-provider'))).toEqual(volumesAndMounts(podOf(exampleSecret, 'file-provider')));
+    // Kept serving for 10 s after eviction, while kube-proxy drops its endpoint (docs/connections-and-rotation.md).
+    expect(podOf(exampleSecret, 'file-provider').containers[0]!.lifecycle).toEqual({ preStop: { sleep: { seconds: 10 } } });
   });
 
   it('rejects bad pod-certificate values, naming the value and what is wrong', () => {

@@ -37,8 +37,6 @@ const SETTLE_MS = 5000;
  */
 const RECONNECT_MS = 6000;
 
-/** How long an evicted provider keeps serving before its SIGTERM (a preStop sleep): kube-proxy's rules drop its endpoint meanwhile. */
-const PRE_STOP_SLEEP_SECONDS = 10;
 /** The overlap CA rotation's wait between publishing a CA and signing with it (with the kubelet's syncFrequency at 10 s, as the one-node suite). */
 const PROPAGATION_DELAY = '30s';
 
@@ -320,22 +318,8 @@ function placed(manifests: Manifest[], how: { readonly replicas: number } | { re
         },
       };
     }
-    keepServingWhileEndpointsDrop(spec.template.spec);
   }
   return manifests;
-}
-
-/**
- * The provider container waits PRE_STOP_SLEEP_SECONDS before its SIGTERM, still serving, as
- * docs/connections-and-rotation.md asks of a provider with replicas: meanwhile its endpoint
- * turns terminating and kube-proxy sends new connections to the other replicas. As the example
- * ships (no wait), its server closed its port at once on eviction, and ESO's next connection,
- * still routed to it, was refused: 21 calls failed in 1.3 s in a drain run.
- */
-function keepServingWhileEndpointsDrop(podSpec: Record<string, unknown>): void {
-  for (const c of podSpec.containers as { name: string; lifecycle?: unknown }[]) {
-    c.lifecycle = { preStop: { sleep: { seconds: PRE_STOP_SLEEP_SECONDS } } };
-  }
 }
 
 /** A provider that must survive a node keeps one replica through voluntary disruptions. */
