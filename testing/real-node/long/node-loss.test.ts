@@ -6,10 +6,11 @@
 // replica on each node (and a PodDisruptionBudget), one whose only replica was on the lost node,
 // one whose only replica is on the survivor. Measured and bounded: the other controller replica
 // takes the Lease within leaseDuration + retryPeriod; every failed call falls in a listed window
-// with its cause; then the node comes back, rejoins, and no leaf is re-issued. Then that node is
-// drained (cordoned, its pods evicted through the Eviction API, which honours the
-// PodDisruptionBudgets) during an overlap CA rotation: a provider's replica moves to the other
-// node and mounts its Secret, the rotation completes, and no call fails.
+// with its cause; then the node comes back, rejoins, and no leaf is re-issued; none of our alerts
+// fires through it all (the leader and the survivor's providers scraped, replayed by promtool).
+// Then that node is drained (cordoned, its pods evicted through the Eviction API, which honours
+// the PodDisruptionBudgets) during an overlap CA rotation: a provider's replica moves to the
+// other node and mounts its Secret, the rotation completes, and no call fails.
 // Scale: 2 nodes, 2 controller replicas, 4 providers (6 pods), 3 ESO client pods; about 12 minutes.
 import { X509Certificate } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { CA_SECRET, CLIENT_SECRET, ESO_NS, PROVIDER_SECRET } from '@eso-mtls/tes
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { applyAll, kustomizeBuild, type Manifest } from '@eso-mtls/test-kit/manifests';
 import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { type MetricsSource, ScrapeRecorder } from '@eso-mtls/test-kit/scrapes';
 import { join } from 'node:path';
 import { CoordinationV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { type TestCluster, startTestCluster } from '../support/cluster.js';
@@ -39,6 +41,13 @@ const RECONNECT_MS = 6000;
 
 /** The overlap CA rotation's wait between publishing a CA and signing with it (with the kubelet's syncFrequency at 10 s, as the one-node suite). */
 const PROPAGATION_DELAY = '30s';
+
+/** One round of scrapes per this long through the loss and the rejoin; each stands for a minute of the replay, so every `for:` is reached sooner, not later. */
+const SCRAPE_EVERY_MS = 30_000;
+/** A target on the lost node answers nothing: its series are absent from that round. */
+const SCRAPE_TIMEOUT_MS = 5000;
+/** Past the longest `for:` of deploy/prometheus/alerts.yaml (15 m): the state at the end, held that long. */
+const HELD_MINUTES = 17;
 
 /** A provider with a replica on each node; one whose only replica is on the node that will be lost; one on the survivor. */
 const SPREAD = 'provider-spread';
@@ -67,6 +76,7 @@ describe('two real nodes: the node holding the leader lost at once during traffi
   const measured: Record<string, number> = {};
   const errors: Record<string, Record<string, number>> = {};
   let serialsBefore: Record<string, string>;
+  let alerts: { scrapes: ScrapeRecorder; stop(): Promise<void> };
 
   beforeAll(async () => {
     tc = await startTestCluster({ nodes: 2, syncFrequency: '10s' });
@@ -113,6 +123,7 @@ describe('two real nodes: the node holding the leader lost at once during traffi
 
   it('the other replica takes the Lease within leaseDuration + retryPeriod of the loss', async () => {
     const leader = await leaderOn(w, lost);
+    alerts = await sampleAlerts(w, survivor);
     lostAt = Date.now();
     for (const provider of [SPREAD, ON_LOST]) windows.push({ cause: `node ${lost} lost`, provider, start: lostAt, end: Infinity });
     await tc.cluster.powerOff(lost);
@@ -198,6 +209,18 @@ describe('two real nodes: the node holding the leader lost at once during traffi
   );
 
   it(
+    'raises none of our alerts through the loss and the rejoin: the runbooks expect none (operations.md, a node lost)',
+    async () => {
+      await alerts.stop();
+      measured.alertRounds = alerts.scrapes.minutes;
+      for (let i = 0; i < HELD_MINUTES; i++) await alerts.scrapes.scrape();
+      const r = alerts.scrapes.expectNoneFiring();
+      expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('SUCCESS')]);
+    },
+    5 * 60_000,
+  );
+
+  it(
     'drains the node during an overlap CA rotation, evicting through the PodDisruptionBudgets: the replicas move, the rotation completes, no call fails',
     async () => {
       // Back on the rejoined node: the spread provider's second replica (Pending while the node was away).
@@ -259,6 +282,39 @@ describe('two real nodes: the node holding the leader lost at once during traffi
     20 * 60_000,
   );
 });
+
+/**
+ * Scrapes, every SCRAPE_EVERY_MS until stopped, whichever replica leads and the providers' replicas
+ * on `survivor` (the spread one's and the survivor's own), for a replay through the shipped rules.
+ */
+async function sampleAlerts(w: World, survivor: string): Promise<{ scrapes: ScrapeRecorder; stop(): Promise<void> }> {
+  const answered = (scrape: () => Promise<string>): MetricsSource => ({
+    metrics: () => Promise.race([scrape(), new Promise<string>((r) => setTimeout(() => r(''), SCRAPE_TIMEOUT_MS))]).catch(() => ''),
+  });
+  const providers = (await Promise.all([SPREAD, ON_SURVIVOR].map((ns) => pods(w, ns)))).flat().filter((p) => p.spec!.nodeName === survivor);
+  const scrapes = new ScrapeRecorder([
+    { source: answered(() => w.scrapeLeader()), target: { job: 'eso-mtls-controller', instance: 'leader' } },
+    ...providers.map((p) => ({
+      source: answered(() => w.scrapePod(p.metadata!.namespace!, `${p.metadata!.name!}:8081`)),
+      target: { job: 'file-provider', instance: `${p.metadata!.name!}:8081` },
+    })),
+  ]);
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const next = Date.now() + SCRAPE_EVERY_MS;
+      await scrapes.scrape();
+      while (running && Date.now() < next) await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  return {
+    scrapes,
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
 
 /**
  * The leader's pod name once it runs on `node`, where the providers were placed around. On a busy
