@@ -16,8 +16,6 @@
 // and no pod), 2 ESO client pods (6 callers). The rest of
 // the faults, with production timings, run under `npm run test:real-node` (testing/real-node/long).
 import { existsSync, readdirSync, readlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { CA_SOURCE_ANNOTATION, MAX_ROTATE_REQUEST_BYTES, ROTATE_ANNOTATION } from '@eso-mtls/core';
@@ -81,9 +79,7 @@ describe('the chart, the images and the example providers on a real node', () =>
 
   /** The pods' logs, for reading after the node is gone; nothing once it is. */
   const saveLogs = async (): Promise<void> => {
-    const dir = join(tmpdir(), 'eso-mtls-real-node-logs');
-    const saved = await w?.saveLogs(dir).catch(() => 0);
-    if (saved) process.stderr.write(`real-node: ${saved} container logs of the pods are in ${dir}\n`);
+    await w?.saveLogs('real-node').catch(() => undefined);
   };
 
   beforeAll(async () => {

@@ -9,7 +9,6 @@
 // loss, the drain and the rejoin belong to `npm run test:real-node` (docs/real-node.md).
 // Scale: 2 nodes, 2 controller replicas, 1 provider with 2 replicas, 1 ESO client pod.
 import { readFileSync, readdirSync, readlinkSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { KubernetesObjectApi, type V1Pod } from '@kubernetes/client-node';
@@ -48,8 +47,7 @@ describe('two real nodes: the chart spread one replica per node, and pod certifi
     w = new World(tc);
   }, 15 * 60_000);
   afterAll(async () => {
-    const saved = await w?.saveLogs(join(tmpdir(), 'eso-mtls-two-nodes-logs')).catch(() => 0);
-    if (saved) process.stderr.write(`real-node: ${saved} container logs of the pods are in ${join(tmpdir(), 'eso-mtls-two-nodes-logs')}\n`);
+    await w?.saveLogs('two-nodes').catch(() => undefined);
     w?.helm.remove();
     await tc?.cluster.stop();
   }, 180_000);

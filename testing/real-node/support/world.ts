@@ -1,5 +1,6 @@
 import { type KeyObject, X509Certificate, createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   AppsV1Api,
@@ -89,6 +90,8 @@ export class World {
   readonly kubeconfigPath: string;
   /** The values of the last install or upgrade, which the next upgrade starts from. */
   private values: Values = {};
+  /** Where {@link saveLogs} writes this run's logs, once it has. */
+  private logDir: string | undefined;
 
   constructor(readonly tc: TestCluster) {
     this.admin = tc.cluster.controlPlane.kubeconfigFor('admin');
@@ -219,11 +222,13 @@ export class World {
   }
 
   /**
-   * Writes every container log of the controller's and the providers' pods to `dir` (one file per
-   * container, the previous instance's too), so a failed run can be read after the node is gone.
-   * Returns how many it wrote.
+   * Writes every container log of the controller's and the providers' pods (one file per
+   * container, the previous instance's too) to a folder of this run,
+   * `$TMPDIR/eso-mtls-<suite>-logs/<start time>`, so a failed run can be read after the node is
+   * gone, apart from every other run's; says where on stderr. Called again, writes the same folder.
    */
-  async saveLogs(dir: string): Promise<number> {
+  async saveLogs(suite: string): Promise<void> {
+    const dir = (this.logDir ??= join(tmpdir(), `eso-mtls-${suite}-logs`, new Date().toISOString().replace(/[:.]/g, '-')));
     mkdirSync(dir, { recursive: true });
     let saved = 0;
     for (const namespace of [ESO_NS, ...PROVIDERS]) {
@@ -239,7 +244,7 @@ export class World {
         }
       }
     }
-    return saved;
+    if (saved > 0) process.stderr.write(`${suite}: ${saved} container logs of the pods are in ${dir}\n`);
   }
 
   async secretExists(namespace: string, name: string): Promise<boolean> {
