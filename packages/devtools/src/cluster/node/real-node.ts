@@ -80,7 +80,13 @@ export async function startNode(start: NodeStart): Promise<StartedNode> {
       `${node.name}'s folder ${dir} is too deep for the unix sockets made under it: ${tooLong.path} would be ${tooLong.bytes} bytes, and a socket's path may have at most ${MAX_SOCKET_PATH}; start the cluster in a shorter folder`,
     );
   const logs = join(dir, 'logs');
-  if (start.rebooted) for (const d of [join(dir, 'sandbox', 'overlay', 'run'), paths.containerdState]) rmSync(d, { recursive: true, force: true });
+  // What a reboot's tmpfs /run would lose, the sockets of the killed containerd included: left in
+  // place, they made the wait below pass before the new containerd listened, and the kubelet,
+  // started too early, gave up on the runtime (the node never came back).
+  if (start.rebooted) {
+    for (const d of [join(dir, 'sandbox', 'overlay', 'run'), paths.containerdState, paths.containerdSocket, `${paths.containerdSocket}.ttrpc`])
+      rmSync(d, { recursive: true, force: true });
+  }
   for (const d of [paths.containerdRoot, paths.containerdState, paths.kubeletRoot, paths.podLogs, paths.cniConfDir, paths.cniDataDir, logs])
     mkdirSync(d, { recursive: true });
   const processes: ServerProcess[] = [];
@@ -142,7 +148,13 @@ export async function startNode(start: NodeStart): Promise<StartedNode> {
     say('starting containerd and importing the images');
     const importing = Date.now();
     startComponent('containerd');
-    await waitFor(() => existsSync(paths.containerdSocket), 60_000, `containerd of ${node.name} to listen`);
+    // Answering, not just a socket file: the kubelet gives up on a runtime that does not answer at its start.
+    const answers = (): Promise<boolean> =>
+      run(start.binaries.ctr, ['--address', paths.containerdSocket, 'version']).then(
+        () => true,
+        () => false,
+      );
+    await waitFor(async () => existsSync(paths.containerdSocket) && (await answers()), 60_000, `containerd of ${node.name} to listen`);
     for (const image of start.images) {
       await run(start.binaries.ctr, ['--address', paths.containerdSocket, '--namespace', 'k8s.io', 'images', 'import', image], { maxBuffer: 16 << 20 });
     }
