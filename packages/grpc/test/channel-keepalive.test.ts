@@ -127,8 +127,8 @@ describe("ProviderChannel's default keepalive, calling our provider through a pr
       const client = createSecretStoreProviderClient(c, { retry: false, timeoutMs: CALL_TIMEOUT_MS });
       await client.getSecret({ remoteRef: { key: 'k' } });
       const idleFrom = Date.now();
-      // Idle for a ping and its answer, with nothing else on the wire.
-      await new Promise((r) => setTimeout(r, KEEPALIVE_TIME_MS + 2_000));
+      // Idle for a ping and its answer, with nothing else on the wire (5 s of it for a late timer on a loaded machine).
+      await new Promise((r) => setTimeout(r, KEEPALIVE_TIME_MS + 5_000));
       const [first] = proxy.connections;
       expect(proxy.connections).toHaveLength(1);
       expect(first!.fromClient.filter((t) => t > idleFrom + 1_000).length).toBeGreaterThanOrEqual(1);
@@ -141,11 +141,10 @@ describe("ProviderChannel's default keepalive, calling our provider through a pr
         const vanishedAt = Date.now();
         const resumedAt = await okCalls(load.tally, 20, KEEPALIVE_TIME_MS + KEEPALIVE_TIMEOUT_MS + MAX_BACKOFF_MS + SLACK_MS);
         // After the silent one: the client's diagnostic handshakes for failed calls (closed at
-        // once), and the connection the calls resumed on, still open.
+        // once), and the one connection the calls resumed on, still open.
         const [silent, ...later] = proxy.connections;
-        expect(later.length).toBeGreaterThanOrEqual(1);
         expect(later.map((c) => c.silent)).not.toContain(true);
-        expect(later.at(-1)!.clientClosedAt).toBeUndefined();
+        expect(later.filter((c) => c.clientClosedAt === undefined)).toHaveLength(1);
         // The channel closed the silent connection itself, no sooner than an unanswered ping's wait.
         expect(silent!.clientClosedAt).toBeDefined();
         expect(silent!.clientClosedAt! - vanishedAt).toBeGreaterThanOrEqual(KEEPALIVE_TIMEOUT_MS - 1_000);
