@@ -111,6 +111,7 @@ describe('two real nodes: the node holding the leader lost at once during traffi
     serialsBefore = await leafSerials(w);
   }, 25 * 60_000);
   afterAll(async () => {
+    await alerts?.stop(); // a test that failed before its own stop must not leave the scrapes running
     process.stdout.write(`real-node node loss: ${JSON.stringify({ measured, windows: windows.map((x) => ({ ...x, ms: x.end - x.start })), errors })}\n`);
     // The pods' logs (the controller replicas', the callers'), for reading after the nodes are gone.
     await w?.saveLogs('node-loss').catch(() => undefined);
