@@ -12,10 +12,11 @@ import { readFileSync, readdirSync, readlinkSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { KubernetesObjectApi, type V1Pod } from '@kubernetes/client-node';
-import { ESO_NS } from '@eso-mtls/test-kit/cluster';
+import { CA_SECRET, ESO_NS } from '@eso-mtls/test-kit/cluster';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { applyAll, kustomizeBuild, type Manifest } from '@eso-mtls/test-kit/manifests';
 import { repoRoot } from '@eso-mtls/test-kit/repo';
+import { certificates } from '@eso-mtls/test-kit/secrets';
 import { ScrapeRecorder } from '@eso-mtls/test-kit/scrapes';
 import { type TestCluster, inside, startTestCluster } from './support/cluster.js';
 import { hostNetworkState, processesInPidNamespace } from './support/host-state.js';
@@ -25,6 +26,8 @@ import { POD_PROVIDER, type PodCertificateRequest, World } from './support/world
 /** The pod-certificate provider's pods: one per node. */
 const PROVIDER_LABELS = { 'app.kubernetes.io/name': 'file-provider' };
 const CLIENT = 'eso-client-two-nodes';
+/** The chart's default propagationDelay (values.yaml), which this suite keeps: how long a trust bundle may take to reach every pod. */
+const PROPAGATION_DELAY_MS = 5 * 60_000;
 /** Past the longest `for:` of deploy/prometheus/alerts.yaml (15 m), so any alert the series hold would fire. */
 const REPLAYED_MINUTES = 17;
 
@@ -148,6 +151,48 @@ describe('two real nodes: the chart spread one replica per node, and pod certifi
     const r = scrapes.expectNoneFiring();
     expect([r.status, r.stdout + r.stderr]).toEqual([0, expect.stringContaining('SUCCESS')]);
   }, 300_000);
+
+  it(
+    "publishes a CA rotation's next CA to the pods on both nodes within propagationDelay: each kubelet projects it into its replica's ca.crt",
+    async () => {
+      const pods = await providerPods(w);
+      const caFile = (pod: V1Pod): string => {
+        const node = tc.cluster.nodes.find((n) => n.name === pod.spec!.nodeName)!;
+        // The example's projected volume, as the kubelet of the pod's node wrote it (a tmpfs inside the node's namespaces).
+        return inside(node, [
+          'cat',
+          join(node.kubeletRoot, 'pods', pod.metadata!.uid!, 'volumes', 'kubernetes.io~projected', 'provider-credentials', 'ca.crt'),
+        ]);
+      };
+      const fingerprints = (pem: string): string[] => certificates(pem).map((c) => c.fingerprint256);
+      const before = pods.map((p) => fingerprints(caFile(p)));
+      for (const cas of before) expect(cas).toHaveLength(1);
+      await w.requestRotation({ secret: CA_SECRET }, ESO_NS);
+      // The next CA, prepared and published beside the active one in the trust bundles; nothing signed by it yet.
+      const next = await eventually(
+        async () => (await w.core.readNamespacedSecret({ namespace: ESO_NS, name: CA_SECRET })).data?.['next.crt'] ?? false,
+        120_000,
+        'next.crt',
+      );
+      const nextCa = fingerprints(Buffer.from(next, 'base64').toString())[0]!;
+      const publishedAt = Date.now();
+      const delivered: Record<string, number> = {};
+      await Promise.all(
+        pods.map(async (pod, i) => {
+          await eventually(
+            () => fingerprints(caFile(pod)).includes(nextCa),
+            PROPAGATION_DELAY_MS,
+            `the next CA in ${pod.metadata!.name}'s ca.crt on ${pod.spec!.nodeName}`,
+          );
+          delivered[pod.spec!.nodeName!] = Date.now() - publishedAt;
+          // Beside the CA in force, which the rotation keeps until every leaf has moved.
+          expect(fingerprints(caFile(pod)).sort()).toEqual([...before[i]!, nextCa].sort());
+        }),
+      );
+      process.stdout.write(`two-nodes: the next CA in each node's provider replica's ca.crt, ms after it was published: ${JSON.stringify(delivered)}\n`);
+    },
+    PROPAGATION_DELAY_MS + 180_000,
+  );
 
   it("has the apiserver refuse a PodCertificateRequest made with one node's credentials for a pod on the other, and the other node's own request issued", async () => {
     const [a, b] = tc.cluster.nodes as [(typeof tc.cluster.nodes)[0], (typeof tc.cluster.nodes)[0]];

@@ -23,6 +23,12 @@ export interface RealNode {
   readonly sandboxPid: number;
   /** The kubelet's cgroupRoot: `<the run's subtree>/<name>`. */
   readonly cgroupRoot: string;
+  /**
+   * The kubelet's root folder: a pod's volumes are under `pods/<uid>/volumes`. Read them inside
+   * the node's namespaces ({@link RealNode.enter}): the kubelet mounts Secret and projected
+   * volumes there as tmpfs, which the host's mount namespace does not see.
+   */
+  readonly kubeletRoot: string;
   /** False once the node is powered off (RealCluster.powerOff). */
   readonly running: boolean;
   /** The node's processes, by name: containerd, kubelet, kube-proxy. */
@@ -170,6 +176,7 @@ export async function startNode(start: NodeStart): Promise<StartedNode> {
       sandboxPid: sb.pid,
       running: true,
       cgroupRoot: start.cgroupRoot,
+      kubeletRoot: paths.kubeletRoot,
       components,
       startTimings: { sandboxMs, importMs, componentsMs },
       processes,
