@@ -70,9 +70,13 @@ export class TestCluster {
     return (await this.core.listSecretForAllNamespaces()).items;
   }
 
-  /** Every Event's reason and message on a Service. */
+  /**
+   * Every Event's reason and message on a Service that the adapter recorded (component
+   * `eso-mtls`). Kubernetes' own are left out: on a loaded machine the apiserver's ClusterIP repair
+   * loop may record `ClusterIPNotAllocated` on a Service it has just created.
+   */
   async events(namespace: string, service: string): Promise<{ reason: string; message: string; type: string; count: number }[]> {
-    const list = await this.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${service}` });
+    const list = await this.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${service},source=eso-mtls` });
     return list.items.map((e) => ({ reason: e.reason ?? '', message: e.message ?? '', type: e.type ?? '', count: e.count ?? 0 }));
   }
 }
