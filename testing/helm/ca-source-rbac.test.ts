@@ -230,6 +230,27 @@ describe('the CA source RBAC on a real apiserver, as the controller ServiceAccou
     );
   }, 120_000);
 
+  it("the chart with an external issuer's own cluster-scoped kind: read on that one issuer through its resource, nothing else of its group", async () => {
+    const ns = 'platform-pca';
+    const values: Values = {
+      fullnameOverride: 'pca-eso-mtls',
+      replicaCount: 1,
+      ca: {
+        source: 'issuer',
+        issuer: { kind: 'AWSPCAClusterIssuer', name: 'org-pca', group: 'awspca.cert-manager.io', resource: 'awspcaclusterissuers', scope: 'Cluster' },
+        trustAnchors: { kind: 'Secret', name: 'org-roots' },
+      },
+    };
+    cluster.install(chartDir, 'pca', ns, values);
+    const sa = await serviceAccount(ns, 'pca-eso-mtls');
+    const rights = await granted(sa, [
+      ...everyVerb('awspca.cert-manager.io', 'awspcaclusterissuers', ['org-pca', 'other-pca', undefined], [undefined]),
+      ...everyVerb('awspca.cert-manager.io', 'awspcaissuers', ['org-pca'], [ns]),
+      ...everyVerb('cert-manager.io', 'clusterissuers', ['org-pca'], [undefined]),
+    ]);
+    expect(rights).toEqual(['get', 'list', 'watch'].map((v) => `${v} awspcaclusterissuers org-pca`).sort());
+  }, 120_000);
+
   it('the chart with a Secret source and anchors in a ConfigMap: reads both by name, writes neither', async () => {
     const ns = 'platform-secrets';
     const values: Values = {

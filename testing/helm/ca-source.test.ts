@@ -115,6 +115,33 @@ describe('the CA source in the chart and the kustomize overlays', () => {
     for (const values of [ISSUER, ISSUER_OVERLAY_VALUES, SECRET, SECRET_OVERLAY_VALUES]) expect(addedRules(render(values), selfSigned)).toEqual([]);
   });
 
+  it("adds, for an external issuer's own kind, read on the one issuer through its resource, in the scope given", () => {
+    const external = (scope: string) => ({
+      ca: {
+        source: 'issuer',
+        issuer: { kind: 'AWSPCAClusterIssuer', name: 'org-pca', group: 'awspca.cert-manager.io', resource: 'awspcaclusterissuers', scope },
+        trustAnchors: { name: 'org-roots' },
+      },
+    });
+    expect(addedRules(selfSigned, render(external('Cluster')))).toEqual(
+      [
+        ruleLine(`Role ${NAME}-ca-issuer`, CERTIFICATE_REQUEST_RULE),
+        ruleLine(`ClusterRole ${NAME}-ca-issuer`, readByName('awspca.cert-manager.io', 'awspcaclusterissuers', ['org-pca'])),
+        ruleLine(`Role ${NAME}-secrets`, readByName('', 'secrets', ['org-roots'])),
+      ].sort(),
+    );
+    expect(addedRules(selfSigned, render(external('Namespaced')))).toEqual(
+      [
+        ruleLine(`Role ${NAME}-ca-issuer`, CERTIFICATE_REQUEST_RULE),
+        ruleLine(`Role ${NAME}-ca-issuer`, readByName('awspca.cert-manager.io', 'awspcaclusterissuers', ['org-pca'])),
+        ruleLine(`Role ${NAME}-secrets`, readByName('', 'secrets', ['org-roots'])),
+      ].sort(),
+    );
+    expect(parsedControllerConfig(deploymentOf(render(external('Cluster')))).caSource).toMatchObject({
+      issuer: { kind: 'AWSPCAClusterIssuer', name: 'org-pca', group: 'awspca.cert-manager.io' },
+    });
+  });
+
   it('adds, for a Secret, read by name on it and the anchors, and no write verb; the anchors may be the same Secret', () => {
     expect(addedRules(selfSigned, render(SECRET))).toEqual(
       [
@@ -169,6 +196,23 @@ describe('the CA source in the chart and the kustomize overlays', () => {
       [{ ca: { ...issuer, issuer: { name: 'org-ca', group: null } } }, "at '/ca/issuer': missing property 'group'"],
       [{ ca: { ...issuer, issuer: { name: 'org-ca', kind: 'Certificate' } } }, "at '/ca/issuer/kind': value must be one of 'ClusterIssuer', 'Issuer'"],
       [{ ca: { ...issuer, issuer: { name: 'org-ca', kind: 'clusterissuer' } } }, "at '/ca/issuer/kind'"],
+      [
+        { ca: { ...issuer, issuer: { name: 'org-ca', kind: 'AWSPCAClusterIssuer', group: 'awspca.cert-manager.io' } } },
+        "at '/ca/issuer/resource': minLength: got 0, want 1",
+      ],
+      [
+        {
+          ca: {
+            ...issuer,
+            issuer: { name: 'org-ca', kind: 'AWSPCAClusterIssuer', group: 'awspca.cert-manager.io', resource: 'awspcaclusterissuers', scope: '' },
+          },
+        },
+        "at '/ca/issuer/scope': value must be one of 'Cluster', 'Namespaced'",
+      ],
+      [
+        { ca: { ...issuer, issuer: { name: 'org-ca', kind: 'OrgIssuer', group: 'pki.example.com', resource: 'OrgIssuers', scope: 'Namespaced' } } },
+        "at '/ca/issuer/resource'",
+      ],
       [{ ca: { ...issuer, trustAnchors: { name: '' } } }, "at '/ca/trustAnchors/name': minLength: got 0, want 1"],
       [{ ca: { source: 'secret', secret: { name: 'org-intermediate' } } }, "at '/ca/trustAnchors/name': minLength: got 0, want 1"],
       [{ ca: { ...secret, secret: { name: '' } } }, "at '/ca/secret/name': minLength: got 0, want 1"],

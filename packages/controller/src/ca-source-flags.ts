@@ -50,6 +50,8 @@ export class CaSourceFlagError extends Error {
 }
 
 const ISSUER_KINDS = ['ClusterIssuer', 'Issuer'] as const;
+/** A Kind name, as an external issuer's CRD gives it: a capital letter, then letters and digits. */
+const KIND = /^[A-Z][A-Za-z0-9]{0,62}$/;
 const ANCHOR_KINDS = ['Secret', 'ConfigMap'] as const;
 /** A Secret or ConfigMap data key, as the apiserver validates it. */
 const DATA_KEY = /^[-._a-zA-Z0-9]{1,253}$/;
@@ -192,13 +194,26 @@ function parseTrustAnchors(text: string): TrustAnchorsReference {
   return { kind, name, key: key ?? DEFAULT_TRUST_ANCHORS_KEY };
 }
 
-/** `--ca-issuer` with `--ca-issuer-group`. CRD groups are DNS names with at least one dot. */
+/**
+ * `--ca-issuer` with `--ca-issuer-group`. CRD groups are DNS names with at least one dot. In
+ * cert-manager's group the kind is `ClusterIssuer` or `Issuer`; an external issuer's group has
+ * kinds of its own (`AWSPCAClusterIssuer`), any Kind name, whose scope the controller discovers.
+ */
 function parseIssuer(text: string, group: string): IssuerReference {
-  const { kind, name } = parseReference('ca-issuer', text, ISSUER_KINDS, false);
   if (!isDnsName(group) || !group.includes('.')) {
     throw new CaSourceFlagError(`invalid value ${JSON.stringify(group)} for ${named('ca-issuer-group')}: accepts an API group such as cert-manager.io`);
   }
-  return { kind, name, group };
+  if (group === DEFAULT_ISSUER_GROUP) {
+    const { kind, name } = parseReference('ca-issuer', text, ISSUER_KINDS, false);
+    return { kind, name, group };
+  }
+  const [kind, name, ...rest] = text.split('/');
+  if (kind === undefined || name === undefined || rest.length > 0 || !KIND.test(kind)) {
+    throw new CaSourceFlagError(
+      `invalid value ${JSON.stringify(text)} for ${named('ca-issuer')}: accepts KIND/NAME, the kind of an issuer of ${group} (a Kind name such as AWSPCAClusterIssuer, case-sensitive)`,
+    );
+  }
+  return { kind, name: parseName('ca-issuer', text, name), group };
 }
 
 /** `--ca-intermediate-duration`: a duration from twice the CA lookahead to what cert-manager can read. */

@@ -175,7 +175,8 @@ export const CONTROLLER_FLAGS: readonly Flag[] = [
     name: 'ca-issuer',
     kind: 'string',
     default: undefined,
-    accepts: 'ClusterIssuer/NAME, or Issuer/NAME for an Issuer in --namespace',
+    accepts:
+      "ClusterIssuer/NAME, or Issuer/NAME for an Issuer in --namespace; with --ca-issuer-group, KIND/NAME of that group's issuer (a namespaced kind in --namespace)",
     help: "chain the CA to your PKI through cert-manager: the controller generates the intermediate's key (in the HSM with --hsm-module) and asks this issuer for the intermediate with a CertificateRequest in --namespace. Needs --ca-trust-anchors, and RBAC on certificaterequests (docs/chaining-to-your-pki.md); unset: a self-signed CA",
   },
   {

@@ -126,6 +126,21 @@ describe('parseCaSourceFlags', () => {
     expect(text).toContain(message);
   });
 
+  it("takes an external issuer's own kind in its group, and refuses what is no Kind name", () => {
+    const parsed = parseCaSourceFlags({ issuer: 'AWSPCAClusterIssuer/org-pca', issuerGroup: 'awspca.cert-manager.io', trustAnchors: 'Secret/r' }, CONTEXT);
+    expect(parsed).toMatchObject({ kind: 'issuer', issuer: { kind: 'AWSPCAClusterIssuer', name: 'org-pca', group: 'awspca.cert-manager.io' } });
+    for (const bad of ['awspcaclusterissuer/org-pca', 'AWSPCA-Issuer/org-pca', 'AWSPCAClusterIssuer/org-pca/x', 'org-pca']) {
+      expect(refusal({ issuer: bad, issuerGroup: 'awspca.cert-manager.io', trustAnchors: 'Secret/r' })).toBe(
+        `invalid value ${JSON.stringify(bad)} for --ca-issuer (env ESO_MTLS_CA_ISSUER): accepts KIND/NAME, the kind of an issuer of awspca.cert-manager.io (a Kind name such as AWSPCAClusterIssuer, case-sensitive)`,
+      );
+    }
+    expect(refusal({ issuer: 'AWSPCAClusterIssuer/Org', issuerGroup: 'awspca.cert-manager.io', trustAnchors: 'Secret/r' })).toContain(
+      '"Org" is not a DNS-1123 name',
+    );
+    // cert-manager's own group has its two kinds only.
+    expect(refusal({ issuer: 'AWSPCAClusterIssuer/org-pca', trustAnchors: 'Secret/r' })).toContain('is none of ClusterIssuer, Issuer');
+  });
+
   it.each(['cert-manager', 'Cert-Manager.io', '', 'a..b'])('refuses the issuer group %j', (group) => {
     expect(refusal({ issuer: 'ClusterIssuer/org-ca', issuerGroup: group, trustAnchors: 'Secret/r' })).toBe(
       `invalid value ${JSON.stringify(group)} for --ca-issuer-group (env ESO_MTLS_CA_ISSUER_GROUP): accepts an API group such as cert-manager.io`,

@@ -92,6 +92,7 @@ export class ProviderCertificateAdapter {
       pageSize: options.pageSize,
       watchTimeoutSeconds: options.watchTimeoutSeconds,
       relistForRoomMs: options.relistForRoomMs,
+      unservedRelistMs: options.unservedRelistMs,
       onError: (e: Error) => logger.warn({ error: e.message }, 'list/watch failed; retrying with backoff'),
       timers: options.timers,
     };

@@ -28,6 +28,7 @@ export {
   type ListWatchSource,
   type NotHeld,
   type ObjectWithMeta,
+  ResourceNotServedError,
   type Watcher,
 } from './informers/informer.js';
 export type { CacheBoundScope } from './informers/informer-store.js';

@@ -71,6 +71,12 @@ export interface AdapterOptions extends InstallationSettings {
    */
   readonly relistForRoomMs?: number;
   /**
+   * An upstream CA source whose custom resources are not served (cert-manager's CRDs, or an
+   * external issuer's, not installed yet): how often they are looked for again (default 30 s).
+   * Meanwhile the source reports `issuer_missing`, and nothing else waits for them.
+   */
+  readonly unservedRelistMs?: number;
+  /**
    * `reportingInstance` of our Events, e.g. the pod name, and the writer identity stamped on every
    * Secret we write (`eso-mtls.io/written-by`; default `<hostname>_<random UUID>`, new per adapter).
    */
@@ -164,6 +170,9 @@ export function validateAdapterOptions(
   }
   if (options.relistForRoomMs !== undefined && !intIn(options.relistForRoomMs, 0, 600_000)) {
     throw new AdapterOptionsError('relistForRoomMs', options.relistForRoomMs, 'must be a whole number of milliseconds from 0 to 600000');
+  }
+  if (options.unservedRelistMs !== undefined && !intIn(options.unservedRelistMs, 100, 600_000)) {
+    throw new AdapterOptionsError('unservedRelistMs', options.unservedRelistMs, 'must be a whole number of milliseconds from 100 to 600000');
   }
   if (options.pageSize !== undefined && !intIn(options.pageSize, 1, 10_000)) {
     throw new AdapterOptionsError('pageSize', options.pageSize, 'must be a whole number from 1 to 10000');

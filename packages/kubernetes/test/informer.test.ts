@@ -222,6 +222,64 @@ describe('list+watch on the real apiserver', () => {
       clients.close();
     }
   }, 60_000);
+
+  it('a resource that may be unserved: synced and empty while its CRD is missing, filled once it is installed, emptied when it is removed; never an error', async () => {
+    const crds = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+    const group = 'informer-test.eso-mtls.test';
+    const collection = `/apis/${group}/v1/widgets`;
+    const counter = new RequestCounter();
+    const clients = new KubeRestClient(await connectionFromKubeConfig(plane.adminKubeConfig), { counter });
+    const errors: string[] = [];
+    const events: string[] = [];
+    type Widget = { metadata?: { name?: string; namespace?: string; resourceVersion?: string } };
+    const informer = new Informer<Widget>(
+      {
+        description: 'widgets',
+        resource: 'widgets',
+        list: (page) => clients.get<ListPage<Widget>>(collection, page),
+        watchPath: collection,
+        mayBeUnserved: true,
+      },
+      { watch: clients, counter, onError: (e) => errors.push(e.message), unservedRelistMs: 200 },
+    );
+    informer.onChange((e) => events.push(`${e.type} ${e.object.metadata?.name}`));
+    const established = (served: boolean) =>
+      eventually(async () => {
+        const crd = await clients.get<{ status?: { conditions?: { type: string; status: string }[] } }>(`${crds}/widgets.${group}`).catch(() => undefined);
+        return served === (crd?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false);
+      }, 60_000);
+    informer.start();
+    try {
+      await informer.synced;
+      expect(informer.served).toBe(false);
+      expect(informer.size).toBe(0);
+
+      await clients.create(crds, {
+        metadata: { name: `widgets.${group}` },
+        spec: {
+          group,
+          scope: 'Cluster',
+          names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
+          versions: [
+            { name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } },
+          ],
+        },
+      });
+      await established(true);
+      await eventually(() => informer.served, 30_000);
+      await clients.create(collection, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'one' } });
+      await eventually(() => informer.get('', 'one') !== undefined, 30_000);
+
+      await clients.request('DELETE', `${crds}/widgets.${group}`);
+      await eventually(() => !informer.served, 60_000);
+      expect(informer.size).toBe(0);
+      expect(events).toEqual(['ADDED one', 'DELETED one']);
+      expect(errors).toEqual([]);
+    } finally {
+      await informer.stop();
+      clients.close();
+    }
+  }, 180_000);
 });
 
 describe('watch timing on injected timers, against the real apiserver', () => {

@@ -1,3 +1,4 @@
+import { apiErrorOf } from '../client/api-error.js';
 import { Backoff, type BackoffOptions } from '../client/backoff.js';
 import { type ScheduledTimer, type Timers, sleep, systemTimers } from '../runtime/clock.js';
 import type { CacheBound } from '../installation/installation.js';
@@ -30,16 +31,40 @@ export interface Watcher {
   ): Promise<{ abort(): void }>;
 }
 
+/**
+ * Thrown by a source's {@link ListWatchSource.list} when discovery finds its resource not served
+ * (an API group without the kind): for a source that {@link ListWatchSource.mayBeUnserved may be
+ * unserved}, the same as the apiserver's 404.
+ */
+export class ResourceNotServedError extends Error {
+  /** Always `ResourceNotServedError`. */
+  override readonly name = 'ResourceNotServedError';
+}
+
+/** True when `error` says the resource is not served: the apiserver's 404, or {@link ResourceNotServedError}. */
+export const isNotServed = (error: unknown): boolean => error instanceof ResourceNotServedError || apiErrorOf(error).code === 404;
+
 /** What to list and watch. */
 export interface ListWatchSource<T> {
   /** For log lines and errors, e.g. `Secrets named external-secrets-provider-tls`. */
   readonly description: string;
-  /** Plural resource name, for request counting (`secrets`, `services`). */
+  /** Plural resource name, for request counting (`secrets`, `services`); read at each watch, as {@link watchPath}. */
   readonly resource: string;
   /** One list page; the informer passes `limit` and `continue`, the source adds its selectors. */
   list(page: { limit: number; continue?: string }): Promise<ListPage<T>>;
-  /** Collection path to watch, e.g. `/api/v1/secrets` or `/api/v1/namespaces/x/secrets`. */
+  /**
+   * Collection path to watch, e.g. `/api/v1/secrets` or `/api/v1/namespaces/x/secrets`; read at
+   * each watch, so a source that finds its path by discovery in {@link list} may answer with a getter.
+   */
   readonly watchPath: string;
+  /**
+   * The resource may not be served (a custom resource whose CRD is not installed, or not yet): a
+   * list or watch answered 404 (or a list that throws {@link ResourceNotServedError}) empties the cache and counts as synced, not as an error, and the
+   * informer lists again every {@link InformerOptions.unservedRelistMs} until it is served.
+   * {@link Informer.served} tells which. Unset: a 404 is an error like any other, retried with
+   * backoff, and the first sync waits for a list that succeeds.
+   */
+  readonly mayBeUnserved?: boolean;
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
   /**
@@ -76,7 +101,9 @@ export interface InformerOptions {
   readonly backoff?: BackoffOptions;
   /** While objects wait outside a source's bound, the shortest time between two lists that look for room (default 30 s; at least ten times the last list took). */
   readonly relistForRoomMs?: number;
-  /** Told about every failed list or watch, before the retry. */
+  /** How often a source that {@link ListWatchSource.mayBeUnserved may be unserved} is listed again while it is not served (default 30 s). */
+  readonly unservedRelistMs?: number;
+  /** Told about every failed list or watch, before the retry (not about a 404 of a source that may be unserved). */
   readonly onError?: (error: Error) => void;
   /** How long a watch ran, and when to retry (default: the process's own timers). */
   readonly timers?: Timers;
@@ -140,6 +167,7 @@ export class Informer<T extends ObjectWithMeta> {
   /** Resolves after the first complete list. */
   readonly synced: Promise<void>;
   private isSynced = false;
+  private isServed = true;
 
   constructor(
     private readonly source: ListWatchSource<T>,
@@ -149,6 +177,14 @@ export class Informer<T extends ObjectWithMeta> {
     this.timers = options.timers ?? systemTimers;
     this.store = new InformerStore(source.bound);
     this.synced = new Promise((r) => (this.syncedResolve = r));
+  }
+
+  /**
+   * False while the apiserver answers 404 for a source that {@link ListWatchSource.mayBeUnserved
+   * may be unserved} (its cache is then empty); true once a list succeeded, and for every other source.
+   */
+  get served(): boolean {
+    return this.isServed;
   }
 
   /** Starts listing and watching in the background; await {@link synced} for the first list. */
@@ -242,6 +278,12 @@ export class Informer<T extends ObjectWithMeta> {
         }
       } catch (e) {
         if (!this.running) break;
+        if (this.source.mayBeUnserved && isNotServed(e)) {
+          this.unserved();
+          needList = true;
+          await this.sleep(this.options.unservedRelistMs ?? 30_000);
+          continue;
+        }
         this.stats.errors++;
         const error = e instanceof Error ? e : new Error(String(e));
         this.options.onError?.(new Error(`${this.source.description}: ${error.message}`, { cause: error }));
@@ -290,10 +332,24 @@ export class Informer<T extends ObjectWithMeta> {
       else if (before.metadata?.resourceVersion !== object.metadata?.resourceVersion) this.emit({ type: 'MODIFIED', object, previous: before });
     }
     for (const gone of previous.values()) this.emit({ type: 'DELETED', object: gone, previous: gone });
-    if (!this.isSynced) {
-      this.isSynced = true;
-      this.syncedResolve();
-    }
+    this.isServed = true;
+    this.markSynced();
+  }
+
+  /** The resource is not served: nothing of it exists, so the cache empties (telling listeners) and counts as synced. */
+  private unserved(): void {
+    this.isServed = false;
+    this.resourceVersion = undefined;
+    const previous = this.store;
+    this.store = new InformerStore(this.source.bound);
+    for (const gone of previous.values()) this.emit({ type: 'DELETED', object: gone, previous: gone });
+    this.markSynced();
+  }
+
+  private markSynced(): void {
+    if (this.isSynced) return;
+    this.isSynced = true;
+    this.syncedResolve();
   }
 
   /**

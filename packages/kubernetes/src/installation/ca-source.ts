@@ -14,9 +14,13 @@ export interface TrustAnchorsReference {
   readonly key: string;
 }
 
-/** A cert-manager issuer: a ClusterIssuer, or an Issuer in ESO's namespace. */
+/**
+ * A cert-manager issuer: `Issuer` or `ClusterIssuer` of cert-manager.io, or an external issuer's
+ * kind in its own group (`AWSPCAClusterIssuer`, `StepIssuer`). A namespaced kind is the one in
+ * ESO's namespace; the scope is what the apiserver's discovery says.
+ */
 export interface IssuerReference {
-  readonly kind: 'Issuer' | 'ClusterIssuer';
+  readonly kind: string;
   readonly name: string;
   /** Its API group (default `cert-manager.io`; external issuers have their own). */
   readonly group: string;

@@ -15,7 +15,7 @@ import type { Logger } from '../runtime/logger.js';
 import type { CaUpstream, CaUpstreamResult } from '../rounds/ca-upstream.js';
 import type { SecretWriter } from '../rounds/secret-writer.js';
 import { type CertificateRequestObject, caRequestManifest, caRequestStatus, createCaRequest, deleteCaRequest, isOurCaRequest } from './certificate-requests.js';
-import { issuerReadinessOf } from './issuer-readiness.js';
+import { issuerNotServed, issuerReadinessOf } from './issuer-readiness.js';
 import { type UpstreamSource, sourceName, upstreamObservation } from './observation.js';
 import { sourceSecretOf } from './source-secret.js';
 import { trustAnchorsOf } from './trust-anchors.js';
@@ -58,8 +58,9 @@ export class CaUpstreamSource implements CaUpstream {
         secret: sourceSecretOf(informers.sourceSecret!.get(namespace, source.secretName), namespace, source.secretName),
       });
     }
-    const issuerNamespace = source.issuer.kind === 'ClusterIssuer' ? '' : namespace;
-    const issuer = issuerReadinessOf(informers.issuer!.get(issuerNamespace, source.issuer.name), source.issuer, namespace);
+    const cache = informers.issuer!;
+    const notServed = cache.notServed;
+    const issuer = notServed === undefined ? issuerReadinessOf(cache.object, source.issuer, namespace) : issuerNotServed(source.issuer, namespace, notServed);
     const name = caSecret?.annotations[CA_REQUEST_ANNOTATION];
     const request = name ? { name, object: informers.requests!.get(namespace, name) } : undefined;
     return upstreamObservation(source, installation, { anchors, issuer, ...(request ? { request } : {}) });

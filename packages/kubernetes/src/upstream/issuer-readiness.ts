@@ -1,6 +1,8 @@
 import type { Instant } from '@eso-mtls/core';
+import { ResourceNotServedError } from '../informers/informer.js';
 import { DEFAULT_ISSUER_GROUP, type IssuerReference } from '../installation/ca-source.js';
 import { type StatusCondition, conditionOf, instantOf } from './conditions.js';
+import { type ServedIssuer, issuerPath, servedIssuer } from './issuer-api.js';
 import { type UpstreamReader, describeObject, getIfExists } from './upstream-read.js';
 
 /*
@@ -22,10 +24,14 @@ export interface IssuerObject {
   readonly status?: { readonly conditions?: readonly StatusCondition[] };
 }
 
-/** `ClusterIssuer/name` or `Issuer/namespace/name`, as messages name an issuer. */
+/**
+ * `ClusterIssuer name` or `Issuer namespace/name` (an external kind with its group), as messages
+ * name an issuer. A kind whose name says `Cluster` is named without a namespace: a message only,
+ * where the scope discovery gives is not at hand.
+ */
 export function describeIssuer(issuer: IssuerReference, namespace: string): string {
   const kind = issuer.group === DEFAULT_ISSUER_GROUP ? issuer.kind : `${issuer.kind}.${issuer.group}`;
-  return issuer.kind === 'ClusterIssuer' ? `${kind} ${issuer.name}` : describeObject(kind, namespace, issuer.name);
+  return issuer.kind.includes('Cluster') ? `${kind} ${issuer.name}` : describeObject(kind, namespace, issuer.name);
 }
 
 /**
@@ -58,29 +64,27 @@ export function issuerReadinessOf(object: IssuerObject | undefined, issuer: Issu
   };
 }
 
-/**
- * The API path of the issuer (an Issuer in `namespace`, or a ClusterIssuer). cert-manager's own
- * group is served at v1; an external issuer's group at the version `preferredVersion` names.
- */
-export function issuerPath(issuer: IssuerReference, namespace: string, version = 'v1'): string {
-  const scope = issuer.kind === 'Issuer' ? `/namespaces/${encodeURIComponent(namespace)}` : '';
-  return `/apis/${issuer.group}/${version}${scope}/${issuer.kind === 'Issuer' ? 'issuers' : 'clusterissuers'}/${encodeURIComponent(issuer.name)}`;
-}
-
-/** The served version of an external issuer's API group (discovery), or undefined when the apiserver does not serve the group. */
-async function preferredVersion(client: UpstreamReader, group: string): Promise<string | undefined> {
-  const found = await getIfExists<{ preferredVersion?: { version?: string } }>(client, `/apis/${group}`);
-  return found?.preferredVersion?.version;
+/** The readiness of an issuer whose kind the apiserver does not serve (`detail`: what discovery found missing). */
+export function issuerNotServed(issuer: IssuerReference, namespace: string, detail: string): IssuerReadiness {
+  const install = issuer.group === DEFAULT_ISSUER_GROUP ? "cert-manager's CRDs" : `the CRDs of the issuer of ${issuer.group}`;
+  return {
+    state: 'missing',
+    message: `${describeIssuer(issuer, namespace)} cannot be read: ${detail}; install ${install} (looked for again meanwhile), or fix --ca-issuer`,
+  };
 }
 
 /**
- * Reads the issuer's readiness (an Issuer in `namespace`, ESO's, or a ClusterIssuer): one GET, one
- * more for an external issuer's group. A group the apiserver does not serve is `missing` (its
- * CRDs are not installed); apiserver errors other than 404 are thrown.
+ * Reads the issuer's readiness (a namespaced kind in `namespace`, ESO's, or a cluster-scoped one):
+ * where its kind is served, then the issuer. A kind the apiserver does not serve is `missing`;
+ * other apiserver errors are thrown.
  */
 export async function readIssuerReadiness(client: UpstreamReader, issuer: IssuerReference, namespace: string): Promise<IssuerReadiness> {
-  const version = issuer.group === DEFAULT_ISSUER_GROUP ? 'v1' : await preferredVersion(client, issuer.group);
-  if (version === undefined)
-    return { state: 'missing', message: `the API group ${issuer.group} of ${describeIssuer(issuer, namespace)} is not served: is its issuer installed?` };
-  return issuerReadinessOf(await getIfExists<IssuerObject>(client, issuerPath(issuer, namespace, version)), issuer, namespace);
+  let served: ServedIssuer;
+  try {
+    served = await servedIssuer(client, issuer);
+  } catch (e) {
+    if (e instanceof ResourceNotServedError) return issuerNotServed(issuer, namespace, e.message);
+    throw e;
+  }
+  return issuerReadinessOf(await getIfExists<IssuerObject>(client, issuerPath(issuer, namespace, served)), issuer, namespace);
 }

@@ -1,10 +1,12 @@
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import type { KubeRestClient } from '../client/rest-client.js';
 import { corePath } from '../client/rest-client.js';
-import { Informer, type InformerEvent, type InformerOptions, type InformerStats, type ListPage } from '../informers/informer.js';
+import { Informer, type InformerEvent, type InformerOptions, type InformerStats, type ListPage, ResourceNotServedError } from '../informers/informer.js';
 import type { CaSource, IssuerReference } from '../installation/ca-source.js';
 import { CA_REQUEST_SELECTOR, type CertificateRequestObject, caRequestPath } from './certificate-requests.js';
-import type { IssuerObject } from './issuer-readiness.js';
+import { apiErrorOf } from '../client/api-error.js';
+import { issuersPath, servedIssuer } from './issuer-api.js';
+import { type IssuerObject, describeIssuer } from './issuer-readiness.js';
 import { allSynced, startAll, stopAll, summedStats } from '../informers/informer-set.js';
 
 /*
@@ -23,11 +25,55 @@ type UpstreamObject = V1Secret | V1ConfigMap | CertificateRequestObject | Cached
 
 const byName = (name: string): string => `metadata.name=${name}`;
 
-/** The issuer's collection path: ClusterIssuers cluster-wide, an Issuer in ESO's namespace. */
-function issuersPath(issuer: IssuerReference, namespace: string): string {
-  const plural = issuer.kind === 'ClusterIssuer' ? 'clusterissuers' : 'issuers';
-  const scope = issuer.kind === 'ClusterIssuer' ? '' : `/namespaces/${encodeURIComponent(namespace)}`;
-  return `/apis/${issuer.group}/v1${scope}/${plural}`;
+/**
+ * The issuer's cache, by name. Where its kind is served is looked up before each list (an external
+ * issuer's group may serve `v1beta1` only, and its kind may be namespaced or not), and it may not be
+ * served at all (cert-manager or the issuer not installed yet): the cache is then empty and synced,
+ * {@link IssuerCache.notServed} says why, and it is listed again until it is served.
+ */
+export class IssuerCache {
+  readonly informer: Informer<CachedIssuer>;
+  private collection: string | undefined;
+  private unserved = 'it was not listed yet';
+
+  constructor(api: KubeRestClient, issuer: IssuerReference, namespace: string, options: InformerOptions) {
+    const fieldSelector = byName(issuer.name);
+    const list = async (page: { limit: number; continue?: string }): Promise<ListPage<CachedIssuer>> => {
+      try {
+        this.collection = issuersPath(issuer, namespace, await servedIssuer(api, issuer));
+        return await api.get<ListPage<CachedIssuer>>(this.collection, { fieldSelector, ...page });
+      } catch (e) {
+        if (e instanceof ResourceNotServedError) this.unserved = e.message;
+        else if (apiErrorOf(e).code === 404) this.unserved = `the apiserver answered 404 for ${this.collection}`;
+        throw e;
+      }
+    };
+    const path = (): string => this.collection ?? '';
+    this.informer = new Informer<CachedIssuer>(
+      {
+        description: describeIssuer(issuer, namespace),
+        resource: 'issuers',
+        list,
+        get watchPath() {
+          return path();
+        },
+        fieldSelector,
+        mayBeUnserved: true,
+        transform: (i) => ({ metadata: { ...(i.metadata ?? {}) }, ...(i.status ? { status: i.status } : {}) }),
+      },
+      options,
+    );
+  }
+
+  /** The issuer as cached (the one object of its name, in whichever scope its kind has), or undefined. */
+  get object(): CachedIssuer | undefined {
+    return this.informer.list().next().value;
+  }
+
+  /** Why the issuer cannot be read while its kind is not served; undefined while it is. */
+  get notServed(): string | undefined {
+    return this.informer.served ? undefined : this.unserved;
+  }
 }
 
 /** Keeps only the data keys read, and no managedFields: a Secret holding other keys costs nothing more. */
@@ -53,7 +99,7 @@ export class UpstreamInformers {
   /** `issuer`: our CertificateRequests in ESO's namespace. */
   readonly requests: Informer<CertificateRequestObject> | undefined;
   /** `issuer`: the issuer. */
-  readonly issuer: Informer<CachedIssuer> | undefined;
+  readonly issuer: IssuerCache | undefined;
 
   constructor(api: KubeRestClient, source: Exclude<CaSource, { kind: 'self-signed' }>, namespace: string, options: InformerOptions) {
     const lister =
@@ -97,21 +143,16 @@ export class UpstreamInformers {
         list: lister(requestsPath, { labelSelector: CA_REQUEST_SELECTOR }),
         watchPath: requestsPath,
         labelSelector: CA_REQUEST_SELECTOR,
+        mayBeUnserved: true,
         transform: (r) => ({ metadata: r.metadata, spec: r.spec, ...(r.status ? { status: r.status } : {}) }),
       },
       options,
     );
-    this.issuer = named<CachedIssuer>(
-      `${source.issuer.kind} ${source.issuer.name}`,
-      source.issuer.kind === 'ClusterIssuer' ? 'clusterissuers' : 'issuers',
-      issuersPath(source.issuer, namespace),
-      source.issuer.name,
-      (i) => ({ metadata: { ...(i.metadata ?? {}) }, ...(i.status ? { status: i.status } : {}) }),
-    );
+    this.issuer = new IssuerCache(api, source.issuer, namespace, options);
   }
 
   private get all(): Informer<UpstreamObject>[] {
-    return [this.anchors, this.sourceSecret, this.requests, this.issuer].filter((i) => i !== undefined) as Informer<UpstreamObject>[];
+    return [this.anchors, this.sourceSecret, this.requests, this.issuer?.informer].filter((i) => i !== undefined) as Informer<UpstreamObject>[];
   }
 
   /** Starts every informer and resolves once each has listed once. */

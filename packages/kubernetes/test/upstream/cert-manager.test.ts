@@ -303,7 +303,8 @@ describe('an issuer that cannot sign', () => {
     });
     expect(await readIssuerReadiness(suite.admin, { kind: 'ClusterIssuer', name: 'x', group: 'issuers.example.com' }, ns)).toMatchObject({
       state: 'missing',
-      message: 'the API group issuers.example.com of ClusterIssuer.issuers.example.com x is not served: is its issuer installed?',
+      message:
+        'ClusterIssuer.issuers.example.com x cannot be read: the apiserver does not serve the API group issuers.example.com; install the CRDs of the issuer of issuers.example.com (looked for again meanwhile), or fix --ca-issuer',
     });
     const { manifest } = await caRequest(ns, issuer);
     await createCaRequest(suite.admin, manifest);

@@ -1,6 +1,7 @@
 // An issuer's readiness from its object (the real cert-manager's cases are in cert-manager.test.ts).
 import { describe, expect, it } from '@jest/globals';
-import { issuerPath, issuerReadinessOf } from '../../src/upstream/issuer-readiness.js';
+import { issuerPath, servedKind } from '../../src/upstream/issuer-api.js';
+import { issuerReadinessOf } from '../../src/upstream/issuer-readiness.js';
 
 const CLUSTER = { kind: 'ClusterIssuer', name: 'org', group: 'cert-manager.io' } as const;
 const ready = (status: string, observedGeneration?: number) => ({
@@ -41,9 +42,27 @@ describe('issuerReadinessOf', () => {
     });
   });
 
-  it('paths: a namespaced Issuer, a ClusterIssuer, an external group at its version', () => {
-    expect(issuerPath({ kind: 'Issuer', name: 'x', group: 'cert-manager.io' }, 'eso')).toBe('/apis/cert-manager.io/v1/namespaces/eso/issuers/x');
-    expect(issuerPath(CLUSTER, 'eso')).toBe('/apis/cert-manager.io/v1/clusterissuers/org');
-    expect(issuerPath({ kind: 'ClusterIssuer', name: 'y', group: 'example.com' }, 'eso', 'v1beta1')).toBe('/apis/example.com/v1beta1/clusterissuers/y');
+  it('paths: a namespaced Issuer, a ClusterIssuer, an external kind at its version and scope', () => {
+    const issuers = { version: 'v1', plural: 'issuers', namespaced: true };
+    expect(issuerPath({ kind: 'Issuer', name: 'x', group: 'cert-manager.io' }, 'eso', issuers)).toBe('/apis/cert-manager.io/v1/namespaces/eso/issuers/x');
+    expect(issuerPath(CLUSTER, 'eso', { version: 'v1', plural: 'clusterissuers', namespaced: false })).toBe('/apis/cert-manager.io/v1/clusterissuers/org');
+    const pca = { kind: 'AWSPCAClusterIssuer', name: 'y', group: 'awspca.cert-manager.io' };
+    expect(issuerPath(pca, 'eso', { version: 'v1beta1', plural: 'awspcaclusterissuers', namespaced: false })).toBe(
+      '/apis/awspca.cert-manager.io/v1beta1/awspcaclusterissuers/y',
+    );
+  });
+
+  it("a kind in discovery's resource list: its plural and scope, never a subresource", () => {
+    const list = {
+      resources: [
+        { name: 'originissuers/status', kind: 'OriginIssuer', namespaced: true },
+        { name: 'originissuers', kind: 'OriginIssuer', namespaced: true },
+        { name: 'clusteroriginissuers', kind: 'ClusterOriginIssuer', namespaced: false },
+      ],
+    };
+    expect(servedKind(list, 'OriginIssuer', 'v1')).toEqual({ version: 'v1', plural: 'originissuers', namespaced: true });
+    expect(servedKind(list, 'ClusterOriginIssuer', 'v1')).toEqual({ version: 'v1', plural: 'clusteroriginissuers', namespaced: false });
+    expect(servedKind(list, 'Issuer', 'v1')).toBeUndefined();
+    expect(servedKind({}, 'Issuer', 'v1')).toBeUndefined();
   });
 });
