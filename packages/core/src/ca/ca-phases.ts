@@ -42,6 +42,12 @@ export interface CaRotationInput {
    * is recovered from when the CA Secret is lost. Never a provider namespace.
    */
   readonly clientBundle: readonly CertificateView[];
+  /**
+   * The intermediates the managed client Secret's tls.crt serves after its leaf (ESO namespace):
+   * where an upstream intermediate whose certificate the CA Secret lost is restored from, its
+   * anchor from {@link clientBundle}. Never a provider namespace. Absent: none.
+   */
+  readonly clientChain?: readonly CertificateView[];
   /** Usable leaves in managed Secrets that count (namespaces with labelled Services, and the client), each with the intermediates served after it. */
   readonly leavesInUse: readonly Pick<KeyedCertificate, 'certificate' | 'chain'>[];
   /** The bundles of those managed Secrets, which must hold `next` for propagationDelay before it signs. */
@@ -77,8 +83,8 @@ export interface CaReading {
   /** The active and next CA with their keys: readable and unexpired, or restored. */
   readonly active?: KeyedCertificate;
   readonly next?: KeyedCertificate;
-  /** Certificates of good keys put back from the client bundle, for the restore phase to report. */
-  readonly restored: readonly { readonly keys: string; readonly keyed: KeyedCertificate; readonly detail: string }[];
+  /** Certificates of good keys put back from the client Secret, for the restore phase to report. */
+  readonly restored: readonly Restored[];
   /** retired.crt as read (empty when unreadable). */
   readonly retired: readonly CertificateView[];
   /** Since when the active CA as read has signed, from the CA Secret's annotation; undefined when unknown or none is active. */
@@ -87,6 +93,15 @@ export interface CaReading {
   readonly nextSince?: Instant;
   /** The source of the CA Secret's CAs as it records it ({@link CA_SOURCE_ANNOTATION}; absent: self-signed). */
   readonly recordedSource: string;
+}
+
+/** A good key's certificate put back from the client Secret: which keys, what, from where, and what was wrong. */
+export interface Restored {
+  readonly keys: string;
+  readonly keyed: KeyedCertificate;
+  /** `the client Secret's ca.crt` (a self-signed root) or `the client Secret's tls.crt chain` (an upstream intermediate). */
+  readonly from: string;
+  readonly detail: string;
 }
 
 /** What one phase decided: the slots after it, and, when it acts, what goes into the CA write. */
@@ -121,8 +136,8 @@ export function readCaSecret(input: CaRotationInput): CaReading {
   const observed: ObservedCaSecret = managed ? observeCaSecret(caSecret.data, cache) : { active: undefined, next: undefined, retired: undefined };
   const read = (pair: ObservedCaSecret['active'], keyKey: string, keys: string) => {
     if (pair?.ok) return { keyed: pair.value.certificate.isCa && pair.value.certificate.notAfter > now ? pair.value : undefined };
-    const keyed = pair === undefined || !managed ? undefined : restorableCertificate(textValue(caSecret.data[keyKey]), input.clientBundle, cache, now);
-    return { keyed, restored: keyed && pair && { keys, keyed, detail: pair.detail } };
+    const found = pair === undefined || !managed ? undefined : restorableCertificate(textValue(caSecret.data[keyKey]), input);
+    return { keyed: found?.keyed, restored: found && pair && { keys, keyed: found.keyed, from: found.from, detail: pair.detail } };
   };
   // The key is ca.key, or ca.key-ref where a CaSigner holds it: the reference is then the key.
   const keyField = (slot: 'active' | 'next'): string => caKeyField(caSecret?.data ?? {}, slot);
@@ -172,7 +187,7 @@ export function emergencyPhase(reading: CaReading): CaStep | undefined {
   };
 }
 
-/** Restore: a good key whose certificate is missing or unreadable got it back from the client bundle (see readCaSecret). */
+/** Restore: a good key whose certificate is missing or unreadable got it back from the client Secret (see readCaSecret). */
 export const restorePhase: CaPhaseRule = ({ restored }, slots) =>
   restored.length === 0
     ? idle(slots)
@@ -183,7 +198,7 @@ export const restorePhase: CaPhaseRule = ({ restored }, slots) =>
         message: restored
           .map(
             (r) =>
-              `${r.keys}: ${r.detail}; the key is good, so its certificate ${truncate(r.keyed.certificate.subject)} (serial ${truncate(r.keyed.certificate.serialNumber, 64)}) is restored from the client Secret's ca.crt and nothing is re-issued`,
+              `${r.keys}: ${r.detail}; the key is good, so its certificate ${truncate(r.keyed.certificate.subject)} (serial ${truncate(r.keyed.certificate.serialNumber, 64)}) is restored from ${r.from} and nothing is re-issued`,
           )
           .join('; '),
       };
@@ -531,18 +546,33 @@ function textValue(value: unknown): string {
  * namespace, which tenants can write) whose public key matches and whose signature verifies, and
  * never one whose RSA exponent the CA Secret's check refuses (it would be restored each round).
  */
-function restorableCertificate(keyText: string, clientBundle: readonly CertificateView[], cache: CertificateCache, now: Instant): KeyedCertificate | undefined {
+function restorableCertificate(keyText: string, input: CaRotationInput): { readonly keyed: KeyedCertificate; readonly from: string } | undefined {
   if (keyText.trim() === '') return undefined;
-  const certificate = clientBundle.find(
-    (c) =>
-      c.isCa &&
-      c.notAfter > now &&
-      c.subject === c.issuer &&
-      rsaExponentRefusal(c.subjectPublicKeyInfo) === undefined &&
-      cache.isSignedBy(c, c) &&
-      cache.checkKey(c, keyText) === 'match',
-  );
-  return certificate && { certificate, privateKeyPem: keyText };
+  const { clientBundle, cache, now } = input;
+  const usable = (c: CertificateView): boolean => c.isCa && c.notAfter > now && rsaExponentRefusal(c.subjectPublicKeyInfo) === undefined;
+  const root = clientBundle.find((c) => usable(c) && c.subject === c.issuer && cache.isSignedBy(c, c) && cache.checkKey(c, keyText) === 'match');
+  if (root) return { keyed: { certificate: root, privateKeyPem: keyText }, from: "the client Secret's ca.crt" };
+  const path = restorablePath(keyText, input.clientChain ?? [], clientBundle.filter(usable), input);
+  return path && { keyed: path, from: "the client Secret's tls.crt chain" };
+}
+
+/**
+ * An upstream intermediate of the key among the intermediates the client Secret serves: it, the
+ * intermediates above it, each signed by the next and valid, and the anchor of the client bundle
+ * that signs the top. ESO's namespace only, as for a root.
+ */
+function restorablePath(
+  keyText: string,
+  chain: readonly CertificateView[],
+  anchors: readonly CertificateView[],
+  { cache, now }: CaRotationInput,
+): KeyedCertificate | undefined {
+  const at = chain.findIndex((c) => c.isCa && c.notAfter > now && cache.checkKey(c, keyText) === 'match');
+  if (at < 0) return undefined;
+  const path = chain.slice(at);
+  const linked = path.every((c, i) => i === 0 || (c.isCa && c.notAfter > now && cache.isSignedBy(path[i - 1]!, c)));
+  const anchor = anchors.find((a) => cache.isSignedBy(path.at(-1)!, a));
+  return linked && anchor ? { certificate: path[0]!, privateKeyPem: keyText, chain: [...path.slice(1), anchor] } : undefined;
 }
 
 /** Every certificate in `text` that parses and is a CA; nothing on garbage. */

@@ -129,6 +129,7 @@ function caRotationInput(snapshot: Snapshot, subjects: readonly LeafSubject[], c
     cache,
     caSecret: snapshot.caSecret,
     clientBundle: client?.observed?.bundle.ok ? client.observed.bundle.value : [],
+    clientChain: client?.observed?.leaf.ok ? (client.observed.leaf.value.chain ?? []) : [],
     leavesInUse: managed.flatMap((s) => (s.observed!.leaf.ok ? [s.observed!.leaf.value] : [])),
     bundles: [
       ...managed.map((s) => ({

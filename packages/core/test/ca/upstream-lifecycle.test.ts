@@ -181,6 +181,37 @@ describe('an intermediate from an issuer', () => {
     expect((await c.round()).writes).toEqual([]);
   });
 
+  it("restores a lost intermediate certificate from the client Secret's tls.crt chain when its key is good: nothing asked, nothing re-issued", async () => {
+    const c = new Cluster(START);
+    const first = await c.round();
+    const intermediate = c.answer(first.csr!, root);
+    await c.round();
+    const before = c.store.get('ca')!;
+    const leavesBefore = [text(c.store.get('client'), 'tls.crt'), text(c.store.get({ namespace: 'a' }), 'tls.crt')];
+
+    // Someone removed ca.crt (the path); ca.key is intact.
+    c.now += hours(1);
+    const { 'ca.crt': _lost, ...rest } = before.data;
+    c.store.put('ca', { ...before, data: rest });
+    const restored = await c.round();
+    expect(restored.plan.upstream?.request).toBeUndefined();
+    expect(restored.writes.map((w) => w.phases ?? w.reason)).toEqual([['restore']]);
+    expect(restored.writes[0]!.message).toContain("is restored from the client Secret's tls.crt chain and nothing is re-issued");
+    expect(text(c.store.get('ca'), 'ca.crt')).toBe(intermediate.pem + root.view.pem);
+    expect([text(c.store.get('client'), 'tls.crt'), text(c.store.get({ namespace: 'a' }), 'tls.crt')]).toEqual(leavesBefore);
+    expect((await c.round()).writes).toEqual([]);
+
+    // The chain is ours only where ESO's namespace holds it: without the client's chain, the key's certificate cannot be told, and it is asked for again.
+    c.now += hours(1);
+    const client = c.store.get('client')!;
+    const leafOnly = text(client, 'tls.crt').split(/(?<=-----END CERTIFICATE-----\n)/)[0]!;
+    c.store.put('client', { ...client, data: { ...client.data, 'tls.crt': leafOnly } });
+    const { 'ca.crt': _again, ...kept } = c.store.get('ca')!.data;
+    c.store.put('ca', { ...c.store.get('ca')!, data: kept });
+    const asked = await c.round();
+    expect(asked.writes.flatMap((w) => w.phases ?? [])).not.toContain('restore');
+  });
+
   it('moves to another anchor through the overlap: the new anchor is published, waits propagationDelay, then signs', async () => {
     const c = new Cluster(START);
     const first = await c.round();
