@@ -74,9 +74,14 @@ describe('main, as a process, over a pod-certificate folder', () => {
       const reloaded = await until('the reload line', () => provider.lines().find((l) => l.reason === 'reloaded'));
       expect(reloaded.serialNumber).toBe(serial(servers[1]!.cert));
       expect((await probeServer()).serverSerial).toBe(serial(servers[1]!.cert));
-      // The served expiry says it is a pod certificate, which no Secret of the controller's is compared with.
-      expect(await (await fetch(`http://127.0.0.1:${serving.healthPort}/metrics`)).text()).toMatch(
-        /eso_provider_served_certificate_expiry_seconds\{namespace="provider-system",service="file-provider",source="pod_certificate"\} \d+/,
+      // The served expiry says it is a pod certificate, which no Secret of the controller's is compared with;
+      // its lifetime, beside it, tells whether the kubelet refreshes it in time.
+      const exposition = await (await fetch(`http://127.0.0.1:${serving.healthPort}/metrics`)).text();
+      const labels = '{namespace="provider-system",service="file-provider",source="pod_certificate"}';
+      expect(exposition).toMatch(new RegExp(`eso_provider_served_certificate_expiry_seconds${labels.replace(/[{}]/g, '\\$&')} \\d+`));
+      const pair = new X509Certificate(servers[1]!.cert);
+      expect(exposition).toContain(
+        `eso_provider_served_certificate_lifetime_seconds${labels} ${(Date.parse(pair.validTo) - Date.parse(pair.validFrom)) / 1000}\n`,
       );
     } finally {
       watcher.close();

@@ -190,8 +190,11 @@ describe('a running provider server', () => {
     expect(metrics).toContain(`eso_provider_certificate_hot_reload_failures_total${labels} 0`);
     const servedLabels = '{namespace="provider-system",service="file-provider",source="secret"}';
     const expiry = Number(new RegExp(`eso_provider_served_certificate_expiry_seconds${servedLabels} (\\S+)`).exec(metrics)?.[1]);
-    const notAfter = Date.parse(new X509Certificate(pki.server.cert).validTo);
+    const served = new X509Certificate(pki.server.cert);
+    const notAfter = Date.parse(served.validTo);
     expect(Math.abs(expiry - (notAfter - Date.now()) / 1000)).toBeLessThan(60);
+    // The served certificate's whole validity, from the same pair: exact.
+    expect(metrics).toContain(`eso_provider_served_certificate_lifetime_seconds${servedLabels} ${(notAfter - Date.parse(served.validFrom)) / 1000}\n`);
   });
 
   it('refuses a plaintext client: there is no TLS-off mode', async () => {

@@ -45,6 +45,8 @@ export const METRIC_NAMES = Object.freeze({
   providerHotReloadFailures: 'eso_provider_certificate_hot_reload_failures_total',
   /** Provider gauge: seconds until the certificate the provider actually serves expires. */
   providerServedCertificateExpiry: 'eso_provider_served_certificate_expiry_seconds',
+  /** Provider gauge: the whole validity (notAfter − notBefore) of the certificate the provider serves, in seconds. */
+  providerServedCertificateLifetime: 'eso_provider_served_certificate_lifetime_seconds',
 } as const);
 
 /** One of the {@link METRIC_NAMES}. */

@@ -30,14 +30,18 @@ export interface ProviderMetricsOptions {
    * controller's Secret for the same Service, which the pod does not mount.
    */
   readonly source: ServedCertificateOrigin;
-  /** The certificate being served right now; undefined before the first good load. */
-  readonly servedCertificate: () => { readonly notAfter: Instant } | undefined;
+  /**
+   * The certificate being served right now; undefined before the first good load. With its
+   * notBefore, its lifetime is exported too (a pod certificate's refresh is judged against it).
+   */
+  readonly servedCertificate: () => { readonly notAfter: Instant; readonly notBefore?: Instant } | undefined;
 }
 
 /**
- * A provider process's metrics: hot-reload counters, and the expiry of the certificate it
- * actually serves, computed at scrape time, so a provider stuck on an old pair shows up next to
- * the controller's `eso_provider_certificate_expiry_seconds`.
+ * A provider process's metrics: hot-reload counters, and the expiry and lifetime of the
+ * certificate it actually serves, computed at scrape time, so a provider stuck on an old pair shows
+ * up next to the controller's `eso_provider_certificate_expiry_seconds`, and a pod certificate the
+ * kubelet stopped refreshing shows up against its own lifetime.
  */
 export class ProviderMetrics {
   /** The registry holding these metrics; serve it with {@link startMetricsServer}. */
@@ -84,6 +88,19 @@ export class ProviderMetrics {
         this.reset();
         const served = servedCertificate();
         if (served !== undefined && isInstant(served.notAfter)) this.set(servedLabels, secondsUntil(served.notAfter, now()));
+      },
+    });
+    new Gauge({
+      name: METRIC_NAMES.providerServedCertificateLifetime,
+      help: 'Seconds from notBefore to notAfter of the certificate this provider serves right now; source is secret or pod_certificate. Absent before the first good load.',
+      labelNames: [...labelNames, 'source'],
+      registers,
+      collect() {
+        this.reset();
+        const served = servedCertificate();
+        if (served?.notBefore !== undefined && isInstant(served.notBefore) && isInstant(served.notAfter) && served.notAfter > served.notBefore) {
+          this.set(servedLabels, (served.notAfter - served.notBefore) / 1000);
+        }
       },
     });
   }

@@ -16,6 +16,7 @@ import { Served } from './support/served.js';
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
 const DAY = 86_400_000;
 const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
 const served = new Served();
 afterAll(() => served.stop());
 
@@ -56,13 +57,23 @@ async function system(options: { leader: boolean }) {
     service: 'vault',
     source: 'secret',
     now: clock.now,
-    servedCertificate: () => ({ notAfter: T0 + 55 * DAY }),
+    servedCertificate: () => ({ notBefore: T0 - 35 * DAY, notAfter: T0 + 55 * DAY }),
+  });
+  // The aws provider serves a 24-hour pod certificate, refreshed on time unless a test stops it.
+  const pod = { notBefore: T0 - 16 * HOUR, notAfter: T0 + 8 * HOUR };
+  const podProvider = new ProviderMetrics({
+    namespace: 'provider-aws',
+    service: 'aws',
+    source: 'pod_certificate',
+    now: clock.now,
+    servedCertificate: () => pod,
   });
   const targets = [
     { labels: { job: 'eso-mtls-controller', instance: 'controller-0:8080' }, scrape: await served.start(controller.registry) },
     { labels: { job: 'providers', instance: 'vault-1:8081' }, scrape: await served.start(provider.registry) },
+    { labels: { job: 'providers', instance: 'aws-1:8081' }, scrape: await served.start(podProvider.registry) },
   ];
-  return { clock, view, lease, pending, controller, provider, targets };
+  return { clock, view, lease, pending, controller, provider, pod, targets };
 }
 
 type System = Awaited<ReturnType<typeof system>>;
@@ -172,6 +183,8 @@ describe('the alert rules and the real exporters', () => {
       if (minute === 5) sys.controller.recordRotation('provider-vault', ['vault'], 'expiring');
       // Requests beyond the bound, standing longer than the alert's 10 minutes.
       if (minute === 5) sys.pending.notHeld = { namespace: 120, total: 0 };
+      // The aws pod's kubelet stopped refreshing: its certificate has 5 hours left (under a quarter).
+      if (minute === 5) Object.assign(sys.pod, { notBefore: T0 - 19 * HOUR, notAfter: T0 + 5 * HOUR });
       // Denied from minute 0, standing past the alert's 15 minutes; overdue from minute 10, not yet.
       if (minute === 0) sys.view.upstreamProblemList = [{ source: 'issuer/ClusterIssuer/org-ca', reason: 'request_denied' }];
       if (minute === 10) sys.view.upstreamProblemList.push({ source: 'issuer/ClusterIssuer/org-ca', reason: 'request_overdue' });
@@ -202,6 +215,13 @@ describe('the alert rules and the real exporters', () => {
       firing('EsoProviderCertificateRotationFailed', { namespace: 'provider-aws', service: 'aws' }),
       firing('EsoProviderNamespacesNotAllowed', {}),
       firing('EsoProviderNamespacesNotServed', {}),
+      firing('EsoProviderPodCertificateNotRefreshed', {
+        job: 'providers',
+        instance: 'aws-1:8081',
+        namespace: 'provider-aws',
+        service: 'aws',
+        source: 'pod_certificate',
+      }),
       firing('EsoProviderServiceRefused', { namespace: 'provider-aws', service: 'aws', reason: 'certificate_too_large' }),
       firing('EsoProviderServingStaleCertificate', { ...vaultPod, source: 'secret' }),
       firing('EsoSecretWriteConflict', { component: 'provider-tls' }),

@@ -73,7 +73,7 @@ describe('every alert', () => {
   const anchors = new Set([...operations.matchAll(/^#{1,6}\s+(.+)$/gm)].map((m) => githubAnchor(m[1]!)));
 
   it('has a severity, a summary and a description naming namespace and service where its metrics have them', () => {
-    expect(alertRules().length).toBe(18);
+    expect(alertRules().length).toBe(19);
     for (const rule of alertRules()) {
       expect([rule.alert, rule.labels.severity]).toEqual([rule.alert, expect.stringMatching(/^(warning|critical)$/)]);
       expect(rule.annotations.summary?.length).toBeGreaterThan(10);

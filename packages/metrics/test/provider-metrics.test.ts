@@ -12,13 +12,13 @@ afterEach(() => served.stop());
 
 async function setUp(namespace = 'provider-aws', service = 'aws') {
   const clock = new TestClock(T0);
-  let current: { notAfter: number } | undefined;
+  let current: { notAfter: number; notBefore?: number } | undefined;
   const metrics = new ProviderMetrics({ namespace, service, source: 'secret', now: clock.now, servedCertificate: () => current });
   const scrape = await served.start(metrics.registry);
   return {
     clock,
     metrics,
-    serve: (c: { notAfter: number } | undefined) => {
+    serve: (c: { notAfter: number; notBefore?: number } | undefined) => {
       current = c;
     },
     samples: async () => (await scrape()).samples,
@@ -58,6 +58,22 @@ describe('ProviderMetrics', () => {
     expect(valueOf(await samples(), N.providerServedCertificateExpiry)).toBe(29 * 86_400);
     serve({ notAfter: T0 + 91 * DAY }); // a reload swapped in the new pair
     expect(valueOf(await samples(), N.providerServedCertificateExpiry)).toBe(90 * 86_400);
+  });
+
+  it("exports the served certificate's lifetime when its notBefore is known, absent otherwise", async () => {
+    const { clock, serve, samples } = await setUp();
+    serve({ notAfter: T0 + 30 * DAY });
+    expect(series(await samples(), N.providerServedCertificateLifetime)).toEqual([]);
+    serve({ notBefore: T0 - 60 * DAY, notAfter: T0 + 30 * DAY });
+    expect(series(await samples(), N.providerServedCertificateLifetime)).toEqual([
+      { name: N.providerServedCertificateLifetime, labels: { namespace: 'provider-aws', service: 'aws', source: 'secret' }, value: 90 * 86_400 },
+    ]);
+    clock.advance(DAY); // a lifetime does not move with time
+    expect(valueOf(await samples(), N.providerServedCertificateLifetime)).toBe(90 * 86_400);
+    serve({ notBefore: T0 + 30 * DAY, notAfter: T0 + 30 * DAY });
+    expect(series(await samples(), N.providerServedCertificateLifetime)).toEqual([]);
+    serve(undefined);
+    expect(series(await samples(), N.providerServedCertificateLifetime)).toEqual([]);
   });
 
   it('refuses a namespace or service that is not a Kubernetes name', () => {

@@ -8,8 +8,8 @@ export interface ServedCertificateSource {
   readonly credentials: grpc.ServerCredentials;
   /** Resolves once a good certificate is loaded. */
   start(): Promise<void>;
-  /** The certificate served now; undefined before the first good load. */
-  servedCertificate(): { readonly notAfter: number; readonly serialNumber?: string } | undefined;
+  /** The certificate served now (notBefore and notAfter in epoch ms); undefined before the first good load. */
+  servedCertificate(): { readonly notAfter: number; readonly notBefore?: number; readonly serialNumber?: string } | undefined;
   /** Listeners for every swapped-in pair and every rejected attempt (metrics). */
   onReload(listener: () => void): void;
   /** Listeners for every rejected reload (metrics, logs). */

@@ -135,7 +135,10 @@ export function reloadingCertificateSource(
     watcher,
     credentials,
     start: async () => void (await watcher.start()),
-    servedCertificate: () => (watcher.current ? { notAfter: watcher.current.notAfter, serialNumber: watcher.current.serialNumber } : undefined),
+    servedCertificate: () => {
+      const current = watcher.current;
+      return current && { notBefore: current.notBefore, notAfter: current.notAfter, serialNumber: current.serialNumber };
+    },
     onReload: (listener) => void watcher.onMaterial((_m, previous) => previous !== undefined && listener()),
     onReloadFailure: (listener) => void watcher.onFailure((f) => listener(Object.assign(new Error(f.message), { reason: f.reason }))),
     close: () => watcher.close(),
