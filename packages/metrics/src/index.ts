@@ -31,4 +31,10 @@ export { createMetricsHandler, type MetricsHandler, type MetricsHandlerOptions }
 export { METRICS_PATH, type MetricsServer, type MetricsServerOptions, startMetricsServer } from './metrics-server.js';
 export { isUpstreamSource, UPSTREAM_PROBLEM_REASONS, type UpstreamKind, type UpstreamProblemEntry, type UpstreamSourceEntry } from './upstream-gauges.js';
 export { PROVIDER_IDENTITY_ENV, ProviderIdentityError, providerIdentityFromEnv } from './provider-identity.js';
-export { ProviderMetrics, type ProviderMetricsOptions, SERVED_CERTIFICATE_ORIGINS, type ServedCertificateOrigin } from './provider-metrics.js';
+export {
+  ProviderMetrics,
+  type ProviderMetricsOptions,
+  SERVED_CERTIFICATE_ORIGINS,
+  type ServedCertificate,
+  type ServedCertificateOrigin,
+} from './provider-metrics.js';

@@ -15,6 +15,13 @@ export type ServedCertificateOrigin = 'secret' | 'pod_certificate';
 /** Every {@link ServedCertificateOrigin}. */
 export const SERVED_CERTIFICATE_ORIGINS: readonly ServedCertificateOrigin[] = ['secret', 'pod_certificate'];
 
+/** The dates of the certificate a provider serves. */
+export interface ServedCertificate {
+  readonly notAfter: Instant;
+  /** With it, the certificate's lifetime is exported too. */
+  readonly notBefore?: Instant;
+}
+
 /** Options of {@link ProviderMetrics}. */
 export interface ProviderMetricsOptions {
   /** Registry to register in; a fresh one by default. Never the global registry. */
@@ -34,7 +41,7 @@ export interface ProviderMetricsOptions {
    * The certificate being served right now; undefined before the first good load. With its
    * notBefore, its lifetime is exported too (a pod certificate's refresh is judged against it).
    */
-  readonly servedCertificate: () => { readonly notAfter: Instant; readonly notBefore?: Instant } | undefined;
+  readonly servedCertificate: () => ServedCertificate | undefined;
 }
 
 /**
@@ -78,31 +85,27 @@ export class ProviderMetrics {
     this.reloads.inc(labels, 0);
     this.reloadFailures.inc(labels, 0);
 
+    // Each gauge of the served certificate is computed at scrape time, absent while it has no value.
     const servedLabels = { ...labels, source };
-    new Gauge({
-      name: METRIC_NAMES.providerServedCertificateExpiry,
-      help: 'Seconds until the certificate this provider serves right now expires; source is secret or pod_certificate. Absent before the first good load.',
-      labelNames: [...labelNames, 'source'],
-      registers,
-      collect() {
-        this.reset();
-        const served = servedCertificate();
-        if (served !== undefined && isInstant(served.notAfter)) this.set(servedLabels, secondsUntil(served.notAfter, now()));
-      },
-    });
-    new Gauge({
-      name: METRIC_NAMES.providerServedCertificateLifetime,
-      help: 'Seconds from notBefore to notAfter of the certificate this provider serves right now; source is secret or pod_certificate. Absent before the first good load.',
-      labelNames: [...labelNames, 'source'],
-      registers,
-      collect() {
-        this.reset();
-        const served = servedCertificate();
-        if (served?.notBefore !== undefined && isInstant(served.notBefore) && isInstant(served.notAfter) && served.notAfter > served.notBefore) {
-          this.set(servedLabels, (served.notAfter - served.notBefore) / 1000);
-        }
-      },
-    });
+    const servedGauge = (name: string, help: string, value: (served: ServedCertificate) => number | undefined): void =>
+      void new Gauge({
+        name,
+        help: `${help}; source is secret or pod_certificate. Absent before the first good load.`,
+        labelNames: [...labelNames, 'source'],
+        registers,
+        collect() {
+          this.reset();
+          const served = servedCertificate();
+          const v = served && value(served);
+          if (v !== undefined) this.set(servedLabels, v);
+        },
+      });
+    servedGauge(METRIC_NAMES.providerServedCertificateExpiry, 'Seconds until the certificate this provider serves right now expires', (c) =>
+      isInstant(c.notAfter) ? secondsUntil(c.notAfter, now()) : undefined,
+    );
+    servedGauge(METRIC_NAMES.providerServedCertificateLifetime, 'Seconds from notBefore to notAfter of the certificate this provider serves right now', (c) =>
+      c.notBefore !== undefined && isInstant(c.notBefore) && isInstant(c.notAfter) && c.notAfter > c.notBefore ? (c.notAfter - c.notBefore) / 1000 : undefined,
+    );
   }
 
   /** Counts one certificate pair swapped in. */
