@@ -5,7 +5,7 @@ import { Informer, type InformerEvent, type InformerOptions, type InformerStats,
 import type { CaSource, IssuerReference } from '../installation/ca-source.js';
 import { CA_REQUEST_SELECTOR, type CertificateRequestObject, caRequestPath } from './certificate-requests.js';
 import { apiErrorOf } from '../client/api-error.js';
-import { issuersPath, servedIssuer } from './issuer-api.js';
+import { type ServedIssuer, issuersPath, servedIssuer } from './issuer-api.js';
 import { type IssuerObject, describeIssuer } from './issuer-readiness.js';
 import { allSynced, startAll, stopAll, summedStats } from '../informers/informer-set.js';
 
@@ -33,6 +33,7 @@ const byName = (name: string): string => `metadata.name=${name}`;
  */
 export class IssuerCache {
   readonly informer: Informer<CachedIssuer>;
+  private served: ServedIssuer | undefined;
   private collection: string | undefined;
   private unserved = 'it was not listed yet';
 
@@ -40,7 +41,8 @@ export class IssuerCache {
     const fieldSelector = byName(issuer.name);
     const list = async (page: { limit: number; continue?: string }): Promise<ListPage<CachedIssuer>> => {
       try {
-        this.collection = issuersPath(issuer, namespace, await servedIssuer(api, issuer));
+        this.served = await servedIssuer(api, issuer);
+        this.collection = issuersPath(issuer, namespace, this.served);
         return await api.get<ListPage<CachedIssuer>>(this.collection, { fieldSelector, ...page });
       } catch (e) {
         if (e instanceof ResourceNotServedError) this.unserved = e.message;
@@ -48,11 +50,15 @@ export class IssuerCache {
         throw e;
       }
     };
+    // Read at each watch, which follows a list: the plural and path that list found.
+    const plural = (): string => this.served?.plural ?? 'issuers';
     const path = (): string => this.collection ?? '';
     this.informer = new Informer<CachedIssuer>(
       {
         description: describeIssuer(issuer, namespace),
-        resource: 'issuers',
+        get resource() {
+          return plural();
+        },
         list,
         get watchPath() {
           return path();
