@@ -541,10 +541,11 @@ function textValue(value: unknown): string {
 }
 
 /**
- * The certificate of a good CA key whose own certificate is missing or unreadable: a self-signed,
- * unexpired CA certificate in the client Secret's bundle (ESO namespace, never a provider
- * namespace, which tenants can write) whose public key matches and whose signature verifies, and
- * never one whose RSA exponent the CA Secret's check refuses (it would be restored each round).
+ * The certificate of a good CA key whose own certificate is missing or unreadable, from the client
+ * Secret only (ESO namespace, never a provider namespace, which tenants can write): a self-signed,
+ * unexpired CA certificate in its bundle whose public key matches and whose signature verifies, and
+ * never one whose RSA exponent the CA Secret's check refuses (it would be restored each round); or
+ * else an upstream intermediate with its path, from the chain its leaf serves ({@link restorablePath}).
  */
 function restorableCertificate(keyText: string, input: CaRotationInput): { readonly keyed: KeyedCertificate; readonly from: string } | undefined {
   if (keyText.trim() === '') return undefined;

@@ -59,8 +59,9 @@ export interface ListWatchSource<T> {
   readonly watchPath: string;
   /**
    * The resource may not be served (a custom resource whose CRD is not installed, or not yet): a
-   * list or watch answered 404 (or a list that throws {@link ResourceNotServedError}) empties the cache and counts as synced, not as an error, and the
-   * informer lists again every {@link InformerOptions.unservedRelistMs} until it is served.
+   * list or watch answered 404 (or a list that throws {@link ResourceNotServedError}) empties the
+   * cache and counts as synced, not as an error, and the informer lists again every
+   * {@link InformerOptions.unservedRelistMs} until it is served.
    * {@link Informer.served} tells which. Unset: a 404 is an error like any other, retried with
    * backoff, and the first sync waits for a list that succeeds.
    */
