@@ -2,17 +2,30 @@ import type { Informer, InformerStats } from './informer.js';
 
 /*
  * What a set of informers does together (the cluster's caches, an upstream source's): start and
- * wait for each to list once, stop, tell whether all have listed, and sum their stats.
+ * wait for each to list once (or, for the upstream source, to have tried), stop, tell whether all
+ * have, and sum their stats.
  */
 
 /** An informer of any kind of object, as far as its lifecycle goes. */
-type AnyInformer = Pick<Informer<never>, 'start' | 'stop' | 'synced' | 'hasSynced' | 'stats'>;
+type AnyInformer = Pick<Informer<never>, 'start' | 'stop' | 'synced' | 'attempted' | 'hasSynced' | 'lastError' | 'stats'>;
 
 /** Starts every informer and resolves once each has listed once. */
 export async function startAll(informers: readonly AnyInformer[]): Promise<void> {
   for (const informer of informers) informer.start();
   await Promise.all(informers.map((i) => i.synced));
 }
+
+/**
+ * Starts every informer and resolves once each has listed once or failed to: for caches whose
+ * failure is reported elsewhere and must not hold the caller's start (an upstream CA source's).
+ */
+export async function startAllAttempted(informers: readonly AnyInformer[]): Promise<void> {
+  for (const informer of informers) informer.start();
+  await Promise.all(informers.map((i) => i.attempted));
+}
+
+/** True once every informer has listed once or failed to. */
+export const allAttempted = (informers: readonly AnyInformer[]): boolean => informers.every((i) => i.hasSynced || i.lastError !== undefined);
 
 /** Stops every watch. */
 export async function stopAll(informers: readonly AnyInformer[]): Promise<void> {

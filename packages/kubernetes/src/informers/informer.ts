@@ -169,6 +169,10 @@ export class Informer<T extends ObjectWithMeta> {
   readonly synced: Promise<void>;
   private isSynced = false;
   private isServed = true;
+  private attemptedResolve!: () => void;
+  /** Resolves after the first list attempt, whether it succeeded (see {@link synced}) or failed (see {@link lastError}). */
+  readonly attempted: Promise<void>;
+  private failure: Error | undefined;
 
   constructor(
     private readonly source: ListWatchSource<T>,
@@ -178,6 +182,12 @@ export class Informer<T extends ObjectWithMeta> {
     this.timers = options.timers ?? systemTimers;
     this.store = new InformerStore(source.bound);
     this.synced = new Promise((r) => (this.syncedResolve = r));
+    this.attempted = new Promise((r) => (this.attemptedResolve = r));
+  }
+
+  /** The last list or watch failure (not a 404 of a source that may be unserved), until a list succeeds. */
+  get lastError(): Error | undefined {
+    return this.failure;
   }
 
   /**
@@ -287,6 +297,8 @@ export class Informer<T extends ObjectWithMeta> {
         }
         this.stats.errors++;
         const error = e instanceof Error ? e : new Error(String(e));
+        this.failure = error;
+        this.attemptedResolve();
         this.options.onError?.(new Error(`${this.source.description}: ${error.message}`, { cause: error }));
         await this.sleep(this.backoff.next());
       }
@@ -348,6 +360,8 @@ export class Informer<T extends ObjectWithMeta> {
   }
 
   private markSynced(): void {
+    this.failure = undefined;
+    this.attemptedResolve();
     if (this.isSynced) return;
     this.isSynced = true;
     this.syncedResolve();

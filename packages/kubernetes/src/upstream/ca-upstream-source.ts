@@ -10,12 +10,14 @@ import {
 import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeRestClient } from '../client/rest-client.js';
 import type { EventRecorder } from '../events/event-recorder.js';
+import type { Informer } from '../informers/informer.js';
 import type { Installation } from '../installation/installation.js';
 import type { Logger } from '../runtime/logger.js';
 import type { CaUpstream, CaUpstreamResult } from '../rounds/ca-upstream.js';
 import type { SecretWriter } from '../rounds/secret-writer.js';
 import { type CertificateRequestObject, caRequestManifest, caRequestStatus, createCaRequest, deleteCaRequest, isOurCaRequest } from './certificate-requests.js';
-import { issuerNotServed, issuerReadinessOf } from './issuer-readiness.js';
+import { issuerReadinessOf, issuerUnreadable } from './issuer-readiness.js';
+import { type UpstreamReadRefusal, describeObject, unreadable as unreadableRefusal } from './upstream-read.js';
 import { type UpstreamSource, sourceName, upstreamObservation } from './observation.js';
 import { sourceSecretOf } from './source-secret.js';
 import { trustAnchorsOf } from './trust-anchors.js';
@@ -41,6 +43,12 @@ export interface CaUpstreamSourceDependencies {
  * once they are final, or a reconcile interval old, so a request just made is never taken for one
  * left over while the CA Secret's cache catches up.
  */
+/** The refusal of an input whose cache has never listed (a 403 when the controller's RBAC does not name it), or undefined once it has. */
+function unreadableCache(informer: Pick<Informer<never>, 'hasSynced' | 'lastError'>, object: string, flag: string): UpstreamReadRefusal | undefined {
+  const error = informer.hasSynced ? undefined : informer.lastError;
+  return error && unreadableRefusal(object, error, `check the controller's RBAC on it (its resourceNames), or fix ${flag}`);
+}
+
 export class CaUpstreamSource implements CaUpstream {
   private readonly name: string;
 
@@ -51,16 +59,21 @@ export class CaUpstreamSource implements CaUpstream {
   observe(caSecret: SecretState | undefined): UpstreamObservation {
     const { source, informers, installation } = this.deps;
     const namespace = installation.esoNamespace;
-    const anchors = trustAnchorsOf(informers.anchors.get(namespace, source.trustAnchors.name), source.trustAnchors, namespace);
+    const { trustAnchors } = source;
+    const anchors =
+      unreadableCache(informers.anchors, describeObject(trustAnchors.kind, namespace, trustAnchors.name), '--ca-trust-anchors') ??
+      trustAnchorsOf(informers.anchors.get(namespace, trustAnchors.name), trustAnchors, namespace);
     if (source.kind === 'secret') {
-      return upstreamObservation(source, installation, {
-        anchors,
-        secret: sourceSecretOf(informers.sourceSecret!.get(namespace, source.secretName), namespace, source.secretName),
-      });
+      const secret =
+        unreadableCache(informers.sourceSecret!, describeObject('Secret', namespace, source.secretName), '--ca-from-secret') ??
+        sourceSecretOf(informers.sourceSecret!.get(namespace, source.secretName), namespace, source.secretName);
+      return upstreamObservation(source, installation, { anchors, secret });
     }
     const cache = informers.issuer!;
-    const notServed = cache.notServed;
-    const issuer = notServed === undefined ? issuerReadinessOf(cache.object, source.issuer, namespace) : issuerNotServed(source.issuer, namespace, notServed);
+    const unreadable = cache.unreadable;
+    const issuer = unreadable
+      ? issuerUnreadable(source.issuer, namespace, unreadable.reason, unreadable.detail)
+      : issuerReadinessOf(cache.object, source.issuer, namespace);
     const name = caSecret?.annotations[CA_REQUEST_ANNOTATION];
     const request = name ? { name, object: informers.requests!.get(namespace, name) } : undefined;
     return upstreamObservation(source, installation, { anchors, issuer, ...(request ? { request } : {}) });

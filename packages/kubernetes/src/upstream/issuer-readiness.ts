@@ -64,13 +64,18 @@ export function issuerReadinessOf(object: IssuerObject | undefined, issuer: Issu
   };
 }
 
-/** The readiness of an issuer whose kind the apiserver does not serve (`detail`: what discovery found missing). */
-export function issuerNotServed(issuer: IssuerReference, namespace: string, detail: string): IssuerReadiness {
+/**
+ * The readiness of an issuer the controller cannot read: its kind not served (`detail`: what
+ * discovery found missing), or its list refused (`detail`: the apiserver's answer, a 403 when the
+ * controller's RBAC does not name it).
+ */
+export function issuerUnreadable(issuer: IssuerReference, namespace: string, reason: 'not_served' | 'refused', detail: string): IssuerReadiness {
   const install = issuer.group === DEFAULT_ISSUER_GROUP ? "cert-manager's CRDs" : `the CRDs of the issuer of ${issuer.group}`;
-  return {
-    state: 'missing',
-    message: `${describeIssuer(issuer, namespace)} cannot be read: ${detail}; install ${install} (looked for again meanwhile), or fix --ca-issuer`,
-  };
+  const hint =
+    reason === 'not_served'
+      ? `install ${install} (looked for again meanwhile), or fix --ca-issuer`
+      : `check the controller's RBAC on it (the chart's ca.issuer.resource and ca.issuer.scope), or fix --ca-issuer`;
+  return { state: 'missing', message: `${describeIssuer(issuer, namespace)} cannot be read: ${detail}; ${hint}` };
 }
 
 /**
@@ -83,7 +88,7 @@ export async function readIssuerReadiness(client: UpstreamReader, issuer: Issuer
   try {
     served = await servedIssuer(client, issuer);
   } catch (e) {
-    if (e instanceof ResourceNotServedError) return issuerNotServed(issuer, namespace, e.message);
+    if (e instanceof ResourceNotServedError) return issuerUnreadable(issuer, namespace, 'not_served', e.message);
     throw e;
   }
   return issuerReadinessOf(await getIfExists<IssuerObject>(client, issuerPath(issuer, namespace, served)), issuer, namespace);

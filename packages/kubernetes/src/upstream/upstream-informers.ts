@@ -7,7 +7,7 @@ import { CA_REQUEST_SELECTOR, type CertificateRequestObject, caRequestPath } fro
 import { apiErrorOf } from '../client/api-error.js';
 import { type ServedIssuer, issuersPath, servedIssuer } from './issuer-api.js';
 import { type IssuerObject, describeIssuer } from './issuer-readiness.js';
-import { allSynced, startAll, stopAll, summedStats } from '../informers/informer-set.js';
+import { allAttempted, startAllAttempted, stopAll, summedStats } from '../informers/informer-set.js';
 
 /*
  * The caches an upstream CA source is read from, each by name or label in ESO's namespace (or the
@@ -76,9 +76,11 @@ export class IssuerCache {
     return this.informer.list().next().value;
   }
 
-  /** Why the issuer cannot be read while its kind is not served; undefined while it is. */
-  get notServed(): string | undefined {
-    return this.informer.served ? undefined : this.unserved;
+  /** Why the issuer cannot be read: its kind is not served, or its list fails; undefined once it is read. */
+  get unreadable(): { readonly reason: 'not_served' | 'refused'; readonly detail: string } | undefined {
+    if (!this.informer.served) return { reason: 'not_served', detail: this.unserved };
+    const error = this.informer.hasSynced ? undefined : this.informer.lastError;
+    return error && { reason: 'refused', detail: `the apiserver refused its list (${error.message.slice(0, 300)})` };
   }
 }
 
@@ -161,9 +163,13 @@ export class UpstreamInformers {
     return [this.anchors, this.sourceSecret, this.requests, this.issuer?.informer].filter((i) => i !== undefined) as Informer<UpstreamObject>[];
   }
 
-  /** Starts every informer and resolves once each has listed once. */
+  /**
+   * Starts every informer and resolves once each has listed once or failed to: an upstream input
+   * the controller cannot read (RBAC naming another object, an issuer's resource misspelt) is
+   * reported as the source's problem and never holds the Secret rounds.
+   */
   start(): Promise<void> {
-    return startAll(this.all);
+    return startAllAttempted(this.all);
   }
 
   /** Stops every watch. */
@@ -171,9 +177,9 @@ export class UpstreamInformers {
     return stopAll(this.all);
   }
 
-  /** True once every cache has listed once. */
+  /** True once every cache has listed once or failed to (its failure is then reported as the source's problem). */
   get hasSynced(): boolean {
-    return allSynced(this.all);
+    return allAttempted(this.all);
   }
 
   /** Subscribes to every change of every cache. */

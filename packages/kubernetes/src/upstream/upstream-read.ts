@@ -6,8 +6,8 @@ import type { KubeRestClient } from '../client/rest-client.js';
  * same for each so the adapter reports them alike.
  */
 
-/** Why an upstream input was not taken: no such object, no such key in it, or over the PEM bound. */
-export type UpstreamReadProblem = 'not_found' | 'missing_key' | 'too_large';
+/** Why an upstream input was not taken: no such object, no such key in it, over the PEM bound, or the controller may not read it. */
+export type UpstreamReadProblem = 'not_found' | 'missing_key' | 'too_large' | 'unreadable';
 
 /** An upstream input not taken, and a message naming the object, the key and what to do. */
 export interface UpstreamReadRefusal {
@@ -37,6 +37,19 @@ export const notFound = (object: string, hint: string): UpstreamReadRefusal => (
   ok: false,
   problem: 'not_found',
   message: `${object} does not exist; ${hint}`,
+});
+
+/** Most characters of an apiserver error a message quotes. */
+const QUOTED_ERROR = 300;
+
+/**
+ * The `unreadable` refusal of an object whose cache has never listed: the apiserver's answer (a 403
+ * when the controller's RBAC does not name it), and what to check.
+ */
+export const unreadable = (object: string, error: Error, hint: string): UpstreamReadRefusal => ({
+  ok: false,
+  problem: 'unreadable',
+  message: `${object} cannot be read: ${error.message.slice(0, QUOTED_ERROR)}; ${hint}`,
 });
 
 /** Most keys a `missing_key` message lists, so an object with many keys does not make a long message. */

@@ -3,12 +3,14 @@
 // anyway (its Secret rounds never wait for the issuer), says `issuer_missing` naming the API, and
 // takes the issuer up once its CRDs are installed, at the version and scope the group serves.
 import { describe, expect, it } from '@jest/globals';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { hours } from '@eso-mtls/core';
 import { KubeRestClient, connectionFromKubeConfig, corePath } from '@eso-mtls/kubernetes';
 import { type RecordingAdapter, startAdapter } from '@eso-mtls/test-kit/adapter';
 import { installCertManagerCrds } from '@eso-mtls/test-kit/cert-manager-process';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { useControlPlane } from '@eso-mtls/test-kit/installations';
+import { serviceAccountKubeConfig } from '@eso-mtls/test-kit/manifests';
 import { opensslP256Ca } from '@eso-mtls/test-kit/pod-certificates';
 import type { IssuerReference } from '../../src/installation/ca-source.js';
 import { type CertificateRequestObject, caRequestPath } from '../../src/upstream/certificate-requests.js';
@@ -29,15 +31,24 @@ async function admin<T>(use: (client: KubeRestClient) => Promise<T>): Promise<T>
   }
 }
 
-/** An installation in `eso` whose CA comes from `issuer`, the anchors in Secret `org-roots`, a labelled Service in `provider`; started, or failing the test if its start waits for the issuer. */
-async function installation(eso: string, provider: string, issuer: IssuerReference): Promise<RecordingAdapter> {
+/**
+ * An installation in `eso` whose CA comes from `issuer`, the anchors in Secret `org-roots`, a
+ * labelled Service in `provider`, as `kubeConfig`'s identity (the admin unless told); started, or
+ * failing the test if its start waits for the issuer.
+ */
+async function installation(
+  eso: string,
+  provider: string,
+  issuer: IssuerReference,
+  kubeConfig: KubeConfig = suite.plane.adminKubeConfig,
+): Promise<RecordingAdapter> {
   const { cluster } = suite;
   await cluster.namespace(eso);
   await cluster.namespace(provider);
   const org = await opensslP256Ca('eso-mtls test organisation root');
   await admin((c) => c.create(corePath('secrets', eso), { metadata: { name: 'org-roots' }, data: { 'ca.crt': b64(org.cert) } }));
   await cluster.labelledService(provider, 'provider');
-  const started = startAdapter(suite.plane.adminKubeConfig, eso, {
+  const started = startAdapter(kubeConfig, eso, {
     caSource: { kind: 'issuer', issuer, trustAnchors: { kind: 'Secret', name: 'org-roots', key: 'ca.crt' }, requestDeadline: hours(1) },
     now: Date.now,
     unservedRelistMs: 500,
@@ -151,6 +162,63 @@ describe('an issuer whose API is not served when the controller starts', () => {
       const request = await sentRequest('eso-external');
       expect(request.spec.issuerRef).toEqual({ name: 'org-external', kind: 'OrgIssuer', group: EXTERNAL_GROUP });
       expect((await problems(run)).filter((p) => p.startsWith('issuer_'))).toEqual([]);
+    } finally {
+      await run.adapter.stop();
+    }
+  }, 600_000);
+  it('starts when its RBAC does not name the issuer (a misspelt resource), says so, and reads the issuer once a rule allows it', async () => {
+    await installCertManagerCrds(suite.plane);
+    const eso = 'eso-forbidden';
+    await suite.cluster.namespace(eso);
+    await admin(async (c) => {
+      await c.create(corePath('serviceaccounts', eso), { metadata: { name: 'controller' } });
+      // Every right the adapter uses here, but none on cert-manager's issuers.
+      await c.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+        metadata: { name: 'eso-forbidden-controller' },
+        rules: [
+          { apiGroups: ['', 'events.k8s.io'], resources: ['*'], verbs: ['*'] },
+          { apiGroups: ['cert-manager.io'], resources: ['certificaterequests'], verbs: ['*'] },
+        ],
+      });
+      await c.create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+        metadata: { name: 'eso-forbidden-controller' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'eso-forbidden-controller' },
+        subjects: [{ kind: 'ServiceAccount', name: 'controller', namespace: eso }],
+      });
+      await c.create('/apis/cert-manager.io/v1/clusterissuers', {
+        apiVersion: 'cert-manager.io/v1',
+        kind: 'ClusterIssuer',
+        metadata: { name: 'org-forbidden' },
+        spec: { selfSigned: {} },
+      });
+    });
+    await markReady('/apis/cert-manager.io/v1/clusterissuers/org-forbidden');
+    const { kc } = await serviceAccountKubeConfig(suite.plane.adminKubeConfig, suite.plane.url, suite.plane.caPem, eso, 'controller');
+    const issuer: IssuerReference = { kind: 'ClusterIssuer', name: 'org-forbidden', group: 'cert-manager.io' };
+    const run = await installation(eso, 'forbidden-a', issuer, kc);
+    try {
+      expect(await problems(run)).toContainEqual(
+        expect.stringMatching(
+          /^issuer_missing: issuer\/ClusterIssuer\/org-forbidden: ClusterIssuer org-forbidden cannot be read: the apiserver refused its list \(.*403.*\); check the controller's RBAC on it/,
+        ),
+      );
+
+      // The rule the chart would have given: read on the one ClusterIssuer.
+      await admin(async (c) => {
+        await c.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+          metadata: { name: 'eso-forbidden-issuer' },
+          rules: [{ apiGroups: ['cert-manager.io'], resources: ['clusterissuers'], resourceNames: ['org-forbidden'], verbs: ['get', 'list', 'watch'] }],
+        });
+        await c.create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+          metadata: { name: 'eso-forbidden-issuer' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'eso-forbidden-issuer' },
+          subjects: [{ kind: 'ServiceAccount', name: 'controller', namespace: eso }],
+        });
+      });
+      // The cache lists again after its backoff, and the issuer reads as Ready: no issuer problem stands.
+      await eventually(async () => (await problems(run)).every((p) => !p.startsWith('issuer_')), WAIT);
+      // Meanwhile its Secret rounds ran: the request was made, as with an issuer not Ready.
+      expect((await sentRequest(eso)).spec.issuerRef).toEqual({ name: 'org-forbidden', kind: 'ClusterIssuer', group: 'cert-manager.io' });
     } finally {
       await run.adapter.stop();
     }

@@ -1,7 +1,8 @@
 // An issuer's readiness from its object (the real cert-manager's cases are in cert-manager.test.ts).
 import { describe, expect, it } from '@jest/globals';
 import { issuerPath, servedKind } from '../../src/upstream/issuer-api.js';
-import { issuerReadinessOf } from '../../src/upstream/issuer-readiness.js';
+import { issuerReadinessOf, issuerUnreadable } from '../../src/upstream/issuer-readiness.js';
+import { unreadable } from '../../src/upstream/upstream-read.js';
 
 const CLUSTER = { kind: 'ClusterIssuer', name: 'org', group: 'cert-manager.io' } as const;
 const ready = (status: string, observedGeneration?: number) => ({
@@ -64,5 +65,24 @@ describe('issuerReadinessOf', () => {
     expect(servedKind(list, 'ClusterOriginIssuer', 'v1')).toEqual({ version: 'v1', plural: 'clusteroriginissuers', namespaced: false });
     expect(servedKind(list, 'Issuer', 'v1')).toBeUndefined();
     expect(servedKind({}, 'Issuer', 'v1')).toBeUndefined();
+  });
+  it('an input the controller cannot read: the apiserver quoted (bounded) and what to check, per cause', () => {
+    const answer = new Error(`GET /api/v1/namespaces/eso/secrets: HTTP 403 Forbidden: ${'x'.repeat(1000)}`);
+    const refusal = unreadable('Secret eso/org-roots', answer, "check the controller's RBAC on it (its resourceNames), or fix --ca-trust-anchors");
+    expect(refusal).toMatchObject({ ok: false, problem: 'unreadable' });
+    expect(refusal.message).toMatch(
+      /^Secret eso\/org-roots cannot be read: GET \/api\/v1\/namespaces\/eso\/secrets: HTTP 403 Forbidden: x+; check the controller's RBAC/,
+    );
+    expect(refusal.message.length).toBeLessThan(450);
+    expect(issuerUnreadable(CLUSTER, 'eso', 'refused', 'the apiserver refused its list (403)')).toEqual({
+      state: 'missing',
+      message:
+        "ClusterIssuer org cannot be read: the apiserver refused its list (403); check the controller's RBAC on it (the chart's ca.issuer.resource and ca.issuer.scope), or fix --ca-issuer",
+    });
+    expect(issuerUnreadable(CLUSTER, 'eso', 'not_served', 'the apiserver does not serve the API group cert-manager.io')).toEqual({
+      state: 'missing',
+      message:
+        "ClusterIssuer org cannot be read: the apiserver does not serve the API group cert-manager.io; install cert-manager's CRDs (looked for again meanwhile), or fix --ca-issuer",
+    });
   });
 });
