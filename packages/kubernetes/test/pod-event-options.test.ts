@@ -49,6 +49,8 @@ describe('the pending bound and the relist for room', () => {
   it('accepts whole numbers in range', () => {
     expect(refusal(withBound({ relistForRoomMs: 0 }, { perNamespace: 1, total: 1 }))).toBeUndefined();
     expect(refusal(withBound({ relistForRoomMs: 600_000 }, { perNamespace: 1_000_000, total: 1_000_000 }))).toBeUndefined();
+    expect(refusal(withBound({ unservedRelistMs: 100 }))).toBeUndefined();
+    expect(refusal(withBound({ unservedRelistMs: 600_000 }))).toBeUndefined();
   });
 
   it.each([
@@ -57,6 +59,10 @@ describe('the pending bound and the relist for room', () => {
     [withBound({}, { perNamespace: 10, total: 1_000_001 }), 'podCertificates.pendingBound.total', 'from 1 to 1000000'],
     [withBound({ relistForRoomMs: -1 }), 'relistForRoomMs', 'from 0 to 600000'],
     [withBound({ relistForRoomMs: 600_001 }), 'relistForRoomMs', 'from 0 to 600000'],
+    // An upstream source's look for its unserved API: never a hot loop.
+    [withBound({ unservedRelistMs: 0 }), 'unservedRelistMs', 'from 100 to 600000'],
+    [withBound({ unservedRelistMs: 2.5 }), 'unservedRelistMs', 'from 100 to 600000'],
+    [withBound({ unservedRelistMs: 600_001 }), 'unservedRelistMs', 'from 100 to 600000'],
   ])('refuses a bad value, naming %#: %s', (options, option, accepted) => {
     const thrown = refusal(options);
     expect(thrown).toBeInstanceOf(AdapterOptionsError);
