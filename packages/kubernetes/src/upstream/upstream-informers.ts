@@ -7,6 +7,7 @@ import { CA_REQUEST_SELECTOR, type CertificateRequestObject, caRequestPath } fro
 import { apiErrorOf } from '../client/api-error.js';
 import { type ServedIssuer, issuersPath, servedIssuer } from './issuer-api.js';
 import { type IssuerObject, describeIssuer } from './issuer-readiness.js';
+import { quoted } from './upstream-read.js';
 import { allAttempted, startAllAttempted, stopAll, summedStats } from '../informers/informer-set.js';
 
 /*
@@ -80,7 +81,7 @@ export class IssuerCache {
   get unreadable(): { readonly reason: 'not_served' | 'refused'; readonly detail: string } | undefined {
     if (!this.informer.served) return { reason: 'not_served', detail: this.unserved };
     const error = this.informer.hasSynced ? undefined : this.informer.lastError;
-    return error && { reason: 'refused', detail: `the apiserver refused its list (${error.message.slice(0, 300)})` };
+    return error && { reason: 'refused', detail: `the apiserver refused its list (${quoted(error)})` };
   }
 }
 

@@ -42,6 +42,9 @@ export const notFound = (object: string, hint: string): UpstreamReadRefusal => (
 /** Most characters of an apiserver error a message quotes. */
 const QUOTED_ERROR = 300;
 
+/** An apiserver error as a message quotes it: its first {@link QUOTED_ERROR} characters. */
+export const quoted = (error: Error): string => error.message.slice(0, QUOTED_ERROR);
+
 /**
  * The `unreadable` refusal of an object whose cache has never listed: the apiserver's answer (a 403
  * when the controller's RBAC does not name it), and what to check.
@@ -49,7 +52,7 @@ const QUOTED_ERROR = 300;
 export const unreadable = (object: string, error: Error, hint: string): UpstreamReadRefusal => ({
   ok: false,
   problem: 'unreadable',
-  message: `${object} cannot be read: ${error.message.slice(0, QUOTED_ERROR)}; ${hint}`,
+  message: `${object} cannot be read: ${quoted(error)}; ${hint}`,
 });
 
 /** Most keys a `missing_key` message lists, so an object with many keys does not make a long message. */
