@@ -30,30 +30,28 @@ const byName = (name: string): string => `metadata.name=${name}`;
  * The issuer's cache, by name. Where its kind is served is looked up before each list (an external
  * issuer's group may serve `v1beta1` only, and its kind may be namespaced or not), and it may not be
  * served at all (cert-manager or the issuer not installed yet): the cache is then empty and synced,
- * {@link IssuerCache.notServed} says why, and it is listed again until it is served.
+ * {@link IssuerCache.unreadable} says why, and it is listed again until it is served.
  */
 export class IssuerCache {
   readonly informer: Informer<CachedIssuer>;
   private served: ServedIssuer | undefined;
-  private collection: string | undefined;
   private unserved = 'it was not listed yet';
 
   constructor(api: KubeRestClient, issuer: IssuerReference, namespace: string, options: InformerOptions) {
     const fieldSelector = byName(issuer.name);
+    // Read at each list's GET and each watch, which follows a list: where that list found the kind.
+    const path = (): string => (this.served ? issuersPath(issuer, namespace, this.served) : '');
+    const plural = (): string => this.served?.plural ?? 'issuers';
     const list = async (page: { limit: number; continue?: string }): Promise<ListPage<CachedIssuer>> => {
       try {
         this.served = await servedIssuer(api, issuer);
-        this.collection = issuersPath(issuer, namespace, this.served);
-        return await api.get<ListPage<CachedIssuer>>(this.collection, { fieldSelector, ...page });
+        return await api.get<ListPage<CachedIssuer>>(path(), { fieldSelector, ...page });
       } catch (e) {
         if (e instanceof ResourceNotServedError) this.unserved = e.message;
-        else if (apiErrorOf(e).code === 404) this.unserved = `the apiserver answered 404 for ${this.collection}`;
+        else if (apiErrorOf(e).code === 404) this.unserved = `the apiserver answered 404 for ${path()}`;
         throw e;
       }
     };
-    // Read at each watch, which follows a list: the plural and path that list found.
-    const plural = (): string => this.served?.plural ?? 'issuers';
-    const path = (): string => this.collection ?? '';
     this.informer = new Informer<CachedIssuer>(
       {
         description: describeIssuer(issuer, namespace),

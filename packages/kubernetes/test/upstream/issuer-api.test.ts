@@ -70,6 +70,17 @@ async function problems(run: RecordingAdapter): Promise<string[]> {
   return (round?.plan.upstream?.problems ?? []).map((p) => `${p.reason}: ${p.message}`);
 }
 
+/** A ClusterRole `name` with `rules`, bound to the ServiceAccount `controller` of `namespace`. */
+async function grant(client: KubeRestClient, name: string, namespace: string, rules: readonly object[]): Promise<void> {
+  const rbac = '/apis/rbac.authorization.k8s.io/v1';
+  await client.create(`${rbac}/clusterroles`, { metadata: { name }, rules });
+  await client.create(`${rbac}/clusterrolebindings`, {
+    metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: [{ kind: 'ServiceAccount', name: 'controller', namespace }],
+  });
+}
+
 /** Sets the issuer's Ready condition, as its issuer controller would. */
 const markReady = (path: string): Promise<unknown> =>
   admin((c) =>
@@ -166,6 +177,7 @@ describe('an issuer whose API is not served when the controller starts', () => {
       await run.adapter.stop();
     }
   }, 600_000);
+
   it('starts when its RBAC does not name the issuer (a misspelt resource), says so, and reads the issuer once a rule allows it', async () => {
     await installCertManagerCrds(suite.plane);
     const eso = 'eso-forbidden';
@@ -173,18 +185,10 @@ describe('an issuer whose API is not served when the controller starts', () => {
     await admin(async (c) => {
       await c.create(corePath('serviceaccounts', eso), { metadata: { name: 'controller' } });
       // Every right the adapter uses here, but none on cert-manager's issuers.
-      await c.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
-        metadata: { name: 'eso-forbidden-controller' },
-        rules: [
-          { apiGroups: ['', 'events.k8s.io'], resources: ['*'], verbs: ['*'] },
-          { apiGroups: ['cert-manager.io'], resources: ['certificaterequests'], verbs: ['*'] },
-        ],
-      });
-      await c.create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-        metadata: { name: 'eso-forbidden-controller' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'eso-forbidden-controller' },
-        subjects: [{ kind: 'ServiceAccount', name: 'controller', namespace: eso }],
-      });
+      await grant(c, 'eso-forbidden-controller', eso, [
+        { apiGroups: ['', 'events.k8s.io'], resources: ['*'], verbs: ['*'] },
+        { apiGroups: ['cert-manager.io'], resources: ['certificaterequests'], verbs: ['*'] },
+      ]);
       await c.create('/apis/cert-manager.io/v1/clusterissuers', {
         apiVersion: 'cert-manager.io/v1',
         kind: 'ClusterIssuer',
@@ -204,17 +208,11 @@ describe('an issuer whose API is not served when the controller starts', () => {
       );
 
       // The rule the chart would have given: read on the one ClusterIssuer.
-      await admin(async (c) => {
-        await c.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
-          metadata: { name: 'eso-forbidden-issuer' },
-          rules: [{ apiGroups: ['cert-manager.io'], resources: ['clusterissuers'], resourceNames: ['org-forbidden'], verbs: ['get', 'list', 'watch'] }],
-        });
-        await c.create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-          metadata: { name: 'eso-forbidden-issuer' },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'eso-forbidden-issuer' },
-          subjects: [{ kind: 'ServiceAccount', name: 'controller', namespace: eso }],
-        });
-      });
+      await admin((c) =>
+        grant(c, 'eso-forbidden-issuer', eso, [
+          { apiGroups: ['cert-manager.io'], resources: ['clusterissuers'], resourceNames: ['org-forbidden'], verbs: ['get', 'list', 'watch'] },
+        ]),
+      );
       // The cache lists again after its backoff, and the issuer reads as Ready: no issuer problem stands.
       await eventually(async () => (await problems(run)).every((p) => !p.startsWith('issuer_')), WAIT);
       // Meanwhile its Secret rounds ran: the request was made, as with an issuer not Ready.
