@@ -70,12 +70,13 @@ describe('eso-mtls renew', () => {
     expect(tokens.size).toBe(1);
     const token = [...tokens][0]!;
     await eventually(async () => (await serial('team-a', PROVIDER_SECRET)) !== before, 30_000, 'the certificate of team-a to be re-issued');
+    const reissued = await serial('team-a', PROVIDER_SECRET);
+    // The controller may act between renew's two patches (aws first): then it acknowledged aws alone,
+    // and vault's same token asks nothing again.
     const secret = await core.readNamespacedSecret({ namespace: 'team-a', name: PROVIDER_SECRET });
-    expect(JSON.parse(secret.metadata!.annotations![ROTATE_ACKNOWLEDGED_ANNOTATION]!)).toEqual({
-      aws: acknowledgementOf(token),
-      vault: acknowledgementOf(token),
-    });
-    expect(await forcedRotations('team-a')).toBeGreaterThan(0);
+    const acknowledged = JSON.parse(secret.metadata!.annotations![ROTATE_ACKNOWLEDGED_ANNOTATION]!) as Record<string, string>;
+    expect(acknowledged.aws).toBe(acknowledgementOf(token));
+    expect(Object.values(acknowledged)).toEqual(Object.keys(acknowledged).map(() => acknowledgementOf(token)));
     expect(await serial('team-b', PROVIDER_SECRET)).toBe(other);
 
     // status, as the status role, agrees: healthy again, next rotation by expiry.
@@ -83,6 +84,10 @@ describe('eso-mtls renew', () => {
     await eventually(async () => (await asReader()).code === 0, 20_000, 'status to report team-a healthy');
     const status = JSON.parse((await asReader()).stdout) as StatusReport;
     expect(status.namespaces[0]!.nextRotation!.reason).toBe('expiring');
+    // Once: status read the Services with both tokens, and the controller, which reads them through
+    // the same watch, issued nothing more.
+    expect(await serial('team-a', PROVIDER_SECRET)).toBe(reissued);
+    expect(await forcedRotations('team-a')).toBe(1);
   });
 
   it('renews the client certificate and starts an overlap CA rotation', async () => {

@@ -63,15 +63,18 @@ export function namespaceRotationRequest(services: readonly ProviderService[]): 
 
 /**
  * The Services whose honoured token `acknowledged` does not hold: they asked for a rotation not yet
- * performed. A token removed, or a Service gone, asks for nothing. An acknowledgement holds a token
- * as its digest, or as the token itself (what versions before 0.2 wrote, so an upgrade re-issues
+ * performed. The namespace has one certificate, so a token is one request whichever Service carries
+ * it: a token already acknowledged for another Service of the namespace asks nothing again (`eso-mtls
+ * renew --namespace` annotates each Service in turn, and the controller may act between two of
+ * them). A token removed, or a Service gone, asks for nothing. An acknowledgement holds a token as
+ * its digest, or as the token itself (what versions before 0.2 wrote, so an upgrade re-issues
  * nothing). Unreadable or oversized acknowledgements count as empty.
  */
 export function pendingRotationRequests(services: readonly ProviderService[], acknowledged: string | undefined): string[] {
   const tokens = honouredTokens(services);
   if (tokens.length === 0) return [];
-  const done = acknowledged === undefined ? {} : parseAcknowledgement(acknowledged);
-  return tokens.filter(([name, token]) => done[name] !== token && done[name] !== acknowledgementOf(token)).map(([name]) => name);
+  const done = new Set(Object.values(acknowledged === undefined ? {} : parseAcknowledgement(acknowledged)));
+  return tokens.filter(([, token]) => !done.has(token) && !done.has(acknowledgementOf(token))).map(([name]) => name);
 }
 
 // Kubernetes caps all annotations of an object at 256 KiB; anything larger is not ours.

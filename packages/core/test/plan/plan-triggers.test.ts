@@ -83,19 +83,27 @@ describe('planRotation: forced rotation', () => {
     expect(planAt(store, pki, T0 + minutes(4)).leaves.map((l) => l.reason)).toEqual(['forced']);
   });
 
-  it('a token on a second Service asks again; a Service added with a token to a new namespace is initial', async () => {
-    store.setServices('a', [{ name: 'p', rotateRequest: 't' }]);
+  it('a token is one request per namespace: the same token on a second Service asks nothing again, a new one asks', async () => {
+    store.setServices('a', [{ name: 'p', rotateRequest: 't' }, { name: 'q' }]);
     await reconcile(store, pki, T0 + minutes(1));
+    // What `eso-mtls renew --namespace` does when the controller acts between its two patches.
     store.setServices('a', [
       { name: 'p', rotateRequest: 't' },
       { name: 'q', rotateRequest: 't' },
     ]);
-    expect(planAt(store, pki, T0 + minutes(2)).leaves.map((l) => l.reason)).toEqual(['forced']);
-    store.setServices('new', [{ name: 'z', rotateRequest: 't' }]);
-    expect(planAt(store, pki, T0 + minutes(2)).leaves.map((l) => [l.target, l.reason])).toEqual([
-      [A, 'forced'],
-      [{ namespace: 'new' }, 'initial'],
+    expect(isPlanEmpty(planAt(store, pki, T0 + minutes(2)))).toBe(true);
+    store.setServices('a', [
+      { name: 'p', rotateRequest: 't' },
+      { name: 'q', rotateRequest: 'u' },
     ]);
+    expect(planAt(store, pki, T0 + minutes(2)).leaves.map((l) => l.reason)).toEqual(['forced']);
+  });
+
+  it('a Service added with a token to a new namespace is initial', async () => {
+    store.setServices('a', [{ name: 'p', rotateRequest: 't' }]);
+    await reconcile(store, pki, T0 + minutes(1));
+    store.setServices('new', [{ name: 'z', rotateRequest: 't' }]);
+    expect(planAt(store, pki, T0 + minutes(2)).leaves.map((l) => [l.target, l.reason])).toEqual([[{ namespace: 'new' }, 'initial']]);
   });
 
   it("the client Secret's own eso-mtls.io/rotate annotation re-issues the client leaf", async () => {
