@@ -72,8 +72,8 @@ export class CaUpstreamSource implements CaUpstream {
     const cache = informers.issuer!;
     const unreadable = cache.unreadable;
     const issuer = unreadable
-      ? issuerUnreadable(source.issuer, namespace, unreadable.reason, unreadable.detail)
-      : issuerReadinessOf(cache.object, source.issuer, namespace);
+      ? issuerUnreadable(source.issuer, namespace, unreadable.reason, unreadable.detail, cache.served)
+      : issuerReadinessOf(cache.object, source.issuer, namespace, cache.served);
     const name = caSecret?.annotations[CA_REQUEST_ANNOTATION];
     const request = name ? { name, object: informers.requests!.get(namespace, name) } : undefined;
     return upstreamObservation(source, installation, { anchors, issuer, ...(request ? { request } : {}) });

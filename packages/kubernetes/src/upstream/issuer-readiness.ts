@@ -14,7 +14,7 @@ import { type UpstreamReader, describeObject, getIfExists } from './upstream-rea
 
 /** An issuer's readiness: it can sign, it exists but cannot (and why), or it does not exist. */
 export type IssuerReadiness =
-  | { readonly state: 'ready' }
+  | { readonly state: 'ready'; readonly message: string }
   | { readonly state: 'not_ready'; readonly reason: string | undefined; readonly message: string; readonly since: Instant | undefined }
   | { readonly state: 'missing'; readonly message: string };
 
@@ -26,12 +26,14 @@ export interface IssuerObject {
 
 /**
  * `ClusterIssuer name` or `Issuer namespace/name` (an external kind with its group), as messages
- * name an issuer. A kind whose name says `Cluster` is named without a namespace: a message only,
- * where the scope discovery gives is not at hand.
+ * name an issuer: with ESO's namespace when discovery found its kind namespaced (`served`). Before
+ * discovery answered (its kind not served yet), a kind whose name says `Cluster` is named without
+ * one: a message only, never a path.
  */
-export function describeIssuer(issuer: IssuerReference, namespace: string): string {
+export function describeIssuer(issuer: IssuerReference, namespace: string, served?: ServedIssuer): string {
   const kind = issuer.group === DEFAULT_ISSUER_GROUP ? issuer.kind : `${issuer.kind}.${issuer.group}`;
-  return issuer.kind.includes('Cluster') ? `${kind} ${issuer.name}` : describeObject(kind, namespace, issuer.name);
+  const namespaced = served?.namespaced ?? !issuer.kind.includes('Cluster');
+  return namespaced ? describeObject(kind, namespace, issuer.name) : `${kind} ${issuer.name}`;
 }
 
 /**
@@ -39,8 +41,13 @@ export function describeIssuer(issuer: IssuerReference, namespace: string): stri
  * Ready=True for the issuer's current generation: a condition of an older generation describes a
  * spec that is gone.
  */
-export function issuerReadinessOf(object: IssuerObject | undefined, issuer: IssuerReference, namespace: string): IssuerReadiness {
-  const described = describeIssuer(issuer, namespace);
+export function issuerReadinessOf(
+  object: IssuerObject | undefined,
+  issuer: IssuerReference,
+  namespace: string,
+  served?: ServedIssuer,
+): IssuerReadiness {
+  const described = describeIssuer(issuer, namespace, served);
   if (object === undefined) return { state: 'missing', message: `${described} does not exist; create it, or fix --ca-issuer` };
   const ready = conditionOf(object.status?.conditions, 'Ready');
   if (ready === undefined)
@@ -55,7 +62,7 @@ export function issuerReadinessOf(object: IssuerObject | undefined, issuer: Issu
       since,
     };
   }
-  if (ready.status === 'True') return { state: 'ready' };
+  if (ready.status === 'True') return { state: 'ready', message: `${described} is Ready` };
   return {
     state: 'not_ready',
     reason: ready.reason,
@@ -69,13 +76,19 @@ export function issuerReadinessOf(object: IssuerObject | undefined, issuer: Issu
  * discovery found missing), or its list refused (`detail`: the apiserver's answer, a 403 when the
  * controller's RBAC does not name it).
  */
-export function issuerUnreadable(issuer: IssuerReference, namespace: string, reason: 'not_served' | 'refused', detail: string): IssuerReadiness {
+export function issuerUnreadable(
+  issuer: IssuerReference,
+  namespace: string,
+  reason: 'not_served' | 'refused',
+  detail: string,
+  served?: ServedIssuer,
+): IssuerReadiness {
   const install = issuer.group === DEFAULT_ISSUER_GROUP ? "cert-manager's CRDs" : `the CRDs of the issuer of ${issuer.group}`;
   const hint =
     reason === 'not_served'
       ? `install ${install} (looked for again meanwhile), or fix --ca-issuer`
       : `check the controller's RBAC on it (the chart's ca.issuer.resource and ca.issuer.scope), or fix --ca-issuer`;
-  return { state: 'missing', message: `${describeIssuer(issuer, namespace)} cannot be read: ${detail}; ${hint}` };
+  return { state: 'missing', message: `${describeIssuer(issuer, namespace, served)} cannot be read: ${detail}; ${hint}` };
 }
 
 /**
@@ -91,5 +104,5 @@ export async function readIssuerReadiness(client: UpstreamReader, issuer: Issuer
     if (e instanceof ResourceNotServedError) return issuerUnreadable(issuer, namespace, 'not_served', e.message);
     throw e;
   }
-  return issuerReadinessOf(await getIfExists<IssuerObject>(client, issuerPath(issuer, namespace, served)), issuer, namespace);
+  return issuerReadinessOf(await getIfExists<IssuerObject>(client, issuerPath(issuer, namespace, served)), issuer, namespace, served);
 }

@@ -2,7 +2,7 @@ import { CA_REQUEST_ANNOTATION, type CaRequestObservation, type SecretState, typ
 import type { CaSource } from '../installation/ca-source.js';
 import type { Installation } from '../installation/installation.js';
 import { type CertificateRequestObject, caRequestStatus, getCaRequest, isOurCaRequest } from './certificate-requests.js';
-import { type IssuerReadiness, describeIssuer, readIssuerReadiness } from './issuer-readiness.js';
+import { type IssuerReadiness, readIssuerReadiness } from './issuer-readiness.js';
 import { type SourceSecret, readSourceSecret } from './source-secret.js';
 import { type TrustAnchors, readTrustAnchors } from './trust-anchors.js';
 import type { UpstreamReadRefusal, UpstreamReader } from './upstream-read.js';
@@ -71,12 +71,7 @@ export function upstreamObservation(source: UpstreamSource, installation: Instal
     return { ...base, secret };
   }
   const readiness = reads.issuer;
-  const issuer =
-    readiness === undefined
-      ? { state: 'missing' as const, message: 'not read' }
-      : readiness.state === 'ready'
-        ? { state: 'ready' as const, message: `${describeIssuer(source.issuer, installation.esoNamespace)} is Ready` }
-        : { state: readiness.state, message: readiness.message };
+  const issuer = readiness === undefined ? { state: 'missing' as const, message: 'not read' } : { state: readiness.state, message: readiness.message };
   const request = reads.request && requestObservation(reads.request.name, reads.request.object, installation);
   return { ...base, issuer, ...(request ? { request } : {}) };
 }

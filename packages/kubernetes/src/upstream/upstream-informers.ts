@@ -34,17 +34,17 @@ const byName = (name: string): string => `metadata.name=${name}`;
  */
 export class IssuerCache {
   readonly informer: Informer<CachedIssuer>;
-  private served: ServedIssuer | undefined;
+  private found: ServedIssuer | undefined;
   private unserved = 'it was not listed yet';
 
   constructor(api: KubeRestClient, issuer: IssuerReference, namespace: string, options: InformerOptions) {
     const fieldSelector = byName(issuer.name);
     // Read at each list's GET and each watch, which follows a list: where that list found the kind.
-    const path = (): string => (this.served ? issuersPath(issuer, namespace, this.served) : '');
-    const plural = (): string => this.served?.plural ?? 'issuers';
+    const path = (): string => (this.found ? issuersPath(issuer, namespace, this.found) : '');
+    const plural = (): string => this.found?.plural ?? 'issuers';
     const list = async (page: { limit: number; continue?: string }): Promise<ListPage<CachedIssuer>> => {
       try {
-        this.served = await servedIssuer(api, issuer);
+        this.found = await servedIssuer(api, issuer);
         return await api.get<ListPage<CachedIssuer>>(path(), { fieldSelector, ...page });
       } catch (e) {
         if (e instanceof ResourceNotServedError) this.unserved = e.message;
@@ -68,6 +68,11 @@ export class IssuerCache {
       },
       options,
     );
+  }
+
+  /** Where the last list found the issuer's kind served (its version, plural, scope), or undefined before. */
+  get served(): ServedIssuer | undefined {
+    return this.found;
   }
 
   /** The issuer as cached (the one object of its name, in whichever scope its kind has), or undefined. */

@@ -16,7 +16,10 @@ const ready = (status: string, observedGeneration?: number) => ({
 
 describe('issuerReadinessOf', () => {
   it('ready only with Ready=True for the current generation', () => {
-    expect(issuerReadinessOf({ metadata: { generation: 2 }, status: { conditions: [ready('True', 2)] } }, CLUSTER, 'eso')).toEqual({ state: 'ready' });
+    expect(issuerReadinessOf({ metadata: { generation: 2 }, status: { conditions: [ready('True', 2)] } }, CLUSTER, 'eso')).toEqual({
+      state: 'ready',
+      message: 'ClusterIssuer org is Ready',
+    });
     expect(issuerReadinessOf({ metadata: { generation: 3 }, status: { conditions: [ready('True', 2)] } }, CLUSTER, 'eso')).toMatchObject({
       state: 'not_ready',
       message: 'ClusterIssuer org: cert-manager has not yet looked at generation 3 (Ready is of 2)',
@@ -41,6 +44,18 @@ describe('issuerReadinessOf', () => {
       state: 'missing',
       message: 'Issuer.awspca.cert-manager.io eso/x does not exist; create it, or fix --ca-issuer',
     });
+  });
+
+  it('names an external kind in the scope discovery found, whatever its name says; by its name before discovery answered', () => {
+    const odd = { kind: 'OrgCA', name: 'root', group: 'pki.example.com' };
+    const cluster = { version: 'v1beta1', plural: 'orgcas', namespaced: false };
+    expect(issuerReadinessOf(undefined, odd, 'eso', cluster).message).toBe('OrgCA.pki.example.com root does not exist; create it, or fix --ca-issuer');
+    expect(issuerReadinessOf(undefined, odd, 'eso').message).toBe('OrgCA.pki.example.com eso/root does not exist; create it, or fix --ca-issuer');
+    const clusterNamed = { kind: 'ClusterlessIssuer', name: 'n', group: 'pki.example.com' };
+    expect(issuerUnreadable(clusterNamed, 'eso', 'refused', '403', { ...cluster, namespaced: true }).message).toMatch(
+      /^ClusterlessIssuer\.pki\.example\.com eso\/n cannot be read: 403;/,
+    );
+    expect(issuerUnreadable(clusterNamed, 'eso', 'not_served', 'not served').message).toMatch(/^ClusterlessIssuer\.pki\.example\.com n cannot be read/);
   });
 
   it('paths: a namespaced Issuer, a ClusterIssuer, an external kind at its version and scope', () => {
