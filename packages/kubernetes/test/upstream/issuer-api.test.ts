@@ -1,7 +1,9 @@
 // An issuer whose API the apiserver does not serve (yet), on a real kube-apiserver: ESO installed
 // before cert-manager, or an external issuer with a kind of its own, whose group serves v1beta1 only. The adapter starts
 // anyway (its Secret rounds never wait for the issuer), says `issuer_missing` naming the API, and
-// takes the issuer up once its CRDs are installed, at the version and scope the group serves.
+// takes the issuer up once its CRDs are installed, at the version and scope the group serves. The
+// same holds for an input its RBAC does not name (the issuer, the trust anchors): a 403 is the
+// source's problem, quoted, and the input is read once a rule allows it.
 import { describe, expect, it } from '@jest/globals';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { hours } from '@eso-mtls/core';
@@ -32,24 +34,28 @@ async function admin<T>(use: (client: KubeRestClient) => Promise<T>): Promise<T>
 }
 
 /**
- * An installation in `eso` whose CA comes from `issuer`, the anchors in Secret `org-roots`, a
- * labelled Service in `provider`, as `kubeConfig`'s identity (the admin unless told); started, or
- * failing the test if its start waits for the issuer.
+ * An installation in `eso` whose CA comes from `issuer`, the anchors in `org-roots` (a Secret
+ * unless told), a labelled Service in `provider`, as `kubeConfig`'s identity (the admin unless
+ * told); started, or failing the test if its start waits for the issuer or the anchors.
  */
 async function installation(
   eso: string,
   provider: string,
   issuer: IssuerReference,
-  kubeConfig: KubeConfig = suite.plane.adminKubeConfig,
+  { kubeConfig = suite.plane.adminKubeConfig, anchorsIn = 'Secret' }: { kubeConfig?: KubeConfig; anchorsIn?: 'Secret' | 'ConfigMap' } = {},
 ): Promise<RecordingAdapter> {
   const { cluster } = suite;
   await cluster.namespace(eso);
   await cluster.namespace(provider);
   const org = await opensslP256Ca('eso-mtls test organisation root');
-  await admin((c) => c.create(corePath('secrets', eso), { metadata: { name: 'org-roots' }, data: { 'ca.crt': b64(org.cert) } }));
+  const roots =
+    anchorsIn === 'Secret'
+      ? { path: corePath('secrets', eso), body: { metadata: { name: 'org-roots' }, data: { 'ca.crt': b64(org.cert) } } }
+      : { path: corePath('configmaps', eso), body: { metadata: { name: 'org-roots' }, data: { 'ca.crt': org.cert } } };
+  await admin((c) => c.create(roots.path, roots.body));
   await cluster.labelledService(provider, 'provider');
   const started = startAdapter(kubeConfig, eso, {
-    caSource: { kind: 'issuer', issuer, trustAnchors: { kind: 'Secret', name: 'org-roots', key: 'ca.crt' }, requestDeadline: hours(1) },
+    caSource: { kind: 'issuer', issuer, trustAnchors: { kind: anchorsIn, name: 'org-roots', key: 'ca.crt' }, requestDeadline: hours(1) },
     now: Date.now,
     unservedRelistMs: 500,
   });
@@ -199,7 +205,7 @@ describe('an issuer whose API is not served when the controller starts', () => {
     await markReady('/apis/cert-manager.io/v1/clusterissuers/org-forbidden');
     const { kc } = await serviceAccountKubeConfig(suite.plane.adminKubeConfig, suite.plane.url, suite.plane.caPem, eso, 'controller');
     const issuer: IssuerReference = { kind: 'ClusterIssuer', name: 'org-forbidden', group: 'cert-manager.io' };
-    const run = await installation(eso, 'forbidden-a', issuer, kc);
+    const run = await installation(eso, 'forbidden-a', issuer, { kubeConfig: kc });
     try {
       expect(await problems(run)).toContainEqual(
         expect.stringMatching(
@@ -217,6 +223,51 @@ describe('an issuer whose API is not served when the controller starts', () => {
       await eventually(async () => (await problems(run)).every((p) => !p.startsWith('issuer_')), WAIT);
       // Meanwhile its Secret rounds ran: the request was made, as with an issuer not Ready.
       expect((await sentRequest(eso)).spec.issuerRef).toEqual({ name: 'org-forbidden', kind: 'ClusterIssuer', group: 'cert-manager.io' });
+    } finally {
+      await run.adapter.stop();
+    }
+  }, 600_000);
+  it('starts when its RBAC does not name the trust anchors, says anchors_unreadable quoting the apiserver, and reads them once a rule allows it', async () => {
+    await installCertManagerCrds(suite.plane);
+    const eso = 'eso-anchors-denied';
+    await suite.cluster.namespace(eso);
+    await admin(async (c) => {
+      await c.create(corePath('serviceaccounts', eso), { metadata: { name: 'controller' } });
+      // Every right the adapter uses here but read on ConfigMaps, where the anchors are.
+      await grant(c, 'eso-anchors-denied-controller', eso, [
+        { apiGroups: [''], resources: ['secrets', 'services', 'namespaces', 'events'], verbs: ['*'] },
+        { apiGroups: ['events.k8s.io'], resources: ['*'], verbs: ['*'] },
+        { apiGroups: ['cert-manager.io'], resources: ['certificaterequests', 'clusterissuers'], verbs: ['*'] },
+      ]);
+      await c.create('/apis/cert-manager.io/v1/clusterissuers', {
+        apiVersion: 'cert-manager.io/v1',
+        kind: 'ClusterIssuer',
+        metadata: { name: 'org-anchors-denied' },
+        spec: { selfSigned: {} },
+      });
+    });
+    await markReady('/apis/cert-manager.io/v1/clusterissuers/org-anchors-denied');
+    const { kc } = await serviceAccountKubeConfig(suite.plane.adminKubeConfig, suite.plane.url, suite.plane.caPem, eso, 'controller');
+    const issuer: IssuerReference = { kind: 'ClusterIssuer', name: 'org-anchors-denied', group: 'cert-manager.io' };
+    const run = await installation(eso, 'anchors-denied-a', issuer, { kubeConfig: kc, anchorsIn: 'ConfigMap' });
+    try {
+      const denied = (await problems(run)).filter((p) => p.startsWith('anchors_unreadable: '));
+      expect(denied).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^anchors_unreadable: .*ConfigMap ${eso}/org-roots cannot be read: .*403.*; check the controller's RBAC on it \\(its resourceNames\\), or fix --ca-trust-anchors$`,
+          ),
+        ),
+      ]);
+      // Nothing was issued under anchors it could not read.
+      expect(run.writes.filter((w) => w.kind === 'serverLeaf' || w.kind === 'clientLeaf')).toEqual([]);
+
+      // The rule the chart gives: read on the one ConfigMap, by name.
+      await admin((c) =>
+        grant(c, 'eso-anchors-denied-roots', eso, [{ apiGroups: [''], resources: ['configmaps'], resourceNames: ['org-roots'], verbs: ['get', 'list', 'watch'] }]),
+      );
+      await eventually(async () => (await problems(run)).every((p) => !p.startsWith('anchors_')), WAIT, 'the anchors read once allowed');
+      expect((await sentRequest(eso)).spec.issuerRef).toEqual({ name: 'org-anchors-denied', kind: 'ClusterIssuer', group: 'cert-manager.io' });
     } finally {
       await run.adapter.stop();
     }
