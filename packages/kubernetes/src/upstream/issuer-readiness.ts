@@ -41,12 +41,7 @@ export function describeIssuer(issuer: IssuerReference, namespace: string, serve
  * Ready=True for the issuer's current generation: a condition of an older generation describes a
  * spec that is gone.
  */
-export function issuerReadinessOf(
-  object: IssuerObject | undefined,
-  issuer: IssuerReference,
-  namespace: string,
-  served?: ServedIssuer,
-): IssuerReadiness {
+export function issuerReadinessOf(object: IssuerObject | undefined, issuer: IssuerReference, namespace: string, served?: ServedIssuer): IssuerReadiness {
   const described = describeIssuer(issuer, namespace, served);
   if (object === undefined) return { state: 'missing', message: `${described} does not exist; create it, or fix --ca-issuer` };
   const ready = conditionOf(object.status?.conditions, 'Ready');

@@ -264,7 +264,9 @@ describe('an issuer whose API is not served when the controller starts', () => {
 
       // The rule the chart gives: read on the one ConfigMap, by name.
       await admin((c) =>
-        grant(c, 'eso-anchors-denied-roots', eso, [{ apiGroups: [''], resources: ['configmaps'], resourceNames: ['org-roots'], verbs: ['get', 'list', 'watch'] }]),
+        grant(c, 'eso-anchors-denied-roots', eso, [
+          { apiGroups: [''], resources: ['configmaps'], resourceNames: ['org-roots'], verbs: ['get', 'list', 'watch'] },
+        ]),
       );
       await eventually(async () => (await problems(run)).every((p) => !p.startsWith('anchors_')), WAIT, 'the anchors read once allowed');
       expect((await sentRequest(eso)).spec.issuerRef).toEqual({ name: 'org-anchors-denied', kind: 'ClusterIssuer', group: 'cert-manager.io' });
