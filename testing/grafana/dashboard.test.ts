@@ -40,6 +40,7 @@ const SHOWS: Record<string, { readonly refId: string; readonly labels: Record<st
     { refId: 'B', labels: PROVIDER, why: 'the mismatched key the provider refused' },
   ],
   'Served versus issued: lag per provider': [{ refId: 'A', labels: PROVIDER, why: 'the seconds before the provider reloaded a rotated certificate' }],
+  'Pod certificates: share of life left': [{ refId: 'A', labels: PROVIDER, why: 'the pod-certificate replica serving its certificate' }],
   Alerts: [
     { refId: 'A', labels: { alertname: 'EsoProviderCertificateHotReloadFailed', alertstate: 'firing', ...PROVIDER }, why: 'the refused reload' },
     { refId: 'A', labels: { alertname: 'EsoProviderCertificateRotationFailed', alertstate: 'firing', ...CONFLICTED }, why: 'the conflict' },
@@ -111,11 +112,12 @@ describe('the Grafana dashboard model', () => {
     }
   });
 
-  it('draws the 3-day and 35-day lines on the certificate expiry panel, and the alerts thresholds on the CA and lag panels', () => {
+  it('draws the 3-day and 35-day lines on the certificate expiry panel, and the alerts thresholds on the CA, lag and pod-certificate panels', () => {
     const steps = (title: string) => (panels.find((p) => p.title === title) as Panel).fieldConfig!.defaults!.thresholds!.steps.map((s) => s.value);
     expect(steps('Certificate expiry: provider servers and the ESO client')).toEqual([null, 3 * 86_400, 35 * 86_400]);
     expect(steps('CA expiry by state')).toEqual([null, 30 * 86_400, 60 * 86_400]);
     expect(steps('Served versus issued: lag per provider')).toEqual([null, 300]);
+    expect(steps('Pod certificates: share of life left')).toEqual([null, 1 / 4, 1 / 3]);
   });
 
   it('names in SHOWS exactly the panels it has, and docs/metrics.md names each with its question', () => {
@@ -177,7 +179,7 @@ describe('the dashboard over a real Prometheus, backfilled with scrapes of the r
     await prometheus?.stop();
   });
 
-  it('recorded several scrapes of both exporters over some seconds', () => {
+  it('recorded several scrapes of every exporter over some seconds', () => {
     expect(recording.scrapes).toBeGreaterThanOrEqual(10);
     expect(recording.end - recording.start).toBeGreaterThanOrEqual(10);
   });

@@ -1,9 +1,10 @@
 // The system the dashboard watches, for real: the controller (in-process, its real /metrics server)
 // against a real apiserver, and a provider (startProviderServer from @eso-mtls/grpc, its real
-// /metrics) serving from a folder written from the Secret the controller issued. A ScrapeRecorder
-// scrapes both while the test makes each panel's events happen: rotations (initial, forced twice),
-// a refused reload, a rotation failure (a standing conflict), and the lag of a provider that has
-// not yet reloaded.
+// /metrics) serving from a folder written from the Secret the controller issued, and a second
+// replica of it in the pod-certificate layout (credentials.pem and ca.crt, as a podCertificate
+// projection writes them). A ScrapeRecorder scrapes all three while the test makes each panel's
+// events happen: rotations (initial, forced twice), a refused reload, a rotation failure (a
+// standing conflict), and the lag of a provider that has not yet reloaded.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,7 @@ import { type RunningController, createLogger, parseControllerConfig, startContr
 import { ESO_NS, PROVIDER_SECRET, converged, createProviderNamespace } from '@eso-mtls/test-kit/cluster';
 import { eventually } from '@eso-mtls/test-kit/eventually';
 import { writeAtomically } from '@eso-mtls/test-kit/demo';
+import { podCertificateDir } from '@eso-mtls/test-kit/pod-certificates';
 import { text } from '@eso-mtls/test-kit/secrets';
 import { ScrapeRecorder } from './scrape-recorder.js';
 
@@ -58,7 +60,9 @@ export async function recordSystem(): Promise<Recording> {
   let plane: ControlPlane | undefined;
   let controller: RunningController | undefined;
   let provider: ProviderServer | undefined;
+  let podProvider: ProviderServer | undefined;
   const certDir = mkdtempSync(join(tmpdir(), 'eso-mtls-dashboard-provider-'));
+  let podCertDir: string | undefined;
   try {
     plane = await startControlPlane();
     const admin: KubeConfig = plane.adminKubeConfig;
@@ -90,9 +94,23 @@ export async function recordSystem(): Promise<Recording> {
       log: false,
     });
     const providerMetrics = `http://127.0.0.1:${provider.healthPort}/metrics`;
+    // The same certificate in the pod-certificate layout: what the pod-certificate panel reads.
+    const issued = await providerFiles(core, PROVIDER.namespace);
+    podCertDir = await podCertificateDir({ cert: issued['tls.crt']!, key: issued['tls.key']! }, issued['ca.crt']!);
+    podProvider = await startProviderServer({
+      implementation: { getSecret: () => ({ value: Buffer.from('unused') }) },
+      certDir: podCertDir,
+      certLayout: 'pod-certificate',
+      host: '127.0.0.1',
+      port: 0,
+      healthPort: 0,
+      metrics: PROVIDER,
+      log: false,
+    });
     const recorder = new ScrapeRecorder([
       { url: controller.metricsServer!.url, job: 'eso-mtls-controller', instance: 'eso-mtls-controller-0:8080' },
       { url: providerMetrics, job: 'providers', instance: `${PROVIDER.service}-0:8081` },
+      { url: `http://127.0.0.1:${podProvider.healthPort}/metrics`, job: 'providers', instance: `${PROVIDER.service}-1:8081` },
     ]);
     recorder.start(SCRAPE_INTERVAL_MS);
     await pause(3 * SCRAPE_INTERVAL_MS);
@@ -152,8 +170,10 @@ export async function recordSystem(): Promise<Recording> {
     return { openMetrics: recorder.openMetrics(), bodies: recorder.bodies, start: first / 1000, end: last / 1000, scrapes: recorder.count };
   } finally {
     await provider?.close();
+    await podProvider?.close();
     await controller?.stop();
     await plane?.stop();
     rmSync(certDir, { recursive: true, force: true });
+    if (podCertDir) rmSync(podCertDir, { recursive: true, force: true });
   }
 }
