@@ -95,6 +95,28 @@ const markReady = (path: string): Promise<unknown> =>
     }),
   );
 
+/**
+ * cert-manager's CRDs, namespace `eso` with a ServiceAccount `controller` bound to `rules` only, and
+ * a Ready ClusterIssuer `issuerName`: the kubeconfig of that ServiceAccount and the issuer's reference.
+ */
+async function restrictedController(eso: string, issuerName: string, rules: readonly object[]): Promise<{ kc: KubeConfig; issuer: IssuerReference }> {
+  await installCertManagerCrds(suite.plane);
+  await suite.cluster.namespace(eso);
+  await admin(async (c) => {
+    await c.create(corePath('serviceaccounts', eso), { metadata: { name: 'controller' } });
+    await grant(c, `${eso}-controller`, eso, rules);
+    await c.create('/apis/cert-manager.io/v1/clusterissuers', {
+      apiVersion: 'cert-manager.io/v1',
+      kind: 'ClusterIssuer',
+      metadata: { name: issuerName },
+      spec: { selfSigned: {} },
+    });
+  });
+  await markReady(`/apis/cert-manager.io/v1/clusterissuers/${issuerName}`);
+  const { kc } = await serviceAccountKubeConfig(suite.plane.adminKubeConfig, suite.plane.url, suite.plane.caPem, eso, 'controller');
+  return { kc, issuer: { kind: 'ClusterIssuer', name: issuerName, group: 'cert-manager.io' } };
+}
+
 /** Our CertificateRequest in `eso`, once the adapter sent it. */
 const sentRequest = (eso: string): Promise<CertificateRequestObject> =>
   eventually(async () => (await admin((c) => c.get<{ items: CertificateRequestObject[] }>(caRequestPath(eso)))).items[0] ?? false, WAIT);
@@ -185,26 +207,12 @@ describe('an issuer whose API is not served when the controller starts', () => {
   }, 600_000);
 
   it('starts when its RBAC does not name the issuer (a misspelt resource), says so, and reads the issuer once a rule allows it', async () => {
-    await installCertManagerCrds(suite.plane);
     const eso = 'eso-forbidden';
-    await suite.cluster.namespace(eso);
-    await admin(async (c) => {
-      await c.create(corePath('serviceaccounts', eso), { metadata: { name: 'controller' } });
-      // Every right the adapter uses here, but none on cert-manager's issuers.
-      await grant(c, 'eso-forbidden-controller', eso, [
-        { apiGroups: ['', 'events.k8s.io'], resources: ['*'], verbs: ['*'] },
-        { apiGroups: ['cert-manager.io'], resources: ['certificaterequests'], verbs: ['*'] },
-      ]);
-      await c.create('/apis/cert-manager.io/v1/clusterissuers', {
-        apiVersion: 'cert-manager.io/v1',
-        kind: 'ClusterIssuer',
-        metadata: { name: 'org-forbidden' },
-        spec: { selfSigned: {} },
-      });
-    });
-    await markReady('/apis/cert-manager.io/v1/clusterissuers/org-forbidden');
-    const { kc } = await serviceAccountKubeConfig(suite.plane.adminKubeConfig, suite.plane.url, suite.plane.caPem, eso, 'controller');
-    const issuer: IssuerReference = { kind: 'ClusterIssuer', name: 'org-forbidden', group: 'cert-manager.io' };
+    // Every right the adapter uses here, but none on cert-manager's issuers.
+    const { kc, issuer } = await restrictedController(eso, 'org-forbidden', [
+      { apiGroups: ['', 'events.k8s.io'], resources: ['*'], verbs: ['*'] },
+      { apiGroups: ['cert-manager.io'], resources: ['certificaterequests'], verbs: ['*'] },
+    ]);
     const run = await installation(eso, 'forbidden-a', issuer, { kubeConfig: kc });
     try {
       expect(await problems(run)).toContainEqual(
@@ -228,27 +236,13 @@ describe('an issuer whose API is not served when the controller starts', () => {
     }
   }, 600_000);
   it('starts when its RBAC does not name the trust anchors, says anchors_unreadable quoting the apiserver, and reads them once a rule allows it', async () => {
-    await installCertManagerCrds(suite.plane);
     const eso = 'eso-anchors-denied';
-    await suite.cluster.namespace(eso);
-    await admin(async (c) => {
-      await c.create(corePath('serviceaccounts', eso), { metadata: { name: 'controller' } });
-      // Every right the adapter uses here but read on ConfigMaps, where the anchors are.
-      await grant(c, 'eso-anchors-denied-controller', eso, [
-        { apiGroups: [''], resources: ['secrets', 'services', 'namespaces', 'events'], verbs: ['*'] },
-        { apiGroups: ['events.k8s.io'], resources: ['*'], verbs: ['*'] },
-        { apiGroups: ['cert-manager.io'], resources: ['certificaterequests', 'clusterissuers'], verbs: ['*'] },
-      ]);
-      await c.create('/apis/cert-manager.io/v1/clusterissuers', {
-        apiVersion: 'cert-manager.io/v1',
-        kind: 'ClusterIssuer',
-        metadata: { name: 'org-anchors-denied' },
-        spec: { selfSigned: {} },
-      });
-    });
-    await markReady('/apis/cert-manager.io/v1/clusterissuers/org-anchors-denied');
-    const { kc } = await serviceAccountKubeConfig(suite.plane.adminKubeConfig, suite.plane.url, suite.plane.caPem, eso, 'controller');
-    const issuer: IssuerReference = { kind: 'ClusterIssuer', name: 'org-anchors-denied', group: 'cert-manager.io' };
+    // Every right the adapter uses here but read on ConfigMaps, where the anchors are.
+    const { kc, issuer } = await restrictedController(eso, 'org-anchors-denied', [
+      { apiGroups: [''], resources: ['secrets', 'services', 'namespaces', 'events'], verbs: ['*'] },
+      { apiGroups: ['events.k8s.io'], resources: ['*'], verbs: ['*'] },
+      { apiGroups: ['cert-manager.io'], resources: ['certificaterequests', 'clusterissuers'], verbs: ['*'] },
+    ]);
     const run = await installation(eso, 'anchors-denied-a', issuer, { kubeConfig: kc, anchorsIn: 'ConfigMap' });
     try {
       const denied = (await problems(run)).filter((p) => p.startsWith('anchors_unreadable: '));
