@@ -15,7 +15,7 @@
 // Scale: one node, 2 controller replicas, 4 providers (2 more namespaces with a labelled Service
 // and no pod), 2 ESO client pods (6 callers). The rest of
 // the faults, with production timings, run under `npm run test:real-node` (testing/real-node/long).
-import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { CA_SOURCE_ANNOTATION, MAX_ROTATE_REQUEST_BYTES, ROTATE_ANNOTATION } from '@eso-mtls/core';
@@ -26,7 +26,7 @@ import { ScrapeRecorder } from '@eso-mtls/test-kit/scrapes';
 import type { PromtoolResult } from '@eso-mtls/test-kit/promtool';
 import { type TestCluster, inside, startTestCluster } from './support/cluster.js';
 import { type Burst, type ProbeAnswer, probeFromNode, requestBurst } from './support/burst.js';
-import { hostNetworkState, processesInPidNamespace } from './support/host-state.js';
+import { holdPidNamespaces, hostNetworkState, processesInPidNamespace } from './support/host-state.js';
 import { ORG_ISSUER, OrganisationPki } from './support/organisation-pki.js';
 import { ALLOWED_NAMESPACE_LABELS, type FailedCall } from './support/workloads.js';
 import { POD_PROVIDER, PROVIDERS, type SecretLeaf, World, pemCertificates, sampleValue } from './support/world.js';
@@ -400,10 +400,14 @@ describe('the chart, the images and the example providers on a real node', () =>
   }, 600_000);
 
   it('stops leaving nothing: no process of its namespaces, no cgroup of its run, the host as it was', async () => {
-    const pidNamespace = readlinkSync(`/proc/${tc.cluster.sandboxPid}/ns/pid`);
-    await saveLogs();
-    await tc.cluster.stop();
-    expect(processesInPidNamespace(pidNamespace)).toEqual([]);
+    const held = holdPidNamespaces([tc.cluster.sandboxPid]);
+    try {
+      await saveLogs();
+      await tc.cluster.stop();
+      expect(processesInPidNamespace(held.namespaces[0]!)).toEqual([]);
+    } finally {
+      held.release();
+    }
     expect(readdirSync('/sys/fs/cgroup').filter((h) => existsSync(`/sys/fs/cgroup/${h}${tc.cluster.cgroupRoot}`))).toEqual([]);
     expect(hostNetworkState()).toEqual(hostBefore);
   }, 120_000);

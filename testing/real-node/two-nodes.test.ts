@@ -8,7 +8,7 @@
 // replicas on both nodes through Service DNS, CoreDNS answering from the control plane. The node
 // loss, the drain and the rejoin belong to `npm run test:real-node` (docs/real-node.md).
 // Scale: 2 nodes, 2 controller replicas, 1 provider with 2 replicas, 1 ESO client pod.
-import { readFileSync, readdirSync, readlinkSync, existsSync } from 'node:fs';
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { KubernetesObjectApi, type V1Pod } from '@kubernetes/client-node';
@@ -19,7 +19,7 @@ import { repoRoot } from '@eso-mtls/test-kit/repo';
 import { certificates } from '@eso-mtls/test-kit/secrets';
 import { ScrapeRecorder } from '@eso-mtls/test-kit/scrapes';
 import { type TestCluster, inside, startTestCluster } from './support/cluster.js';
-import { hostNetworkState, processesInPidNamespace } from './support/host-state.js';
+import { holdPidNamespaces, hostNetworkState, processesInPidNamespace } from './support/host-state.js';
 import { ESO_SERVICE_ACCOUNT, clientPod, providerManifests } from './support/workloads.js';
 import { POD_PROVIDER, type PodCertificateRequest, World } from './support/world.js';
 
@@ -238,10 +238,14 @@ describe('two real nodes: the chart spread one replica per node, and pod certifi
   }, 300_000);
 
   it("stops leaving nothing: no process of the control plane's or any node's namespaces, no cgroup of its run, the host as it was", async () => {
-    const pidNamespaces = [tc.cluster.sandboxPid, ...tc.cluster.nodes.map((n) => n.sandboxPid)].map((pid) => readlinkSync(`/proc/${pid}/ns/pid`));
-    expect(new Set(pidNamespaces).size).toBe(3);
-    await tc.cluster.stop();
-    for (const ns of pidNamespaces) expect(processesInPidNamespace(ns)).toEqual([]);
+    const held = holdPidNamespaces([tc.cluster.sandboxPid, ...tc.cluster.nodes.map((n) => n.sandboxPid)]);
+    try {
+      expect(new Set(held.namespaces).size).toBe(3);
+      await tc.cluster.stop();
+      for (const ns of held.namespaces) expect(processesInPidNamespace(ns)).toEqual([]);
+    } finally {
+      held.release();
+    }
     expect(readdirSync('/sys/fs/cgroup').filter((h) => existsSync(`/sys/fs/cgroup/${h}${tc.cluster.cgroupRoot}`))).toEqual([]);
     expect(hostNetworkState()).toEqual(hostBefore);
   }, 180_000);

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 
 /**
  * What the real node must never change on the host: its routes, addresses and links, its
@@ -34,7 +34,22 @@ export function hostNetworkState(): Record<string, string> {
   };
 }
 
-/** The host PIDs of every process in the PID namespace `pidNamespace` (a /proc/PID/ns/pid link, e.g. "pid:[4026532851]"). */
+/**
+ * The PID namespaces of `pids` (as their /proc/PID/ns/pid links read, e.g. "pid:[4026532851]"), each
+ * held open until `release()`. The number is the namespace file's inode, which the kernel gives to a
+ * new namespace once the old one is freed: another real node started beside this one (jest runs two
+ * suites at a time) was seen with a stopped node's number within seconds, and its processes read as
+ * the stopped node's. Held, a namespace keeps its number while it empties.
+ */
+export function holdPidNamespaces(pids: readonly number[]): { readonly namespaces: readonly string[]; release(): void } {
+  const fds = pids.map((pid) => openSync(`/proc/${pid}/ns/pid`, 'r'));
+  return {
+    namespaces: fds.map((fd) => readlinkSync(`/proc/self/fd/${fd}`)),
+    release: () => fds.forEach((fd) => closeSync(fd)),
+  };
+}
+
+/** The host PIDs of every process in the PID namespace `pidNamespace` (a /proc/PID/ns/pid link, e.g. "pid:[4026532851]"); hold it ({@link holdPidNamespaces}) across its end. */
 export function processesInPidNamespace(pidNamespace: string): number[] {
   return readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry))
