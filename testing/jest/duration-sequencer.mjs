@@ -39,8 +39,10 @@ export function readRecord(file) {
   }
 }
 
-/** A suite's path in the repository, with `/` whatever the platform. */
-const repoPath = (test) => relative(test.context.config.rootDir, test.path).split(sep).join('/');
+/** `path` in the repository at `rootDir`, with `/` whatever the platform. */
+const inRepo = (rootDir, path) => relative(rootDir, path).split(sep).join('/');
+/** A suite's path in the repository. */
+const repoPath = (test) => inRepo(test.context.config.rootDir, test.path);
 
 /**
  * `tests` in running order: those that failed last time first (the quickest news), then those with
@@ -65,7 +67,7 @@ export function mergedRecord(record, results, rootDir) {
   const merged = { ...record };
   for (const r of results.testResults) {
     if (r.skipped) continue;
-    const path = relative(rootDir, r.testFilePath).split(sep).join('/');
+    const path = inRepo(rootDir, r.testFilePath);
     const ms = r.perfStats.runtime ?? r.perfStats.end - r.perfStats.start;
     merged[path] = { seconds: Math.max(0, ms / 1000), failed: r.numFailingTests > 0 || r.testExecError != null };
   }
