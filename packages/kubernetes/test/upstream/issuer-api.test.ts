@@ -235,6 +235,7 @@ describe('an issuer whose API is not served when the controller starts', () => {
       await run.adapter.stop();
     }
   }, 600_000);
+
   it('starts when its RBAC does not name the trust anchors, says anchors_unreadable quoting the apiserver, and reads them once a rule allows it', async () => {
     const eso = 'eso-anchors-denied';
     // Every right the adapter uses here but read on ConfigMaps, where the anchors are.
@@ -253,7 +254,7 @@ describe('an issuer whose API is not served when the controller starts', () => {
           ),
         ),
       ]);
-      // Nothing was issued under anchors it could not read.
+      // Nothing was issued meanwhile: the Secret rounds wait for an intermediate, which needs the anchors to be checked.
       expect(run.writes.filter((w) => w.kind === 'serverLeaf' || w.kind === 'clientLeaf')).toEqual([]);
 
       // The rule the chart gives: read on the one ConfigMap, by name.
